@@ -1,0 +1,1 @@
+//! Paths of the test plugins, built by build.rs.
