@@ -1,0 +1,506 @@
+//! [`Registry::dispatch`]: argument checks, the handler run under a deadline with panics
+//! caught, and the result cap.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::time::Instant;
+
+use futures_util::FutureExt;
+
+use super::{Arguments, CallContext, Environment, Registry, ToolCall, ToolError, ToolResult};
+
+impl Registry {
+    /// Runs one tool call.
+    ///
+    /// Before the handler runs: empty arguments count as `{}`; anything else must be a JSON
+    /// object (a bare `null` is refused); every field in the schema's top-level `required`
+    /// list must be present and not `null`. Types, enums and nested objects are left to
+    /// the handler. Then the handler runs until the earlier of the caller's deadline and
+    /// the registry's call timeout; a panic in it is caught; its result's JSON encoding
+    /// must fit the result cap.
+    ///
+    /// # Errors
+    /// [`ToolError::UnknownTool`], [`ToolError::InvalidArguments`],
+    /// [`ToolError::ToolPanicked`], [`ToolError::TimedOut`], [`ToolError::Cancelled`],
+    /// [`ToolError::ResultTooLarge`], or the handler's own error with the tool name set.
+    pub async fn dispatch(
+        &self,
+        ctx: &CallContext,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let name = call.name.as_str();
+        let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        let arguments = Arguments::parse(name, &call.arguments)?;
+        if let Some(missing) = entry
+            .required
+            .iter()
+            .find(|field| arguments.get(field).is_none())
+        {
+            return Err(arguments.missing(missing));
+        }
+
+        let started = Instant::now();
+        let deadline = match ctx.deadline() {
+            Some(deadline) => deadline.min(started + self.call_timeout),
+            None => started + self.call_timeout,
+        };
+        let limit = deadline.saturating_duration_since(started);
+        let handler_ctx = ctx.clone().deadline_at(deadline);
+        let cancellation = ctx.cancellation().clone();
+
+        // A panic may happen while the handler builds its future or while it runs: catch both.
+        let handler = &entry.handler;
+        let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            handler.call(handler_ctx, arguments, env.clone())
+        }))
+        .map_err(|panic| panicked(name, panic))?;
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+
+        let outcome = tokio::select! {
+            biased;
+            outcome = guarded => outcome,
+            () = tokio::time::sleep_until(deadline.into()) => {
+                return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
+            }
+            () = cancellation.cancelled() => {
+                return Err(ToolError::Cancelled { tool: name.to_owned() });
+            }
+        };
+        let result = outcome
+            .map_err(|panic| panicked(name, panic))?
+            .map_err(|err| err.with_tool(name))?;
+
+        let size = encoded_len(&result.content);
+        if size > self.result_cap {
+            return Err(ToolError::ResultTooLarge {
+                tool: name.to_owned(),
+                size,
+                cap: self.result_cap,
+            });
+        }
+        Ok(result)
+    }
+}
+
+/// Length of `value` as compact JSON, without building the string.
+fn encoded_len(value: &serde_json::Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a Value into an infallible sink cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+fn panicked(tool: &str, panic: Box<dyn Any + Send>) -> ToolError {
+    let message = if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text value".to_owned()
+    };
+    ToolError::ToolPanicked {
+        tool: tool.to_owned(),
+        message: format!("panicked: {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use toolhost_sdk::schema::{object, string};
+
+    use super::*;
+    use crate::registry::{RegisterError, ToolDefinition};
+
+    fn echo_registry() -> Registry {
+        let registry = Registry::new();
+        registry
+            .register(
+                ToolDefinition::new(
+                    "echo",
+                    "Echo the arguments.",
+                    object([("text", string("t")), ("extra", string("e"))], ["text"]),
+                ),
+                |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+                    Ok(ToolResult::new(Value::Object(args.object().clone())))
+                },
+            )
+            .unwrap();
+        registry
+    }
+
+    async fn call(
+        registry: &Registry,
+        name: &str,
+        arguments: &str,
+    ) -> Result<ToolResult, ToolError> {
+        registry
+            .dispatch(
+                &CallContext::new(),
+                &ToolCall::new(name, arguments),
+                &Environment::default(),
+            )
+            .await
+    }
+
+    fn invalid(err: ToolError) -> String {
+        match err {
+            ToolError::InvalidArguments { tool, message } => format!("{tool}: {message}"),
+            other => panic!("expected InvalidArguments, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn passes_arguments_to_the_handler() {
+        let registry = echo_registry();
+        let result = call(&registry, "echo", r#"{"text":"hi","n":1}"#)
+            .await
+            .unwrap();
+        assert_eq!(result.content, json!({"text": "hi", "n": 1}));
+    }
+
+    #[tokio::test]
+    async fn required_field_missing_or_null_is_invalid() {
+        let registry = echo_registry();
+        for args in ["{}", r#"{"text":null}"#, "", "  \n "] {
+            assert_eq!(
+                invalid(call(&registry, "echo", args).await.unwrap_err()),
+                r#"echo: argument "text" is required"#,
+                "arguments {args:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn non_object_arguments_are_invalid() {
+        let registry = echo_registry();
+        for (args, expected) in [
+            ("[]", "echo: the arguments must be a JSON object, got array"),
+            (
+                "3",
+                "echo: the arguments must be a JSON object, got integer",
+            ),
+            (
+                "null",
+                "echo: the arguments must be a JSON object, got null",
+            ),
+            ("not json", "echo: the arguments are not valid JSON"),
+        ] {
+            let message = invalid(call(&registry, "echo", args).await.unwrap_err());
+            assert!(message.starts_with(expected), "{args}: {message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn whitespace_arguments_count_as_empty_object() {
+        let registry = Registry::new();
+        registry
+            .register(
+                ToolDefinition::new(
+                    "raw",
+                    "Return the raw arguments.",
+                    object(Vec::<(String, Value)>::new(), Vec::<String>::new()),
+                ),
+                |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+                    Ok(ToolResult::new(args.raw().to_owned()))
+                },
+            )
+            .unwrap();
+        assert_eq!(call(&registry, "raw", " \t\n").await.unwrap().content, "{}");
+    }
+
+    #[tokio::test]
+    async fn non_object_schema_enforces_nothing() {
+        let registry = Registry::new();
+        registry
+            .register(
+                ToolDefinition::new("free", "Anything goes.", json!({"required": ["x"]})),
+                |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                    Ok(ToolResult::new(Value::Null))
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            call(&registry, "free", "{}").await.unwrap().content,
+            Value::Null
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_names_the_tool() {
+        let err = call(&echo_registry(), "multiply", "").await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::UnknownTool {
+                name: "multiply".into()
+            }
+        );
+        assert!(err.to_string().contains("\"multiply\""));
+    }
+
+    #[tokio::test]
+    async fn panics_are_caught_and_registry_stays_usable() {
+        let registry = echo_registry();
+        registry
+            .register(
+                ToolDefinition::new("boom", "Panics.", Value::Null),
+                |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                    if true {
+                        panic!("kaboom {}", 42);
+                    }
+                    Ok(ToolResult::default())
+                },
+            )
+            .unwrap();
+        registry
+            .register(
+                ToolDefinition::new("boom_sync", "Panics before its future exists.", Value::Null),
+                |_ctx: CallContext,
+                 _args: Arguments,
+                 _env: Environment|
+                 -> std::future::Ready<Result<ToolResult, ToolError>> {
+                    panic!("static message")
+                },
+            )
+            .unwrap();
+        let err = call(&registry, "boom", "{}").await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::ToolPanicked {
+                tool: "boom".into(),
+                message: "panicked: kaboom 42".into()
+            }
+        );
+        let err = call(&registry, "boom_sync", "{}").await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::ToolPanicked {
+                tool: "boom_sync".into(),
+                message: "panicked: static message".into()
+            }
+        );
+        // The next call works, and registration still works.
+        assert_eq!(
+            call(&registry, "echo", r#"{"text":"ok"}"#)
+                .await
+                .unwrap()
+                .content,
+            json!({"text":"ok"})
+        );
+        registry
+            .register(
+                ToolDefinition::new("later", "", Value::Null),
+                |_c: CallContext, _a: Arguments, _e: Environment| async {
+                    Ok(ToolResult::default())
+                },
+            )
+            .unwrap();
+        assert!(registry.has("later"));
+    }
+
+    #[tokio::test]
+    async fn sleeping_handler_times_out_near_the_deadline() {
+        let registry = Registry::new().with_call_timeout(Duration::from_millis(200));
+        registry
+            .register(
+                ToolDefinition::new("sleepy", "Sleeps.", Value::Null),
+                |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    Ok(ToolResult::default())
+                },
+            )
+            .unwrap();
+        let started = Instant::now();
+        let err = call(&registry, "sleepy", "{}").await.unwrap_err();
+        let elapsed = started.elapsed();
+        assert_eq!(
+            err,
+            ToolError::TimedOut {
+                tool: "sleepy".into(),
+                limit: Duration::from_millis(200)
+            }
+        );
+        assert!(elapsed >= Duration::from_millis(200), "{elapsed:?}");
+        assert!(elapsed < Duration::from_millis(400), "{elapsed:?}");
+
+        // A caller deadline earlier than the registry's wins.
+        let started = Instant::now();
+        let err = registry
+            .dispatch(
+                &CallContext::with_timeout(Duration::from_millis(50)),
+                &ToolCall::new("sleepy", ""),
+                &Environment::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::TimedOut { .. }), "{err:?}");
+        assert!(started.elapsed() < Duration::from_millis(200));
+    }
+
+    #[tokio::test]
+    async fn handler_sees_the_deadline_and_cancellation_stops_it() {
+        let registry = Registry::new().with_call_timeout(Duration::from_secs(5));
+        registry
+            .register(
+                ToolDefinition::new("wait", "Waits for cancellation.", Value::Null),
+                |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                    let remaining = ctx.remaining().expect("dispatch sets a deadline");
+                    assert!(remaining <= Duration::from_secs(5));
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    Ok(ToolResult::default())
+                },
+            )
+            .unwrap();
+        let token = tokio_util::sync::CancellationToken::new();
+        let ctx = CallContext::new().with_cancellation(token.clone());
+        let canceller = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            token.cancel();
+        });
+        let err = registry
+            .dispatch(&ctx, &ToolCall::new("wait", ""), &Environment::default())
+            .await
+            .unwrap_err();
+        canceller.await.unwrap();
+        assert_eq!(
+            err,
+            ToolError::Cancelled {
+                tool: "wait".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn oversized_result_is_an_error_with_size_and_cap() {
+        let registry = Registry::new().with_result_cap(100);
+        registry
+            .register(
+                ToolDefinition::new("big", "Big result.", Value::Null),
+                |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+                    let n = args.optional_u64("n")?.unwrap_or(0) as usize;
+                    Ok(ToolResult::new("x".repeat(n)))
+                },
+            )
+            .unwrap();
+        // 98 characters + 2 quotes = exactly the cap.
+        assert!(call(&registry, "big", r#"{"n":98}"#).await.is_ok());
+        let err = call(&registry, "big", r#"{"n":99}"#).await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::ResultTooLarge {
+                tool: "big".into(),
+                size: 101,
+                cap: 100
+            }
+        );
+        assert!(err.to_string().contains("101 bytes"));
+        assert!(err.to_string().contains("100-byte limit"));
+    }
+
+    #[tokio::test]
+    async fn handler_errors_get_the_tool_name() {
+        let registry = Registry::new();
+        registry
+            .register(
+                ToolDefinition::new("fails", "Fails.", Value::Null),
+                |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                    Err::<ToolResult, _>(ToolError::failed("no such thing; try another"))
+                },
+            )
+            .unwrap();
+        let err = call(&registry, "fails", "").await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::Failed {
+                tool: "fails".into(),
+                message: "no such thing; try another".into()
+            }
+        );
+    }
+
+    #[test]
+    fn registration_rules() {
+        let registry = echo_registry();
+        let noop =
+            |_c: CallContext, _a: Arguments, _e: Environment| async { Ok(ToolResult::default()) };
+        assert_eq!(
+            registry.register(ToolDefinition::new("", "", Value::Null), noop),
+            Err(RegisterError::EmptyName)
+        );
+        assert_eq!(
+            registry.register(ToolDefinition::new("echo", "", Value::Null), noop),
+            Err(RegisterError::DuplicateTool {
+                name: "echo".into()
+            })
+        );
+        assert_eq!(
+            registry.register(ToolDefinition::new("has space", "", Value::Null), noop),
+            Err(RegisterError::InvalidName {
+                name: "has space".into()
+            })
+        );
+        assert_eq!(
+            registry.register(ToolDefinition::new("x".repeat(129), "", Value::Null), noop),
+            Err(RegisterError::InvalidName {
+                name: "x".repeat(129)
+            })
+        );
+        assert!(registry
+            .register(ToolDefinition::new("x".repeat(128), "", Value::Null), noop)
+            .is_ok());
+        assert_eq!(
+            registry.register_shared(ToolDefinition::new("none", "", Value::Null), None),
+            Err(RegisterError::MissingHandler {
+                name: "none".into()
+            })
+        );
+        assert!(!registry.has("none"));
+    }
+
+    #[test]
+    fn registration_order_is_kept_over_1000_tools() {
+        let registry = Registry::new();
+        let handler: Arc<dyn crate::registry::Handler> =
+            Arc::new(|_c: CallContext, _a: Arguments, _e: Environment| async {
+                Ok(ToolResult::default())
+            });
+        // Names in an order that is neither sorted nor hash order.
+        let names: Vec<String> = (0..1000)
+            .map(|i| format!("tool_{}", (i * 7919) % 1000))
+            .collect();
+        for name in &names {
+            registry
+                .register_shared(
+                    ToolDefinition::new(name.clone(), "", Value::Null),
+                    Some(Arc::clone(&handler)),
+                )
+                .unwrap();
+        }
+        let listed: Vec<String> = registry.definitions().into_iter().map(|d| d.name).collect();
+        assert_eq!(listed, names);
+        assert_eq!(registry.len(), 1000);
+        assert!(registry.has("tool_999") && !registry.has("tool_1000"));
+    }
+
+    #[test]
+    fn registry_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Registry>();
+    }
+}

@@ -1,0 +1,11 @@
+//! The `grep` tool (not written yet).
+
+use std::sync::Arc;
+
+use super::FileTools;
+use crate::registry::{RegisterError, Registry};
+
+/// Registers `grep`.
+pub(super) fn register(_registry: &Registry, _tools: &Arc<FileTools>) -> Result<(), RegisterError> {
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! The `list_files` tool (not written yet).
+
+use std::sync::Arc;
+
+use super::FileTools;
+use crate::registry::{RegisterError, Registry};
+
+/// Registers `list_files`.
+pub(super) fn register(_registry: &Registry, _tools: &Arc<FileTools>) -> Result<(), RegisterError> {
+    Ok(())
+}

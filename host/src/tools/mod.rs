@@ -1,0 +1,143 @@
+//! The built-in tools: file tools over a [`Storage`](crate::vfs::Storage), and the plan tool.
+//!
+//! [`register_vfs_tools`] registers, with every option at its default and in this order:
+//! `read_file`, `list_files`, `write_file`, `delete_file`, `grep`, `glob`, `edit_file`,
+//! `multi_edit`, `move_file`, and `search` when the storage is
+//! [`Searchable`](crate::vfs::Searchable). [`register_plan_tool`] adds `todo_write`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolhost::registry::Registry;
+//! use toolhost::tools::{register_vfs_tools, VfsToolOptions};
+//! use toolhost::vfs::MemoryStorage;
+//!
+//! let registry = Registry::new();
+//! let mut options = VfsToolOptions::new(Arc::new(MemoryStorage::new()));
+//! options.read_only = true;
+//! register_vfs_tools(&registry, options)?;
+//! assert_eq!(registry.names(), ["read_file", "list_files", "grep", "glob", "search"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::sync::Arc;
+
+use crate::registry::{RegisterError, Registry, ToolError};
+use crate::vfs::Storage;
+
+mod delete_file;
+mod edit_file;
+mod glob;
+mod grep;
+mod list_files;
+mod move_file;
+mod multi_edit;
+mod policy;
+mod read_file;
+mod search;
+mod todo_write;
+mod write_file;
+
+pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
+pub use todo_write::register_plan_tool;
+
+/// How [`register_vfs_tools`] sets up the file tools.
+#[derive(Clone)]
+pub struct VfsToolOptions {
+    /// The store the tools work on. Multi-tenant callers pass one bound with
+    /// [`scope`](crate::vfs::scope).
+    pub storage: Arc<dyn Storage>,
+    /// Drops write_file, delete_file, edit_file, multi_edit and move_file.
+    pub read_only: bool,
+    /// Drops grep, glob, edit_file, multi_edit and move_file: the v0.3 set (read_file,
+    /// list_files, write_file, delete_file, search).
+    pub disable_extended: bool,
+    /// Paths with a segment starting with `_` or `.` disappear from listings and are
+    /// refused as arguments.
+    pub hide_hidden_paths: bool,
+    /// Extensions such as `".md"`, compared case-insensitively; other files disappear from
+    /// listings and are refused as arguments of every tool, reads included. `None` allows all.
+    pub allowed_extensions: Option<Vec<String>>,
+    /// Cap for written and moved files, in bytes (default 1 MiB); a larger one fails with
+    /// [`ToolError::FileTooLarge`].
+    pub maximum_file_bytes: u64,
+}
+
+impl VfsToolOptions {
+    /// Options with every setting at its default over `storage`.
+    pub fn new(storage: Arc<dyn Storage>) -> Self {
+        Self {
+            storage,
+            read_only: false,
+            disable_extended: false,
+            hide_hidden_paths: false,
+            allowed_extensions: None,
+            maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
+        }
+    }
+
+    /// The path policy these options describe.
+    pub fn policy(&self) -> FilePolicy {
+        FilePolicy {
+            hide_hidden_paths: self.hide_hidden_paths,
+            allowed_extensions: self.allowed_extensions.clone(),
+            maximum_file_bytes: self.maximum_file_bytes,
+        }
+    }
+}
+
+/// What every file tool's handler captures: the store and the policy.
+pub(crate) struct FileTools {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) policy: FilePolicy,
+}
+
+/// Registers the file tools over `options.storage`, in the spec's order.
+///
+/// # Errors
+/// [`RegisterError::DuplicateTool`] when a tool of the same name is already registered.
+pub fn register_vfs_tools(
+    registry: &Registry,
+    options: VfsToolOptions,
+) -> Result<(), RegisterError> {
+    let tools = Arc::new(FileTools {
+        policy: options.policy(),
+        storage: Arc::clone(&options.storage),
+    });
+    let writes = !options.read_only;
+    let extended = !options.disable_extended;
+    read_file::register(registry, &tools)?;
+    list_files::register(registry, &tools)?;
+    if writes {
+        write_file::register(registry, &tools)?;
+        delete_file::register(registry, &tools)?;
+    }
+    if extended {
+        grep::register(registry, &tools)?;
+        glob::register(registry, &tools)?;
+    }
+    if writes && extended {
+        edit_file::register(registry, &tools)?;
+        multi_edit::register(registry, &tools)?;
+        move_file::register(registry, &tools)?;
+    }
+    if options.storage.searchable().is_some() {
+        search::register(registry, &tools)?;
+    }
+    Ok(())
+}
+
+/// Runs blocking storage work off the async workers. A panic inside it is re-raised in
+/// the calling task, so dispatch reports it as [`ToolError::ToolPanicked`].
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T, ToolError>
+where
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => Err(ToolError::failed(format!(
+            "the tool's worker was stopped: {err}"
+        ))),
+    }
+}

@@ -1,0 +1,11 @@
+//! The `move_file` tool (not written yet).
+
+use std::sync::Arc;
+
+use super::FileTools;
+use crate::registry::{RegisterError, Registry};
+
+/// Registers `move_file`.
+pub(super) fn register(_registry: &Registry, _tools: &Arc<FileTools>) -> Result<(), RegisterError> {
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! The path policy every file tool (and a granted plugin's file access) applies before
+//! the storage is called: path rules, hidden paths, allowed extensions, the size cap.
+
+use crate::registry::ToolError;
+use crate::vfs::{validate_path, PathError};
+
+/// Default cap for written and moved files: 1 MiB.
+pub const DEFAULT_MAXIMUM_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The checks applied to every path argument and every file written.
+///
+/// ```
+/// use toolhost::tools::FilePolicy;
+///
+/// let policy = FilePolicy {
+///     hide_hidden_paths: true,
+///     allowed_extensions: Some(vec![".md".into()]),
+///     ..FilePolicy::default()
+/// };
+/// assert!(policy.check("path", "notes/Todo.MD").is_ok());
+/// assert!(policy.check("path", "notes/.secret.md").is_err());
+/// assert!(policy.check("path", "main.rs").is_err());
+/// assert!(!policy.visible("_drafts/a.md"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePolicy {
+    /// Paths with a segment starting with `_` or `.` are hidden and refused.
+    pub hide_hidden_paths: bool,
+    /// Allowed extensions (`".md"`), case-insensitive; `None` allows all.
+    pub allowed_extensions: Option<Vec<String>>,
+    /// Cap for written and moved files, in bytes.
+    pub maximum_file_bytes: u64,
+}
+
+impl Default for FilePolicy {
+    fn default() -> Self {
+        Self {
+            hide_hidden_paths: false,
+            allowed_extensions: None,
+            maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
+        }
+    }
+}
+
+/// Why the policy refused a path or a size.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The path breaks the path rules.
+    #[error(transparent)]
+    InvalidPath(#[from] PathError),
+    /// A segment starts with `_` or `.` and hidden paths are hidden.
+    #[error("argument \"{argument}\" is \"{path}\", a hidden path (a segment starts with _ or .); hidden paths are not available here, use another path")]
+    Hidden {
+        /// The argument that held the path.
+        argument: String,
+        /// The refused path.
+        path: String,
+    },
+    /// The extension is not in the allowed list.
+    #[error("argument \"{argument}\" is \"{path}\", whose extension is not allowed here; use a path ending in one of: {}", allowed.join(", "))]
+    ExtensionNotAllowed {
+        /// The argument that held the path.
+        argument: String,
+        /// The refused path.
+        path: String,
+        /// The allowed extensions.
+        allowed: Vec<String>,
+    },
+    /// The file would be larger than the cap.
+    #[error("\"{path}\" would be {size} bytes, over the {limit}-byte file size limit")]
+    TooLarge {
+        /// The file's path.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The cap.
+        limit: u64,
+    },
+}
+
+impl PolicyError {
+    /// The tool error for this refusal: path refusals are
+    /// [`ToolError::InvalidArguments`], the size cap is [`ToolError::FileTooLarge`].
+    pub fn into_tool_error(self, tool: &str) -> ToolError {
+        match self {
+            Self::TooLarge { path, size, limit } => ToolError::FileTooLarge {
+                tool: tool.to_owned(),
+                path,
+                size,
+                limit,
+            },
+            other => ToolError::InvalidArguments {
+                tool: tool.to_owned(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl FilePolicy {
+    /// Checks a path argument: [`validate_path`], then hidden paths, then extensions.
+    ///
+    /// # Errors
+    /// The first rule the path breaks.
+    pub fn check(&self, argument: &str, path: &str) -> Result<(), PolicyError> {
+        validate_path(argument, path)?;
+        if self.hide_hidden_paths && is_hidden(path) {
+            return Err(PolicyError::Hidden {
+                argument: argument.to_owned(),
+                path: path.to_owned(),
+            });
+        }
+        if let Some(allowed) = &self.allowed_extensions {
+            if !extension_allowed(allowed, path) {
+                return Err(PolicyError::ExtensionNotAllowed {
+                    argument: argument.to_owned(),
+                    path: path.to_owned(),
+                    allowed: allowed.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a stored path shows in listings (list_files, grep, glob, search).
+    pub fn visible(&self, path: &str) -> bool {
+        !(self.hide_hidden_paths && is_hidden(path))
+            && self
+                .allowed_extensions
+                .as_ref()
+                .is_none_or(|allowed| extension_allowed(allowed, path))
+    }
+
+    /// Checks the size of a file about to be written.
+    ///
+    /// # Errors
+    /// [`PolicyError::TooLarge`] over [`FilePolicy::maximum_file_bytes`].
+    pub fn check_size(&self, path: &str, size: u64) -> Result<(), PolicyError> {
+        if size > self.maximum_file_bytes {
+            return Err(PolicyError::TooLarge {
+                path: path.to_owned(),
+                size,
+                limit: self.maximum_file_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A segment starts with `_` or `.`.
+fn is_hidden(path: &str) -> bool {
+    path.split('/')
+        .any(|segment| segment.starts_with('_') || segment.starts_with('.'))
+}
+
+/// The path ends in one of `allowed` (each with or without its leading dot), ignoring case.
+fn extension_allowed(allowed: &[String], path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some((_, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    allowed
+        .iter()
+        .any(|want| want.trim_start_matches('.').eq_ignore_ascii_case(extension))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_segments_anywhere() {
+        let policy = FilePolicy {
+            hide_hidden_paths: true,
+            ..FilePolicy::default()
+        };
+        for path in [".env", "a/.git/config", "_drafts/x.md", "a/_b"] {
+            assert!(
+                matches!(policy.check("path", path), Err(PolicyError::Hidden { .. })),
+                "{path}"
+            );
+            assert!(!policy.visible(path));
+        }
+        assert!(policy.check("path", "a/b_c.md").is_ok());
+        assert!(FilePolicy::default().check("path", ".env").is_ok());
+    }
+
+    #[test]
+    fn extensions_are_case_insensitive_with_or_without_dot() {
+        let policy = FilePolicy {
+            allowed_extensions: Some(vec![".md".into(), "TXT".into()]),
+            ..FilePolicy::default()
+        };
+        for path in ["a.md", "A.MD", "dir/b.Txt"] {
+            assert!(policy.check("path", path).is_ok(), "{path}");
+        }
+        for path in ["a.rs", "md", "dir.md/file", "a.md.bak"] {
+            let err = policy.check("source", path).unwrap_err();
+            assert!(
+                matches!(err, PolicyError::ExtensionNotAllowed { .. }),
+                "{path}"
+            );
+            assert!(err.to_string().starts_with("argument \"source\""));
+        }
+    }
+
+    #[test]
+    fn size_cap_is_inclusive() {
+        let policy = FilePolicy {
+            maximum_file_bytes: 10,
+            ..FilePolicy::default()
+        };
+        assert!(policy.check_size("a", 10).is_ok());
+        assert_eq!(
+            policy
+                .check_size("a", 11)
+                .unwrap_err()
+                .into_tool_error("write_file"),
+            ToolError::FileTooLarge {
+                tool: "write_file".into(),
+                path: "a".into(),
+                size: 11,
+                limit: 10
+            }
+        );
+    }
+}
