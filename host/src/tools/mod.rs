@@ -34,6 +34,8 @@ mod multi_edit;
 mod policy;
 mod read_file;
 mod search;
+#[cfg(test)]
+pub(crate) mod testutil;
 mod todo_write;
 mod write_file;
 
