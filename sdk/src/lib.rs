@@ -3,10 +3,95 @@
 //! A plugin is a WebAssembly component (WASI preview 2) that exports the
 //! `toolhost:plugin/tools` interface of the WIT package in `wit/`. This crate hides the
 //! bindings: declare each tool with a name, description and JSON Schema built with
-//! [`schema`], write a handler over serde-typed arguments, and export.
+//! [`schema`], write a handler over serde-typed arguments, and export them all with
+//! [`export_plugin!`].
 //!
 //! The [`schema`] module is shared with the host, which builds the built-in tools' schemas
-//! with the same helpers.
+//! with the same helpers. Everything else needs the default `guest` feature.
+//!
+//! # A complete plugin
+//!
+//! `Cargo.toml`:
+//!
+//! ```toml
+//! [package]
+//! name = "greet"
+//! version = "0.1.0"
+//! edition = "2021"
+//!
+//! [lib]
+//! crate-type = ["cdylib"]
+//!
+//! [dependencies]
+//! toolhost-sdk = { path = "../../sdk" }
+//! serde = { version = "1", features = ["derive"] }
+//! ```
+//!
+//! `src/lib.rs`:
+//!
+//! ```
+//! use toolhost_sdk::{export_plugin, schema, Env, Tool, ToolError};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Args {
+//!     name: String,
+//! }
+//!
+//! /// Any `fn(T, Env) -> Result<impl Serialize, ToolError>` with `T: Deserialize` will do.
+//! fn greet(args: Args, _env: Env) -> Result<String, ToolError> {
+//!     if args.name.trim().is_empty() {
+//!         return Err(ToolError::invalid_arguments("name is empty; pass the person's name"));
+//!     }
+//!     toolhost_sdk::log::debug("greeting someone");
+//!     Ok(format!("Hello, {}!", args.name))
+//! }
+//!
+//! export_plugin!(|| vec![Tool::new(
+//!     "greet",
+//!     "Greet a person by name.",
+//!     schema::object([("name", schema::string("Who to greet."))], ["name"]),
+//!     greet,
+//! )]);
+//! # fn main() {}
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` (install the target once
+//! with `rustup target add wasm32-wasip2`): `target/wasm32-wasip2/release/greet.wasm` is
+//! the component. Put it in the host's plugin directory, with a `greet.toml` manifest next
+//! to it if it needs file access or other limits (see `plugins/README.md`).
+//!
+//! # What a handler gets and gives
+//!
+//! - The arguments arrive as JSON text; [`Tool::new`] parses them into your type and turns
+//!   a parse error into [`ToolError::InvalidArguments`] naming the tool and serde's
+//!   message. [`Tool::raw`] hands you the text instead.
+//! - The result is serialised to JSON and given to the model; `Ok("Hello")` arrives as the
+//!   JSON string `"Hello"`.
+//! - [`ToolError`] messages are shown to the model: say what was wrong and what to do.
+//! - A panic aborts the instance; the host reports it as a panicked tool with the panic
+//!   message (it reads the plugin's stderr), and the next call gets a fresh instance.
+//! - [`files`] reaches the host's file system as far as the manifest granted; [`log`]
+//!   writes to the host's log.
+//! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`] and [`log`],
+//!   only work inside the host).
 #![deny(missing_docs)]
 
 pub mod schema;
+
+#[cfg(feature = "guest")]
+#[doc(hidden)]
+pub mod bindings;
+#[cfg(feature = "guest")]
+mod export;
+#[cfg(feature = "guest")]
+pub mod files;
+#[cfg(feature = "guest")]
+pub mod log;
+#[cfg(feature = "guest")]
+mod tool;
+
+#[cfg(feature = "guest")]
+#[doc(hidden)]
+pub use export::__private;
+#[cfg(feature = "guest")]
+pub use tool::{Env, Tool, ToolError};
