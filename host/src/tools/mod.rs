@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::registry::{RegisterError, Registry, ToolError};
 use crate::vfs::Storage;
 
+mod common;
 mod delete_file;
 mod edit_file;
 mod glob;

@@ -1,0 +1,175 @@
+//! Helpers shared by the file tools: storage errors as tool errors, checked path
+//! arguments, and timestamps as the model sees them.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::FilePolicy;
+use crate::registry::{Arguments, ToolError};
+use crate::vfs::StorageError;
+
+/// The tool error for a failed storage call, naming `tool`.
+///
+/// - `InvalidPath` and `InvalidQuery` are the caller's argument: [`ToolError::InvalidArguments`].
+/// - `FileTooLarge` is [`ToolError::FileTooLarge`], the error callers match for the size cap.
+/// - Everything else (`NotFound`, `Denied`, `IsDirectory`, `ParentIsFile`, `Io`) is
+///   [`ToolError::Failed`] with the storage's own message, which already says what to do.
+pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
+    match err {
+        StorageError::InvalidPath(_) | StorageError::InvalidQuery { .. } => {
+            ToolError::InvalidArguments {
+                tool: tool.to_owned(),
+                message: err.to_string(),
+            }
+        }
+        StorageError::FileTooLarge { path, size, limit } => ToolError::FileTooLarge {
+            tool: tool.to_owned(),
+            path,
+            size,
+            limit,
+        },
+        other => ToolError::Failed {
+            tool: tool.to_owned(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// The required string argument `argument`, checked by `policy` (path rules, hidden paths,
+/// allowed extensions).
+///
+/// # Errors
+/// [`ToolError::InvalidArguments`] naming the tool and the argument.
+pub(crate) fn checked_path(
+    policy: &FilePolicy,
+    args: &Arguments,
+    argument: &str,
+) -> Result<String, ToolError> {
+    let path = args.required_str(argument)?;
+    policy
+        .check(argument, path)
+        .map_err(|err| err.into_tool_error(args.tool()))?;
+    Ok(path.to_owned())
+}
+
+/// `time` as RFC 3339 in UTC, to the second: `2026-12-02T16:14:54Z`.
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let seconds: i64 = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+        // Before 1970: round down to the whole second.
+        Err(before) => {
+            let before = before.duration();
+            let whole = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+            -whole - i64::from(before.subsec_nanos() > 0)
+        }
+    };
+    let days = seconds.div_euclid(86_400);
+    let of_day = seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// Year, month, day of the proleptic Gregorian calendar for `days` since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11]
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32; // [1, 31]
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32; // [1, 12]
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::vfs::{PathError, PathErrorReason};
+
+    #[test]
+    fn rfc3339_known_instants() {
+        let at = |secs: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(1_796_228_094), "2026-12-02T16:14:54Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_millis(1_999)),
+            "1970-01-01T00:00:01Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_secs(86_400)),
+            "1969-12-31T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn storage_errors_map_to_tool_errors() {
+        let not_found = storage_error(
+            "read_file",
+            StorageError::NotFound {
+                path: "a.md".into(),
+            },
+        );
+        assert_eq!(
+            not_found,
+            ToolError::Failed {
+                tool: "read_file".into(),
+                message: "no file at \"a.md\"; call list_files to see what exists".into()
+            }
+        );
+        let invalid = storage_error(
+            "read_file",
+            PathError::new("path", "../x", PathErrorReason::DotDot).into(),
+        );
+        assert!(matches!(invalid, ToolError::InvalidArguments { tool, .. } if tool == "read_file"));
+        let too_large = storage_error(
+            "write_file",
+            StorageError::FileTooLarge {
+                path: "a".into(),
+                size: 2,
+                limit: 1,
+            },
+        );
+        assert_eq!(
+            too_large,
+            ToolError::FileTooLarge {
+                tool: "write_file".into(),
+                path: "a".into(),
+                size: 2,
+                limit: 1
+            }
+        );
+    }
+
+    #[test]
+    fn checked_path_names_tool_and_argument() {
+        let policy = FilePolicy {
+            hide_hidden_paths: true,
+            ..FilePolicy::default()
+        };
+        let args = Arguments::parse("move_file", r#"{"source":".env","destination":"a.md"}"#)
+            .expect("object");
+        assert_eq!(checked_path(&policy, &args, "destination").unwrap(), "a.md");
+        match checked_path(&policy, &args, "source") {
+            Err(ToolError::InvalidArguments { tool, message }) => {
+                assert_eq!(tool, "move_file");
+                assert!(message.starts_with("argument \"source\" is \".env\", a hidden path"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
