@@ -183,7 +183,7 @@ fn parse_query(query: &str) -> Result<Vec<String>, StorageError> {
                 .unwrap_or(rest.len());
             rest.split_at(end)
         };
-        if !term.is_empty() {
+        if !term.trim().is_empty() {
             terms.push(term.to_lowercase());
         }
         rest = after;

@@ -113,8 +113,8 @@ mod tests {
         let seg = "s".repeat(MAX_SEGMENT_LEN);
         assert_eq!(validate_path("path", &seg), Ok(()));
         assert_eq!(reason(&format!("{seg}s")), PathErrorReason::SegmentTooLong);
-        // Four 255-byte names and three slashes, plus padding, to exactly 1024 bytes.
-        let exact = format!("{seg}/{seg}/{seg}/{seg}/{}", "p".repeat(1024 - 4 * 256));
+        // Three 255-byte names, then two more, to exactly 1024 bytes.
+        let exact = format!("{seg}/{seg}/{seg}/{}/{}", "p".repeat(250), "q".repeat(5));
         assert_eq!(exact.len(), MAX_PATH_LEN);
         assert_eq!(validate_path("path", &exact), Ok(()));
         assert_eq!(reason(&format!("{exact}p")), PathErrorReason::TooLong);
