@@ -215,8 +215,7 @@ const SHOWN_LEN: usize = 120;
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut count = 0;
-        for c in self.0.chars() {
+        for (count, c) in self.0.chars().enumerate() {
             if count == SHOWN_LEN {
                 return write!(f, "...({} bytes in all)", self.0.len());
             }
@@ -225,7 +224,6 @@ impl fmt::Display for Shown<'_> {
             } else {
                 write!(f, "{c}")?;
             }
-            count += 1;
         }
         Ok(())
     }

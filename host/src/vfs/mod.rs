@@ -69,13 +69,19 @@ pub struct FileEntry {
 ///
 /// # Errors
 /// Every method returns a [`StorageError`] the caller can match: `NotFound` for a missing
-/// file, `InvalidPath` for a path that breaks the rules, `Denied` for a path the backend
-/// refuses (a symlink out of an [`OsStorage`] root), `Io` for anything else.
+/// file, `InvalidPath` for a path that breaks the rules (argument name `"path"`), `Denied`
+/// for a path the backend refuses (any symlink in an [`OsStorage`] root), `IsDirectory` for
+/// a path that names a directory, `ParentIsFile` for a write below a file, `Io` for
+/// anything else. Directories exist only implicitly, as the parents of files: `list`
+/// shows files only, and every backend behaves alike here (the shared test suite in
+/// `host/tests/vfs_backends.rs` checks it).
 pub trait Storage: Send + Sync {
     /// Reads a whole file.
     fn read(&self, path: &str) -> Result<FileContent, StorageError>;
     /// Creates or replaces a file. Parent directories are created as needed. A failed write
-    /// leaves any previous content intact.
+    /// leaves any previous content intact. An empty `content_type` means "derive it from
+    /// the extension" ([`content_type_for`]); backends that do not store types (such as
+    /// [`OsStorage`]) always derive it.
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError>;
     /// Deletes a file; a missing file is `NotFound`.
     fn delete(&self, path: &str) -> Result<(), StorageError>;
