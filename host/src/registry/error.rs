@@ -190,7 +190,7 @@ pub enum RegisterError {
 /// `1.5s`, `30s`, `250ms`: durations as a person writes them.
 pub(crate) fn format_duration(duration: Duration) -> String {
     let millis = duration.as_millis();
-    if millis >= 1000 && millis % 1000 == 0 {
+    if millis >= 1000 && millis.is_multiple_of(1000) {
         format!("{}s", millis / 1000)
     } else if millis >= 1000 {
         format!("{:.1}s", duration.as_secs_f64())
