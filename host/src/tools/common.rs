@@ -51,6 +51,15 @@ pub(crate) fn checked_path(
     Ok(path.to_owned())
 }
 
+/// How many leading bytes [`is_binary`] looks at (git's and grep's rule).
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8000;
+
+/// Whether `content` looks binary: a NUL byte in its first [`BINARY_SNIFF_BYTES`] bytes.
+/// read_file refuses such files; grep skips them.
+pub(crate) fn is_binary(content: &[u8]) -> bool {
+    content[..content.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+}
+
 /// `time` as RFC 3339 in UTC, to the second: `2026-12-02T16:14:54Z`.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     let seconds: i64 = match time.duration_since(UNIX_EPOCH) {
@@ -153,6 +162,18 @@ mod tests {
                 limit: 1
             }
         );
+    }
+
+    #[test]
+    fn binary_means_nul_in_the_first_8000_bytes() {
+        assert!(!is_binary(b""));
+        assert!(!is_binary("héllo\u{1}\n".as_bytes()));
+        assert!(is_binary(b"\x89PNG\r\n\x1a\n\0\0"));
+        let mut late = vec![b'a'; BINARY_SNIFF_BYTES];
+        late.push(0);
+        assert!(!is_binary(&late));
+        late[BINARY_SNIFF_BYTES - 1] = 0;
+        assert!(is_binary(&late));
     }
 
     #[test]
