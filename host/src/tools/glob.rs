@@ -1,11 +1,231 @@
-//! The `glob` tool (not written yet).
+//! The `glob` tool: the paths matching a glob pattern.
+//!
+//! Argument: `pattern` (required). Result: `{"paths": ["a.md", "notes/b.md"],
+//! "truncated": false}`: the matching files sorted by path, at most [`MAX_PATHS`];
+//! `truncated` is true when more matched.
+//!
+//! Syntax ([`globset`] with `literal_separator`): `*` matches within one path segment,
+//! `**` across segments (`**/*.md` matches `a.md` and `x/y/a.md`), `?` one character,
+//! `[ab]` a class, `{a,b}` alternatives, `\` escapes. Only files match (directories are
+//! not listed), and only those the path policy shows (hidden paths and disallowed
+//! extensions never appear).
 
 use std::sync::Arc;
 
-use super::FileTools;
-use crate::registry::{RegisterError, Registry};
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde_json::json;
+use toolhost_sdk::schema::{object, string};
+
+use super::common::storage_error;
+use super::{blocking, FileTools};
+use crate::registry::{
+    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
+    ToolResult,
+};
+
+const NAME: &str = "glob";
+
+/// At most this many paths in one result. 500 paths of typical length stay well under the
+/// 64 KiB result cap; a pattern matching more should be narrowed.
+pub(super) const MAX_PATHS: usize = 500;
+
+const DESCRIPTION: &str = "Find files by path pattern. * matches within one path segment (no \
+/), ** matches across segments, ? matches one character, [abc] a character class, {a,b} either \
+alternative. Examples: \"*.md\" (top level only), \"**/*.md\" (every depth), \
+\"docs/**/*.{md,txt}\", \"src/?.rs\". Patterns are matched against whole paths relative to the \
+store root, without a leading /. Returns {\"paths\": [...], \"truncated\": bool}: matching \
+files sorted by path, at most 500; truncated is true when more matched (narrow the pattern). \
+To search file contents use grep.";
 
 /// Registers `glob`.
-pub(super) fn register(_registry: &Registry, _tools: &Arc<FileTools>) -> Result<(), RegisterError> {
-    Ok(())
+pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
+    let parameters = object(
+        [(
+            "pattern",
+            string("Glob pattern such as \"**/*.md\" or \"docs/*.{md,txt}\"."),
+        )],
+        ["pattern"],
+    );
+    let tools = Arc::clone(tools);
+    registry.register(
+        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        move |_ctx: CallContext, args: Arguments, _env: Environment| {
+            let tools = Arc::clone(&tools);
+            async move { run(tools, args).await }
+        },
+    )
+}
+
+async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolError> {
+    let pattern = args.required_str("pattern")?;
+    let matcher = compile(pattern).map_err(|err| {
+        args.invalid(format!(
+            "argument \"pattern\" is not a valid glob: {err}; use * within a segment, ** across segments, ? for one character, {{a,b}} for alternatives"
+        ))
+    })?;
+    blocking(move || {
+        let entries = tools
+            .storage
+            .list()
+            .map_err(|err| storage_error(NAME, err))?;
+        let mut paths: Vec<String> = entries
+            .into_iter()
+            .map(|entry| entry.path)
+            .filter(|path| tools.policy.visible(path) && matcher.is_match(path))
+            .collect();
+        paths.sort_unstable();
+        let truncated = paths.len() > MAX_PATHS;
+        paths.truncate(MAX_PATHS);
+        Ok(ToolResult::new(
+            json!({"paths": paths, "truncated": truncated}),
+        ))
+    })
+    .await
+}
+
+/// A glob as the `glob` tool and grep's `path_glob` read it: `*` and `?` stay within a
+/// segment, `**` crosses segments.
+///
+/// # Errors
+/// globset's error for a malformed pattern (an unclosed `[` or `{`, ...).
+pub(super) fn compile(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+    let glob: Glob = GlobBuilder::new(pattern).literal_separator(true).build()?;
+    Ok(glob.compile_matcher())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::tools::testutil::{backend_tests, invalid_arguments, Backend, Harness};
+
+    const TREE: [&str; 8] = [
+        "README.md",
+        "a.md",
+        "b.txt",
+        "docs/guide.md",
+        "docs/deep/x.md",
+        "docs/notes.txt",
+        "src/a.rs",
+        "src/ab.rs",
+    ];
+
+    fn tree(backend: Backend) -> Harness {
+        let h = backend.default_harness();
+        for path in TREE {
+            h.put(path, "x");
+        }
+        h
+    }
+
+    async fn glob(h: &Harness, pattern: &str) -> Value {
+        h.call("glob", json!({ "pattern": pattern })).await.unwrap()
+    }
+
+    fn paths(list: &[&str]) -> Value {
+        json!({"paths": list, "truncated": false})
+    }
+
+    async fn star_stays_in_one_segment(backend: Backend) {
+        let h = tree(backend);
+        assert_eq!(glob(&h, "*.md").await, paths(&["README.md", "a.md"]));
+        assert_eq!(
+            glob(&h, "docs/*").await,
+            paths(&["docs/guide.md", "docs/notes.txt"])
+        );
+    }
+
+    async fn double_star_crosses_segments(backend: Backend) {
+        let h = tree(backend);
+        assert_eq!(
+            glob(&h, "**/*.md").await,
+            paths(&["README.md", "a.md", "docs/deep/x.md", "docs/guide.md"])
+        );
+        assert_eq!(
+            glob(&h, "docs/**").await,
+            paths(&["docs/deep/x.md", "docs/guide.md", "docs/notes.txt"])
+        );
+    }
+
+    async fn question_mark_is_one_character(backend: Backend) {
+        let h = tree(backend);
+        assert_eq!(glob(&h, "src/?.rs").await, paths(&["src/a.rs"]));
+        assert_eq!(glob(&h, "src/??.rs").await, paths(&["src/ab.rs"]));
+        assert_eq!(glob(&h, "?.md").await, paths(&["a.md"]));
+    }
+
+    async fn braces_are_alternatives(backend: Backend) {
+        let h = tree(backend);
+        assert_eq!(
+            glob(&h, "**/*.{txt,rs}").await,
+            paths(&["b.txt", "docs/notes.txt", "src/a.rs", "src/ab.rs"])
+        );
+        assert_eq!(glob(&h, "{a,b}.*").await, paths(&["a.md", "b.txt"]));
+    }
+
+    async fn no_match_is_empty(backend: Backend) {
+        let h = tree(backend);
+        assert_eq!(glob(&h, "**/*.pdf").await, paths(&[]));
+    }
+
+    async fn more_than_500_are_cut_sorted(backend: Backend) {
+        let h = backend.default_harness();
+        // Written in reverse so the order of the answer cannot come from the order of writes.
+        for i in (0..501).rev() {
+            h.put(&format!("d{}/f{i:03}.md", i % 3), "x");
+        }
+        h.put("d0/other.txt", "x");
+        let result = glob(&h, "**/*.md").await;
+        assert_eq!(result["truncated"], true);
+        let listed: Vec<&str> = result["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        let mut expected: Vec<String> =
+            (0..501).map(|i| format!("d{}/f{i:03}.md", i % 3)).collect();
+        expected.sort();
+        expected.truncate(500);
+        assert_eq!(listed, expected);
+        // Exactly 500 is not truncated.
+        h.storage.delete(&expected[0]).unwrap();
+        let result = glob(&h, "**/*.md").await;
+        assert_eq!(result["truncated"], false);
+        assert_eq!(result["paths"].as_array().unwrap().len(), 500);
+    }
+
+    async fn policy_hides_paths(backend: Backend) {
+        let h = backend.harness(|options| {
+            options.hide_hidden_paths = true;
+            options.allowed_extensions = Some(vec![".md".into()]);
+        });
+        for path in ["a.md", ".hidden.md", "_drafts/b.md", "c.txt", "d/e.MD"] {
+            h.put(path, "x");
+        }
+        assert_eq!(glob(&h, "**").await, paths(&["a.md", "d/e.MD"]));
+    }
+
+    async fn invalid_pattern_is_refused(backend: Backend) {
+        let h = tree(backend);
+        let message = invalid_arguments(h.call("glob", json!({"pattern": "docs/{a,b"})).await);
+        assert!(
+            message.starts_with("argument \"pattern\" is not a valid glob: "),
+            "{message}"
+        );
+        assert!(message.contains("unclosed alternate group"), "{message}");
+        let message = invalid_arguments(h.call("glob", json!({})).await);
+        assert_eq!(message, "argument \"pattern\" is required");
+    }
+
+    backend_tests!(
+        star_stays_in_one_segment,
+        double_star_crosses_segments,
+        question_mark_is_one_character,
+        braces_are_alternatives,
+        no_match_is_empty,
+        more_than_500_are_cut_sorted,
+        policy_hides_paths,
+        invalid_pattern_is_refused,
+    );
 }
