@@ -1,11 +1,133 @@
-//! The `list_files` tool (not written yet).
+//! The `list_files` tool: every file the policy lets the model see, with size and time.
 
 use std::sync::Arc;
 
-use super::FileTools;
-use crate::registry::{RegisterError, Registry};
+use serde_json::{json, Value};
+use toolhost_sdk::schema::object;
+
+use super::common::{rfc3339, storage_error};
+use super::{blocking, FileTools};
+use crate::registry::{
+    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
+    ToolResult,
+};
+
+const NAME: &str = "list_files";
+
+const DESCRIPTION: &str = "List every file in the store. Returns {\"files\": [{\"path\", \
+\"size\", \"updated_at\"}]}, sorted by path; size is in bytes, updated_at is the last change in \
+RFC 3339 UTC (\"2026-12-02T16:14:54Z\"). Paths are relative to the store root and are what the \
+other file tools take. Takes no arguments.";
 
 /// Registers `list_files`.
-pub(super) fn register(_registry: &Registry, _tools: &Arc<FileTools>) -> Result<(), RegisterError> {
-    Ok(())
+pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
+    let tools = Arc::clone(tools);
+    registry.register(
+        ToolDefinition::new(NAME, DESCRIPTION, object::<&str, &str>([], [])),
+        move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+            let tools = Arc::clone(&tools);
+            async move { blocking(move || list(&tools)).await }
+        },
+    )
+}
+
+fn list(tools: &FileTools) -> Result<ToolResult, ToolError> {
+    let mut entries = tools
+        .storage
+        .list()
+        .map_err(|err| storage_error(NAME, err))?;
+    // The storage contract says sorted; sort anyway so the result never depends on a backend.
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    let files: Vec<Value> = entries
+        .into_iter()
+        .filter(|entry| tools.policy.visible(&entry.path))
+        .map(|entry| {
+            json!({
+                "path": entry.path,
+                "size": entry.size,
+                "updated_at": rfc3339(entry.updated_at),
+            })
+        })
+        .collect();
+    Ok(ToolResult::new(json!({ "files": files })))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use serde_json::json;
+
+    use crate::tools::testutil::{backend_tests, Backend};
+
+    async fn sorted_with_size_and_time(backend: Backend) {
+        let h = backend.default_harness();
+        let before = SystemTime::now() - Duration::from_secs(2);
+        h.put("b.md", "bee");
+        h.put("a/z.txt", "");
+        h.put("a.md", "hello");
+        let result = h.call("list_files", json!({})).await.expect("list");
+        let files = result["files"].as_array().expect("files");
+        let shape: Vec<_> = files
+            .iter()
+            .map(|f| (f["path"].as_str().unwrap(), f["size"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(shape, [("a.md", 5), ("a/z.txt", 0), ("b.md", 3)]);
+        for file in files {
+            let object = file.as_object().expect("object");
+            assert_eq!(object.len(), 3, "{file}");
+            let stamp = file["updated_at"].as_str().expect("updated_at");
+            assert_eq!(stamp.len(), 20, "{stamp}");
+            assert!(
+                stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+                "{stamp}"
+            );
+            assert!(
+                stamp >= crate::tools::common::rfc3339(before).as_str(),
+                "{stamp}"
+            );
+        }
+        // Arguments are ignored; an empty argument text counts as {}.
+        assert_eq!(h.call_raw("list_files", "").await.expect("list"), result);
+    }
+
+    async fn empty_store(backend: Backend) {
+        let h = backend.default_harness();
+        assert_eq!(
+            h.call("list_files", json!({})).await.expect("list"),
+            json!({"files": []})
+        );
+    }
+
+    async fn hidden_and_disallowed_files_disappear(backend: Backend) {
+        let h = backend.harness(|options| {
+            options.hide_hidden_paths = true;
+            options.allowed_extensions = Some(vec![".md".into(), "txt".into()]);
+        });
+        for path in [
+            ".env",
+            "_drafts/a.md",
+            "a.rs",
+            "docs/.cache/x.md",
+            "A.MD",
+            "b.txt",
+            "c",
+        ] {
+            h.put(path, "x");
+        }
+        let result = h.call("list_files", json!({})).await.expect("list");
+        let paths: Vec<_> = result["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(paths, ["A.MD", "b.txt"]);
+    }
+
+    backend_tests!(
+        sorted_with_size_and_time,
+        empty_store,
+        hidden_and_disallowed_files_disappear
+    );
 }
