@@ -30,7 +30,10 @@ fn classify(name: &str) -> &'static str {
 
 fn main() {
     let tests_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let root = tests_dir.parent().expect("tests/ has a parent").to_path_buf();
+    let root = tests_dir
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf();
     let plugins_dir = root.join("plugins");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
 
@@ -141,13 +144,22 @@ fn build(manifest: &Path, target_dir: &Path) {
     for (key, _) in env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let keep = matches!(key, "CARGO_HOME" | "CARGO_MAKEFLAGS")
-            || ["CARGO_NET_", "CARGO_HTTP_", "CARGO_REGISTRIES_", "CARGO_REGISTRY_"]
-                .iter()
-                .any(|prefix| key.starts_with(prefix));
+            || [
+                "CARGO_NET_",
+                "CARGO_HTTP_",
+                "CARGO_REGISTRIES_",
+                "CARGO_REGISTRY_",
+            ]
+            .iter()
+            .any(|prefix| key.starts_with(prefix));
         let drop = (key.starts_with("CARGO_") && !keep)
             || matches!(
                 key,
-                "RUSTFLAGS" | "RUSTDOCFLAGS" | "RUSTC" | "RUSTDOC" | "RUSTC_WORKSPACE_WRAPPER"
+                "RUSTFLAGS"
+                    | "RUSTDOCFLAGS"
+                    | "RUSTC"
+                    | "RUSTDOC"
+                    | "RUSTC_WORKSPACE_WRAPPER"
                     | "RUSTC_LINKER"
             );
         if drop {

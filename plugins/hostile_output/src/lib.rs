@@ -21,7 +21,10 @@ export_plugin!(|| vec![Tool::new(
     "hostile_output",
     "Returns a huge string (test plugin).",
     schema::object(
-        [("mib", schema::integer("Size of the result in MiB (default 10)."))],
+        [(
+            "mib",
+            schema::integer("Size of the result in MiB (default 10).")
+        )],
         Vec::<&str>::new(),
     ),
     flood,

@@ -20,7 +20,10 @@ export_plugin!(|| vec![Tool::new(
     "hostile_panic",
     "Panics (test plugin).",
     schema::object(
-        [("detail", schema::string("Text put in the panic message (default boom)."))],
+        [(
+            "detail",
+            schema::string("Text put in the panic message (default boom).")
+        )],
         Vec::<&str>::new(),
     ),
     explode,

@@ -35,8 +35,14 @@ export_plugin!(|| vec![Tool::new(
     "Writes to stderr, then fails (test plugin).",
     schema::object(
         [
-            ("lines", schema::integer("Lines to write to stderr (default 3).")),
-            ("stdout_lines", schema::integer("Lines to write to stdout (default 0).")),
+            (
+                "lines",
+                schema::integer("Lines to write to stderr (default 3).")
+            ),
+            (
+                "stdout_lines",
+                schema::integer("Lines to write to stdout (default 0).")
+            ),
         ],
         Vec::<&str>::new(),
     ),

@@ -55,7 +55,10 @@ fn list_dir(path: &str) -> Value {
             .filter_map(Result::ok)
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .collect();
-        (true, format!("listed {} entries: {}", names.len(), names.join(", ")))
+        (
+            true,
+            format!("listed {} entries: {}", names.len(), names.join(", ")),
+        )
     })
 }
 
@@ -105,9 +108,15 @@ export_plugin!(|| vec![Tool::new(
      (test plugin).",
     schema::object(
         [
-            ("path", schema::string("File to read (default /etc/passwd).")),
+            (
+                "path",
+                schema::string("File to read (default /etc/passwd).")
+            ),
             ("write_path", schema::string("File to create.")),
-            ("connect", schema::string("TCP address to connect to (default 127.0.0.1:1).")),
+            (
+                "connect",
+                schema::string("TCP address to connect to (default 127.0.0.1:1).")
+            ),
         ],
         Vec::<&str>::new(),
     ),
