@@ -1,7 +1,8 @@
 //! `wordcount`: counts the lines, words and bytes of a file in the host's VFS, read through
-//! the `files` import. Needs the read grant in `wordcount.toml`.
+//! the `files` import (needs the read grant in `wordcount.toml`), and logs one debug line
+//! `counting PATH (N bytes)` through the `log` import.
 
-use toolhost_sdk::{export_plugin, files, schema, Env, Tool, ToolError};
+use toolhost_sdk::{export_plugin, files, log, schema, Env, Tool, ToolError};
 
 #[derive(serde::Deserialize)]
 struct Args {
@@ -20,6 +21,11 @@ struct Counts {
 
 fn wordcount(args: Args, _env: Env) -> Result<Counts, ToolError> {
     let file = files::read(&args.path)?;
+    log::debug(&format!(
+        "counting {} ({} bytes)",
+        args.path,
+        file.content.len()
+    ));
     let text = String::from_utf8_lossy(&file.content);
     Ok(Counts {
         lines: text.lines().count(),
