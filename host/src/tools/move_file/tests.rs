@@ -1,0 +1,493 @@
+//! move_file cases: the shared suite on memory and osfs, then failure injection on a store
+//! whose writes or deletes fail on demand.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::registry::ToolCall;
+use crate::tools::testutil::{backend_tests, failed, invalid_arguments, Backend};
+use crate::tools::{register_vfs_tools, FilePolicy, VfsToolOptions};
+use crate::vfs::{FileContent, FileEntry, MemoryStorage};
+
+async fn moves_a_file(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "alpha\n");
+    assert_eq!(
+        h.call(NAME, json!({"source": "a.md", "destination": "docs/b.md"}))
+            .await,
+        Ok(json!({"source": "a.md", "destination": "docs/b.md", "overwritten": false}))
+    );
+    assert_eq!(h.paths(), ["docs/b.md"]);
+    assert_eq!(h.get("docs/b.md").as_deref(), Some(&b"alpha\n"[..]));
+}
+
+async fn an_existing_destination_needs_overwrite(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "new");
+    h.put("b.md", "old");
+    assert_eq!(
+        failed(
+            h.call(NAME, json!({"source": "a.md", "destination": "b.md"}))
+                .await
+        ),
+        "\"b.md\" already exists, so nothing was moved; set overwrite to true to replace it, or choose another destination"
+    );
+    let refused = h
+        .call(
+            NAME,
+            json!({"source": "a.md", "destination": "b.md", "overwrite": false}),
+        )
+        .await;
+    assert!(matches!(refused, Err(ToolError::Failed { .. })));
+    assert_eq!(h.get("a.md").as_deref(), Some(&b"new"[..]));
+    assert_eq!(h.get("b.md").as_deref(), Some(&b"old"[..]));
+    assert_eq!(
+        h.call(
+            NAME,
+            json!({"source": "a.md", "destination": "b.md", "overwrite": true})
+        )
+        .await,
+        Ok(json!({"source": "a.md", "destination": "b.md", "overwritten": true}))
+    );
+    assert_eq!(h.paths(), ["b.md"]);
+    assert_eq!(h.get("b.md").as_deref(), Some(&b"new"[..]));
+}
+
+async fn a_case_only_rename_leaves_one_file(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("Readme.md", "# Hello\n");
+    h.put("docs/Guide.md", "guide");
+    assert_eq!(
+        h.call(
+            NAME,
+            json!({"source": "Readme.md", "destination": "README.md"})
+        )
+        .await,
+        Ok(json!({"source": "Readme.md", "destination": "README.md", "overwritten": false}))
+    );
+    h.call(
+        NAME,
+        json!({"source": "docs/Guide.md", "destination": "docs/GUIDE.md"}),
+    )
+    .await
+    .expect("rename in a directory");
+    assert_eq!(h.paths(), ["README.md", "docs/GUIDE.md"]);
+    assert_eq!(h.get("README.md").as_deref(), Some(&b"# Hello\n"[..]));
+    assert_eq!(h.get("docs/GUIDE.md").as_deref(), Some(&b"guide"[..]));
+}
+
+async fn a_case_only_rename_onto_a_distinct_file_needs_overwrite(backend: Backend) {
+    // Both backends are case-sensitive here, so both names can exist.
+    let h = backend.default_harness();
+    h.put("Readme.md", "mine");
+    h.put("README.md", "theirs");
+    let message = failed(
+        h.call(
+            NAME,
+            json!({"source": "Readme.md", "destination": "README.md"}),
+        )
+        .await,
+    );
+    assert!(
+        message.starts_with("\"README.md\" already exists"),
+        "{message}"
+    );
+    assert_eq!(h.paths(), ["README.md", "Readme.md"]);
+    assert_eq!(
+        h.call(
+            NAME,
+            json!({"source": "Readme.md", "destination": "README.md", "overwrite": true})
+        )
+        .await,
+        Ok(json!({"source": "Readme.md", "destination": "README.md", "overwritten": true}))
+    );
+    assert_eq!(h.paths(), ["README.md"]);
+    assert_eq!(h.get("README.md").as_deref(), Some(&b"mine"[..]));
+}
+
+async fn source_missing_or_same_as_destination(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("b.md", "x");
+    assert_eq!(
+        failed(h.call(NAME, json!({"source": "a.md", "destination": "c.md"})).await),
+        "there is no file at \"a.md\" (argument \"source\"), so nothing was moved; call list_files to see which files exist"
+    );
+    assert_eq!(
+        invalid_arguments(h.call(NAME, json!({"source": "b.md", "destination": "b.md"})).await),
+        "arguments \"source\" and \"destination\" are the same path (\"b.md\"); give a destination that differs, nothing was moved"
+    );
+    assert_eq!(
+        invalid_arguments(h.call(NAME, json!({"source": "b.md"})).await),
+        "argument \"destination\" is required"
+    );
+    assert_eq!(
+        invalid_arguments(
+            h.call(
+                NAME,
+                json!({"source": "b.md", "destination": "c.md", "overwrite": "yes"})
+            )
+            .await
+        ),
+        "argument \"overwrite\" must be a boolean, got string"
+    );
+    assert_eq!(h.paths(), ["b.md"]);
+}
+
+async fn the_size_cap_applies_to_moved_files(backend: Backend) {
+    let h = backend.harness(|options| options.maximum_file_bytes = 10);
+    h.put("big.md", "01234567890");
+    h.put("fits.md", "0123456789");
+    assert_eq!(
+        h.call(NAME, json!({"source": "big.md", "destination": "b.md"}))
+            .await,
+        Err(ToolError::FileTooLarge {
+            tool: NAME.into(),
+            path: "b.md".into(),
+            size: 11,
+            limit: 10
+        })
+    );
+    assert_eq!(h.get("big.md").as_deref(), Some(&b"01234567890"[..]));
+    h.call(NAME, json!({"source": "fits.md", "destination": "f.md"}))
+        .await
+        .expect("10 bytes fit");
+    assert_eq!(h.paths(), ["big.md", "f.md"]);
+}
+
+async fn the_policy_checks_both_paths(backend: Backend) {
+    let h = backend.harness(|options| {
+        options.hide_hidden_paths = true;
+        options.allowed_extensions = Some(vec![".md".into()]);
+    });
+    h.put("a.md", "x");
+    h.put(".env", "SECRET");
+    let cases = [
+        (
+            json!({"source": "a.md", "destination": ".env"}),
+            "argument \"destination\" is \".env\", a hidden path",
+        ),
+        (
+            json!({"source": ".env", "destination": "b.md"}),
+            "argument \"source\" is \".env\", a hidden path",
+        ),
+        (
+            json!({"source": "a.md", "destination": "a.rs"}),
+            "argument \"destination\" is \"a.rs\", whose extension is not allowed",
+        ),
+        (
+            json!({"source": "a.md", "destination": "../a.md"}),
+            "argument \"destination\" contains a \"..\" segment",
+        ),
+    ];
+    for (args, start) in cases {
+        let message = invalid_arguments(h.call(NAME, args).await);
+        assert!(message.starts_with(start), "{message}");
+    }
+    assert_eq!(h.paths(), [".env", "a.md"]);
+}
+
+async fn content_type_follows_the_extension(backend: Backend) {
+    let h = backend.default_harness();
+    h.storage.write("data", b"a,b", "text/csv").expect("seed");
+    h.call(NAME, json!({"source": "data", "destination": "data2"}))
+        .await
+        .expect("move");
+    h.call(NAME, json!({"source": "data2", "destination": "data.json"}))
+        .await
+        .expect("move");
+    let kept = match backend {
+        Backend::Memory => "text/csv",
+        Backend::Os => "text/markdown",
+    };
+    let stored = |path| h.storage.read(path).expect("read").content_type;
+    h.storage.write("data3", b"a,b", "text/csv").expect("seed");
+    h.call(NAME, json!({"source": "data3", "destination": "data4"}))
+        .await
+        .expect("move");
+    assert_eq!(stored("data4"), kept);
+    assert_eq!(stored("data.json"), "application/json");
+}
+
+async fn registered_only_with_writes_and_extended(backend: Backend) {
+    assert!(backend.default_harness().registry.has(NAME));
+    assert!(!backend.harness(|o| o.read_only = true).registry.has(NAME));
+    assert!(!backend
+        .harness(|o| o.disable_extended = true)
+        .registry
+        .has(NAME));
+}
+
+backend_tests!(
+    moves_a_file,
+    an_existing_destination_needs_overwrite,
+    a_case_only_rename_leaves_one_file,
+    a_case_only_rename_onto_a_distinct_file_needs_overwrite,
+    source_missing_or_same_as_destination,
+    the_size_cap_applies_to_moved_files,
+    the_policy_checks_both_paths,
+    content_type_follows_the_extension,
+    registered_only_with_writes_and_extended,
+);
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_destination_gets_the_default_mode_on_osfs() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Backend::Os.default_harness();
+    h.put("secret.md", "x");
+    let root = h.dir.as_ref().expect("osfs root").path().to_owned();
+    std::fs::set_permissions(
+        root.join("secret.md"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    h.call(
+        NAME,
+        json!({"source": "secret.md", "destination": "open.md"}),
+    )
+    .await
+    .expect("move");
+    let mode = std::fs::metadata(root.join("open.md"))
+        .expect("stat")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
+}
+
+/// A memory store whose writes and deletes fail for the paths the predicates pick.
+struct Faulty {
+    inner: MemoryStorage,
+    fail_write: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    fail_delete: Box<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+fn fault(path: &str) -> StorageError {
+    StorageError::io(path, std::io::Error::other("injected fault"))
+}
+
+impl Storage for Faulty {
+    fn read(&self, path: &str) -> Result<FileContent, StorageError> {
+        self.inner.read(path)
+    }
+    fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
+        if (self.fail_write)(path) {
+            return Err(fault(path));
+        }
+        self.inner.write(path, content, content_type)
+    }
+    fn delete(&self, path: &str) -> Result<(), StorageError> {
+        if (self.fail_delete)(path) {
+            return Err(fault(path));
+        }
+        self.inner.delete(path)
+    }
+    fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
+        self.inner.list()
+    }
+}
+
+/// A registry over a [`Faulty`] store seeded with `files`.
+fn faulty(
+    files: &[(&str, &str)],
+    fail_write: impl Fn(&str) -> bool + Send + Sync + 'static,
+    fail_delete: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> (Registry, Arc<Faulty>) {
+    let storage = Arc::new(Faulty {
+        inner: MemoryStorage::new(),
+        fail_write: Box::new(fail_write),
+        fail_delete: Box::new(fail_delete),
+    });
+    for (path, content) in files {
+        storage
+            .inner
+            .write(path, content.as_bytes(), "")
+            .expect("seed");
+    }
+    let registry = Registry::new();
+    register_vfs_tools(&registry, VfsToolOptions::new(storage.clone())).expect("register");
+    (registry, storage)
+}
+
+async fn call(registry: &Registry, args: Value) -> Result<Value, ToolError> {
+    registry
+        .dispatch(
+            &CallContext::new(),
+            &ToolCall::new(NAME, args.to_string()),
+            &Environment::default(),
+        )
+        .await
+        .map(|result| result.content)
+}
+
+/// Every path and its content.
+fn files(storage: &Faulty) -> Vec<(String, String)> {
+    let list = storage.inner.list().expect("list");
+    list.into_iter()
+        .map(|entry| {
+            let content = storage.inner.read(&entry.path).expect("read").content;
+            (entry.path, String::from_utf8(content).expect("utf-8"))
+        })
+        .collect()
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected
+        .iter()
+        .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_failed_delete_leaves_both_and_says_so() {
+    let (registry, storage) = faulty(&[("a.md", "x")], |_| false, |p| p == "a.md");
+    assert_eq!(
+        failed(call(&registry, json!({"source": "a.md", "destination": "b.md"})).await),
+        "wrote \"b.md\", but could not delete \"a.md\" (input/output error on \"a.md\": injected fault; try again, or try another path); both files now exist with the same content. Delete \"a.md\" with delete_file to finish the move"
+    );
+    assert_eq!(files(&storage), pairs(&[("a.md", "x"), ("b.md", "x")]));
+}
+
+#[tokio::test]
+async fn a_failed_write_changes_nothing() {
+    let (registry, storage) = faulty(&[("a.md", "x")], |p| p == "b.md", |_| false);
+    let message = failed(call(&registry, json!({"source": "a.md", "destination": "b.md"})).await);
+    assert_eq!(
+        message,
+        "input/output error on \"b.md\": injected fault; try again, or try another path"
+    );
+    assert_eq!(files(&storage), pairs(&[("a.md", "x")]));
+}
+
+#[tokio::test]
+async fn case_only_failures_restore_the_source() {
+    let rename = json!({"source": "Readme.md", "destination": "README.md"});
+    let staged = |p: &str| p.starts_with(".Readme.md.move-");
+
+    // The staging write fails: nothing changed.
+    let (registry, storage) = faulty(&[("Readme.md", "x")], staged, |_| false);
+    let message = failed(call(&registry, rename.clone()).await);
+    assert!(
+        message.starts_with("could not stage the rename of \"Readme.md\" in \".Readme.md.move-"),
+        "{message}"
+    );
+    assert!(message.ends_with("; nothing was changed"), "{message}");
+    assert_eq!(files(&storage), pairs(&[("Readme.md", "x")]));
+
+    // Deleting the source fails: the staging file is removed again.
+    let (registry, storage) = faulty(&[("Readme.md", "x")], |_| false, |p| p == "Readme.md");
+    let message = failed(call(&registry, rename.clone()).await);
+    assert!(
+        message.starts_with("could not delete \"Readme.md\" to rename it (input/output error"),
+        "{message}"
+    );
+    assert!(message.ends_with("); nothing was changed"), "{message}");
+    assert_eq!(files(&storage), pairs(&[("Readme.md", "x")]));
+
+    // Writing the destination fails: the source is written back, the staging file removed.
+    let (registry, storage) = faulty(&[("Readme.md", "x")], |p| p == "README.md", |_| false);
+    assert_eq!(
+        failed(call(&registry, rename.clone()).await),
+        "could not write \"README.md\" (input/output error on \"README.md\": injected fault; try again, or try another path); \"Readme.md\" was restored, so nothing was changed"
+    );
+    assert_eq!(files(&storage), pairs(&[("Readme.md", "x")]));
+
+    // Restoring fails too: the content is kept in the staging file, and the error says where.
+    let (registry, storage) = faulty(
+        &[("Readme.md", "x")],
+        |p| p.eq_ignore_ascii_case("readme.md"),
+        |_| false,
+    );
+    let message = failed(call(&registry, rename.clone()).await);
+    let kept = files(&storage);
+    assert_eq!(kept.len(), 1);
+    let (staging, content) = &kept[0];
+    assert!(
+        staging.starts_with(".Readme.md.move-") && staging.len() == 16 + 32,
+        "{staging}"
+    );
+    assert_eq!(content, "x");
+    assert!(
+        message.ends_with(&format!("restoring \"Readme.md\" failed too (input/output error on \"Readme.md\": injected fault; try again, or try another path); its content is kept in \"{staging}\"")),
+        "{message}"
+    );
+
+    // Only the final removal of the staging file fails: the rename stands.
+    let (registry, storage) = faulty(&[("Readme.md", "x")], |_| false, staged);
+    assert_eq!(
+        call(&registry, rename).await,
+        Ok(json!({"source": "Readme.md", "destination": "README.md", "overwritten": false}))
+    );
+    let kept = files(&storage);
+    assert_eq!(kept.len(), 2);
+    assert!(kept[0].0.starts_with(".Readme.md.move-"));
+    assert_eq!(kept[1], ("README.md".to_owned(), "x".to_owned()));
+}
+
+#[test]
+fn a_stopped_call_changes_nothing() {
+    for destination in ["b.md", "A.MD"] {
+        let storage = Arc::new(MemoryStorage::new());
+        storage.write("a.md", b"x", "").expect("seed");
+        let token = CancellationToken::new();
+        token.cancel();
+        let job = Move {
+            ctx: CallContext::new().with_cancellation(token),
+            tools: Arc::new(FileTools {
+                storage: storage.clone(),
+                policy: FilePolicy::default(),
+            }),
+            storage: storage.clone(),
+            source: "a.md".into(),
+            destination: destination.into(),
+            overwrite: false,
+        };
+        assert_eq!(job.run(), Err(ToolError::Cancelled { tool: NAME.into() }));
+        let paths: Vec<_> = storage
+            .list()
+            .expect("list")
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(paths, ["a.md"], "{destination}");
+    }
+}
+
+#[test]
+fn a_cleanup_step_gives_up_at_its_limit() {
+    let started = Instant::now();
+    let outcome = bounded(Duration::from_millis(50), || {
+        std::thread::sleep(Duration::from_secs(2));
+        Ok(())
+    });
+    assert!(
+        matches!(outcome, Err(StepError::TimedOut(limit)) if limit == Duration::from_millis(50))
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        StepError::TimedOut(CLEANUP_STEP_LIMIT).to_string(),
+        "gave up after 30s"
+    );
+    assert!(bounded(Duration::from_secs(5), || Ok(())).is_ok());
+    let err = bounded(Duration::from_secs(5), || Err(fault("x"))).unwrap_err();
+    assert!(matches!(err, StepError::Storage(StorageError::Io { .. })));
+}
+
+#[test]
+fn staging_paths_stay_in_the_directory_and_within_limits() {
+    let staged = staging_path("docs/Readme.md");
+    assert!(staged.starts_with("docs/.Readme.md.move-"), "{staged}");
+    assert_eq!(staged.len(), "docs/.Readme.md.move-".len() + 32);
+    assert!(crate::vfs::validate_path("path", &staged).is_ok());
+    let long = "n".repeat(250);
+    let staged = staging_path(&format!("d/{long}"));
+    assert!(
+        staged.starts_with("d/.move-") && staged.len() == 8 + 32,
+        "{staged}"
+    );
+    assert_eq!(extension("a/b.tar.GZ"), "GZ");
+    assert_eq!(extension("a.d/file"), "");
+}
