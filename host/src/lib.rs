@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod mcp;
+pub mod plugin;
 pub mod registry;
 pub mod vfs;
 pub mod tools;

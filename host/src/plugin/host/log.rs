@@ -1,0 +1,72 @@
+//! `toolhost:plugin/log`: a plugin's log lines go to the host log (`tracing`, target
+//! `plugin`), with the plugin's and the tool's name attached.
+
+use super::super::bindings::toolhost::plugin::log::{Host, Level};
+use super::super::state::ImportCtx;
+
+/// Longest message kept, in bytes; the rest is cut (a plugin cannot flood one line).
+pub const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;
+
+/// Log lines kept per call; after that one warning says the rest were dropped (a plugin
+/// cannot flood the host log).
+pub const MAX_LOG_LINES_PER_CALL: u32 = 1000;
+
+impl Host for ImportCtx {
+    fn log(&mut self, level: Level, message: String) {
+        self.log_lines = self.log_lines.saturating_add(1);
+        if self.log_lines > MAX_LOG_LINES_PER_CALL {
+            if self.log_lines == MAX_LOG_LINES_PER_CALL + 1 {
+                tracing::warn!(
+                    target: "plugin",
+                    plugin = %self.plugin,
+                    tool = %self.tool,
+                    "more than {MAX_LOG_LINES_PER_CALL} log lines in one call; dropping the rest of this call's lines"
+                );
+            }
+            return;
+        }
+        let message = clean(&message, MAX_LOG_MESSAGE_BYTES);
+        let (plugin, tool) = (&*self.plugin, self.tool.as_str());
+        match level {
+            Level::Debug => tracing::debug!(target: "plugin", plugin, tool, "{message}"),
+            Level::Info => tracing::info!(target: "plugin", plugin, tool, "{message}"),
+            Level::Warn => tracing::warn!(target: "plugin", plugin, tool, "{message}"),
+            Level::Error => tracing::error!(target: "plugin", plugin, tool, "{message}"),
+        }
+    }
+}
+
+/// `message` cut to `max` bytes (at a character boundary, with a note of the cut) and
+/// with control characters escaped, so one call makes one log line.
+pub fn clean(message: &str, max: usize) -> String {
+    let mut end = message.len().min(max);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = String::with_capacity(end + 32);
+    for c in message[..end].chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if end < message.len() {
+        out.push_str(&format!(" … ({} more bytes cut)", message.len() - end));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_cut_and_kept_on_one_line() {
+        assert_eq!(clean("a\nb\tc", 100), "a\\nb\\tc");
+        assert_eq!(clean("abcdef", 3), "abc … (3 more bytes cut)");
+        assert_eq!(clean("éé", 3), "é … (2 more bytes cut)");
+        let long = clean(&"x".repeat(5000), MAX_LOG_MESSAGE_BYTES);
+        assert_eq!(long, format!("{} … (904 more bytes cut)", "x".repeat(4096)));
+    }
+}

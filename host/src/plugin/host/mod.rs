@@ -1,0 +1,11 @@
+//! The host side of the interfaces a plugin imports, one file per WIT interface (as
+//! wasmtime-wasi's `p2/host/`): [`log`] and [`files`].
+
+pub mod files;
+pub mod log;
+
+use super::bindings::toolhost::plugin::types;
+use super::state::ImportCtx;
+
+// `types` declares only types; its `Host` trait has no function.
+impl types::Host for ImportCtx {}

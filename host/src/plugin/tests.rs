@@ -1,0 +1,1 @@
+//! Tests of the plugin host against real components (filled in below).
