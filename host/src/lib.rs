@@ -11,6 +11,7 @@
 //!   and memory limits, where a trap or panic becomes a dispatch error for that one call.
 #![deny(missing_docs)]
 
+pub mod cli;
 pub mod mcp;
 pub mod plugin;
 pub mod registry;

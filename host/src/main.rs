@@ -1,1 +1,5 @@
-fn main() {}
+//! The `host` binary; everything is in [`toolhost::cli`].
+
+fn main() -> std::process::ExitCode {
+    toolhost::cli::main()
+}

@@ -1,0 +1,353 @@
+//! The command line: `host run`, `host tools`, `host call`, `host inspect`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+use super::units::{parse_duration, parse_size};
+
+const MAIN_EXAMPLES: &str = "\
+Examples:
+  # Serve the built-in file tools over ./notes and every plugin in ./plugins to an MCP client
+  host run --root ./notes --plugins ./plugins
+
+  # What the model would be offered, and one call by hand
+  host tools --root ./notes --plugins ./plugins
+  host call --root ./notes read_file '{\"path\":\"todo.md\"}'
+
+  # What a plugin exports and asks for
+  host inspect ./plugins/greet.wasm";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  # Serve ./notes (read and write) plus the plugins in ./plugins, over stdio
+  host run --root ./notes --plugins ./plugins
+
+  # Read-only, Markdown only, with the plan tool and a 10 s call limit
+  host run --root ./notes --read-only --allow-ext .md --plan --timeout 10s
+
+  # An MCP client's server entry (stdout is the protocol; logs go to stderr)
+  {\"command\": \"host\", \"args\": [\"run\", \"--root\", \"/home/me/notes\", \"--plugins\", \"/home/me/plugins\"]}
+
+Exit codes: 0 when stdin ends, 2 for a bad command line, 3 when the tools cannot be set up
+(--root or --plugins not a directory) or the client's end of stdout is gone.";
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  host tools --plugins ./plugins
+  host tools --root ./notes --read-only --json
+
+Exit codes: 0, 2 for a bad command line, 3 when the tools cannot be set up.";
+
+const CALL_EXAMPLES: &str = "\
+Examples:
+  host call --root ./notes write_file '{\"path\":\"a.md\",\"content\":\"# Hi\"}'
+  host call --root ./notes read_file '{\"path\":\"a.md\"}'
+  host call --plugins ./plugins greet '{\"name\":\"Ada\"}'
+  echo '{\"pattern\":\"**/*.md\"}' | host call glob -
+
+Prints the result's content as JSON on stdout. On a tool error, prints
+`error [KIND]: MESSAGE` on stderr and exits 1 (KIND is e.g. unknown_tool,
+invalid_arguments, tool_panicked, timed_out, failed).
+
+Exit codes: 0 on success, 1 on a tool error, 2 for a bad command line, 3 when the tools
+cannot be set up.";
+
+const INSPECT_EXAMPLES: &str = "\
+Examples:
+  host inspect ./plugins/greet.wasm
+  host inspect ./plugins/wordcount.wasm --json
+
+Shows the tools the component exports, its manifest (NAME.toml next to NAME.wasm) and
+the file access and limits it asks for, and what it imports. Nothing is run.
+
+Exit codes: 0, 2 for a bad command line, 3 when the file is not a loadable plugin.";
+
+/// `host`: serve built-in file tools and WebAssembly plugins to an LLM agent.
+#[derive(Debug, Parser)]
+#[command(
+    name = "host",
+    version,
+    about = "Sandboxed tool host for LLM agents: built-in file tools and WebAssembly plugins, served over MCP.",
+    after_help = MAIN_EXAMPLES
+)]
+pub struct Cli {
+    /// More log output on stderr: -v for debug, -vv for trace. RUST_LOG, when set, wins.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the tools as an MCP server over stdio (JSON-RPC 2.0, one message per line).
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// List the tool definitions the model would be offered, in order.
+    #[command(after_help = TOOLS_EXAMPLES)]
+    Tools(ToolsArgs),
+    /// Dispatch one tool call and print its result.
+    #[command(after_help = CALL_EXAMPLES)]
+    Call(CallArgs),
+    /// Show what a plugin component exports, asks for and imports, without running it.
+    #[command(after_help = INSPECT_EXAMPLES)]
+    Inspect(InspectArgs),
+}
+
+/// `host run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The tools to serve.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `host tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// The tools to list.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Print the full definitions (name, description, parameters) as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `host call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tools to call into.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// The tool's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The arguments, a JSON object; `-` reads them from stdin.
+    #[arg(value_name = "JSON", default_value = "{}")]
+    pub arguments: String,
+}
+
+/// `host inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The plugin component (`.wasm`).
+    #[arg(value_name = "FILE.wasm")]
+    pub file: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where compiled components are cached.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// How much of the file store a plugin may be granted (its manifest asks; this caps it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PluginFiles {
+    /// No plugin gets file access, whatever its manifest asks.
+    None,
+    /// Plugins may be granted reading.
+    Read,
+    /// Plugins may be granted reading and writing.
+    ReadWrite,
+}
+
+/// The flags that decide which tools exist, shared by `run`, `tools` and `call`.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// Load every plugin (`*.wasm`) in this directory. Without it, no plugins.
+    #[arg(long, value_name = "DIR")]
+    pub plugins: Option<PathBuf>,
+    /// The directory the file tools work in, and the only part of the disk they reach.
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub root: PathBuf,
+    /// Drop the tools that write (write_file, delete_file, edit_file, multi_edit, move_file).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Drop grep, glob, edit_file, multi_edit and move_file (the v0.3 tool set).
+    #[arg(long)]
+    pub disable_extended: bool,
+    /// Hide paths with a segment starting with `.` or `_`, and refuse them as arguments.
+    #[arg(long = "hide-hidden")]
+    pub hide_hidden: bool,
+    /// Only files with these extensions exist for the tools (comma-separated, e.g. `.md,.txt`).
+    #[arg(long = "allow-ext", value_name = "EXTS", value_delimiter = ',')]
+    pub allow_ext: Option<Vec<String>>,
+    /// Largest file the tools may write or move (bytes, or with a unit: 1MiB, 500KB).
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
+    pub max_file_bytes: u64,
+    /// Time limit of one tool call (e.g. 30s, 500ms, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Register no built-in file tools (only the plan tool, if --plan, and plugins).
+    #[arg(long)]
+    pub no_builtins: bool,
+    /// Register the plan tool, todo_write.
+    #[arg(long)]
+    pub plan: bool,
+    /// The most file access a plugin's manifest can be granted, over --root.
+    #[arg(long, value_enum, value_name = "ACCESS", default_value = "none")]
+    pub plugin_files: PluginFiles,
+    /// Default wall-time limit of one plugin call (the plugin host's default otherwise).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub plugin_timeout: Option<Duration>,
+    /// Default memory cap of one plugin instance (e.g. 64MiB; the plugin host's default otherwise).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub plugin_memory: Option<u64>,
+    /// Cache compiled plugins in this directory, so the next start does not recompile.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The allowed extensions, each with its leading dot (`md` becomes `.md`), blanks dropped.
+    pub fn allowed_extensions(&self) -> Option<Vec<String>> {
+        self.allow_ext.as_ref().map(|exts| {
+            exts.iter()
+                .map(|ext| ext.trim())
+                .filter(|ext| !ext.is_empty())
+                .map(|ext| {
+                    if ext.starts_with('.') {
+                        ext.to_owned()
+                    } else {
+                        format!(".{ext}")
+                    }
+                })
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("host").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults() {
+        let Command::Run(run) = parse(&["run"]).command else {
+            panic!("not run")
+        };
+        let r = run.registry;
+        assert_eq!(r.plugins, None);
+        assert_eq!(r.root, PathBuf::from("."));
+        assert!(!r.read_only && !r.disable_extended && !r.hide_hidden && !r.no_builtins && !r.plan);
+        assert_eq!(r.allowed_extensions(), None);
+        assert_eq!(r.max_file_bytes, 1 << 20);
+        assert_eq!(r.timeout, Duration::from_secs(30));
+        assert_eq!(r.plugin_files, PluginFiles::None);
+        assert_eq!(
+            (r.plugin_timeout, r.plugin_memory, r.cache_dir),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn every_flag() {
+        let cli = parse(&[
+            "run",
+            "--plugins",
+            "p",
+            "--root",
+            "/r",
+            "--read-only",
+            "--disable-extended",
+            "--hide-hidden",
+            "--allow-ext",
+            ".md,txt, ",
+            "--max-file-bytes",
+            "2MiB",
+            "--timeout",
+            "500ms",
+            "--no-builtins",
+            "--plan",
+            "--plugin-files",
+            "read-write",
+            "--plugin-timeout",
+            "10s",
+            "--plugin-memory",
+            "64MiB",
+            "--cache-dir",
+            "/c",
+            "-vv",
+        ]);
+        assert_eq!(cli.verbose, 2);
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        let r = run.registry;
+        assert_eq!(r.plugins, Some(PathBuf::from("p")));
+        assert_eq!(r.root, PathBuf::from("/r"));
+        assert!(r.read_only && r.disable_extended && r.hide_hidden && r.no_builtins && r.plan);
+        assert_eq!(
+            r.allowed_extensions(),
+            Some(vec![".md".into(), ".txt".into()])
+        );
+        assert_eq!(r.max_file_bytes, 2 << 20);
+        assert_eq!(r.timeout, Duration::from_millis(500));
+        assert_eq!(r.plugin_files, PluginFiles::ReadWrite);
+        assert_eq!(r.plugin_timeout, Some(Duration::from_secs(10)));
+        assert_eq!(r.plugin_memory, Some(64 << 20));
+        assert_eq!(r.cache_dir, Some(PathBuf::from("/c")));
+    }
+
+    #[test]
+    fn call_and_inspect() {
+        let Command::Call(call) =
+            parse(&["call", "--plan", "todo_write", r#"{"todos":[]}"#]).command
+        else {
+            panic!("not call")
+        };
+        assert_eq!(
+            (call.name.as_str(), call.arguments.as_str()),
+            ("todo_write", r#"{"todos":[]}"#)
+        );
+        let Command::Call(call) = parse(&["call", "list_files"]).command else {
+            panic!("not call")
+        };
+        assert_eq!(call.arguments, "{}");
+        let Command::Inspect(inspect) = parse(&["inspect", "x.wasm", "--json"]).command else {
+            panic!("not inspect")
+        };
+        assert_eq!(
+            (inspect.file, inspect.json),
+            (PathBuf::from("x.wasm"), true)
+        );
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let err = Cli::try_parse_from(["host", "run", "--timeout", "30"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(err.to_string().contains("\"30\" has no unit"), "{err}");
+        let err = Cli::try_parse_from(["host", "run", "--plugin-files", "all"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    }
+
+    #[test]
+    fn every_subcommand_help_has_an_example() {
+        let mut cli = Cli::command();
+        for name in ["run", "tools", "call", "inspect"] {
+            let help = cli
+                .find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("Examples:\n"), "{name}: {help}");
+            assert!(help.contains(&format!("host {name} ")), "{name}: {help}");
+        }
+    }
+}

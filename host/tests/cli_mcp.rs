@@ -1,0 +1,457 @@
+//! End to end: the `host` binary as a child process, driven over real JSON-RPC on its
+//! stdin/stdout (`host run`), and the one-shot commands (`host call`, `host tools`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+const BUILTINS_AND_PLAN: [&str; 10] = [
+    "read_file",
+    "list_files",
+    "write_file",
+    "delete_file",
+    "grep",
+    "glob",
+    "edit_file",
+    "multi_edit",
+    "move_file",
+    "todo_write",
+];
+
+/// How long a test waits for one response before failing (not hanging).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    command.env_remove("RUST_LOG");
+    command
+}
+
+/// A `host run` child process and a line reader on its stdout.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(root: &Path, extra: &[&str]) -> Server {
+        let mut child = host()
+            .arg("run")
+            .arg("--root")
+            .arg(root)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn host run");
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Server {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// The next line on stdout, which must be one JSON object.
+    fn receive(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(RESPONSE_TIMEOUT)
+            .expect("a response line within the timeout");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let response = self.receive();
+        assert_eq!(
+            response["id"],
+            json!(id),
+            "response to the wrong request: {response}"
+        );
+        response
+    }
+
+    /// `tools/call` and its result's (text, isError).
+    fn call(&mut self, id: i64, name: &str, arguments: Value) -> (String, bool) {
+        let response = self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        let result = &response["result"];
+        assert_eq!(
+            result["content"].as_array().map(Vec::len),
+            Some(1),
+            "{response}"
+        );
+        assert_eq!(result["content"][0]["type"], "text", "{response}");
+        (
+            result["content"][0]["text"].as_str().unwrap().to_owned(),
+            result["isError"].as_bool().unwrap(),
+        )
+    }
+
+    /// Closes stdin and waits for the exit: (exit code, stderr, stdout lines left).
+    fn finish(mut self) -> (Option<i32>, String, Vec<String>) {
+        drop(self.stdin.take());
+        let output = self.child.wait_with_output().expect("wait for host run");
+        let rest = self.lines.try_iter().collect();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            rest,
+        )
+    }
+}
+
+#[test]
+fn mcp_session_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &["--plan"]);
+
+    let init = server.request(
+        1,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "cli_mcp test", "version": "1"},
+        }),
+    );
+    assert_eq!(
+        init,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": {"name": "wasm-toolhost", "version": env!("CARGO_PKG_VERSION")},
+        }})
+    );
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    // tools/list: the built-ins in spec order, then the plan tool.
+    let list = server.request(2, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, BUILTINS_AND_PLAN);
+    for tool in tools {
+        assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+    }
+    let write_file = &tools[2];
+    let required = write_file["inputSchema"]["required"].as_array().unwrap();
+    assert!(
+        required.contains(&json!("path")) && required.contains(&json!("content")),
+        "{write_file}"
+    );
+
+    // write_file, then read_file gives the exact content back, and the file is on disk.
+    let (_, is_error) = server.call(
+        3,
+        "write_file",
+        json!({"path": "notes/a.md", "content": "alpha\nbeta\n"}),
+    );
+    assert!(!is_error);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes/a.md")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    let (text, is_error) = server.call(4, "read_file", json!({"path": "notes/a.md"}));
+    assert!(!is_error, "{text}");
+    let read: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(read["content"], "1\talpha\n2\tbeta\n", "{read}");
+    assert_eq!(read["total_lines"], 2, "{read}");
+    assert_eq!(read["truncated"], false, "{read}");
+
+    // An unknown tool is a tool result with isError, naming the tool.
+    let (text, is_error) = server.call(5, "no_such_tool", json!({}));
+    assert!(is_error);
+    assert_eq!(
+        text,
+        "unknown tool \"no_such_tool\": no tool of that name is registered; call one of the tools you were offered"
+    );
+
+    // Invalid arguments: a missing required field, and arguments that are not an object.
+    let (text, is_error) = server.call(6, "read_file", json!({}));
+    assert!(is_error);
+    assert!(
+        text.starts_with("read_file: ") && text.contains("\"path\""),
+        "{text}"
+    );
+    let (text, is_error) = server.call(7, "read_file", json!("notes/a.md"));
+    assert!(is_error);
+    assert!(text.starts_with("read_file: "), "{text}");
+    // Path escapes are refused as tool errors, not protocol errors.
+    let (text, is_error) = server.call(8, "read_file", json!({"path": "../outside.md"}));
+    assert!(is_error, "{text}");
+
+    // Garbage: -32700 with id null, then the server still answers.
+    server.send_line("this is not json {");
+    let error = server.receive();
+    assert_eq!(error["jsonrpc"], "2.0");
+    assert_eq!(error["id"], Value::Null);
+    assert_eq!(error["error"]["code"], -32700);
+    assert_eq!(
+        server.request(9, "ping", json!({})),
+        json!({"jsonrpc": "2.0", "id": 9, "result": {}})
+    );
+
+    // Invalid request and unknown method.
+    server.send(json!({"jsonrpc": "2.0", "id": 10}));
+    let error = server.receive();
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (json!(10), json!(-32600))
+    );
+    let error = server.request(11, "resources/list", json!({}));
+    assert_eq!(error["error"]["code"], -32601);
+
+    // The plan tool.
+    let (text, is_error) = server.call(
+        12,
+        "todo_write",
+        json!({"todos": [{"content": "write the test", "status": "in_progress"}]}),
+    );
+    assert!(!is_error, "{text}");
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(plan["todos"][0]["content"], "write the test");
+
+    // EOF on stdin: a clean exit, nothing else on stdout.
+    let (code, stderr, rest) = server.finish();
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+    assert!(rest.is_empty(), "unexpected stdout: {rest:?}");
+    // Logs went to stderr: the session id, and a turn id per call.
+    assert!(stderr.contains("session_id="), "{stderr}");
+    assert!(stderr.contains("turn_id="), "{stderr}");
+}
+
+#[test]
+fn concurrent_calls_are_all_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let mut server = Server::start(dir.path(), &[]);
+    for id in 0..16 {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}));
+    }
+    let mut ids: Vec<i64> = (0..16)
+        .map(|_| server.receive()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..16).collect::<Vec<_>>());
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn eof_right_away_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let (code, stderr, rest) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.is_empty());
+}
+
+#[test]
+fn bad_root_fails_at_startup() {
+    let output = host()
+        .args(["run", "--root", "/does/not/exist"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: cannot open --root /does/not/exist; pass an existing directory"),
+        "{stderr}"
+    );
+}
+
+fn call(root: &Path, args: &[&str]) -> Output {
+    host()
+        .arg("call")
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn host_call_prints_the_result_or_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+
+    let output = call(root, &["write_file", r#"{"path":"x.md","content":"hi"}"#]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(root.join("x.md")).unwrap(), "hi");
+
+    let output = call(root, &["read_file", r#"{"path":"x.md"}"#]);
+    assert_eq!(output.status.code(), Some(0));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["content"], "1\thi\n");
+
+    // A tool error: exit 1, kind and message on stderr, nothing on stdout.
+    let output = call(root, &["nope"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error [unknown_tool]: unknown tool \"nope\": no tool of that name is registered; call one of the tools you were offered\n"
+    );
+
+    let output = call(root, &["read_file", "{}"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error [invalid_arguments]: read_file: "),
+        "{stderr}"
+    );
+
+    let output = call(root, &["delete_file", r#"{"path":"missing.md"}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("error ["));
+
+    // Not JSON at all.
+    let output = call(root, &["read_file", "{path"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .starts_with("error [invalid_arguments]: read_file: "));
+
+    // The plan tool only exists with --plan.
+    let output = call(root, &["todo_write", r#"{"todos":[]}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    let output = call(root, &["--plan", "todo_write", r#"{"todos":[]}"#]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, json!({"todos": []}));
+}
+
+#[test]
+fn host_call_reads_arguments_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("b.md"), "one\n").unwrap();
+    let mut child = host()
+        .args(["call", "--root"])
+        .arg(dir.path())
+        .args(["read_file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"path":"b.md"}"#)
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["content"], "1\tone\n");
+}
+
+#[test]
+fn host_tools_lists_definitions_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = host()
+        .args(["tools", "--plan", "--json", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let definitions: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = definitions
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BUILTINS_AND_PLAN);
+    for definition in &definitions {
+        let keys: Vec<&String> = definition.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["description", "name", "parameters"], "{definition}");
+    }
+
+    // The human form: one line per tool, name first, same order.
+    let output = host()
+        .args(["tools", "--read-only", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let names: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "list_files", "grep", "glob"]);
+    assert!(
+        text.lines().all(|l| l.split_whitespace().count() > 1),
+        "{text}"
+    );
+}
+
+#[test]
+fn help_shows_examples_and_bad_flags_exit_2() {
+    for sub in ["run", "tools", "call", "inspect"] {
+        let output = host().args([sub, "--help"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let help = String::from_utf8(output.stdout).unwrap();
+        assert!(help.contains("Examples:"), "{sub}: {help}");
+        assert!(help.contains(&format!("host {sub} ")), "{sub}: {help}");
+    }
+    let output = host().args(["run", "--timeout", "soon"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("\"soon\" is not a duration"));
+}
