@@ -1,0 +1,218 @@
+//! Hostile plugins: each yields its expected error kind within its limit, and the very
+//! next call to greet still succeeds.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use toolhost::registry::ToolError;
+
+use crate::common::{setup_with, short_limits, Options, Setup};
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn hostile(names: &[&str]) -> Setup {
+    let mut all = vec!["greet"];
+    all.extend_from_slice(names);
+    let setup = setup_with(
+        &all,
+        Options {
+            limits: short_limits(TIMEOUT),
+            ..Options::default()
+        },
+    );
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    setup
+}
+
+#[tokio::test]
+async fn runaway_loop_is_stopped_within_twice_its_timeout() {
+    let setup = hostile(&["hostile_loop"]);
+    let started = Instant::now();
+    let result = setup.call("hostile_loop", "{}").await;
+    let elapsed = started.elapsed();
+    match result {
+        Err(ToolError::TimedOut { tool, limit }) => {
+            assert_eq!(tool, "hostile_loop");
+            assert_eq!(limit, TIMEOUT);
+        }
+        other => panic!("expected TimedOut, got {other:?}"),
+    }
+    assert!(elapsed >= TIMEOUT, "stopped early: {elapsed:?}");
+    assert!(elapsed < TIMEOUT * 2, "stopped late: {elapsed:?}");
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn allocation_past_the_cap_names_the_memory_limit() {
+    let setup = hostile(&["hostile_alloc"]);
+    match setup.call("hostile_alloc", "{}").await {
+        Err(ToolError::LimitExceeded { tool, limit, .. }) => {
+            assert_eq!(tool, "hostile_alloc");
+            assert_eq!(limit, "memory (64 MiB)");
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn stack_overflow_is_a_crash() {
+    let setup = hostile(&["hostile_stack"]);
+    match setup.call("hostile_stack", "{}").await {
+        Err(ToolError::ToolPanicked { tool, message }) => {
+            assert_eq!(tool, "hostile_stack");
+            assert!(message.contains("call stack exhausted"), "{message}");
+        }
+        other => panic!("expected ToolPanicked, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn panic_message_reaches_the_error() {
+    let setup = hostile(&["hostile_panic"]);
+    match setup
+        .call("hostile_panic", r#"{"detail":"left the stove on"}"#)
+        .await
+    {
+        Err(ToolError::ToolPanicked { tool, message }) => {
+            assert_eq!(tool, "hostile_panic");
+            assert!(
+                message.contains("hostile panic: left the stove on"),
+                "{message}"
+            );
+        }
+        other => panic!("expected ToolPanicked, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn huge_output_is_refused_at_the_output_limit() {
+    let setup = hostile(&["hostile_output"]);
+    match setup.call("hostile_output", "{}").await {
+        Err(ToolError::LimitExceeded { tool, limit, .. }) => {
+            assert_eq!(tool, "hostile_output");
+            assert!(limit.starts_with("output"), "{limit}");
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn invalid_result_json_is_a_tool_failure() {
+    let setup = hostile(&["hostile_badjson"]);
+    match setup.call("hostile_badjson", "{}").await {
+        Err(ToolError::Failed { tool, message }) => {
+            assert_eq!(tool, "hostile_badjson");
+            assert!(message.contains("invalid JSON"), "{message}");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn a_plugin_failure_carries_its_own_message() {
+    let setup = hostile(&["hostile_stderr"]);
+    match setup.call("hostile_stderr", r#"{"lines":2}"#).await {
+        Err(ToolError::Failed { tool, message }) => {
+            assert_eq!(tool, "hostile_stderr");
+            assert!(
+                message.contains("hostile_stderr failed after writing 2 lines to stderr"),
+                "{message}"
+            );
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn wasi_gives_no_host_file_env_or_socket() {
+    let setup = hostile(&["hostile_wasi_escape"]);
+    let report = setup
+        .call("hostile_wasi_escape", r#"{"connect":"127.0.0.1:1"}"#)
+        .await
+        .expect("the plugin reports its attempts");
+    let attempts = report.as_object().expect("an object of attempts");
+    for key in [
+        "read_file",
+        "read_dir_root",
+        "write_file",
+        "env_vars",
+        "tcp_connect",
+    ] {
+        assert!(attempts.contains_key(key), "no {key} in {report}");
+    }
+    for (attempt, outcome) in attempts {
+        assert_eq!(
+            outcome["escaped"],
+            Value::Bool(false),
+            "{attempt} escaped: {outcome}"
+        );
+    }
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn vfs_paths_outside_the_grant_are_refused() {
+    let setup = hostile(&["hostile_vfs_escape"]);
+    // Its manifest grants read access to `granted/` only.
+    setup
+        .storage
+        .write("granted/ok.txt", b"fine", "text/plain")
+        .expect("seed");
+    setup
+        .storage
+        .write("secret/x.txt", b"sibling secret", "text/plain")
+        .expect("seed");
+    let outside = tempfile::NamedTempFile::new().expect("outside file");
+    std::fs::write(outside.path(), "secret").expect("seed outside");
+    let report = setup
+        .call(
+            "hostile_vfs_escape",
+            r#"{"paths":["ok.txt","../secret/x.txt","secret/x.txt","/etc/passwd","a/../../x"]}"#,
+        )
+        .await
+        .expect("the plugin reports its attempts");
+    let results: Vec<(&str, &str)> = report["reads"]
+        .as_array()
+        .expect("reads")
+        .iter()
+        .map(|read| {
+            (
+                read["path"].as_str().unwrap_or(""),
+                read["result"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("ok.txt", "ok"),
+            ("../secret/x.txt", "invalid-path"),
+            // Inside the grant this names granted/secret/x.txt, which does not exist.
+            ("secret/x.txt", "not-found"),
+            ("/etc/passwd", "invalid-path"),
+            ("a/../../x", "invalid-path"),
+        ],
+        "{report}"
+    );
+    assert_eq!(report["reads"][0]["detail"], Value::from("fine"));
+    // Read-only: writing and deleting are denied, or refused for the path first.
+    assert_ne!(report["write"]["result"], Value::from("ok"), "{report}");
+    assert_ne!(report["delete"]["result"], Value::from("ok"), "{report}");
+    assert_eq!(report["list"]["detail"], Value::from("ok.txt"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path()).expect("outside"),
+        "secret"
+    );
+    assert_eq!(
+        setup.storage.read("secret/x.txt").expect("sibling").content,
+        b"sibling secret"
+    );
+    assert_eq!(setup.storage.list().expect("list").len(), 2);
+    setup.assert_greet_works().await;
+}

@@ -1,0 +1,6 @@
+//! Integration tests: the built-in tools and the built plugins in one registry, and the
+//! `host` binary driven over MCP.
+
+mod common;
+mod hostile;
+mod plugins;

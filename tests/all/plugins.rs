@@ -1,0 +1,274 @@
+//! Well-behaved plugins next to the built-in tools: the spec's examples, file grants,
+//! concurrency, and load failures that spare the other plugins.
+
+use serde_json::{json, Value};
+use toolhost::plugin::{FileAccess, PluginError};
+use toolhost::registry::ToolError;
+
+use crate::common::{setup, setup_with, Options};
+
+const BUILTINS: [&str; 9] = [
+    "read_file",
+    "list_files",
+    "write_file",
+    "delete_file",
+    "grep",
+    "glob",
+    "edit_file",
+    "multi_edit",
+    "move_file",
+];
+
+#[tokio::test]
+async fn plugin_tools_follow_builtins_in_file_name_order() {
+    let setup = setup(&["wordcount", "greet", "multi", "divide"]);
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    let mut expected: Vec<&str> = BUILTINS.to_vec();
+    expected.extend(["divide", "greet", "upper", "lower", "wordcount"]);
+    assert_eq!(setup.registry.names(), expected);
+    let loaded: Vec<(&str, Vec<String>)> = setup
+        .report
+        .loaded
+        .iter()
+        .map(|plugin| (plugin.name.as_str(), plugin.tools.clone()))
+        .collect();
+    assert_eq!(
+        loaded,
+        [
+            ("divide", vec!["divide".to_owned()]),
+            ("greet", vec!["greet".to_owned()]),
+            ("multi", vec!["upper".to_owned(), "lower".to_owned()]),
+            ("wordcount", vec!["wordcount".to_owned()]),
+        ]
+    );
+    let greet = setup
+        .registry
+        .definitions()
+        .into_iter()
+        .find(|definition| definition.name == "greet")
+        .expect("greet registered");
+    assert_eq!(greet.description, "Greet a person by name.");
+    assert_eq!(greet.parameters["required"], json!(["name"]));
+}
+
+#[tokio::test]
+async fn spec_examples_give_exact_results_and_error_kinds() {
+    let setup = setup(&["greet", "divide"]);
+    setup.assert_greet_works().await;
+    assert_eq!(
+        setup.call("divide", r#"{"by":4}"#).await.expect("divide"),
+        json!(0.25)
+    );
+    assert_eq!(
+        setup
+            .call("divide", r#"{"by":4,"value":10}"#)
+            .await
+            .expect("divide"),
+        json!(2.5)
+    );
+
+    // ExampleRegistry_Dispatch: {} is InvalidArguments, by=0 panics, multiply is unknown.
+    match setup.call("divide", "{}").await {
+        Err(ToolError::InvalidArguments { tool, message }) => {
+            assert_eq!(tool, "divide");
+            assert_eq!(message, r#"argument "by" is required"#);
+        }
+        other => panic!("expected InvalidArguments, got {other:?}"),
+    }
+    match setup.call("divide", r#"{"by":0}"#).await {
+        Err(ToolError::ToolPanicked { tool, message }) => {
+            assert_eq!(tool, "divide");
+            assert!(message.contains("division by zero"), "{message}");
+        }
+        other => panic!("expected ToolPanicked, got {other:?}"),
+    }
+    assert_eq!(
+        setup.call("multiply", "").await,
+        Err(ToolError::UnknownTool {
+            name: "multiply".into()
+        })
+    );
+    // A wrong type is caught by the plugin's own argument parsing.
+    assert!(matches!(
+        setup.call("divide", r#"{"by":"four"}"#).await,
+        Err(ToolError::InvalidArguments { .. })
+    ));
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn wordcount_reads_through_its_grant() {
+    let setup = setup(&["greet", "wordcount"]);
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    assert_eq!(setup.report.loaded[1].grants, FileAccess::Read);
+    setup
+        .storage
+        .write("notes/a.md", b"one two\nthree\n", "text/markdown")
+        .expect("seed");
+    assert_eq!(
+        setup
+            .call("wordcount", r#"{"path":"notes/a.md"}"#)
+            .await
+            .expect("wordcount"),
+        json!({"path": "notes/a.md", "lines": 2, "words": 3, "bytes": 14})
+    );
+    // The built-in tools see the same store.
+    assert_eq!(
+        setup
+            .call("read_file", r#"{"path":"notes/a.md"}"#)
+            .await
+            .expect("read_file")["content"],
+        json!("1\tone two\n2\tthree\n")
+    );
+    let missing = setup.call("wordcount", r#"{"path":"nope.md"}"#).await;
+    assert!(
+        matches!(missing, Err(ToolError::Failed { .. })),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_grant_the_host_does_not_allow_is_refused_and_the_rest_loads() {
+    let setup = setup_with(
+        &["greet", "wordcount"],
+        Options {
+            file_access: FileAccess::None,
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        setup.registry.names().last().map(String::as_str),
+        Some("greet")
+    );
+    assert_eq!(setup.report.failed.len(), 1);
+    let failure = &setup.report.failed[0];
+    assert!(
+        matches!(failure.error, PluginError::GrantDenied { .. }),
+        "{:?}",
+        failure.error
+    );
+    assert!(
+        failure.error.to_string().contains("wordcount"),
+        "{}",
+        failure.error
+    );
+    setup.assert_greet_works().await;
+}
+
+#[tokio::test]
+async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
+    let setup = {
+        // A non-component, the wrong world, a taken name, next to good plugins.
+        let plugins = tempfile::tempdir().expect("dir");
+        std::fs::write(plugins.path().join("broken.wasm"), b"\0asm garbage").expect("write");
+        toolhost_tests::install(plugins.path(), &["greet", "wrong_world", "multi"])
+            .expect("install");
+        // Named to load after greet.wasm, whose tool name it also declares.
+        std::fs::copy(
+            toolhost_tests::DUPNAME,
+            plugins.path().join("zz_dupname.wasm"),
+        )
+        .expect("copy dupname");
+        let registry = toolhost::registry::Registry::new();
+        let host = toolhost::plugin::PluginHost::new(toolhost::plugin::PluginHostConfig {
+            cache_dir: Some(crate::common::cache_dir()),
+            ..Default::default()
+        })
+        .expect("host");
+        let report = host.load_dir(plugins.path(), &registry);
+        (registry, report, plugins)
+    };
+    let (registry, report, _dir) = setup;
+    let failed: Vec<String> = report
+        .failed
+        .iter()
+        .map(|failure| {
+            failure
+                .path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        ["broken.wasm", "wrong_world.wasm", "zz_dupname.wasm"]
+    );
+    for failure in &report.failed {
+        let name = failure
+            .path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            failure.error.to_string().contains(&name),
+            "{}",
+            failure.error
+        );
+    }
+    assert!(
+        matches!(report.failed[0].error, PluginError::NotAComponent { .. }),
+        "{:?}",
+        report.failed[0].error
+    );
+    assert!(
+        matches!(report.failed[1].error, PluginError::WrongWorld { .. }),
+        "{:?}",
+        report.failed[1].error
+    );
+    assert!(
+        matches!(report.failed[2].error, PluginError::DuplicateTool { .. }),
+        "{:?}",
+        report.failed[2].error
+    );
+    assert_eq!(registry.names(), ["greet", "upper", "lower"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_concurrent_calls_into_one_plugin_all_succeed() {
+    let setup = setup(&["greet"]);
+    let calls = (0..8).map(|i| {
+        let registry = std::sync::Arc::clone(&setup.registry);
+        tokio::spawn(async move {
+            registry
+                .dispatch(
+                    &toolhost::registry::CallContext::new(),
+                    &toolhost::registry::ToolCall::new(
+                        "greet",
+                        format!(r#"{{"name":"caller {i}"}}"#),
+                    ),
+                    &toolhost::registry::Environment::generate(),
+                )
+                .await
+        })
+    });
+    let results = futures_util::future::join_all(calls).await;
+    for (i, result) in results.into_iter().enumerate() {
+        let content = result.expect("task").expect("call").content;
+        assert_eq!(content, Value::from(format!("Hello, caller {i}!")));
+    }
+}
+
+#[tokio::test]
+async fn a_second_host_loads_from_the_compile_cache() {
+    use toolhost::plugin::CompileSource;
+    let cache = tempfile::tempdir().expect("cache");
+    let plugins = tempfile::tempdir().expect("plugins");
+    toolhost_tests::install(plugins.path(), &["greet"]).expect("install");
+    let load = || {
+        let host = toolhost::plugin::PluginHost::new(toolhost::plugin::PluginHostConfig {
+            cache_dir: Some(cache.path().to_owned()),
+            ..Default::default()
+        })
+        .expect("host");
+        let registry = toolhost::registry::Registry::new();
+        host.load_dir(plugins.path(), &registry)
+            .loaded
+            .remove(0)
+            .compile
+    };
+    assert!(matches!(load(), CompileSource::Compiled(_)));
+    assert!(matches!(load(), CompileSource::CacheHit(_)));
+}
