@@ -310,7 +310,10 @@ impl Instance {
             Ok(if Instant::now() >= deadline {
                 UpdateDeadline::Interrupt
             } else {
-                UpdateDeadline::Yield(1)
+                // tokio's `yield_now` wakes the task only after the runtime has polled its
+                // timers, so a spinning guest cannot starve a timer (or a cancellation)
+                // on its thread; a plain `Yield` is re-polled before the timers are.
+                UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
             })
         });
     }

@@ -1,1 +1,0 @@
-//! Tests of the plugin host against real components (filled in below).
