@@ -47,13 +47,17 @@ fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     print(&text)
 }
 
-/// One line per tool: its name, padded, and the first line of its description.
+/// One line per tool: its name, padded, and the first sentence of its description's
+/// first line (the built-in descriptions are one long paragraph).
 fn tools_table(definitions: &[ToolDefinition]) -> String {
     let width = definitions.iter().map(|d| d.name.len()).max().unwrap_or(0);
     definitions
         .iter()
         .map(|d| {
-            let summary = d.description.lines().next().unwrap_or_default().trim();
+            let line = d.description.lines().next().unwrap_or_default().trim();
+            let summary = line.split_once(". ").map_or(line, |(first, _)| first);
+            let dot = if summary.len() < line.len() { "." } else { "" };
+            let summary = format!("{summary}{dot}");
             format!("{:width$}  {summary}", d.name)
                 .trim_end()
                 .to_owned()
@@ -123,7 +127,11 @@ mod tests {
     #[test]
     fn table_aligns_names_and_keeps_the_first_line() {
         let defs = [
-            ToolDefinition::new("read_file", "Read a file.\nMore detail.", json!({})),
+            ToolDefinition::new(
+                "read_file",
+                "Read a file. It has lines.\nMore detail.",
+                json!({}),
+            ),
             ToolDefinition::new("glob", "  Find paths.  ", json!({})),
             ToolDefinition::new("x", "", json!({})),
         ];

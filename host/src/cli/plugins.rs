@@ -118,8 +118,8 @@ fn log_report(dir: &Path, report: &LoadReport) {
 /// When the plugin host cannot start or the file is not a loadable plugin.
 pub(crate) fn inspect(file: &Path, config: PluginHostConfig) -> anyhow::Result<PluginInfo> {
     let host = PluginHost::new(config).context("cannot start the plugin host")?;
-    host.inspect(file)
-        .with_context(|| format!("cannot inspect {}", file.display()))
+    // The plugin host's errors already name the file.
+    Ok(host.inspect(file)?)
 }
 
 /// The `--json` form of [`inspect`]'s report.
@@ -155,7 +155,7 @@ fn compile_json(compile: CompileSource) -> Value {
         CompileSource::Compiled(took) => ("compiled", took),
         CompileSource::CacheHit(took) => ("cache_hit", took),
     };
-    json!({ "source": source, "ms": took.as_secs_f64() * 1e3 })
+    json!({ "source": source, "ms": took.as_micros() as f64 / 1e3 })
 }
 
 /// The human form of [`inspect`]'s report.
