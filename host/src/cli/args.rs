@@ -192,13 +192,14 @@ pub struct RegistryArgs {
     /// The most file access a plugin's manifest can be granted, over --root.
     #[arg(long, value_enum, value_name = "ACCESS", default_value = "none")]
     pub plugin_files: PluginFiles,
-    /// Default wall-time limit of one plugin call (the plugin host's default otherwise).
+    /// Wall-time limit of one plugin call for plugins whose manifest sets none [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub plugin_timeout: Option<Duration>,
-    /// Default memory cap of one plugin instance (e.g. 64MiB; the plugin host's default otherwise).
+    /// Memory cap of one plugin instance for plugins whose manifest sets none [default: 64MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub plugin_memory: Option<u64>,
-    /// Cache compiled plugins in this directory, so the next start does not recompile.
+    /// Cache compiled plugins here, so the next start does not recompile [default:
+    /// $XDG_CACHE_HOME/wasm-toolhost, else ~/.cache/wasm-toolhost].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 }
