@@ -379,3 +379,54 @@ fn window_at_the_end_of_16_mib() {
     assert_eq!(window.content, format!("{total}\t{}", line));
     assert!(!window.truncated);
 }
+
+#[test]
+fn scan_lines_counts_and_locates_across_words() {
+    // Newline patterns around the 8-byte word edges, against a plain byte scan.
+    let texts = [
+        String::new(),
+        "\n".repeat(17),
+        "abcdefg\nabcdefg\n\n".to_owned(),
+        "a\nbcdefghijklmnop\nqrstuvwxyz\n1234567\n8".to_owned(),
+        "é\n日本語\n\n\nxyz".repeat(5),
+    ];
+    for text in &texts {
+        let bytes = text.as_bytes();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(
+                bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        let newlines = (starts.len() - 1) as u64;
+        for offset in 1..=starts.len() as u64 + 1 {
+            let want = starts.get((offset - 1) as usize).copied();
+            assert_eq!(
+                scan_lines(bytes, offset),
+                (newlines, want),
+                "{text:?} offset {offset}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "timing, run by hand: cargo test -p host --lib read_whole_16_mib -- --ignored --nocapture"]
+fn read_whole_16_mib_window_by_window() {
+    let line = format!("{}\n", "y".repeat(99));
+    let text = line.repeat(16 * 1024 * 1024 / 100);
+    let started = std::time::Instant::now();
+    let (mut offset, mut calls) = (1, 0);
+    loop {
+        let window = Window::of(&text, "big.md", offset, 2000, 1).expect("window");
+        calls += 1;
+        offset += window.content.lines().count() as u64;
+        if !window.truncated {
+            break;
+        }
+    }
+    eprintln!("{calls} calls in {:?}", started.elapsed());
+}
