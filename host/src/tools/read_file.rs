@@ -158,8 +158,9 @@ impl Window {
             });
         }
         if offset > total_lines {
+            let lines = if total_lines == 1 { "line" } else { "lines" };
             return Err(invalid(format!(
-                "argument \"offset\" is {offset}, past the end of \"{path}\", which has {total_lines} lines; use an offset from 1 to {total_lines}"
+                "argument \"offset\" is {offset}, past the end of \"{path}\", which has {total_lines} {lines}; use an offset from 1 to {total_lines}"
             )));
         }
         // Offset `n` starts after the (n-1)-th newline, which exists since n <= total_lines.

@@ -225,6 +225,11 @@ async fn offset_past_the_end_is_an_error(backend: Backend) {
         err.unwrap_err().to_string(),
         "read_file: argument \"offset\" is 4, past the end of \"a.md\", which has 3 lines; use an offset from 1 to 3"
     );
+    h.put("one.md", "only");
+    assert_eq!(
+        invalid_arguments(h.call(NAME, json!({"path": "one.md", "offset": 2})).await),
+        "argument \"offset\" is 2, past the end of \"one.md\", which has 1 line; use an offset from 1 to 1"
+    );
     let last = read(&h, json!({"path": "a.md", "offset": 3})).await;
     assert_eq!(content(&last), "3\tc\n");
     for (args, message) in [
