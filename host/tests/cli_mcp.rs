@@ -455,3 +455,117 @@ fn help_shows_examples_and_bad_flags_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("\"soon\" is not a duration"));
 }
+
+/// The full session with plugins: built-ins in spec order followed by the plugin tools,
+/// a plugin call, a built-in call, hostile plugins answered as isError results, greet
+/// still working after each, and garbage lines.
+#[test]
+fn mcp_session_with_plugins() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install(
+        plugins.path(),
+        &[
+            "greet",
+            "divide",
+            "hostile_loop",
+            "hostile_panic",
+            "hostile_alloc",
+        ],
+    )
+    .unwrap();
+    // A broken component next to them: reported, the others still load.
+    std::fs::write(plugins.path().join("broken.wasm"), b"not a component").unwrap();
+    std::fs::write(root.path().join("notes.md"), "one\ntwo\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let plugins_dir = plugins.path().to_str().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--plugins",
+            plugins_dir,
+            "--cache-dir",
+            cache_dir,
+            "--plugin-timeout",
+            "1s",
+        ],
+    );
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "wasm-toolhost");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    let list = server.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut expected: Vec<&str> = BUILTINS_AND_PLAN[..9].to_vec();
+    expected.extend([
+        "divide",
+        "greet",
+        "hostile_alloc",
+        "hostile_loop",
+        "hostile_panic",
+    ]);
+    assert_eq!(names, expected);
+
+    let greet_works = |server: &mut Server, id: i64| {
+        assert_eq!(
+            server.call(id, "greet", json!({"name": "Ada"})),
+            ("Hello, Ada!".to_owned(), false)
+        );
+    };
+    greet_works(&mut server, 3);
+    let (text, is_error) = server.call(4, "read_file", json!({"path": "notes.md"}));
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["content"],
+        "1\tone\n2\ttwo\n"
+    );
+
+    let (text, is_error) = server.call(5, "hostile_loop", json!({}));
+    assert!(is_error);
+    assert!(
+        text.starts_with("hostile_loop: timed out after 1s"),
+        "{text}"
+    );
+    greet_works(&mut server, 6);
+    let (text, is_error) = server.call(7, "hostile_panic", json!({"detail": "oops"}));
+    assert!(is_error);
+    assert!(text.contains("hostile panic: oops"), "{text}");
+    greet_works(&mut server, 8);
+    let (text, is_error) = server.call(9, "hostile_alloc", json!({}));
+    assert!(is_error);
+    assert!(text.contains("memory (64 MiB)"), "{text}");
+    let (text, is_error) = server.call(10, "divide", json!({"by": 0}));
+    assert!(is_error);
+    assert!(text.contains("division by zero"), "{text}");
+    greet_works(&mut server, 11);
+
+    // Garbage lines get parse errors; the server keeps serving.
+    for garbage in ["{{{", "[1,2", "\u{0}\u{1}"] {
+        server.send_line(garbage);
+        let response = server.receive();
+        assert_eq!(response["error"]["code"], -32700, "{garbage:?}: {response}");
+        assert_eq!(response["id"], Value::Null);
+    }
+    greet_works(&mut server, 12);
+
+    let (code, stderr, rest) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(stderr.contains("broken.wasm"), "{stderr}");
+    for plugin in ["greet", "divide", "hostile_loop"] {
+        assert!(
+            stderr.contains(plugin),
+            "no startup line for {plugin}: {stderr}"
+        );
+    }
+}
