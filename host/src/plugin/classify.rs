@@ -114,9 +114,10 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
 /// for size and parsed as JSON.
 pub fn returned(
     result: Result<String, GuestError>,
-    facts: &CallFacts<'_>,
+    tool: &str,
+    limits: &PluginLimits,
 ) -> Result<ToolResult, ToolError> {
-    let tool = facts.tool.to_owned();
+    let tool = tool.to_owned();
     let text = match result {
         Ok(text) => text,
         Err(GuestError::InvalidArguments(message)) => {
@@ -124,13 +125,13 @@ pub fn returned(
         }
         Err(GuestError::Failed(message)) => return Err(ToolError::Failed { tool, message }),
     };
-    let cap = facts.limits.max_output_bytes;
+    let cap = limits.max_output_bytes;
     if text.len() > cap {
         return Err(ToolError::LimitExceeded {
             tool,
             limit: format!("output ({})", format_bytes(cap as u64)),
             message: format!(
-                "the plugin returned {} of result JSON, over its {} limit; ask for less (a smaller range, a narrower query)",
+                "the plugin returned {} of result JSON, over its limit of {}; ask for less (a smaller range, a narrower query)",
                 format_bytes(text.len() as u64),
                 format_bytes(cap as u64)
             ),
@@ -324,19 +325,18 @@ mod tests {
             max_output_bytes: 10,
             ..PluginLimits::default()
         };
-        let stderr = Captured::default();
-        let facts = facts(&limits, &stderr);
-        assert_eq!(returned(Ok("\"hi\"".into()), &facts).unwrap().content, "hi");
-        let err = returned(Ok("[1,2,3,4,5,6]".into()), &facts).unwrap_err();
+        let returned = |result| returned(result, "divide", &limits);
+        assert_eq!(returned(Ok("\"hi\"".into())).unwrap().content, "hi");
+        let err = returned(Ok("[1,2,3,4,5,6]".into())).unwrap_err();
         assert_eq!(
             err,
             ToolError::LimitExceeded {
                 tool: "divide".into(),
                 limit: "output (10 bytes)".into(),
-                message: "the plugin returned 13 bytes of result JSON, over its 10 bytes limit; ask for less (a smaller range, a narrower query)".into()
+                message: "the plugin returned 13 bytes of result JSON, over its limit of 10 bytes; ask for less (a smaller range, a narrower query)".into()
             }
         );
-        let err = returned(Ok("{nope".into()), &facts).unwrap_err();
+        let err = returned(Ok("{nope".into())).unwrap_err();
         let ToolError::Failed { message, .. } = err else {
             panic!("{err:?}")
         };
@@ -345,22 +345,18 @@ mod tests {
             "{message}"
         );
         assert_eq!(
-            returned(
-                Err(GuestError::InvalidArguments("by: expected number".into())),
-                &facts
-            ),
+            returned(Err(GuestError::InvalidArguments(
+                "by: expected number".into()
+            ))),
             Err(ToolError::InvalidArguments {
                 tool: "divide".into(),
                 message: "by: expected number".into()
             })
         );
         assert_eq!(
-            returned(
-                Err(GuestError::Failed(
-                    "this plugin has no tool named `x`".into()
-                )),
-                &facts
-            ),
+            returned(Err(GuestError::Failed(
+                "this plugin has no tool named `x`".into()
+            ))),
             Err(ToolError::Failed {
                 tool: "divide".into(),
                 message: "this plugin has no tool named `x`".into()

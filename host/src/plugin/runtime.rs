@@ -152,17 +152,7 @@ impl PluginRuntime {
         let result = self.run(name, ctx.remaining(), op).await;
         tracing::trace!(target: "plugin", plugin = %self.name, tool = name, elapsed = ?started.elapsed(), "call done");
         match result? {
-            Out::Call(result) => {
-                let stderr = Captured::default();
-                let facts = CallFacts {
-                    tool: name,
-                    limits: &self.limits,
-                    time_limit: self.limits.timeout,
-                    refused_grow: None,
-                    stderr: &stderr,
-                };
-                classify::returned(result, &facts)
-            }
+            Out::Call(result) => classify::returned(result, name, &self.limits),
             Out::Definitions(_) => unreachable!("a tool call returns a call result"),
         }
     }

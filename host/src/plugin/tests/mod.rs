@@ -56,6 +56,13 @@ async fn call(registry: &Registry, tool: &str, arguments: &str) -> Result<ToolRe
 }
 
 #[test]
+fn the_host_and_its_handlers_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<PluginHost>();
+    shared::<super::runtime::PluginTool>();
+}
+
+#[test]
 fn loads_every_declared_tool() {
     let (_dir, wasm) = plugin_dir(None);
     let host = PluginHost::new(config()).unwrap();
@@ -194,7 +201,7 @@ async fn memory_fuel_and_output_limits_are_limit_errors() {
         Err(ToolError::LimitExceeded {
             tool: "echo".into(),
             limit: "output (16 bytes)".into(),
-            message: "the plugin returned 21 bytes of result JSON, over its 16 bytes limit; ask for less (a smaller range, a narrower query)".into()
+            message: "the plugin returned 21 bytes of result JSON, over its limit of 16 bytes; ask for less (a smaller range, a narrower query)".into()
         })
     );
     assert!(call(&registry, "echo", "{}").await.is_ok());
