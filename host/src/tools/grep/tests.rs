@@ -1,0 +1,328 @@
+//! grep's suite, run on both backends.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::tools::testutil::{backend_tests, invalid_arguments, Backend, Harness};
+use crate::vfs::MemoryStorage;
+
+async fn grep(h: &Harness, arguments: Value) -> Value {
+    h.call("grep", arguments).await.unwrap()
+}
+
+fn matches(list: &[&str]) -> Value {
+    json!({"matches": list, "truncated": false})
+}
+
+async fn content_lines_in_path_order(backend: Backend) {
+    let h = backend.default_harness();
+    // Written out of order, many files: the answer's order comes from the paths, whatever
+    // thread scanned which file.
+    for i in (0..40).rev() {
+        h.put(&format!("d/f{i:02}.md"), format!("skip\nhit {i}\n"));
+    }
+    h.put("a.md", "no\nhit a\nhit again\n");
+    let result = grep(&h, json!({"pattern": "hit"})).await;
+    let mut expected = vec!["a.md:2:hit a".to_owned(), "a.md:3:hit again".to_owned()];
+    expected.extend((0..40).map(|i| format!("d/f{i:02}.md:2:hit {i}")));
+    assert_eq!(result, json!({"matches": expected, "truncated": false}));
+}
+
+async fn context_lines(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+    let result = grep(&h, json!({"pattern": "three|five", "context": 1})).await;
+    assert_eq!(
+        result,
+        matches(&[
+            "a.md-2-two",
+            "a.md:3:three",
+            "a.md-4-four",
+            "a.md:5:five",
+            "a.md-6-six"
+        ])
+    );
+    let result = grep(&h, json!({"pattern": "^one", "context": 5})).await;
+    assert_eq!(
+        result,
+        matches(&[
+            "a.md:1:one",
+            "a.md-2-two",
+            "a.md-3-three",
+            "a.md-4-four",
+            "a.md-5-five",
+            "a.md-6-six"
+        ])
+    );
+}
+
+async fn output_modes(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "x\ny\nx x\n");
+    h.put("b.md", "y\n");
+    h.put("c/d.md", "x\n");
+    assert_eq!(
+        grep(
+            &h,
+            json!({"pattern": "x", "output_mode": "files_with_matches"})
+        )
+        .await,
+        json!({"files": ["a.md", "c/d.md"], "truncated": false})
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "x", "output_mode": "count"})).await,
+        json!({"counts": [{"path": "a.md", "count": 2}, {"path": "c/d.md", "count": 1}], "truncated": false})
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "x", "output_mode": "content"})).await,
+        matches(&["a.md:1:x", "a.md:3:x x", "c/d.md:1:x"])
+    );
+    assert_eq!(grep(&h, json!({"pattern": "zzz"})).await, matches(&[]));
+    let message = invalid_arguments(
+        h.call("grep", json!({"pattern": "x", "output_mode": "lines"}))
+            .await,
+    );
+    assert_eq!(
+        message,
+        "argument \"output_mode\" must be one of content, files_with_matches, count; got \"lines\""
+    );
+}
+
+async fn case_insensitive(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "Hello\nHELLO\nhello\nhelo\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "hello"})).await,
+        matches(&["a.md:3:hello"])
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "hello", "case_insensitive": true})).await,
+        matches(&["a.md:1:Hello", "a.md:2:HELLO", "a.md:3:hello"])
+    );
+}
+
+async fn path_glob_filters_files(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.md", "x\n");
+    h.put("a.txt", "x\n");
+    h.put("docs/b.md", "x\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "x", "path_glob": "*.md"})).await,
+        matches(&["a.md:1:x"])
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "x", "path_glob": "**/*.md"})).await,
+        matches(&["a.md:1:x", "docs/b.md:1:x"])
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "x", "path_glob": "*.{txt,pdf}"})).await,
+        matches(&["a.txt:1:x"])
+    );
+    let message = invalid_arguments(
+        h.call("grep", json!({"pattern": "x", "path_glob": "[a"}))
+            .await,
+    );
+    assert!(
+        message.starts_with("argument \"path_glob\" is not a valid glob: "),
+        "{message}"
+    );
+}
+
+async fn dollar_anchors_each_line(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("lf.md", "end\nend here\nthe end\n");
+    h.put("crlf.md", "end\r\nend here\r\nthe end\r\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "end$"})).await,
+        matches(&[
+            "crlf.md:1:end",
+            "crlf.md:3:the end",
+            "lf.md:1:end",
+            "lf.md:3:the end"
+        ])
+    );
+    assert_eq!(
+        grep(&h, json!({"pattern": "^end$", "output_mode": "count"})).await,
+        json!({"counts": [{"path": "crlf.md", "count": 1}, {"path": "lf.md", "count": 1}], "truncated": false})
+    );
+}
+
+async fn binary_files_are_skipped(backend: Backend) {
+    let h = backend.default_harness();
+    h.put("a.bin", b"match\0\x01\x02");
+    let mut late_nul = b"match\n".to_vec();
+    late_nul.extend(std::iter::repeat_n(b'z', BINARY_PROBE));
+    late_nul.push(0);
+    h.put("b.dat", &late_nul);
+    h.put("c.md", "match\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "match"})).await,
+        matches(&["b.dat:1:match", "c.md:1:match"])
+    );
+}
+
+async fn oversize_files_are_skipped_and_flagged(backend: Backend) {
+    let h = backend.harness(|options| options.maximum_file_bytes = 10);
+    h.put("big.md", "match 4567\nmatch\n");
+    h.put("small.md", "match\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "match"})).await,
+        json!({"matches": ["small.md:1:match"], "truncated": true})
+    );
+}
+
+async fn long_line_is_cut_at_500(backend: Backend) {
+    let h = backend.default_harness();
+    let line = format!("needle{}", "é".repeat(594));
+    h.put("a.md", format!("{line}\n"));
+    let result = grep(&h, json!({"pattern": "needle"})).await;
+    let expected = format!("a.md:1:needle{}", "é".repeat(494));
+    assert_eq!(result, json!({"matches": [expected], "truncated": false}));
+}
+
+async fn entry_limit_at_201(backend: Backend) {
+    let h = backend.default_harness();
+    let lines: String = (1..=201).map(|i| format!("m{i}\n")).collect();
+    h.put("a.md", &lines);
+    let result = grep(&h, json!({"pattern": "^m"})).await;
+    let expected: Vec<String> = (1..=200).map(|i| format!("a.md:{i}:m{i}")).collect();
+    assert_eq!(result, json!({"matches": expected, "truncated": true}));
+    // Exactly 200 fit.
+    let lines: String = (1..=200).map(|i| format!("m{i}\n")).collect();
+    h.put("a.md", &lines);
+    let result = grep(&h, json!({"pattern": "^m"})).await;
+    assert_eq!(result, json!({"matches": expected, "truncated": false}));
+    // The limit spans files too.
+    h.put("b.md", "m\n");
+    let result = grep(&h, json!({"pattern": "^m"})).await;
+    assert_eq!(result, json!({"matches": expected, "truncated": true}));
+}
+
+async fn entry_limit_across_many_files(backend: Backend) {
+    let h = backend.default_harness();
+    for i in (0..260).rev() {
+        h.put(&format!("f{i:03}.md"), "x\nhit\n");
+    }
+    let result = grep(&h, json!({"pattern": "hit"})).await;
+    let expected: Vec<String> = (0..200).map(|i| format!("f{i:03}.md:2:hit")).collect();
+    assert_eq!(result, json!({"matches": expected, "truncated": true}));
+    let result = grep(
+        &h,
+        json!({"pattern": "hit", "output_mode": "files_with_matches"}),
+    )
+    .await;
+    let expected: Vec<String> = (0..200).map(|i| format!("f{i:03}.md")).collect();
+    assert_eq!(result, json!({"files": expected, "truncated": true}));
+}
+
+async fn result_budget_cuts_long_entries(backend: Backend) {
+    let h = backend.default_harness();
+    let lines: String = (0..100).map(|_| format!("{}\n", "x".repeat(500))).collect();
+    h.put("a.md", &lines);
+    let result = grep(&h, json!({"pattern": "x"})).await;
+    // Each entry counts with its quotes and a comma.
+    let (mut used, mut fit) = (0, Vec::new());
+    for i in 1..=100 {
+        let entry = format!("a.md:{i}:{}", "x".repeat(500));
+        used += entry.len() + 3;
+        if used > RESULT_BUDGET {
+            break;
+        }
+        fit.push(entry);
+    }
+    assert_eq!(fit.len(), 80);
+    assert_eq!(result, json!({"matches": fit, "truncated": true}));
+}
+
+async fn invalid_arguments_are_refused(backend: Backend) {
+    let h = backend.default_harness();
+    let message = invalid_arguments(h.call("grep", json!({"pattern": "a(b"})).await);
+    assert!(
+        message.starts_with(
+            "argument \"pattern\" is not a valid regular expression (RE2 syntax): regex parse error:"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("unclosed group"), "{message}");
+    let message = invalid_arguments(h.call("grep", json!({"pattern": "a", "context": 6})).await);
+    assert_eq!(message, "argument \"context\" must be 0 to 5 lines, got 6");
+    let message = invalid_arguments(h.call("grep", json!({"pattern": "a", "context": -1})).await);
+    assert_eq!(message, "argument \"context\" must be 0 or more, got -1");
+    let message = invalid_arguments(h.call("grep", json!({})).await);
+    assert_eq!(message, "argument \"pattern\" is required");
+}
+
+async fn policy_hidden_files_are_not_searched(backend: Backend) {
+    let h = backend.harness(|options| {
+        options.hide_hidden_paths = true;
+        options.allowed_extensions = Some(vec![".md".into()]);
+    });
+    for path in ["a.md", ".env.md", "_x/b.md", "c.txt"] {
+        h.put(path, "secret\n");
+    }
+    assert_eq!(
+        grep(&h, json!({"pattern": "secret"})).await,
+        matches(&["a.md:1:secret"])
+    );
+}
+
+backend_tests!(
+    content_lines_in_path_order,
+    context_lines,
+    output_modes,
+    case_insensitive,
+    path_glob_filters_files,
+    dollar_anchors_each_line,
+    binary_files_are_skipped,
+    oversize_files_are_skipped_and_flagged,
+    long_line_is_cut_at_500,
+    entry_limit_at_201,
+    entry_limit_across_many_files,
+    result_budget_cuts_long_entries,
+    invalid_arguments_are_refused,
+    policy_hidden_files_are_not_searched,
+);
+
+fn entry(path: &str, size: u64) -> FileEntry {
+    FileEntry {
+        path: path.into(),
+        size,
+        updated_at: SystemTime::UNIX_EPOCH,
+    }
+}
+
+#[test]
+fn scan_budget_stops_before_the_file_that_would_pass_it() {
+    let policy = FilePolicy::default();
+    let listed = vec![
+        entry("c", 40),
+        entry("a", 30),
+        entry("b", 30),
+        entry("d", 1),
+    ];
+    let (files, skipped) = plan(listed.clone(), &policy, None, 60);
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!((paths, skipped), (vec!["a", "b"], true));
+    let (files, skipped) = plan(listed, &policy, None, 101);
+    assert_eq!((files.len(), skipped), (4, false));
+}
+
+#[test]
+fn expired_call_stops_and_flags() {
+    let storage = MemoryStorage::new();
+    storage.write("a.md", b"x\n", "").unwrap();
+    let search = Search {
+        storage: &storage,
+        regex: Regex::new("x").unwrap(),
+        mode: Mode::Content { context: 0 },
+    };
+    let files = vec![entry("a.md", 2)];
+    let output = scan(&search, &files, &CallContext::with_timeout(Duration::ZERO));
+    assert!(output.entries.is_empty());
+    assert!(output.truncated);
+    let output = scan(&search, &files, &CallContext::new());
+    assert_eq!(output.entries, [json!("a.md:1:x")]);
+    assert!(!output.truncated);
+}
