@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition};
+use crate::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
 
 use super::bindings::PluginPre;
 use super::error::error_chain;
@@ -81,7 +81,15 @@ impl PluginHost {
         report
     }
 
-    /// Loads one plugin into `registry`.
+    /// Loads one plugin into `registry`: its manifest, the component (compiled, or from
+    /// the cache), its tool definitions (asked in a fresh instance under its limits and
+    /// checked), then its tools.
+    ///
+    /// Registration is all or nothing: every name is checked against the registry before
+    /// the first is registered. (The registry has no batch registration, so a tool of the
+    /// same name registered by another thread between the check and the registration
+    /// would still leave the plugin's earlier tools registered; load plugins before
+    /// serving, as `load_dir` callers do.)
     ///
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
@@ -213,7 +221,7 @@ impl PluginHost {
             })?
             .map_err(|err| PluginError::Definitions {
                 path: path.to_owned(),
-                message: err.to_string(),
+                message: definitions_failure(err),
             })?;
         let definitions = validate(path, raw)?;
 
@@ -243,6 +251,22 @@ fn taken(path: &Path, name: &str) -> PluginError {
         path: path.to_owned(),
         name: name.to_owned(),
         taken_by: "a tool of that name is already registered".into(),
+    }
+}
+
+/// What went wrong asking for the definitions, for the operator (the [`ToolError`]
+/// texts are written for a model and name a tool).
+fn definitions_failure(err: ToolError) -> String {
+    match err {
+        ToolError::ToolPanicked { message, .. } => format!("it crashed: {message}"),
+        ToolError::TimedOut { limit, .. } => format!(
+            "it did not answer within {} (its timeout)",
+            super::limits::format_duration(limit)
+        ),
+        ToolError::LimitExceeded { limit, message, .. } => {
+            format!("it hit its {limit} limit: {message}")
+        }
+        other => other.to_string(),
     }
 }
 

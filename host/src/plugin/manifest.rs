@@ -119,12 +119,18 @@ pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
 /// # Errors
 /// [`PluginError::Manifest`] naming the bad or unknown key.
 pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
-    toml::from_str(text).map_err(|err| PluginError::Manifest {
-        path: path.to_owned(),
-        message: format!(
-            "{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables",
-            err.message().trim()
-        ),
+    toml::from_str(text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
+            .unwrap_or_default();
+        PluginError::Manifest {
+            path: path.to_owned(),
+            message: format!(
+                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables",
+                err.message().trim()
+            ),
+        }
     })
 }
 
@@ -286,20 +292,19 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_named() {
-        for (text, key) in [
-            ("[grants]\nnetwork = true\n", "network"),
-            ("[limits]\ncpu = 3\n", "cpu"),
-            ("[extra]\n", "extra"),
+    fn unknown_keys_are_named_with_their_line() {
+        for (text, line, key) in [
+            ("[grants]\nnetwork = true\n", 2, "network"),
+            ("[limits]\ntimeout_ms = 5\ncpu = 3\n", 3, "cpu"),
+            ("[extra]\n", 1, "extra"),
         ] {
             let err = resolve_text(text, &config(FileAccess::None)).unwrap_err();
             assert!(matches!(err, PluginError::Manifest { .. }), "{err:?}");
             let message = err.to_string();
-            assert!(
-                message.starts_with("plugins/p.toml: invalid plugin manifest: unknown field `"),
-                "{message}"
+            let start = format!(
+                "plugins/p.toml: invalid plugin manifest: line {line}: unknown field `{key}`"
             );
-            assert!(message.contains(&format!("`{key}`")), "{message}");
+            assert!(message.starts_with(&start), "{message}");
         }
     }
 

@@ -41,7 +41,16 @@ pub fn standard() -> Vec<u8> {
 /// A fixture whose `definitions` returns `definitions` as (name, parameters) pairs,
 /// each with the description `t`.
 pub fn component(definitions: &[(&str, &str)]) -> Vec<u8> {
-    let mut module = core_module(definitions);
+    encode(core_module(definitions, false))
+}
+
+/// A fixture whose `definitions` returns a list pointing outside its memory, so the host
+/// cannot read the answer.
+pub fn broken_definitions() -> Vec<u8> {
+    encode(core_module(&[("x", EMPTY_SCHEMA)], true))
+}
+
+fn encode(mut module: Vec<u8>) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
     let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../wit");
     let (package, _) = resolve.push_path(wit).expect("wit/ parses");
@@ -88,7 +97,7 @@ struct Data {
     strings: Vec<(u32, u32)>,
 }
 
-fn layout(definitions: &[(&str, &str)]) -> Data {
+fn layout(definitions: &[(&str, &str)], broken: bool) -> Data {
     let mut bytes = Vec::new();
     let put = |bytes: &mut Vec<u8>, s: &[u8]| -> (u32, u32) {
         let at = DATA + bytes.len() as u32;
@@ -109,7 +118,11 @@ fn layout(definitions: &[(&str, &str)]) -> Data {
     while bytes.len() % 8 != 0 {
         bytes.push(0);
     }
-    let array = DATA + bytes.len() as u32;
+    let array = if broken {
+        0x7fff_0000
+    } else {
+        DATA + bytes.len() as u32
+    };
     for record in &records {
         for (ptr, len) in record {
             bytes.extend_from_slice(&ptr.to_le_bytes());
@@ -130,8 +143,8 @@ fn layout(definitions: &[(&str, &str)]) -> Data {
     }
 }
 
-fn core_module(definitions: &[(&str, &str)]) -> Vec<u8> {
-    let data = layout(definitions);
+fn core_module(definitions: &[(&str, &str)], broken: bool) -> Vec<u8> {
+    let data = layout(definitions, broken);
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32; 4], [ValType::I32]); // 0: cabi_realloc
     types.ty().function([], [ValType::I32]); // 1: definitions

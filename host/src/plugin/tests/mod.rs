@@ -470,6 +470,21 @@ fn invalid_definitions_are_load_errors() {
 }
 
 #[test]
+fn an_unreadable_definitions_answer_is_a_load_error() {
+    let registry = Registry::new();
+    let (_dir, report) = load_dir_of(&[("p.wasm", &fixture::broken_definitions())], &registry);
+    let err = failure(&report, "p.wasm");
+    assert!(matches!(err, PluginError::Definitions { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("p.wasm: asking the plugin for its tool definitions failed: it crashed: "),
+        "{text}"
+    );
+    assert!(text.contains("out of bounds"), "{text}");
+    assert!(registry.is_empty());
+}
+
+#[test]
 fn a_missing_directory_is_one_failure() {
     let host = PluginHost::new(config()).unwrap();
     let report = host.load_dir(Path::new("/nonexistent/plugins"), &Registry::new());
