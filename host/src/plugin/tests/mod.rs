@@ -106,6 +106,27 @@ async fn results_and_guest_errors_map_to_their_kinds() {
     );
 }
 
+/// A tool the plugin lists but then refuses (the SDK answers `failed` for a name it does
+/// not know): the plugin's own message reaches the caller.
+#[tokio::test]
+async fn a_listed_tool_the_plugin_rejects_gives_its_own_error() {
+    let (dir, wasm) = plugin_dir(None);
+    std::fs::write(&wasm, fixture::component(&[("zzz", fixture::EMPTY_SCHEMA)])).unwrap();
+    let registry = Registry::new();
+    PluginHost::new(config())
+        .unwrap()
+        .load_file(&wasm, &registry)
+        .unwrap();
+    assert_eq!(
+        call(&registry, "zzz", "{}").await,
+        Err(ToolError::Failed {
+            tool: "zzz".into(),
+            message: "no such tool".into()
+        })
+    );
+    drop(dir);
+}
+
 #[tokio::test]
 async fn traps_are_crashes_and_the_next_call_works() {
     let (_dir, registry) = loaded(config(), None);
