@@ -38,7 +38,10 @@ pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
         .consume_fuel(true);
 
     // Slots for every call that may run at once, and as many again for instances kept
-    // by reuse mode and for the definitions calls made while loading.
+    // by reuse mode and for the definitions calls made while loading. Each memory slot
+    // reserves 4 GiB of address space (so wasm needs no bounds checks) plus guards: about
+    // 0.5 TiB of virtual memory for the default 64 calls, none of it resident until used.
+    // A Rust component has one memory, so one memory slot per instance slot.
     let instances = config.max_concurrent_calls.max(1).saturating_mul(2);
     let memory = config
         .max_limits
@@ -48,7 +51,7 @@ pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_core_instances(instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        .total_memories(instances.saturating_mul(2))
+        .total_memories(instances)
         .total_tables(instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
         .total_stacks(instances)
         .max_memory_size(usize::try_from(memory).unwrap_or(usize::MAX));
