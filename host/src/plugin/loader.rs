@@ -61,7 +61,7 @@ impl PluginHost {
         for path in files {
             match self.load_file(&path, registry) {
                 Ok(plugin) => {
-                    tracing::info!(
+                    tracing::debug!(
                         target: "plugin",
                         plugin = %plugin.name,
                         "plugin {} loaded: tools [{}], {}, files {}",
@@ -73,7 +73,7 @@ impl PluginHost {
                     report.loaded.push(plugin);
                 }
                 Err(error) => {
-                    tracing::warn!(target: "plugin", kind = error.kind(), "plugin not loaded: {error}");
+                    tracing::debug!(target: "plugin", kind = error.kind(), "plugin not loaded: {error}");
                     report.failed.push(LoadFailure { path, error });
                 }
             }
@@ -85,11 +85,8 @@ impl PluginHost {
     /// the cache), its tool definitions (asked in a fresh instance under its limits and
     /// checked), then its tools.
     ///
-    /// Registration is all or nothing: every name is checked against the registry before
-    /// the first is registered. (The registry has no batch registration, so a tool of the
-    /// same name registered by another thread between the check and the registration
-    /// would still leave the plugin's earlier tools registered; load plugins before
-    /// serving, as `load_dir` callers do.)
+    /// Registration is all or nothing ([`Registry::register_all`]): a plugin is never half
+    /// registered.
     ///
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
@@ -100,26 +97,34 @@ impl PluginHost {
                 return Err(taken(path, &definition.name));
             }
         }
-        let mut tools = Vec::with_capacity(prepared.definitions.len());
-        for definition in prepared.definitions {
-            let name = definition.name.clone();
-            let handler: Arc<dyn Handler> = Arc::new(PluginTool {
-                runtime: Arc::clone(&prepared.runtime),
-                tool: Arc::from(name.as_str()),
-            });
-            registry
-                .register_shared(definition, Some(handler))
-                .map_err(|err| match err {
-                    // Registered by someone else since the check above.
-                    RegisterError::DuplicateTool { name } => taken(path, &name),
-                    other => PluginError::BadDefinition {
-                        path: path.to_owned(),
-                        tool: name.clone(),
-                        reason: other.to_string(),
-                    },
-                })?;
-            tools.push(name);
-        }
+        let tools: Vec<String> = prepared
+            .definitions
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        let batch = prepared
+            .definitions
+            .into_iter()
+            .map(|definition| {
+                let handler: Arc<dyn Handler> = Arc::new(PluginTool {
+                    runtime: Arc::clone(&prepared.runtime),
+                    tool: Arc::from(definition.name.as_str()),
+                });
+                (definition, handler)
+            })
+            .collect();
+        registry.register_all(batch).map_err(|err| match err {
+            // Registered by someone else since the check above.
+            RegisterError::DuplicateTool { name } => taken(path, &name),
+            other => PluginError::BadDefinition {
+                path: path.to_owned(),
+                tool: match &other {
+                    RegisterError::InvalidName { name } => name.clone(),
+                    _ => String::new(),
+                },
+                reason: other.to_string(),
+            },
+        })?;
         Ok(LoadedPlugin {
             name: prepared.name,
             path: path.to_owned(),

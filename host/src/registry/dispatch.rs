@@ -474,6 +474,45 @@ mod tests {
     }
 
     #[test]
+    fn register_all_is_all_or_nothing() {
+        let registry = echo_registry();
+        let handler: Arc<dyn crate::registry::Handler> =
+            Arc::new(|_c: CallContext, _a: Arguments, _e: Environment| async {
+                Ok(ToolResult::default())
+            });
+        let batch = |names: &[&str]| {
+            names
+                .iter()
+                .map(|name| {
+                    (
+                        ToolDefinition::new(*name, "", Value::Null),
+                        Arc::clone(&handler),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            registry.register_all(batch(&["a", "echo", "b"])),
+            Err(RegisterError::DuplicateTool {
+                name: "echo".into()
+            })
+        );
+        assert_eq!(
+            registry.register_all(batch(&["a", "a"])),
+            Err(RegisterError::DuplicateTool { name: "a".into() })
+        );
+        assert_eq!(
+            registry.register_all(batch(&["a", "bad name"])),
+            Err(RegisterError::InvalidName {
+                name: "bad name".into()
+            })
+        );
+        assert_eq!(registry.names(), ["echo"]);
+        registry.register_all(batch(&["a", "b"])).unwrap();
+        assert_eq!(registry.names(), ["echo", "a", "b"]);
+    }
+
+    #[test]
     fn registration_order_is_kept_over_1000_tools() {
         let registry = Registry::new();
         let handler: Arc<dyn crate::registry::Handler> =

@@ -183,26 +183,45 @@ impl Registry {
         definition: ToolDefinition,
         handler: Option<Arc<dyn Handler>>,
     ) -> Result<(), RegisterError> {
-        check_name(&definition.name)?;
         let Some(handler) = handler else {
+            check_name(&definition.name)?;
             return Err(RegisterError::MissingHandler {
                 name: definition.name,
             });
         };
-        let mut tools = self.write();
-        if tools.by_name.contains_key(&definition.name) {
-            return Err(RegisterError::DuplicateTool {
-                name: definition.name,
-            });
+        self.register_all(vec![(definition, handler)])
+    }
+
+    /// Adds several tools at once, all or nothing: when any one is refused (a bad or taken
+    /// name, a name given twice in `tools`), none is registered. Plugin loaders use it so a
+    /// plugin is never half registered.
+    ///
+    /// # Errors
+    /// The first refusal, as [`Registry::register_shared`] gives it.
+    pub fn register_all(
+        &self,
+        tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
+    ) -> Result<(), RegisterError> {
+        let mut registered = self.write();
+        let mut seen = std::collections::HashSet::new();
+        for (definition, _) in &tools {
+            check_name(&definition.name)?;
+            if registered.by_name.contains_key(&definition.name) || !seen.insert(&definition.name) {
+                return Err(RegisterError::DuplicateTool {
+                    name: definition.name.clone(),
+                });
+            }
         }
-        let required = toolhost_sdk::schema::required_fields(&definition.parameters);
-        let index = tools.entries.len();
-        tools.by_name.insert(definition.name.clone(), index);
-        tools.entries.push(Arc::new(Entry {
-            definition,
-            required,
-            handler,
-        }));
+        for (definition, handler) in tools {
+            let required = toolhost_sdk::schema::required_fields(&definition.parameters);
+            let index = registered.entries.len();
+            registered.by_name.insert(definition.name.clone(), index);
+            registered.entries.push(Arc::new(Entry {
+                definition,
+                required,
+                handler,
+            }));
+        }
         Ok(())
     }
 
