@@ -26,11 +26,9 @@ use serde_json::json;
 use toolhost_sdk::schema::{boolean, object, string};
 
 use super::common::{checked_path, storage_error};
+use super::register_file_tool;
 use super::{blocking, FileTools};
-use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
-};
+use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "edit_file";
 
@@ -63,13 +61,11 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ],
         ["path", "old_string", "new_string"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, DESCRIPTION, parameters),
-        move |_ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(tools, args).await }
-        },
+        |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
 

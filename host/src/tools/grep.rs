@@ -39,10 +39,10 @@ use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::storage_error;
+use super::register_file_tool;
 use super::{blocking, FilePolicy, FileTools};
 use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
+    Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
 use crate::vfs::{FileEntry, Storage, StorageError};
 
@@ -124,13 +124,11 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ],
         ["pattern"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, DESCRIPTION, parameters),
-        move |ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(tools, ctx, args).await }
-        },
+        |tools, ctx, args| async move { run(tools, ctx, args).await },
     )
 }
 

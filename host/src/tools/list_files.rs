@@ -6,11 +6,9 @@ use serde_json::{json, Value};
 use toolhost_sdk::schema::object;
 
 use super::common::{rfc3339, storage_error};
+use super::register_file_tool;
 use super::{blocking, FileTools};
-use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
-};
+use crate::registry::{RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "list_files";
 
@@ -21,13 +19,11 @@ other file tools take. Takes no arguments.";
 
 /// Registers `list_files`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, DESCRIPTION, object::<&str, &str>([], [])),
-        move |_ctx: CallContext, _args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { blocking(move || list(&tools)).await }
-        },
+        |tools, _ctx, _args| async move { blocking(move || list(&tools)).await },
     )
 }
 

@@ -21,7 +21,12 @@
 
 use std::sync::Arc;
 
-use crate::registry::{RegisterError, Registry, ToolError};
+use std::future::Future;
+
+use crate::registry::{
+    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
+    ToolResult,
+};
 use crate::vfs::Storage;
 
 mod common;
@@ -127,6 +132,27 @@ pub fn register_vfs_tools(
         search::register(registry, &tools)?;
     }
     Ok(())
+}
+
+/// Registers one file tool whose handler is `run(tools, ctx, args)`: every file tool
+/// captures the same [`FileTools`] and none reads the [`Environment`].
+pub(crate) fn register_file_tool<F, Fut>(
+    registry: &Registry,
+    tools: &Arc<FileTools>,
+    definition: ToolDefinition,
+    run: F,
+) -> Result<(), RegisterError>
+where
+    F: Fn(Arc<FileTools>, CallContext, Arguments) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolResult, ToolError>> + Send + 'static,
+{
+    let tools = Arc::clone(tools);
+    registry.register(
+        definition,
+        move |ctx: CallContext, args: Arguments, _env: Environment| {
+            run(Arc::clone(&tools), ctx, args)
+        },
+    )
 }
 
 /// Runs blocking storage work off the async workers. A panic inside it is re-raised in

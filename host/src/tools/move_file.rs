@@ -24,10 +24,10 @@ use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, object, string};
 
 use super::common::{checked_path, storage_error};
+use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
+    Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
 use crate::vfs::{content_type_for, Storage, StorageError, MAX_PATH_LEN, MAX_SEGMENT_LEN};
 
@@ -67,13 +67,11 @@ remain and the error says so. Moves one file; to move a directory, move its file
         ],
         ["source", "destination"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, description, parameters),
-        move |ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(ctx, tools, args).await }
-        },
+        |tools, ctx, args| async move { run(ctx, tools, args).await },
     )
 }
 

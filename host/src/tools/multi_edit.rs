@@ -25,10 +25,10 @@ use toolhost_sdk::schema::{array, boolean, object, string};
 
 use super::common::{checked_path, storage_error};
 use super::edit_file::{apply_edit, Edit};
+use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{
-    json_type, Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition,
-    ToolError, ToolResult,
+    json_type, Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
 
 const NAME: &str = "multi_edit";
@@ -72,13 +72,11 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ],
         ["path", "edits"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, DESCRIPTION, parameters),
-        move |_ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(tools, args).await }
-        },
+        |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
 

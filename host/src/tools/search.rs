@@ -6,11 +6,9 @@ use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
 use super::common::storage_error;
+use super::register_file_tool;
 use super::{blocking, FileTools};
-use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
-};
+use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "search";
 
@@ -28,13 +26,11 @@ read one with read_file. Query syntax: {}",
         [("query", string("What to look for, in the syntax above."))],
         ["query"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, description, parameters),
-        move |_ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(tools, args).await }
-        },
+        |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
 

@@ -6,11 +6,9 @@ use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
 use super::common::{checked_path, storage_error};
+use super::register_file_tool;
 use super::{blocking, FileTools};
-use crate::registry::{
-    Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
-    ToolResult,
-};
+use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 use crate::vfs::{content_type_for, StorageError};
 
 const NAME: &str = "write_file";
@@ -40,13 +38,11 @@ an edit tool when one is offered.",
         ],
         ["path", "content"],
     );
-    let tools = Arc::clone(tools);
-    registry.register(
+    register_file_tool(
+        registry,
+        tools,
         ToolDefinition::new(NAME, description, parameters),
-        move |_ctx: CallContext, args: Arguments, _env: Environment| {
-            let tools = Arc::clone(&tools);
-            async move { run(tools, args).await }
-        },
+        |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
 

@@ -317,7 +317,7 @@ async fn call(registry: &Registry, args: Value) -> Result<Value, ToolError> {
         .dispatch(
             &CallContext::new(),
             &ToolCall::new(NAME, args.to_string()),
-            &Environment::default(),
+            &crate::registry::Environment::default(),
         )
         .await
         .map(|result| result.content)
