@@ -48,6 +48,31 @@ mod write_file;
 pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use todo_write::register_plan_tool;
 
+/// Every tool [`register_vfs_tools`] can register, in registration order (`search` only
+/// for a [`Searchable`](crate::vfs::Searchable) store). A host that filters or audits tool
+/// names guards this set; `todo_write` comes from [`register_plan_tool`].
+pub const DEFAULT_TOOL_NAMES: [&str; 10] = [
+    "read_file",
+    "list_files",
+    "write_file",
+    "delete_file",
+    "grep",
+    "glob",
+    "edit_file",
+    "multi_edit",
+    "move_file",
+    "search",
+];
+
+/// The v0.3 set, what [`VfsToolOptions::disable_extended`] keeps (in registration order).
+pub const V03_TOOL_NAMES: [&str; 5] = [
+    "read_file",
+    "list_files",
+    "write_file",
+    "delete_file",
+    "search",
+];
+
 /// How [`register_vfs_tools`] sets up the file tools.
 #[derive(Clone)]
 pub struct VfsToolOptions {
@@ -168,5 +193,60 @@ where
         Err(err) => Err(ToolError::failed(format!(
             "the tool's worker was stopped: {err}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::{MemoryStorage, OsStorage};
+
+    fn names(
+        storage: Arc<dyn Storage>,
+        configure: impl FnOnce(&mut VfsToolOptions),
+    ) -> Vec<String> {
+        let registry = Registry::new();
+        let mut options = VfsToolOptions::new(storage);
+        configure(&mut options);
+        register_vfs_tools(&registry, options).expect("register");
+        registry.names()
+    }
+
+    #[test]
+    fn default_sets_match_the_guarded_names() {
+        let memory = || -> Arc<dyn Storage> { Arc::new(MemoryStorage::new()) };
+        assert_eq!(names(memory(), |_| {}), DEFAULT_TOOL_NAMES);
+        assert_eq!(
+            names(memory(), |o| o.disable_extended = true),
+            V03_TOOL_NAMES
+        );
+        assert_eq!(
+            names(memory(), |o| o.read_only = true),
+            ["read_file", "list_files", "grep", "glob", "search"]
+        );
+        assert_eq!(
+            names(memory(), |o| {
+                o.read_only = true;
+                o.disable_extended = true;
+            }),
+            ["read_file", "list_files", "search"]
+        );
+        // osfs is not searchable: no search tool.
+        let dir = tempfile::tempdir().expect("dir");
+        let os: Arc<dyn Storage> = Arc::new(OsStorage::open(dir.path()).expect("open"));
+        assert_eq!(names(os, |_| {}), DEFAULT_TOOL_NAMES[..9]);
+    }
+
+    #[test]
+    fn registering_twice_is_a_duplicate() {
+        let registry = Registry::new();
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        register_vfs_tools(&registry, VfsToolOptions::new(Arc::clone(&storage))).expect("first");
+        assert_eq!(
+            register_vfs_tools(&registry, VfsToolOptions::new(storage)),
+            Err(RegisterError::DuplicateTool {
+                name: "read_file".into()
+            })
+        );
     }
 }
