@@ -7,7 +7,10 @@
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use toolhost::plugin::{PluginLimits, DEFAULT_MAX_CONCURRENT_CALLS, EPOCH_TICK};
+use toolhost::plugin::{
+    PluginLimits, DEFAULT_MAX_CONCURRENT_CALLS, EPOCH_TICK, KEEP_RESIDENT_MEMORY,
+    KEEP_RESIDENT_TABLE, WARM_SLOTS,
+};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -68,14 +71,14 @@ impl files::Host for BareState {
 /// How the pooling allocator resets a slot when an instance is dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reset {
-    /// As the host does today (wasmtime's default): `madvise(DONTNEED)` of the linear
-    /// memory and tables, so every call page-faults its memory back in, and every reset
-    /// flushes the TLB of the other cores running the process (an IPI; a VM exit here).
+    /// As the host does: keep up to 2 MiB of each memory (64 KiB of each table) resident
+    /// and reset only the dirty pages, found with Linux's `PAGEMAP_SCAN` ioctl (6.7+;
+    /// `Enabled::Auto` falls back where it is missing); at most `WARM_SLOTS` warm slots.
     Host,
-    /// The candidate fix, for reference: keep up to 2 MiB of each memory (64 KiB of
-    /// each table) resident and reset only the dirty pages, found with Linux's
-    /// `PAGEMAP_SCAN` ioctl (6.7+; `Enabled::Auto` falls back where it is missing).
-    KeepResident,
+    /// wasmtime's default, for reference: `madvise(DONTNEED)` of the linear memory and
+    /// tables, so every call page-faults its memory back in, and every reset flushes the
+    /// TLB of the other cores running the process (an IPI; a VM exit here).
+    Madvise,
 }
 
 /// A component ready to be instantiated in fresh stores.
@@ -159,10 +162,11 @@ fn host_like_config(reset: Reset) -> Config {
         .total_tables(instances * 8)
         .total_stacks(instances)
         .max_memory_size(usize::try_from(memory).unwrap_or(usize::MAX));
-    if reset == Reset::KeepResident {
-        pool.linear_memory_keep_resident(2 << 20)
-            .table_keep_resident(64 << 10)
-            .pagemap_scan(wasmtime::Enabled::Auto);
+    if reset == Reset::Host {
+        pool.linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+            .table_keep_resident(KEEP_RESIDENT_TABLE)
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .max_unused_warm_slots(WARM_SLOTS.min(instances));
     }
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     wasm

@@ -344,7 +344,7 @@ pub fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<
     let (_fresh_host, fresh) = greet_registry(fixtures, true)?;
     let (_reused_host, reused) = greet_registry(fixtures, false)?;
     let bare = Arc::new(Bare::new(&fixtures.greet_wasm(), Reset::Host)?);
-    let tuned = Arc::new(Bare::new(&fixtures.greet_wasm(), Reset::KeepResident)?);
+    let madvise = Arc::new(Bare::new(&fixtures.greet_wasm(), Reset::Madvise)?);
     let levels: [(&str, Callee, usize); 9] = [
         ("c1", Callee::Registry(Arc::clone(&fresh)), 1),
         ("c2", Callee::Registry(Arc::clone(&fresh)), 2),
@@ -353,8 +353,12 @@ pub fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<
         ("reused c2", Callee::Registry(reused), 2),
         ("bare c1", Callee::Bare(Arc::clone(&bare)), 1),
         ("bare c2", Callee::Bare(bare), 2),
-        ("bare keep-resident c1", Callee::Bare(Arc::clone(&tuned)), 1),
-        ("bare keep-resident c2", Callee::Bare(tuned), 2),
+        (
+            "bare madvise-reset c1",
+            Callee::Bare(Arc::clone(&madvise)),
+            1,
+        ),
+        ("bare madvise-reset c2", Callee::Bare(madvise), 2),
     ];
     let (windows, spin) = rt.block_on(async {
         throughput(&levels[2].1, 8, Duration::from_millis(300)).await;
@@ -414,7 +418,7 @@ pub fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<
         Row::judged(
             "4 reference c2 / c1: other callees, same run",
             format!(
-                "reused {:.0}/s c1; bare wasmtime {:.0}/s c1; bare keep-resident + PAGEMAP_SCAN {:.0}/s c1; 2 spinning threads",
+                "reused {:.0}/s c1; bare wasmtime {:.0}/s c1; bare with madvise reset (wasmtime default) {:.0}/s c1; 2 spinning threads",
                 rate(3),
                 rate(5),
                 rate(7),

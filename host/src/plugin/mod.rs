@@ -77,7 +77,7 @@ mod state;
 
 pub use cache::CompileSource;
 pub use config::{default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS};
-pub use engine::EPOCH_TICK;
+pub use engine::{EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
 pub use error::PluginError;
 pub use limits::{
     format_bytes, PluginLimits, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES,
