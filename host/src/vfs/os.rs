@@ -6,6 +6,11 @@
 //! altogether (see [`OsStorage`]), validates every path with
 //! [`validate_path`](super::validate_path), and writes atomically.
 //!
+//! On Linux, [`read`](Storage::read) opens the file with a single `openat2` call that
+//! refuses symbolic links and any way out of the root in the kernel, instead of checking
+//! each directory on the way first; it takes the portable path when that call fails, so
+//! its errors are the same either way.
+//!
 //! ```
 //! use toolhost::vfs::{OsStorage, Storage};
 //!
@@ -45,6 +50,10 @@ const TMP_RANDOM_LEN: usize = 32;
 ///   inside the root or out; [`list`](Storage::list) skips links. (The check is made just
 ///   before each access; if another local process swaps a link in at that moment, cap-std
 ///   still keeps the access inside the root.)
+/// - **Regular files only**: FIFOs, sockets and devices are refused with
+///   [`StorageError::Denied`]. On Linux `read` learns the type from the open handle, so a
+///   FIFO or device it is asked for is opened (non-blocking, never read) before it is
+///   refused.
 /// - **Atomic writes**: content goes to a hidden temporary file in the target's directory
 ///   (`.<name>.tmp-<random>`), is synced to disk, then renamed over the target. A failed
 ///   write removes the temporary file and leaves the old content intact. Names of that
@@ -64,6 +73,12 @@ pub struct OsStorage {
     root: Dir,
     #[cfg(test)]
     fail_before_rename: std::sync::atomic::AtomicBool,
+    /// Makes `read` take the portable path, as where `openat2` is missing.
+    #[cfg(test)]
+    force_portable_read: std::sync::atomic::AtomicBool,
+    /// Reads answered by the `openat2` path.
+    #[cfg(test)]
+    fast_reads: std::sync::atomic::AtomicUsize,
 }
 
 /// What [`OsStorage::ancestors`] found on the way to a path.
@@ -96,6 +111,10 @@ impl OsStorage {
             root,
             #[cfg(test)]
             fail_before_rename: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            force_portable_read: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            fast_reads: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -242,6 +261,34 @@ impl OsStorage {
         }
     }
 
+    /// The Linux fast path of `read`: the file opened by one `openat2` beneath the root
+    /// with no symbolic link on the way, then read through its handle. `None` when the
+    /// portable path must answer: whatever stopped `openat2` (a link, a missing file or
+    /// parent, no permission, no `openat2` at all), the portable path meets it too and
+    /// reports it as it always has.
+    #[cfg(target_os = "linux")]
+    fn read_beneath(&self, path: &str) -> Option<Result<FileContent, StorageError>> {
+        #[cfg(test)]
+        if self
+            .force_portable_read
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return None;
+        }
+        let fd = match beneath::open(&self.root, path) {
+            Ok(fd) => fd,
+            Err(beneath::Miss::Outside) => return Some(Err(outside(path))),
+            Err(beneath::Miss::Unsupported | beneath::Miss::Portable) => return None,
+        };
+        #[cfg(test)]
+        self.fast_reads
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some(read_open(
+            path,
+            cap_std::fs::File::from_std(std::fs::File::from(fd)),
+        ))
+    }
+
     fn walk(&self, dir: &Dir, prefix: &str, out: &mut Vec<FileEntry>) -> Result<(), StorageError> {
         let shown = if prefix.is_empty() { "." } else { prefix };
         let entries = dir.entries().map_err(|e| io_error(shown, e))?;
@@ -285,22 +332,13 @@ impl OsStorage {
 impl Storage for OsStorage {
     fn read(&self, path: &str) -> Result<FileContent, StorageError> {
         Self::check(path)?;
-        self.file_metadata(path)?;
-        let mut file = self.root.open(path).map_err(|e| io_error(path, e))?;
-        // Look again through the open handle: the path may have changed since.
-        let md = file.metadata().map_err(|e| io_error(path, e))?;
-        if !md.is_file() {
-            return Err(not_regular(path));
+        #[cfg(target_os = "linux")]
+        if let Some(read) = self.read_beneath(path) {
+            return read;
         }
-        let mut content = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
-        file.read_to_end(&mut content)
-            .map_err(|e| io_error(path, e))?;
-        Ok(FileContent {
-            size: content.len() as u64,
-            content,
-            content_type: content_type_for(path).to_owned(),
-            updated_at: modified(path, &md)?,
-        })
+        self.file_metadata(path)?;
+        let file = self.root.open(path).map_err(|e| io_error(path, e))?;
+        read_open(path, file)
     }
 
     fn write(&self, path: &str, content: &[u8], _content_type: &str) -> Result<(), StorageError> {
@@ -356,6 +394,105 @@ impl Storage for OsStorage {
     }
 }
 
+/// Reads `file`, opened for `path`, through its handle: type, size and time from one
+/// `fstat` (the path may have changed since it was checked), then the content.
+fn read_open(path: &str, mut file: cap_std::fs::File) -> Result<FileContent, StorageError> {
+    let md = file.metadata().map_err(|e| io_error(path, e))?;
+    if md.is_dir() {
+        return Err(StorageError::IsDirectory { path: path.into() });
+    }
+    if !md.is_file() {
+        return Err(not_regular(path));
+    }
+    let mut content = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
+    // Through `Take`, `read_to_end` fills the buffer sized above and makes one more read
+    // to see the end. On the bare `File` it would first `fstat` and `lseek` again to size
+    // the buffer itself.
+    Read::take(&mut file, u64::MAX)
+        .read_to_end(&mut content)
+        .map_err(|e| io_error(path, e))?;
+    Ok(FileContent {
+        size: content.len() as u64,
+        content,
+        content_type: content_type_for(path).to_owned(),
+        updated_at: modified(path, &md)?,
+    })
+}
+
+/// `openat2` beneath the root, for [`OsStorage::read`] on Linux.
+#[cfg(target_os = "linux")]
+mod beneath {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use cap_std::fs::Dir;
+    use rustix::fd::OwnedFd;
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+
+    /// Whether `openat2` works in this process. Cleared for good when it does not: a
+    /// kernel before 5.6, or a seccomp filter that refuses the call.
+    static AVAILABLE: AtomicBool = AtomicBool::new(true);
+
+    /// Resolve only beneath the root (no `..` out, no absolute path) and through no
+    /// symbolic link at all, the file itself included: what the portable path checks
+    /// with an `lstat` of every component, done by the kernel in the same call.
+    const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
+        .union(ResolveFlags::NO_SYMLINKS)
+        .union(ResolveFlags::NO_MAGICLINKS);
+
+    /// Why [`open`] did not open the file.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Miss {
+        /// The path leads outside the root (`EXDEV`).
+        Outside,
+        /// `openat2` is missing or refused (`ENOSYS`, `EPERM`, `EINVAL`).
+        Unsupported,
+        /// Anything else: a symbolic link (`ELOOP`), a missing file or parent (`ENOENT`,
+        /// `ENOTDIR`), no permission, a socket, no file descriptor left...
+        Portable,
+    }
+
+    /// What an `openat2` error means for the read.
+    pub(super) fn classify(e: Errno) -> Miss {
+        match e {
+            Errno::XDEV => Miss::Outside,
+            Errno::NOSYS | Errno::PERM | Errno::INVAL => Miss::Unsupported,
+            _ => Miss::Portable,
+        }
+    }
+
+    /// Opens `path` under `root` for reading, in one system call.
+    ///
+    /// `O_NONBLOCK` makes a FIFO open at once instead of waiting for a writer (the read
+    /// then refuses it as not a regular file); regular files ignore it. `O_NOCTTY` keeps a
+    /// terminal from becoming the process's controlling terminal.
+    pub(super) fn open(root: &Dir, path: &str) -> Result<OwnedFd, Miss> {
+        if !AVAILABLE.load(Ordering::Relaxed) {
+            return Err(Miss::Unsupported);
+        }
+        let flags =
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+        rustix::fs::openat2(root, path, flags, Mode::empty(), RESOLVE).map_err(|e| {
+            let miss = classify(e);
+            // EPERM and EINVAL may also concern this one file: give up on `openat2`
+            // only if opening the root itself fails the same way.
+            if miss == Miss::Unsupported && !works(root) {
+                AVAILABLE.store(false, Ordering::Relaxed);
+            }
+            miss
+        })
+    }
+
+    /// Whether `openat2` can open the root itself.
+    fn works(root: &Dir) -> bool {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rustix::fs::openat2(root, ".", flags, Mode::empty(), RESOLVE) {
+            Ok(_) => true,
+            Err(e) => classify(e) != Miss::Unsupported,
+        }
+    }
+}
+
 /// Splits `path` into its directory part (with the trailing `/`, or empty) and file name.
 fn split(path: &str) -> (&str, &str) {
     match path.rfind('/') {
@@ -405,6 +542,17 @@ fn symlink_denied(path: &str, link: &str) -> StorageError {
         reason: format!(
             "\"{link}\" is a symbolic link, and this store does not follow symbolic links; use the path of the real file"
         ),
+    }
+}
+
+/// The kernel found the path leading outside the root. `validate_path` refuses `..` and
+/// absolute paths, and `openat2` refuses links before following them, so this is not
+/// expected; refused all the same.
+#[cfg(target_os = "linux")]
+fn outside(path: &str) -> StorageError {
+    StorageError::Denied {
+        path: path.into(),
+        reason: "it leads outside the store's root directory; use a path inside it".into(),
     }
 }
 
@@ -529,6 +677,175 @@ mod tests {
         // Now "a/b" can be a file, as in the memory store.
         s.write("a/b", b"file", "").unwrap();
         assert_eq!(s.read("a/b").unwrap().content, b"file");
+    }
+
+    /// What a read returned: content (a checksum of it when long), content type and
+    /// size, or the error as debugged.
+    fn outcome(r: Result<FileContent, StorageError>) -> Result<(String, String, u64), String> {
+        r.map(|c| (summary(&c.content), c.content_type, c.size))
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    fn summary(content: &[u8]) -> String {
+        if content.len() <= 64 {
+            return format!("{:?}", String::from_utf8_lossy(content));
+        }
+        let sum = content
+            .iter()
+            .fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        format!("{} bytes, checksum {sum:x}", content.len())
+    }
+
+    /// A tree with one of each thing `read` must tell apart, and the exact outcome of
+    /// reading each, with whether the `openat2` path answers it (on Linux).
+    #[allow(clippy::type_complexity)]
+    fn read_cases(root: &Path) -> Vec<(&'static str, Result<(String, String, u64), String>, bool)> {
+        std::fs::create_dir_all(root.join("d/sub")).unwrap();
+        std::fs::write(root.join("d/a.md"), b"alpha\n").unwrap();
+        let big: Vec<u8> = (0..300_001u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("d/sub/big.bin"), &big).unwrap();
+        std::fs::write(root.join("empty.txt"), b"").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("d/a.md", root.join("link.md")).unwrap();
+            std::os::unix::fs::symlink("d", root.join("ld")).unwrap();
+            std::os::unix::fs::symlink("sub", root.join("d/deep")).unwrap();
+            std::os::unix::fs::symlink("/etc/hostname", root.join("d/out.txt")).unwrap();
+            std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
+        }
+        #[cfg(target_os = "linux")]
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let denied = |e: StorageError| Err(format!("{e:?}"));
+        let not_found = |p: &str| Err(format!("{:?}", StorageError::NotFound { path: p.into() }));
+        let mut cases = vec![
+            (
+                "d/a.md",
+                Ok((summary(b"alpha\n"), "text/markdown".into(), 6)),
+                true,
+            ),
+            (
+                "d/sub/big.bin",
+                Ok((summary(&big), "text/markdown".into(), 300_001)),
+                true,
+            ),
+            (
+                "empty.txt",
+                Ok((summary(b""), "text/plain".into(), 0)),
+                true,
+            ),
+            ("nope.md", not_found("nope.md"), false),
+            ("d/nope/a.md", not_found("d/nope/a.md"), false),
+            ("d/a.md/x", not_found("d/a.md/x"), false),
+            (
+                "d/sub",
+                denied(StorageError::IsDirectory {
+                    path: "d/sub".into(),
+                }),
+                true,
+            ),
+            (
+                "d/.a.tmp-0123456789abcdef0123456789abcdef",
+                Err(format!(
+                    "{:?}",
+                    OsStorage::check("d/.a.tmp-0123456789abcdef0123456789abcdef").unwrap_err()
+                )),
+                false,
+            ),
+        ];
+        #[cfg(unix)]
+        cases.extend([
+            (
+                "link.md",
+                denied(symlink_denied("link.md", "link.md")),
+                false,
+            ),
+            ("ld/a.md", denied(symlink_denied("ld/a.md", "ld")), false),
+            (
+                "d/deep/big.bin",
+                denied(symlink_denied("d/deep/big.bin", "d/deep")),
+                false,
+            ),
+            (
+                "d/out.txt",
+                denied(symlink_denied("d/out.txt", "d/out.txt")),
+                false,
+            ),
+            // Opening a socket fails (ENXIO), so the portable path answers.
+            ("sock", denied(not_regular("sock")), false),
+        ]);
+        #[cfg(target_os = "linux")]
+        cases.push(("fifo", denied(not_regular("fifo")), true));
+        cases
+    }
+
+    #[test]
+    fn read_gives_the_same_answers_on_both_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = read_cases(dir.path());
+        let s = OsStorage::open(dir.path()).unwrap();
+        for forced in [false, true] {
+            s.force_portable_read.store(forced, Ordering::SeqCst);
+            for (path, want, fast) in &cases {
+                let before = s.fast_reads.load(Ordering::SeqCst);
+                let got = outcome(s.read(path));
+                assert_eq!(&got, want, "{path}, portable path forced: {forced}");
+                let served = s.fast_reads.load(Ordering::SeqCst) - before;
+                let want_served = usize::from(cfg!(target_os = "linux") && *fast && !forced);
+                assert_eq!(
+                    served, want_served,
+                    "{path}, portable path forced: {forced}"
+                );
+            }
+        }
+        // Both paths take the time from the open handle.
+        let want = std::fs::metadata(dir.path().join("d/a.md"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        for forced in [false, true] {
+            s.force_portable_read.store(forced, Ordering::SeqCst);
+            assert_eq!(s.read("d/a.md").unwrap().updated_at, want, "{forced}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn openat2_errors_are_classified() {
+        use beneath::{classify, Miss};
+        use rustix::io::Errno;
+        assert_eq!(classify(Errno::XDEV), Miss::Outside);
+        for e in [Errno::NOSYS, Errno::PERM, Errno::INVAL] {
+            assert_eq!(classify(e), Miss::Unsupported, "{e:?}");
+        }
+        for e in [
+            Errno::LOOP,
+            Errno::NOENT,
+            Errno::NOTDIR,
+            Errno::ACCESS,
+            Errno::NXIO,
+            Errno::AGAIN,
+            Errno::MFILE,
+        ] {
+            assert_eq!(classify(e), Miss::Portable, "{e:?}");
+        }
+        assert_eq!(
+            format!("{:?}", outside("a.md")),
+            format!(
+                "{:?}",
+                StorageError::Denied {
+                    path: "a.md".into(),
+                    reason: "it leads outside the store's root directory; use a path inside it"
+                        .into()
+                }
+            )
+        );
     }
 
     #[test]
