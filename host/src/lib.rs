@@ -15,5 +15,5 @@ pub mod cli;
 pub mod mcp;
 pub mod plugin;
 pub mod registry;
-pub mod vfs;
 pub mod tools;
+pub mod vfs;

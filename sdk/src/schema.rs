@@ -89,8 +89,14 @@ pub fn boolean(description: &str) -> Value {
 }
 
 /// A string parameter restricted to `values`.
-pub fn enumeration<V: Into<String>>(description: &str, values: impl IntoIterator<Item = V>) -> Value {
-    let values: Vec<Value> = values.into_iter().map(|v| Value::String(v.into())).collect();
+pub fn enumeration<V: Into<String>>(
+    description: &str,
+    values: impl IntoIterator<Item = V>,
+) -> Value {
+    let values: Vec<Value> = values
+        .into_iter()
+        .map(|v| Value::String(v.into()))
+        .collect();
     sorted_object([
         ("description", Value::from(description)),
         ("enum", Value::Array(values)),
@@ -138,11 +144,9 @@ mod tests {
     #[test]
     fn same_bytes_whatever_the_insertion_order() {
         let names = ["zeta", "alpha", "mid", "beta", "omega"];
-        let reference = serde_json::to_string(&object(
-            names.iter().map(|n| (*n, string(n))),
-            ["alpha"],
-        ))
-        .unwrap();
+        let reference =
+            serde_json::to_string(&object(names.iter().map(|n| (*n, string(n))), ["alpha"]))
+                .unwrap();
         for round in 0..100 {
             let mut order: Vec<&str> = names.to_vec();
             order.rotate_left(round % names.len());
