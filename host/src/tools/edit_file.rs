@@ -41,26 +41,29 @@ from old_string; an empty new_string deletes the text. Read the file with read_f
 To create a file use write_file; for several changes to one file use multi_edit. \
 Returns {\"path\", \"replacements\", \"size\"}.";
 
+/// The schema properties of one edit, shared by edit_file and multi_edit's `edits` items.
+pub(super) fn edit_properties() -> [(&'static str, serde_json::Value); 3] {
+    [
+        (
+            "old_string",
+            string("Exact text to replace, without read_file's line-number prefixes."),
+        ),
+        (
+            "new_string",
+            string("Text to put in its place (must differ; \"\" deletes)."),
+        ),
+        (
+            "replace_all",
+            boolean("Replace every occurrence instead of exactly one (default false)."),
+        ),
+    ]
+}
+
 /// Registers `edit_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
-    let parameters = object(
-        [
-            ("path", string("File to edit, relative to the store root.")),
-            (
-                "old_string",
-                string("Exact text to replace, without read_file's line-number prefixes."),
-            ),
-            (
-                "new_string",
-                string("Text to put in its place (must differ; \"\" deletes)."),
-            ),
-            (
-                "replace_all",
-                boolean("Replace every occurrence instead of exactly one (default false)."),
-            ),
-        ],
-        ["path", "old_string", "new_string"],
-    );
+    let mut properties = vec![("path", string("File to edit, relative to the store root."))];
+    properties.extend(edit_properties());
+    let parameters = object(properties, ["path", "old_string", "new_string"]);
     register_file_tool(
         registry,
         tools,

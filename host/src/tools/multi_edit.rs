@@ -21,10 +21,10 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolhost_sdk::schema::{array, boolean, object, string};
+use toolhost_sdk::schema::{array, object, string};
 
 use super::common::{checked_path, storage_error};
-use super::edit_file::{apply_edit, Edit};
+use super::edit_file::{apply_edit, edit_properties, Edit};
 use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{
@@ -45,23 +45,7 @@ required in every edit. Read the file with read_file first. Returns {\"path\", \
 
 /// Registers `multi_edit`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
-    let edit = object(
-        [
-            (
-                "old_string",
-                string("Exact text to replace, without read_file's line-number prefixes."),
-            ),
-            (
-                "new_string",
-                string("Text to put in its place (must differ; \"\" deletes)."),
-            ),
-            (
-                "replace_all",
-                boolean("Replace every occurrence instead of exactly one (default false)."),
-            ),
-        ],
-        ["old_string", "new_string"],
-    );
+    let edit = object(edit_properties(), ["old_string", "new_string"]);
     let parameters = object(
         [
             ("path", string("File to edit, relative to the store root.")),
