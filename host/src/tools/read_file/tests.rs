@@ -417,21 +417,3 @@ fn scan_lines_counts_and_locates_across_words() {
         }
     }
 }
-
-#[test]
-#[ignore = "timing, run by hand: cargo test -p host --lib read_whole_16_mib -- --ignored --nocapture"]
-fn read_whole_16_mib_window_by_window() {
-    let line = format!("{}\n", "y".repeat(99));
-    let text = line.repeat(16 * 1024 * 1024 / 100);
-    let started = std::time::Instant::now();
-    let (mut offset, mut calls) = (1, 0);
-    loop {
-        let window = Window::of(&text, "big.md", offset, 2000, 1).expect("window");
-        calls += 1;
-        offset += window.content.lines().count() as u64;
-        if !window.truncated {
-            break;
-        }
-    }
-    eprintln!("{calls} calls in {:?}", started.elapsed());
-}
