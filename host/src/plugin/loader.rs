@@ -58,8 +58,9 @@ impl PluginHost {
             }
         };
         files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-        for path in files {
-            match self.load_file(&path, registry) {
+        let prepared = self.prepare_all(&files);
+        for (path, prepared) in files.into_iter().zip(prepared) {
+            match prepared.and_then(|prepared| self.register_prepared(&path, prepared, registry)) {
                 Ok(plugin) => {
                     tracing::debug!(
                         target: "plugin",
@@ -91,7 +92,57 @@ impl PluginHost {
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
     pub fn load_file(&self, path: &Path, registry: &Registry) -> Result<LoadedPlugin, PluginError> {
-        let prepared = self.prepare(path)?;
+        self.register_prepared(path, self.prepare(path)?, registry)
+    }
+
+    /// Prepares every file of `files` (manifest, compile or cache, definitions) on up to
+    /// one thread per core, keeping the order: compiling is the slow part of a cold start.
+    fn prepare_all(&self, files: &[PathBuf]) -> Vec<Result<Prepared, PluginError>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, files.len().max(1));
+        let per_thread = files.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = files
+                .chunks(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|path| self.prepare(path))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .zip(files.chunks(per_thread))
+                .flat_map(|(worker, chunk)| {
+                    worker.join().unwrap_or_else(|_| {
+                        chunk
+                            .iter()
+                            .map(|path| {
+                                Err(PluginError::Host {
+                                    message: format!(
+                                        "loading {} crashed the loader thread",
+                                        path.display()
+                                    ),
+                                })
+                            })
+                            .collect()
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Registers a prepared plugin's tools, all or none.
+    fn register_prepared(
+        &self,
+        path: &Path,
+        prepared: Prepared,
+        registry: &Registry,
+    ) -> Result<LoadedPlugin, PluginError> {
         for definition in &prepared.definitions {
             if registry.has(&definition.name) {
                 return Err(taken(path, &definition.name));
