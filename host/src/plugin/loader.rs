@@ -33,9 +33,10 @@ struct Prepared {
 
 impl PluginHost {
     /// Loads every `*.wasm` file in `dir`, in file-name order, into `registry`. A file
-    /// that fails is reported in [`LoadReport::failed`] and the rest still load. Logs one
-    /// line per plugin (target `plugin`): `info` for a loaded one (name, tools, compile
-    /// time or cache hit), `warn` with the reason for a failed one.
+    /// that fails is reported in [`LoadReport::failed`] and the rest still load. Plugins
+    /// are compiled on one thread per core and registered in file-name order. Logs one
+    /// `debug` line per plugin (target `plugin`); callers report the [`LoadReport`] as
+    /// they see fit (the CLI logs one line per plugin loaded or failed).
     pub fn load_dir(&self, dir: &Path, registry: &Registry) -> LoadReport {
         let mut report = LoadReport::default();
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
