@@ -51,13 +51,13 @@ pub(crate) fn checked_path(
     Ok(path.to_owned())
 }
 
-/// How many leading bytes [`is_binary`] looks at (git's and grep's rule).
-pub(crate) const BINARY_SNIFF_BYTES: usize = 8000;
+/// How many leading bytes [`is_binary`] looks at (8 KiB, as ripgrep's first buffer).
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 /// Whether `content` looks binary: a NUL byte in its first [`BINARY_SNIFF_BYTES`] bytes.
 /// read_file refuses such files; grep skips them.
 pub(crate) fn is_binary(content: &[u8]) -> bool {
-    content[..content.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+    memchr::memchr(0, &content[..content.len().min(BINARY_SNIFF_BYTES)]).is_some()
 }
 
 /// `time` as RFC 3339 in UTC, to the second: `2026-12-02T16:14:54Z`.
@@ -165,7 +165,7 @@ mod tests {
     }
 
     #[test]
-    fn binary_means_nul_in_the_first_8000_bytes() {
+    fn binary_means_nul_in_the_first_8_kib() {
         assert!(!is_binary(b""));
         assert!(!is_binary("héllo\u{1}\n".as_bytes()));
         assert!(is_binary(b"\x89PNG\r\n\x1a\n\0\0"));

@@ -21,7 +21,8 @@
 //!   files, or counts) and [`RESULT_BUDGET`] bytes of entries as JSON; lines cut at 500
 //!   characters (`lines::MAX_LINE_CHARS`). Files listed larger than `maximum_file_bytes`
 //!   are skipped unread; the scan stops before a file that would take the bytes read past
-//!   [`SCAN_BUDGET`]. Binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) are
+//!   [`SCAN_BUDGET`]. Binary files (a NUL byte in the first 8 KiB, [`common::is_binary`], the rule read_file
+//!   refuses them by) are
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
 //!   set it.
@@ -33,12 +34,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use globset::GlobMatcher;
-use memchr::memchr;
 use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
-use super::common::storage_error;
+use super::common::{is_binary, storage_error};
 use super::register_file_tool;
 use super::{blocking, FilePolicy, FileTools};
 use crate::registry::{
@@ -62,10 +62,6 @@ pub(super) const RESULT_BUDGET: usize = 40 * 1024;
 /// A scan stops before a file that would take the bytes read past 32 MiB, so one call's
 /// I/O and time stay bounded whatever the store holds.
 pub(super) const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
-
-/// A file with a NUL byte in its first 8 KiB is binary and skipped (as git and ripgrep
-/// decide it).
-pub(super) const BINARY_PROBE: usize = 8 * 1024;
 
 /// Most threads one call scans with; also bounded by the machine's parallelism.
 pub(super) const MAX_WORKERS: usize = 4;
@@ -266,7 +262,7 @@ impl Search<'_> {
             Err(StorageError::NotFound { .. }) => return Hits::Nothing,
             Err(_) => return Hits::Unreadable,
         };
-        if memchr(0, &buf[..buf.len().min(BINARY_PROBE)]).is_some() {
+        if is_binary(&buf) {
             return Hits::Nothing;
         }
         match self.mode {

@@ -10,7 +10,7 @@
 //!   newline still counts, and every shown line ends in `\n` in `content`.
 //! - An empty file has 0 lines; offset 1 (the default) gives empty content, any other
 //!   offset is past the end.
-//! - A file with a NUL byte in its first 8000 bytes is binary and refused (see
+//! - A file with a NUL byte in its first 8 KiB is binary and refused (see
 //!   [`is_binary`](super::common::is_binary)); other invalid UTF-8 shows as U+FFFD, and
 //!   columns then count the bytes of the text as shown.
 //! - A line is cut only when it is the first of the window: a long line later in the window

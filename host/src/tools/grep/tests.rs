@@ -153,7 +153,10 @@ async fn binary_files_are_skipped(backend: Backend) {
     let h = backend.default_harness();
     h.put("a.bin", b"match\0\x01\x02");
     let mut late_nul = b"match\n".to_vec();
-    late_nul.extend(std::iter::repeat_n(b'z', BINARY_PROBE));
+    late_nul.extend(std::iter::repeat_n(
+        b'z',
+        crate::tools::common::BINARY_SNIFF_BYTES,
+    ));
     late_nul.push(0);
     h.put("b.dat", &late_nul);
     h.put("c.md", "match\n");
