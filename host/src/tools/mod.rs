@@ -1,4 +1,4 @@
-//! The built-in tools: file tools over a [`Storage`](crate::vfs::Storage), and the plan tool.
+//! The built-in tools: file tools over a [`Storage`], and the plan tool.
 //!
 //! [`register_vfs_tools`] registers, with every option at its default and in this order:
 //! `read_file`, `list_files`, `write_file`, `delete_file`, `grep`, `glob`, `edit_file`,
