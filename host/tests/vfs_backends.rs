@@ -82,6 +82,7 @@ vfs_test!(
     invalid_paths_on_every_method,
     directories_are_not_files,
     deleting_the_last_file_frees_the_directory_name,
+    exists_agrees_with_read,
 );
 
 fn paths(s: &dyn Storage) -> Vec<String> {
@@ -566,4 +567,43 @@ fn os_concurrent_writes_are_atomic() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names, ["race.md"]);
+}
+
+/// `exists` answers what `read` would, without the content: true, false for NotFound,
+/// and read's own error otherwise.
+fn exists_agrees_with_read(s: &dyn Storage) {
+    s.write("d/a.md", b"alpha", "").unwrap();
+    s.write("top.md", b"", "").unwrap();
+    for path in [
+        "d/a.md",
+        "top.md",
+        "missing.md",
+        "d/missing.md",
+        "top.md/x",
+        "d",
+        "../x",
+        "a//b",
+        "",
+    ] {
+        let expected = match s.read(path) {
+            Ok(_) => Ok(true),
+            Err(StorageError::NotFound { .. }) => Ok(false),
+            Err(err) => Err(err.to_string()),
+        };
+        assert_eq!(
+            s.exists(path).map_err(|e| e.to_string()),
+            expected,
+            "{path:?}"
+        );
+    }
+    assert!(s.exists("d/a.md").unwrap());
+    assert!(!s.exists("missing.md").unwrap());
+    assert!(matches!(
+        s.exists("d"),
+        Err(StorageError::IsDirectory { .. })
+    ));
+    assert!(matches!(
+        s.exists("../x"),
+        Err(StorageError::InvalidPath(_))
+    ));
 }

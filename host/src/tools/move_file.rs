@@ -153,11 +153,10 @@ impl Move {
 
     /// Write the destination, delete the source. Returns whether a file was replaced.
     fn plain(&self, content: &[u8], content_type: &str) -> Result<bool, ToolError> {
-        let existed = match self.storage.read(&self.destination) {
-            Ok(_) => true,
-            Err(StorageError::NotFound { .. }) => false,
-            Err(err) => return Err(storage_error(NAME, err)),
-        };
+        let existed = self
+            .storage
+            .exists(&self.destination)
+            .map_err(|err| storage_error(NAME, err))?;
         self.refuse_existing(existed)?;
         self.stop_if_expired()?;
         self.storage

@@ -9,7 +9,7 @@ use super::common::{checked_path, storage_error};
 use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
-use crate::vfs::{content_type_for, StorageError};
+use crate::vfs::content_type_for;
 
 const NAME: &str = "write_file";
 
@@ -59,11 +59,10 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
         .check_size(&path, size)
         .map_err(|err| err.into_tool_error(NAME))?;
     blocking(move || {
-        let created = match tools.storage.read(&path) {
-            Ok(_) => false,
-            Err(StorageError::NotFound { .. }) => true,
-            Err(err) => return Err(storage_error(NAME, err)),
-        };
+        let created = !tools
+            .storage
+            .exists(&path)
+            .map_err(|err| storage_error(NAME, err))?;
         tools
             .storage
             .write(&path, content.as_bytes(), &content_type)

@@ -86,6 +86,18 @@ impl Storage for MemoryStorage {
         }
     }
 
+    fn exists(&self, path: &str) -> Result<bool, StorageError> {
+        validate_path("path", path)?;
+        let files = self.read_map();
+        if files.contains_key(path) {
+            Ok(true)
+        } else if is_dir(&files, path) {
+            Err(StorageError::IsDirectory { path: path.into() })
+        } else {
+            Ok(false)
+        }
+    }
+
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
         validate_path("path", path)?;
         let mut files = self.write_map();

@@ -83,6 +83,16 @@ pub trait Storage: Send + Sync {
     /// the extension" ([`content_type_for`]); backends that do not store types (such as
     /// [`OsStorage`]) always derive it.
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError>;
+    /// Whether a file exists at `path`, without reading it: `Ok(false)` where
+    /// [`read`](Storage::read) would give `NotFound`, the same error where it would give
+    /// any other. The default reads the file; backends override it with a cheap check.
+    fn exists(&self, path: &str) -> Result<bool, StorageError> {
+        match self.read(path) {
+            Ok(_) => Ok(true),
+            Err(StorageError::NotFound { .. }) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
     /// Deletes a file; a missing file is `NotFound`.
     fn delete(&self, path: &str) -> Result<(), StorageError>;
     /// Every file in the store, sorted by path.

@@ -341,6 +341,17 @@ impl Storage for OsStorage {
         read_open(path, file)
     }
 
+    /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
+    /// way, a regular file), without opening the file.
+    fn exists(&self, path: &str) -> Result<bool, StorageError> {
+        Self::check(path)?;
+        match self.file_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(StorageError::NotFound { .. }) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
     fn write(&self, path: &str, content: &[u8], _content_type: &str) -> Result<(), StorageError> {
         Self::check(path)?;
         // A concurrent delete may prune a directory we just created; try again then.

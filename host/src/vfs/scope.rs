@@ -137,6 +137,11 @@ impl Storage for ScopedStorage {
             .map_err(|e| self.map_err(e, path))
     }
 
+    fn exists(&self, path: &str) -> Result<bool, StorageError> {
+        let inner = self.inner_path(path)?;
+        self.inner.exists(&inner).map_err(|e| self.map_err(e, path))
+    }
+
     fn delete(&self, path: &str) -> Result<(), StorageError> {
         let inner = self.inner_path(path)?;
         self.inner.delete(&inner).map_err(|e| self.map_err(e, path))

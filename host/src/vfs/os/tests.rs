@@ -203,6 +203,41 @@ fn read_cases(root: &Path) -> Vec<(&'static str, Result<(String, String, u64), S
 }
 
 #[test]
+fn exists_answers_what_read_would_without_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = read_cases(dir.path());
+    let s = OsStorage::open(dir.path()).unwrap();
+    for (path, want, _) in &cases {
+        let expected = match want {
+            Ok(_) => Ok(true),
+            Err(e)
+                if *e
+                    == format!(
+                        "{:?}",
+                        StorageError::NotFound {
+                            path: (*path).into()
+                        }
+                    ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e.clone()),
+        };
+        let before = s.fast_reads.load(Ordering::SeqCst);
+        assert_eq!(
+            s.exists(path).map_err(|e| format!("{e:?}")),
+            expected,
+            "{path}"
+        );
+        assert_eq!(
+            s.fast_reads.load(Ordering::SeqCst),
+            before,
+            "{path} was read"
+        );
+    }
+}
+
+#[test]
 fn read_gives_the_same_answers_on_both_paths() {
     let dir = tempfile::tempdir().unwrap();
     let cases = read_cases(dir.path());
