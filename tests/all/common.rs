@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::plugin::{FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginLimits};
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
 use toolhost::tools::{register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OsStorage, Storage};
+use toolhost_plugin::{FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginLimits};
 
 /// A registry with the file tools over a temporary root, and plugins loaded from a
 /// temporary directory.

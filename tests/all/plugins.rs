@@ -2,8 +2,8 @@
 //! concurrency, and load failures that spare the other plugins.
 
 use serde_json::{json, Value};
-use toolhost::plugin::{FileAccess, PluginError};
 use toolhost::registry::ToolError;
+use toolhost_plugin::{FileAccess, PluginError};
 
 use crate::common::{setup, setup_with, Options};
 
@@ -170,7 +170,7 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         )
         .expect("copy dupname");
         let registry = toolhost::registry::Registry::new();
-        let host = toolhost::plugin::PluginHost::new(toolhost::plugin::PluginHostConfig {
+        let host = toolhost_plugin::PluginHost::new(toolhost_plugin::PluginHostConfig {
             cache_dir: Some(crate::common::cache_dir()),
             ..Default::default()
         })
@@ -253,12 +253,12 @@ async fn eight_concurrent_calls_into_one_plugin_all_succeed() {
 
 #[tokio::test]
 async fn a_second_host_loads_from_the_compile_cache() {
-    use toolhost::plugin::CompileSource;
+    use toolhost_plugin::CompileSource;
     let cache = tempfile::tempdir().expect("cache");
     let plugins = tempfile::tempdir().expect("plugins");
     toolhost_tests::install(plugins.path(), &["greet"]).expect("install");
     let load = || {
-        let host = toolhost::plugin::PluginHost::new(toolhost::plugin::PluginHostConfig {
+        let host = toolhost_plugin::PluginHost::new(toolhost_plugin::PluginHostConfig {
             cache_dir: Some(cache.path().to_owned()),
             ..Default::default()
         })

@@ -1,0 +1,112 @@
+//! The `host` command line: serve the tools to an agent over MCP (`host run`), list them
+//! (`host tools`), call one by hand (`host call`), look into a plugin (`host inspect`).
+//!
+//! `run`, `tools` and `call` take the same flags ([`RegistryArgs`]) and build their
+//! registry with the same function, [`build_registry`], so what `host tools` lists is
+//! what `host run` serves and what `host call` dispatches to.
+//!
+//! Logs go to stderr, never stdout (in `host run`, stdout is the protocol): `info` for
+//! `run`, `warn` for the rest, `-v` for `debug`, `-vv` for `trace`; `RUST_LOG`, when set,
+//! wins.
+//!
+//! Exit codes: `0` success; [`EXIT_TOOL_ERROR`] (1) when `host call`'s tool fails;
+//! [`EXIT_USAGE`] (2) for a bad command line; [`EXIT_SETUP`] (3) when the tools cannot be
+//! set up (a `--root` or `--plugins` that is not a directory, a file that is not a plugin)
+//! or stdin/stdout fail.
+//!
+//! ```
+//! use clap::Parser;
+//! use crate::{build_registry, Cli, Command};
+//!
+//! let root = tempfile::tempdir()?;
+//! let cli = Cli::try_parse_from(["host", "tools", "--read-only", "--root", root.path().to_str().unwrap()])?;
+//! let Command::Tools(args) = cli.command else { unreachable!() };
+//! let toolset = build_registry(&args.registry)?;
+//! assert_eq!(toolset.registry.names(), ["read_file", "list_files", "grep", "glob"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+mod args;
+mod commands;
+mod setup;
+mod units;
+
+mod plugins;
+pub use args::{
+    CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
+};
+pub use setup::{build_registry, Toolset};
+pub use units::{format_elapsed, parse_duration, parse_size};
+
+/// Exit code of `host call` when the tool returns an error (printed on stderr).
+pub const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code for a command line clap refused (an unknown flag, a bad duration).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code when the tools cannot be set up, the plugin cannot be inspected, or
+/// stdin/stdout fail.
+pub const EXIT_SETUP: u8 = 3;
+
+/// The `host` binary: parses the command line, sets up logging, runs the subcommand.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // --help and --version are "errors" that print to stdout and succeed.
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let default_level = match (&cli.command, cli.verbose) {
+        (_, 2..) => "trace",
+        (_, 1) => "debug",
+        (Command::Run(_), 0) => "info",
+        (_, 0) => "warn",
+    };
+    init_logging(default_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::from(EXIT_SETUP);
+        }
+    };
+    let outcome = runtime.block_on(commands::execute(cli.command));
+    // Blocking file work of a call that timed out may still be running; do not wait long.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(EXIT_SETUP)
+        }
+    }
+}
+
+/// Logs to stderr at `default_level`, or as `RUST_LOG` says when it is set and valid.
+fn init_logging(default_level: &str) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .and_then(|value| EnvFilter::try_new(value).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}

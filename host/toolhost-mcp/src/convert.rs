@@ -1,0 +1,216 @@
+//! Registry values to and from MCP's shapes: tool definitions for `tools/list`, dispatch
+//! outcomes for `tools/call`, and the `initialize` answer.
+
+use serde_json::{json, Map, Value};
+
+use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
+
+use super::jsonrpc::{type_name, RpcError, INVALID_PARAMS};
+
+/// The protocol versions this server speaks, newest first. Tools-only servers answer the
+/// same in all of them.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The name the server gives in `serverInfo`.
+pub const SERVER_NAME: &str = "wasm-toolhost";
+
+/// The version to answer a client that asked for `requested`: the same if supported,
+/// else the newest supported one (the client then decides whether it can go on).
+pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|requested| {
+            SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .find(|&&supported| supported == requested)
+        })
+        .copied()
+        .unwrap_or(SUPPORTED_PROTOCOL_VERSIONS[0])
+}
+
+/// The `initialize` result for a client that asked for `requested`.
+pub fn initialize_result(requested: Option<&str>) -> Value {
+    json!({
+        "protocolVersion": negotiate_version(requested),
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
+    })
+}
+
+/// One `tools/list` entry. MCP requires `inputSchema` to be an object schema; a
+/// definition whose parameters are not a JSON object is offered as taking any object.
+pub fn tool_json(definition: &ToolDefinition) -> Value {
+    let input_schema = match &definition.parameters {
+        Value::Object(_) => definition.parameters.clone(),
+        _ => json!({ "type": "object" }),
+    };
+    json!({
+        "name": definition.name,
+        "description": definition.description,
+        "inputSchema": input_schema,
+    })
+}
+
+/// The `tools/list` result.
+pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
+    json!({ "tools": definitions.iter().map(tool_json).collect::<Vec<_>>() })
+}
+
+/// What a `tools/call` asks for: the tool name and the arguments as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallParams {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as JSON text; empty when absent or null (the registry reads it as `{}`).
+    pub arguments: String,
+}
+
+/// Reads `tools/call` params. Arguments of the wrong type are passed through as they
+/// are, so the registry refuses them as a tool error the model can read and correct.
+///
+/// # Errors
+/// [`INVALID_PARAMS`] when `name` is missing or not a string: without it there is no
+/// tool call to report an error for.
+pub fn call_params(id: &Value, params: &Map<String, Value>) -> Result<CallParams, RpcError> {
+    let name = match params.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        other => {
+            let got = other.map_or("nothing", type_name);
+            return Err(RpcError::new(
+                id.clone(),
+                INVALID_PARAMS,
+                format!("Invalid params: tools/call needs \"name\", the tool's name as a string; got {got}"),
+            ));
+        }
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => String::new(),
+        Some(arguments) => arguments.to_string(),
+    };
+    Ok(CallParams { name, arguments })
+}
+
+/// The `tools/call` result for a dispatch outcome. A result's content is JSON-encoded
+/// into one text block (a JSON string is given as its text); a [`ToolError`] becomes
+/// `isError: true` with the model-facing message, never a protocol error.
+pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
+    let (text, is_error) = match outcome {
+        Ok(result) => (content_text(&result.content), false),
+        Err(err) => (err.to_string(), true),
+    };
+    json!({
+        "content": [{ "type": "text", "text": text }],
+        "isError": is_error,
+    })
+}
+
+/// A result's content as the text the model reads.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiates_the_clients_version_when_supported() {
+        for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
+            assert_eq!(negotiate_version(Some(version)), version);
+        }
+        assert_eq!(negotiate_version(Some("1999-01-01")), "2025-11-25");
+        assert_eq!(negotiate_version(None), "2025-11-25");
+        assert_eq!(
+            initialize_result(Some("2025-06-18")),
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "wasm-toolhost", "version": env!("CARGO_PKG_VERSION")},
+            })
+        );
+    }
+
+    #[test]
+    fn tool_entries() {
+        let schema = json!({"type":"object","properties":{"p":{"type":"string"}},"required":["p"]});
+        assert_eq!(
+            tools_list_result(&[
+                ToolDefinition::new("a", "Does a.", schema.clone()),
+                ToolDefinition::new("b", "Does b.", Value::Null),
+            ]),
+            json!({"tools": [
+                {"name": "a", "description": "Does a.", "inputSchema": schema},
+                {"name": "b", "description": "Does b.", "inputSchema": {"type": "object"}},
+            ]})
+        );
+    }
+
+    #[test]
+    fn call_params_read_name_and_arguments() {
+        let params = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            call_params(
+                &json!(1),
+                &params(json!({"name":"t","arguments":{"a":[1,"x"]}}))
+            ),
+            Ok(CallParams {
+                name: "t".into(),
+                arguments: r#"{"a":[1,"x"]}"#.into()
+            })
+        );
+        assert_eq!(
+            call_params(&json!(1), &params(json!({"name":"t","arguments":null}))),
+            Ok(CallParams {
+                name: "t".into(),
+                arguments: String::new()
+            })
+        );
+        assert_eq!(
+            call_params(&json!(1), &params(json!({"name":"t","arguments":5}))),
+            Ok(CallParams {
+                name: "t".into(),
+                arguments: "5".into()
+            })
+        );
+        assert_eq!(
+            call_params(&json!(2), &params(json!({"arguments":{}}))),
+            Err(RpcError::new(
+                json!(2),
+                INVALID_PARAMS,
+                "Invalid params: tools/call needs \"name\", the tool's name as a string; got nothing"
+            ))
+        );
+        assert_eq!(
+            call_params(&json!(2), &params(json!({"name":3})))
+                .unwrap_err()
+                .message,
+            "Invalid params: tools/call needs \"name\", the tool's name as a string; got number"
+        );
+    }
+
+    #[test]
+    fn call_results() {
+        assert_eq!(
+            call_result(&Ok(ToolResult::new("Hello, Ada!"))),
+            json!({"content":[{"type":"text","text":"Hello, Ada!"}],"isError":false})
+        );
+        assert_eq!(
+            call_result(&Ok(ToolResult::new(json!({"files":[],"n":1})))),
+            json!({"content":[{"type":"text","text":"{\"files\":[],\"n\":1}"}],"isError":false})
+        );
+        assert_eq!(
+            call_result(&Ok(ToolResult::default())),
+            json!({"content":[{"type":"text","text":"null"}],"isError":false})
+        );
+        let err = ToolError::UnknownTool {
+            name: "nope".into(),
+        };
+        assert_eq!(
+            call_result(&Err(err.clone())),
+            json!({"content":[{"type":"text","text": err.to_string()}],"isError":true})
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! A Model Context Protocol server over stdio: the registry's tools, offered to any MCP
+//! client (desktop assistants, agent frameworks) with no glue.
+//!
+//! The transport is JSON-RPC 2.0, one message per line. The server answers `initialize`
+//! (echoing the client's protocol version when it is one of
+//! [`SUPPORTED_PROTOCOL_VERSIONS`], else the newest), `ping`, `tools/list` (the registry's
+//! definitions in order, `parameters` as `inputSchema`) and `tools/call`, and reads the
+//! notifications `notifications/initialized` and `notifications/cancelled` (which stops the
+//! call and leaves it unanswered, as MCP asks).
+//!
+//! - A tool's result is one text block holding its content JSON-encoded (a JSON string is
+//!   given as its text), with `isError: false`.
+//! - Every [`ToolError`](toolhost::registry::ToolError) (unknown tool, invalid arguments,
+//!   panic, time-out, failure) is a result with `isError: true` and the model-facing
+//!   message, never a protocol error: the model reads it and the session goes on.
+//! - Malformed input gets a JSON-RPC error and the server keeps serving: a line that is not
+//!   JSON gets `-32700` with id `null`, a message that is not a JSON-RPC 2.0 request gets
+//!   `-32600`, an unknown method `-32601`, a `tools/call` without a tool name `-32602`.
+//! - Tool calls run concurrently, each in its own task with a fresh turn id; responses go
+//!   out through one writer, so lines never interleave. The session id is fixed per server.
+//! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolhost_mcp::McpServer;
+//! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
+//! use toolhost_sdk::schema::{object, string};
+//!
+//! let registry = Registry::new();
+//! registry.register(
+//!     ToolDefinition::new("greet", "Greet a person by name.", object([("name", string("Who to greet."))], ["name"])),
+//!     |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+//!         Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
+//!     },
+//! )?;
+//! let input = concat!(
+//!     "not json\n",
+//!     r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"}}}"#, "\n",
+//! );
+//! let mut output = Vec::new();
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! McpServer::new(Arc::new(registry)).serve(input.as_bytes(), &mut output).await?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! let lines: Vec<&str> = std::str::from_utf8(&output)?.lines().collect();
+//! assert_eq!(lines, [
+//!     r#"{"error":{"code":-32700,"message":"Parse error: the line is not valid JSON (expected ident at line 1 column 2); send one JSON-RPC 2.0 message per line"},"id":null,"jsonrpc":"2.0"}"#,
+//!     r#"{"id":1,"jsonrpc":"2.0","result":{"content":[{"text":"Hello, Ada!","type":"text"}],"isError":false}}"#,
+//! ]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Why not rmcp
+//! The official Rust SDK (`rmcp` 3.11) was tried first, behind our own line transport (its
+//! stdio transport deliberately drops unparsable lines without an answer and leaves the
+//! `id` out of error responses, where JSON-RPC 2.0 asks for `-32700` with id `null`). Even
+//! then its typed request decoding answered `tools/call` with non-object `arguments` with
+//! `-32601 "tools/call"` (method not found) instead of letting our registry return an
+//! invalid-arguments tool result; `{"jsonrpc":"2.0","id":7}` and `[1,2]` got no answer at
+//! all; and a notification arriving before `initialize` ended the session. Fixing that meant
+//! validating every message's JSON-RPC shape ourselves in front of it, at which point the
+//! SDK only routed five methods. This layer is that validation plus the five methods.
+
+mod convert;
+mod jsonrpc;
+mod server;
+
+pub use convert::{
+    call_result, content_text, initialize_result, negotiate_version, tool_json, tools_list_result,
+    SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use jsonrpc::{
+    parse_line, Incoming, RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+};
+pub use server::{McpServer, MAX_LINE_BYTES};
+
+/// Why serving stopped before the input ended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Reading the input failed.
+    #[error("reading MCP input failed: {0}")]
+    Read(#[source] std::io::Error),
+    /// Writing a response failed (the client closed its end).
+    #[error("writing an MCP response failed (did the client exit?): {0}")]
+    Write(#[source] std::io::Error),
+}

@@ -1,0 +1,185 @@
+//! The host's plugin settings: file grants, the default and maximum limits, the cache.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use toolhost::tools::FilePolicy;
+use toolhost::vfs::Storage;
+
+use super::PluginLimits;
+
+/// How much of the host's storage a plugin may touch, through the `files` import.
+///
+/// Ordered: `None < Read < ReadWrite`. A plugin's manifest asks for one; the host's
+/// [`PluginHostConfig::max_file_access`] caps what any plugin may get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileAccess {
+    /// No file access: every `files` call returns `denied`.
+    #[default]
+    None,
+    /// `read` and `list`.
+    Read,
+    /// `read`, `list`, `write` and `delete`.
+    ReadWrite,
+}
+
+impl FileAccess {
+    /// The manifest and command-line spelling: `none`, `read`, `read-write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileAccess::None => "none",
+            FileAccess::Read => "read",
+            FileAccess::ReadWrite => "read-write",
+        }
+    }
+
+    /// Parses the spelling of [`FileAccess::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "none" => Some(FileAccess::None),
+            "read" => Some(FileAccess::Read),
+            "read-write" => Some(FileAccess::ReadWrite),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FileAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Settings of a [`PluginHost`](super::PluginHost).
+///
+/// The default grants nothing: no file access for any plugin, the default limits, and
+/// a fresh instance for every call.
+///
+/// ```
+/// use toolhost_plugin::{FileAccess, PluginHostConfig};
+///
+/// let config = PluginHostConfig::default();
+/// assert_eq!(config.max_file_access, FileAccess::None);
+/// assert!(config.fresh_instance_per_call);
+/// assert!(config.storage.is_none());
+/// ```
+#[derive(Clone)]
+pub struct PluginHostConfig {
+    /// Where compiled components are cached; `None` disables the cache. The default is
+    /// [`default_cache_dir`].
+    pub cache_dir: Option<PathBuf>,
+    /// Limits of a plugin whose manifest sets none.
+    pub default_limits: PluginLimits,
+    /// The most a manifest may ask for; a manifest asking more is refused at load.
+    pub max_limits: PluginLimits,
+    /// The storage the `files` import works on; `None` gives no plugin any file.
+    pub storage: Option<Arc<dyn Storage>>,
+    /// The path policy (hidden paths, extensions, size cap) applied to every `files`
+    /// call, as for the built-in file tools.
+    pub file_policy: FilePolicy,
+    /// The most file access any plugin may get. A plugin whose manifest asks for more is
+    /// not loaded ([`PluginError::GrantDenied`](super::PluginError::GrantDenied)).
+    ///
+    /// # Sandbox
+    /// Anything above [`FileAccess::None`] lets plugin code read (or change) the files
+    /// of [`PluginHostConfig::storage`] that its manifest's `root` covers.
+    pub max_file_access: FileAccess,
+    /// `true` (default): every call gets a fresh instance, so nothing leaks between
+    /// calls. `false`: a few instances per plugin are kept and reused, which is faster
+    /// but lets a plugin keep state between calls of different sessions.
+    pub fresh_instance_per_call: bool,
+    /// Calls running at once across all plugins; more wait for a slot. The pooling
+    /// allocator is sized from it.
+    pub max_concurrent_calls: u32,
+}
+
+/// Default of [`PluginHostConfig::max_concurrent_calls`].
+pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
+
+impl Default for PluginHostConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: default_cache_dir(),
+            default_limits: PluginLimits::default(),
+            max_limits: PluginLimits::default_max(),
+            storage: None,
+            file_policy: FilePolicy::default(),
+            max_file_access: FileAccess::None,
+            fresh_instance_per_call: true,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+        }
+    }
+}
+
+impl fmt::Debug for PluginHostConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginHostConfig")
+            .field("cache_dir", &self.cache_dir)
+            .field("default_limits", &self.default_limits)
+            .field("max_limits", &self.max_limits)
+            .field("storage", &self.storage.as_ref().map(|_| "Storage"))
+            .field("file_policy", &self.file_policy)
+            .field("max_file_access", &self.max_file_access)
+            .field("fresh_instance_per_call", &self.fresh_instance_per_call)
+            .field("max_concurrent_calls", &self.max_concurrent_calls)
+            .finish()
+    }
+}
+
+/// `$XDG_CACHE_HOME/wasm-toolhost`, else `$HOME/.cache/wasm-toolhost`; `None` when
+/// neither variable is set (the cache is then off).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    cache_dir_from(
+        std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
+}
+
+fn cache_dir_from(xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    // XDG says a relative value is invalid and must be ignored.
+    match xdg.filter(|dir| dir.is_absolute()) {
+        Some(dir) => Some(dir.join("wasm-toolhost")),
+        None => home
+            .filter(|dir| dir.is_absolute())
+            .map(|home| home.join(".cache").join("wasm-toolhost")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_access_spellings_round_trip_and_order() {
+        for access in [FileAccess::None, FileAccess::Read, FileAccess::ReadWrite] {
+            assert_eq!(FileAccess::parse(access.as_str()), Some(access));
+        }
+        assert_eq!(FileAccess::parse("write"), None);
+        assert!(FileAccess::None < FileAccess::Read && FileAccess::Read < FileAccess::ReadWrite);
+    }
+
+    #[test]
+    fn default_config_grants_nothing() {
+        let config = PluginHostConfig::default();
+        assert_eq!(config.max_file_access, FileAccess::None);
+        assert!(config.storage.is_none());
+        assert_eq!(config.default_limits, PluginLimits::default());
+        assert!(config.fresh_instance_per_call);
+    }
+
+    #[test]
+    fn cache_dir_prefers_absolute_xdg() {
+        let xdg = Some(PathBuf::from("/x"));
+        let home = Some(PathBuf::from("/home/u"));
+        assert_eq!(
+            cache_dir_from(xdg, home.clone()),
+            Some(PathBuf::from("/x/wasm-toolhost"))
+        );
+        assert_eq!(
+            cache_dir_from(Some(PathBuf::from("rel")), home.clone()),
+            Some(PathBuf::from("/home/u/.cache/wasm-toolhost"))
+        );
+        assert_eq!(cache_dir_from(None, None), None);
+    }
+}

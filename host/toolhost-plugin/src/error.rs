@@ -1,0 +1,198 @@
+//! [`PluginError`]: why a plugin could not be loaded. Every message names the file.
+
+use std::path::PathBuf;
+
+use super::FileAccess;
+
+/// Why a plugin was not loaded (or the plugin host not built). Each message names the
+/// `.wasm` (or manifest) file, says what was wrong and what to do instead.
+///
+/// A call's failure is a [`ToolError`](toolhost::registry::ToolError), not this.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    /// The file could not be read (or the cache directory could not be created).
+    #[error("{}: cannot read it: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a WebAssembly component: not wasm at all, or a core module.
+    #[error("{}: not a WebAssembly component: {reason}", path.display())]
+    NotAComponent {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead, and how to build a component.
+        reason: String,
+    },
+    /// wasmtime could not compile the component (malformed, or uses a feature this host
+    /// does not enable).
+    #[error("{}: the component does not compile: {message}", path.display())]
+    Compile {
+        /// The file.
+        path: PathBuf,
+        /// wasmtime's error, with its causes.
+        message: String,
+    },
+    /// The component does not implement the `toolhost:plugin/plugin` world: an export
+    /// is missing or has another type, or it imports something the host does not give.
+    #[error("{}: the component does not implement the toolhost:plugin@0.1.0 `plugin` world: {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit", path.display())]
+    WrongWorld {
+        /// The file.
+        path: PathBuf,
+        /// What does not match.
+        message: String,
+    },
+    /// The manifest (`NAME.toml`) is not valid.
+    #[error("{}: invalid plugin manifest: {message}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong (names the key).
+        message: String,
+    },
+    /// The manifest asks for a limit above the host's maximum.
+    #[error("{}: the manifest asks for {limit} {asked}, above the host's maximum of {max}; lower it in the manifest or raise the host's maximum", path.display())]
+    LimitTooHigh {
+        /// The manifest file.
+        path: PathBuf,
+        /// Which limit (`timeout`, `memory`, `fuel`, ...).
+        limit: &'static str,
+        /// The value asked for.
+        asked: String,
+        /// The host's maximum.
+        max: String,
+    },
+    /// The manifest asks for more file access than the host allows.
+    #[error("{}: the manifest asks for file access \"{asked}\" but the host allows at most \"{allowed}\"; the plugin was not loaded. To allow it, start the host with `--plugin-files {asked}` (PluginHostConfig::max_file_access), or remove the grant from the manifest", path.display())]
+    GrantDenied {
+        /// The manifest file.
+        path: PathBuf,
+        /// What the manifest asks for.
+        asked: FileAccess,
+        /// What the host allows.
+        allowed: FileAccess,
+    },
+    /// A tool definition is invalid: bad name, or parameters that are not a JSON object
+    /// schema.
+    #[error("{}: tool definition \"{tool}\" is invalid: {reason}", path.display())]
+    BadDefinition {
+        /// The file.
+        path: PathBuf,
+        /// The tool's name as declared.
+        tool: String,
+        /// What is wrong and what to do instead.
+        reason: String,
+    },
+    /// The plugin declares a tool name that is taken (by another tool of the registry, or
+    /// twice in the plugin itself). None of the plugin's tools were registered.
+    #[error("{}: declares tool \"{name}\", but {taken_by}; none of its tools were registered. Rename the tool or remove the other one", path.display())]
+    DuplicateTool {
+        /// The file.
+        path: PathBuf,
+        /// The taken name.
+        name: String,
+        /// Who has it: `a tool of that name is already registered`, or
+        /// `the plugin declares it twice`.
+        taken_by: String,
+    },
+    /// Asking the plugin for its tool definitions failed (trap, timeout, limit).
+    #[error("{}: asking the plugin for its tool definitions failed: {message}", path.display())]
+    Definitions {
+        /// The file.
+        path: PathBuf,
+        /// What happened.
+        message: String,
+    },
+    /// The plugin host could not be built (engine configuration, cache directory).
+    #[error("the plugin host cannot start: {message}")]
+    Host {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl PluginError {
+    /// The file the error is about (`None` for [`PluginError::Host`]).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            PluginError::Io { path, .. }
+            | PluginError::NotAComponent { path, .. }
+            | PluginError::Compile { path, .. }
+            | PluginError::WrongWorld { path, .. }
+            | PluginError::Manifest { path, .. }
+            | PluginError::LimitTooHigh { path, .. }
+            | PluginError::GrantDenied { path, .. }
+            | PluginError::BadDefinition { path, .. }
+            | PluginError::DuplicateTool { path, .. }
+            | PluginError::Definitions { path, .. } => Some(path),
+            PluginError::Host { .. } => None,
+        }
+    }
+
+    /// A stable snake_case name of the kind, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PluginError::Io { .. } => "io",
+            PluginError::NotAComponent { .. } => "not_a_component",
+            PluginError::Compile { .. } => "compile",
+            PluginError::WrongWorld { .. } => "wrong_world",
+            PluginError::Manifest { .. } => "manifest",
+            PluginError::LimitTooHigh { .. } => "limit_too_high",
+            PluginError::GrantDenied { .. } => "grant_denied",
+            PluginError::BadDefinition { .. } => "bad_definition",
+            PluginError::DuplicateTool { .. } => "duplicate_tool",
+            PluginError::Definitions { .. } => "definitions",
+            PluginError::Host { .. } => "host",
+        }
+    }
+}
+
+/// wasmtime's error with its causes, on one line (`outer: cause: root`).
+pub(crate) fn error_chain(err: &wasmtime::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if !text.is_empty() {
+            if text.contains(&cause) {
+                continue;
+            }
+            text.push_str(": ");
+        }
+        text.push_str(cause.trim());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grant_denied_names_file_and_how_to_allow() {
+        let err = PluginError::GrantDenied {
+            path: "plugins/wordcount.toml".into(),
+            asked: FileAccess::Read,
+            allowed: FileAccess::None,
+        };
+        let text = err.to_string();
+        assert!(text.starts_with("plugins/wordcount.toml: the manifest asks for file access \"read\" but the host allows at most \"none\""), "{text}");
+        assert!(text.contains("`--plugin-files read`"), "{text}");
+        assert_eq!(err.kind(), "grant_denied");
+        assert_eq!(
+            err.path(),
+            Some(std::path::Path::new("plugins/wordcount.toml"))
+        );
+    }
+
+    #[test]
+    fn error_chain_joins_causes_once() {
+        let err = wasmtime::Error::msg("root")
+            .context("middle")
+            .context("outer");
+        assert_eq!(error_chain(&err), "outer: middle: root");
+    }
+}

@@ -1,0 +1,224 @@
+//! Third-party tools as WebAssembly components, run under wasmtime.
+//!
+//! A plugin is a `.wasm` component (WASI preview 2) targeting the `plugin` world of
+//! `wit/plugin.wit`. [`PluginHost::load_dir`] loads every component of a directory and
+//! registers the tools each one declares into a [`Registry`](toolhost::registry::Registry), next to the built-in tools;
+//! a dispatch of such a tool runs the plugin under its limits.
+//!
+//! ```
+//! use toolhost_plugin::{PluginHost, PluginHostConfig};
+//! use toolhost::registry::Registry;
+//!
+//! let host = PluginHost::new(PluginHostConfig { cache_dir: None, ..PluginHostConfig::default() })?;
+//! let registry = Registry::new();
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("broken.wasm"), b"not wasm")?;
+//! let report = host.load_dir(dir.path(), &registry);
+//! assert!(report.loaded.is_empty());
+//! assert!(report.failed[0].error.to_string().contains("broken.wasm: not a WebAssembly component"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Sandbox
+//! A plugin is untrusted code. It gets a WASI context with clocks and random numbers
+//! only: no preopened directory, no socket, no environment variable, no argument, no
+//! stdin; its stdout and stderr are captured (bounded) and logged. It reaches the host's
+//! files only through the `files` import, and only when its manifest asks for a grant
+//! the host allows ([`PluginHostConfig::max_file_access`], deny by default). Each call
+//! runs in a fresh instance (by default) under a wall-time limit enforced by epoch
+//! interruption, a memory cap, optional fuel, instance/table counts and an output cap;
+//! whatever the plugin does, the call ends with a result or a [`ToolError`] and the host
+//! keeps serving. See [`classify`] for which failure becomes which error.
+//!
+//! # Cost
+//! Measured on a 2-core machine, release host, the `greet` example (a 143 KiB component
+//! built with the SDK), through [`Registry::dispatch`](toolhost::registry::Registry::dispatch):
+//!
+//! | what | time |
+//! |---|---|
+//! | compiling the component (first start) | ~245 ms |
+//! | loading it from the compile cache (second start) | ~0.3 ms, ~1-4 ms for the whole `load_file` |
+//! | a call, fresh instance per call (default) | median 44 µs, p99 80-120 µs |
+//! | a call, reused instance (`fresh_instance_per_call = false`) | median 4.7 µs |
+//! | the same tool as a native closure | median 0.5 µs |
+//!
+//! A fresh call splits into ~1.5 µs of host setup (store, WASI context, limiter,
+//! deadline), ~10 µs instantiation, ~20 µs in the guest (the SDK builds its tool list
+//! and parses the arguments) and ~12 µs to drop the store. Fuel metering costs nothing
+//! measurable per call. Eight concurrent callers reach ~21 000 calls/s fresh and
+//! ~200 000 calls/s reused. A CPU-bound guest is stopped within one epoch tick
+//! ([`EPOCH_TICK`], 10 ms) of its deadline when it has a thread to itself, and shares
+//! its thread fairly with other tasks meanwhile (it yields at every tick).
+//!
+//! [`ToolError`]: toolhost::registry::ToolError
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime::component::Linker;
+use wasmtime::Engine;
+
+use toolhost::registry::ToolDefinition;
+
+mod bindings;
+mod cache;
+pub mod classify;
+mod config;
+mod engine;
+mod error;
+mod host;
+mod limits;
+mod loader;
+pub mod manifest;
+mod output;
+mod runtime;
+mod state;
+
+pub use cache::CompileSource;
+pub use config::{default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS};
+pub use engine::{EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
+pub use error::PluginError;
+pub use limits::{
+    format_bytes, PluginLimits, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
+};
+
+use cache::CompileCache;
+use runtime::Shared;
+use state::{Imports, PluginState};
+
+/// Loads plugins and runs their calls: one wasmtime engine (epoch interruption, fuel
+/// metering, pooling allocator) with its epoch ticker thread, a linker with WASI p2 and
+/// the host's imports, and the compile cache.
+///
+/// Cheap to share behind an `Arc`; plugins loaded from it keep working after it is
+/// dropped (their handlers hold what they need).
+pub struct PluginHost {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    cache: CompileCache,
+    config: PluginHostConfig,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginHost {
+    /// Builds the engine, starts the epoch ticker and prepares the linker.
+    ///
+    /// # Errors
+    /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`,
+    /// or wasmtime refuses the configuration.
+    pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
+        if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
+            return Err(PluginError::Host {
+                message: format!(
+                    "the default {limit} limit ({default}) is above the maximum ({max}); raise max_limits or lower default_limits"
+                ),
+            });
+        }
+        let engine = engine::build(&config)?;
+        engine::start_ticker(&engine)?;
+        let mut linker = Linker::new(&engine);
+        let link_error = |err: wasmtime::Error| PluginError::Host {
+            message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+        };
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
+        bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
+            &mut state.imports
+        })
+        .map_err(link_error)?;
+        Ok(Self {
+            cache: CompileCache::new(config.cache_dir.clone(), &engine),
+            shared: Arc::new(Shared::new(
+                config.max_concurrent_calls,
+                config.fresh_instance_per_call,
+            )),
+            engine,
+            linker,
+            config,
+        })
+    }
+
+    /// The configuration this host was built with.
+    pub fn config(&self) -> &PluginHostConfig {
+        &self.config
+    }
+}
+
+/// What [`PluginHost::load_dir`] did.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// The plugins loaded, in file-name order.
+    pub loaded: Vec<LoadedPlugin>,
+    /// The files that failed, in file-name order.
+    pub failed: Vec<LoadFailure>,
+}
+
+/// A plugin whose tools were registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedPlugin {
+    /// The plugin's name: its file name without `.wasm`.
+    pub name: String,
+    /// The `.wasm` file.
+    pub path: PathBuf,
+    /// The tools registered, in the plugin's order.
+    pub tools: Vec<String>,
+    /// Compiled now, or loaded from the cache, and how long that took.
+    pub compile: CompileSource,
+    /// The file access granted.
+    pub grants: FileAccess,
+    /// The sub-tree file access is confined to, if any.
+    pub root: Option<String>,
+    /// The manifest file, if there is one.
+    pub manifest: Option<PathBuf>,
+    /// The limits every call runs under.
+    pub limits: PluginLimits,
+}
+
+/// A file [`PluginHost::load_dir`] could not load.
+#[derive(Debug)]
+pub struct LoadFailure {
+    /// The file.
+    pub path: PathBuf,
+    /// Why (its message names the file).
+    pub error: PluginError,
+}
+
+/// What [`PluginHost::inspect`] found out about a plugin.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    /// The plugin's name: its file name without `.wasm`.
+    pub name: String,
+    /// The `.wasm` file.
+    pub path: PathBuf,
+    /// The manifest file, if there is one.
+    pub manifest: Option<PathBuf>,
+    /// The file access the manifest asks for.
+    pub grants: FileAccess,
+    /// Whether this host allows that access (if not, loading fails with
+    /// [`PluginError::GrantDenied`]).
+    pub grant_allowed: bool,
+    /// The sub-tree file access is confined to, if any.
+    pub root: Option<String>,
+    /// The limits calls would run under.
+    pub limits: PluginLimits,
+    /// The tools it declares.
+    pub tools: Vec<ToolDefinition>,
+    /// The component's imports (`wasi:cli/stderr@0.2.x`, `toolhost:plugin/files@0.1.0`, ...).
+    pub imports: Vec<String>,
+    /// The component's exports.
+    pub exports: Vec<String>,
+    /// Compiled now, or loaded from the cache.
+    pub compile: CompileSource,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,398 @@
+//! A plugin's manifest, `NAME.toml` next to `NAME.wasm`: the grants it asks for and the
+//! limits it wants, resolved against the host's policy.
+//!
+//! ```toml
+//! # wordcount.toml
+//! [grants]
+//! files = "read"          # "none" (default), "read" or "read-write"
+//! root = "docs"           # optional: the plugin sees only this sub-tree, as its root
+//!
+//! [limits]                # each optional; the host's default applies otherwise
+//! timeout_ms = 5000       # wall time per call
+//! memory_mib = 32         # linear memory
+//! fuel = 1000000          # instructions per call (roughly)
+//! max_output_bytes = 65536
+//! max_stderr_bytes = 16384
+//! max_instances = 16
+//! max_tables = 16
+//! ```
+//!
+//! No manifest means no grant and the default limits. An unknown key is an error naming
+//! it. A manifest asking for more file access than the host allows is refused
+//! ([`PluginError::GrantDenied`]): the plugin is not loaded, and the log says how to
+//! allow it. Refusing, rather than loading with less, keeps a tool that could never work
+//! out of the model's tool list. A limit above the host's maximum is refused the same
+//! way ([`PluginError::LimitTooHigh`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
+
+/// The manifest as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// `[grants]`.
+    #[serde(default)]
+    pub grants: Grants,
+    /// `[limits]`.
+    #[serde(default)]
+    pub limits: LimitOverrides,
+}
+
+/// The `[grants]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// `files = "none" | "read" | "read-write"`.
+    #[serde(default)]
+    pub files: Option<String>,
+    /// `root = "sub/dir"`: confines file access to that sub-tree.
+    #[serde(default)]
+    pub root: Option<String>,
+}
+
+/// The `[limits]` table; each key overrides the host's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitOverrides {
+    /// Wall time per call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Linear memory cap, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Fuel per call.
+    pub fuel: Option<u64>,
+    /// Cap on the result's JSON text, in bytes.
+    pub max_output_bytes: Option<usize>,
+    /// Bytes of stderr (and stdout) kept per call.
+    pub max_stderr_bytes: Option<usize>,
+    /// Core instances per store.
+    pub max_instances: Option<u32>,
+    /// Tables (and memories) per store.
+    pub max_tables: Option<u32>,
+}
+
+/// What a plugin gets: the manifest resolved against the host's policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The manifest file, when there is one.
+    pub manifest_path: Option<PathBuf>,
+    /// The manifest as read.
+    pub manifest: Option<Manifest>,
+    /// The file access granted.
+    pub files: FileAccess,
+    /// The sub-tree file access is confined to.
+    pub root: Option<String>,
+    /// The limits every call runs under.
+    pub limits: PluginLimits,
+}
+
+/// The manifest path of a plugin: `NAME.toml` next to `NAME.wasm`.
+pub fn manifest_path(wasm: &Path) -> PathBuf {
+    wasm.with_extension("toml")
+}
+
+/// Reads and parses `path`; `Ok(None)` when there is no such file.
+///
+/// # Errors
+/// [`PluginError::Io`] when it exists but cannot be read, [`PluginError::Manifest`] when
+/// it is not valid.
+pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PluginError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    parse(path, &text).map(Some)
+}
+
+/// Parses manifest text; `path` is for the error message.
+///
+/// # Errors
+/// [`PluginError::Manifest`] naming the bad or unknown key.
+pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
+    toml::from_str(text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
+            .unwrap_or_default();
+        PluginError::Manifest {
+            path: path.to_owned(),
+            message: format!(
+                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables",
+                err.message().trim()
+            ),
+        }
+    })
+}
+
+/// Resolves the manifest of the plugin at `wasm` (if any) against `config`.
+///
+/// # Errors
+/// [`PluginError::Manifest`], [`PluginError::GrantDenied`], [`PluginError::LimitTooHigh`],
+/// [`PluginError::Io`].
+pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
+    let path = manifest_path(wasm);
+    match read(&path)? {
+        None => Ok(Resolved {
+            manifest_path: None,
+            manifest: None,
+            files: FileAccess::None,
+            root: None,
+            limits: config.default_limits.clone(),
+        }),
+        Some(manifest) => apply(&path, manifest, config),
+    }
+}
+
+/// Applies a parsed manifest to the host's defaults and checks it against the maxima.
+///
+/// # Errors
+/// As [`resolve`].
+pub fn apply(
+    path: &Path,
+    manifest: Manifest,
+    config: &PluginHostConfig,
+) -> Result<Resolved, PluginError> {
+    let invalid = |message: String| PluginError::Manifest {
+        path: path.to_owned(),
+        message,
+    };
+    let files = match manifest.grants.files.as_deref() {
+        None => FileAccess::None,
+        Some(text) => FileAccess::parse(text).ok_or_else(|| {
+            invalid(format!(
+                "grants.files is \"{text}\"; use \"none\", \"read\" or \"read-write\""
+            ))
+        })?,
+    };
+    if let Some(root) = &manifest.grants.root {
+        toolhost::vfs::validate_path("root", root).map_err(|err| {
+            invalid(format!(
+                "grants.root: {err}; give a relative sub-directory such as \"docs\""
+            ))
+        })?;
+    }
+    if files > config.max_file_access {
+        return Err(PluginError::GrantDenied {
+            path: path.to_owned(),
+            asked: files,
+            allowed: config.max_file_access,
+        });
+    }
+
+    let overrides = &manifest.limits;
+    let mut limits = config.default_limits.clone();
+    if let Some(ms) = overrides.timeout_ms {
+        if ms == 0 {
+            return Err(invalid("limits.timeout_ms is 0; give at least 1".into()));
+        }
+        limits.timeout = Duration::from_millis(ms);
+    }
+    if let Some(mib) = overrides.memory_mib {
+        limits.memory_bytes = mib
+            .checked_mul(1024 * 1024)
+            .filter(|&bytes| bytes > 0)
+            .ok_or_else(|| invalid(format!("limits.memory_mib is {mib}; give 1 to 4096")))?;
+    }
+    if let Some(fuel) = overrides.fuel {
+        if fuel == 0 {
+            return Err(invalid(
+                "limits.fuel is 0; give a positive amount, or leave it out for no fuel limit"
+                    .into(),
+            ));
+        }
+        limits.fuel = Some(fuel);
+    }
+    let set = |target: &mut usize, value: Option<usize>| {
+        if let Some(value) = value {
+            *target = value;
+        }
+    };
+    set(&mut limits.max_output_bytes, overrides.max_output_bytes);
+    set(&mut limits.max_stderr_bytes, overrides.max_stderr_bytes);
+    if let Some(n) = overrides.max_instances {
+        limits.max_instances = n;
+    }
+    if let Some(n) = overrides.max_tables {
+        limits.max_tables = n;
+    }
+    if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
+        return Err(PluginError::LimitTooHigh {
+            path: path.to_owned(),
+            limit,
+            asked,
+            max,
+        });
+    }
+    Ok(Resolved {
+        manifest_path: Some(path.to_owned()),
+        root: manifest.grants.root.clone(),
+        manifest: Some(manifest),
+        files,
+        limits,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(max_file_access: FileAccess) -> PluginHostConfig {
+        PluginHostConfig {
+            cache_dir: None,
+            max_file_access,
+            ..PluginHostConfig::default()
+        }
+    }
+
+    fn resolve_text(text: &str, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
+        let path = Path::new("plugins/p.toml");
+        apply(path, parse(path, text)?, config)
+    }
+
+    #[test]
+    fn full_manifest_parses_and_overrides_within_max() {
+        let text = r#"
+            [grants]
+            files = "read"
+            root = "docs"
+            [limits]
+            timeout_ms = 5000
+            memory_mib = 32
+            fuel = 1000000
+            max_output_bytes = 4096
+        "#;
+        let resolved = resolve_text(text, &config(FileAccess::ReadWrite)).unwrap();
+        assert_eq!(resolved.files, FileAccess::Read);
+        assert_eq!(resolved.root.as_deref(), Some("docs"));
+        assert_eq!(resolved.limits.timeout, Duration::from_millis(5000));
+        assert_eq!(resolved.limits.memory_bytes, 32 << 20);
+        assert_eq!(resolved.limits.fuel, Some(1_000_000));
+        assert_eq!(resolved.limits.max_output_bytes, 4096);
+        assert_eq!(
+            resolved.limits.max_stderr_bytes,
+            PluginLimits::default().max_stderr_bytes
+        );
+    }
+
+    #[test]
+    fn empty_manifest_is_the_defaults_with_no_grant() {
+        let resolved = resolve_text("", &config(FileAccess::ReadWrite)).unwrap();
+        assert_eq!(resolved.files, FileAccess::None);
+        assert_eq!(resolved.limits, PluginLimits::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_line() {
+        for (text, line, key) in [
+            ("[grants]\nnetwork = true\n", 2, "network"),
+            ("[limits]\ntimeout_ms = 5\ncpu = 3\n", 3, "cpu"),
+            ("[extra]\n", 1, "extra"),
+        ] {
+            let err = resolve_text(text, &config(FileAccess::None)).unwrap_err();
+            assert!(matches!(err, PluginError::Manifest { .. }), "{err:?}");
+            let message = err.to_string();
+            let start = format!(
+                "plugins/p.toml: invalid plugin manifest: line {line}: unknown field `{key}`"
+            );
+            assert!(message.starts_with(&start), "{message}");
+        }
+    }
+
+    #[test]
+    fn bad_values_say_what_to_give() {
+        let err = resolve_text("[grants]\nfiles = \"all\"\n", &config(FileAccess::None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("grants.files is \"all\"; use \"none\", \"read\" or \"read-write\""),
+            "{err}"
+        );
+        let err = resolve_text("[grants]\nroot = \"../up\"\n", &config(FileAccess::None))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("grants.root: argument \"root\""), "{err}");
+        let err =
+            resolve_text("[limits]\ntimeout_ms = \"5s\"\n", &config(FileAccess::None)).unwrap_err();
+        assert!(matches!(err, PluginError::Manifest { .. }));
+        let err = resolve_text("[limits]\nfuel = 0\n", &config(FileAccess::None)).unwrap_err();
+        assert!(err.to_string().contains("limits.fuel is 0"), "{err}");
+    }
+
+    #[test]
+    fn deny_by_default_refuses_a_read_grant() {
+        let err =
+            resolve_text("[grants]\nfiles = \"read\"\n", &PluginHostConfig::default()).unwrap_err();
+        match err {
+            PluginError::GrantDenied { asked, allowed, .. } => {
+                assert_eq!(asked, FileAccess::Read);
+                assert_eq!(allowed, FileAccess::None);
+            }
+            other => panic!("expected GrantDenied, got {other:?}"),
+        }
+        let err = resolve_text(
+            "[grants]\nfiles = \"read-write\"\n",
+            &config(FileAccess::Read),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            PluginError::GrantDenied {
+                asked: FileAccess::ReadWrite,
+                allowed: FileAccess::Read,
+                ..
+            }
+        ));
+        // Asking for nothing is always fine.
+        let ok = resolve_text("[grants]\nfiles = \"none\"\n", &PluginHostConfig::default());
+        assert_eq!(ok.unwrap().files, FileAccess::None);
+    }
+
+    #[test]
+    fn limits_above_max_are_refused_with_both_values() {
+        let err =
+            resolve_text("[limits]\ntimeout_ms = 120000\n", &config(FileAccess::None)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plugins/p.toml: the manifest asks for timeout 120s, above the host's maximum of 60s; lower it in the manifest or raise the host's maximum"
+        );
+        let err =
+            resolve_text("[limits]\nmemory_mib = 1024\n", &config(FileAccess::None)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PluginError::LimitTooHigh {
+                    limit: "memory",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn missing_manifest_is_no_grant_and_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("p.wasm");
+        let resolved = resolve(&wasm, &config(FileAccess::ReadWrite)).unwrap();
+        assert_eq!(resolved.manifest_path, None);
+        assert_eq!(resolved.files, FileAccess::None);
+        std::fs::write(
+            dir.path().join("p.toml"),
+            "[grants]\nfiles = \"read-write\"\n",
+        )
+        .unwrap();
+        let resolved = resolve(&wasm, &config(FileAccess::ReadWrite)).unwrap();
+        assert_eq!(resolved.files, FileAccess::ReadWrite);
+        assert_eq!(resolved.manifest_path, Some(dir.path().join("p.toml")));
+    }
+}

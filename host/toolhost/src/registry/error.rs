@@ -1,0 +1,233 @@
+//! Errors of registration and dispatch.
+
+use std::time::Duration;
+
+/// Why a tool call failed. Every variant is shown to the model as the tool's failure, so
+/// each message names the tool, says what was wrong and what to do instead.
+///
+/// Match on the variant to tell the kinds apart; [`ToolError::kind`] gives a stable
+/// snake_case name for logs and wire formats.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool of that name is registered.
+    #[error("unknown tool \"{name}\": no tool of that name is registered; call one of the tools you were offered")]
+    UnknownTool {
+        /// The name the call asked for.
+        name: String,
+    },
+    /// The arguments are not a JSON object, a required field is missing, or a field has
+    /// the wrong type or value.
+    #[error("{tool}: {message}")]
+    InvalidArguments {
+        /// The tool called.
+        tool: String,
+        /// What was wrong, naming the argument (`argument "offset" must be an integer, got string`).
+        message: String,
+    },
+    /// The handler panicked (or the plugin trapped). The registry stays usable.
+    #[error("{tool}: the tool crashed: {message}. This is a fault in the tool, not in your call; do not retry the same call, try another approach")]
+    ToolPanicked {
+        /// The tool called.
+        tool: String,
+        /// The panic value or trap description.
+        message: String,
+    },
+    /// The call ran past its deadline and was stopped.
+    #[error("{tool}: timed out after {} (the per-call time limit) and was stopped; ask for less work per call or try another approach", format_duration(*limit))]
+    TimedOut {
+        /// The tool called.
+        tool: String,
+        /// The time limit that applied.
+        limit: Duration,
+    },
+    /// The call was cancelled by the caller before it finished.
+    #[error("{tool}: the call was cancelled before it finished")]
+    Cancelled {
+        /// The tool called.
+        tool: String,
+    },
+    /// The result's JSON encoding is larger than the registry's result cap.
+    #[error("{tool}: the result is {size} bytes as JSON, over the {cap}-byte limit for one tool result; ask for less (a smaller range, a narrower pattern or path)")]
+    ResultTooLarge {
+        /// The tool called.
+        tool: String,
+        /// Size of the encoded result in bytes.
+        size: usize,
+        /// The cap in bytes.
+        cap: usize,
+    },
+    /// The tool hit a resource limit other than time (a plugin's memory cap, its fuel,
+    /// its output size).
+    #[error("{tool}: stopped at the {limit} limit: {message}")]
+    LimitExceeded {
+        /// The tool called.
+        tool: String,
+        /// Which limit, with its value (`memory (64 MiB)`).
+        limit: String,
+        /// What happened.
+        message: String,
+    },
+    /// A file would be larger than the host's file size cap (`maximum_file_bytes`).
+    #[error("{tool}: \"{path}\" would be {size} bytes, over the {limit}-byte file size limit; write less, or split the content over several files")]
+    FileTooLarge {
+        /// The tool called.
+        tool: String,
+        /// The file's path.
+        path: String,
+        /// The size it would have had.
+        size: u64,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// The tool ran and failed; the message is the tool's own.
+    #[error("{tool}: {message}")]
+    Failed {
+        /// The tool called.
+        tool: String,
+        /// The tool's message for the model.
+        message: String,
+    },
+}
+
+impl ToolError {
+    /// A handler failure; dispatch fills in the tool name.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            tool: String::new(),
+            message: message.into(),
+        }
+    }
+
+    /// An argument error; dispatch fills in the tool name.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::InvalidArguments {
+            tool: String::new(),
+            message: message.into(),
+        }
+    }
+
+    /// A stable snake_case name of the kind, for logs and wire formats.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::ToolPanicked { .. } => "tool_panicked",
+            Self::TimedOut { .. } => "timed_out",
+            Self::Cancelled { .. } => "cancelled",
+            Self::ResultTooLarge { .. } => "result_too_large",
+            Self::LimitExceeded { .. } => "limit_exceeded",
+            Self::FileTooLarge { .. } => "file_too_large",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// The tool this error is about.
+    pub fn tool(&self) -> &str {
+        match self {
+            Self::UnknownTool { name } => name,
+            Self::InvalidArguments { tool, .. }
+            | Self::ToolPanicked { tool, .. }
+            | Self::TimedOut { tool, .. }
+            | Self::Cancelled { tool }
+            | Self::ResultTooLarge { tool, .. }
+            | Self::LimitExceeded { tool, .. }
+            | Self::FileTooLarge { tool, .. }
+            | Self::Failed { tool, .. } => tool,
+        }
+    }
+
+    /// Sets the tool name where the error does not carry one yet.
+    pub fn with_tool(mut self, name: &str) -> Self {
+        match &mut self {
+            Self::UnknownTool { .. } => {}
+            Self::InvalidArguments { tool, .. }
+            | Self::ToolPanicked { tool, .. }
+            | Self::TimedOut { tool, .. }
+            | Self::Cancelled { tool }
+            | Self::ResultTooLarge { tool, .. }
+            | Self::LimitExceeded { tool, .. }
+            | Self::FileTooLarge { tool, .. }
+            | Self::Failed { tool, .. } => {
+                if tool.is_empty() {
+                    name.clone_into(tool);
+                }
+            }
+        }
+        self
+    }
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The definition has an empty name.
+    #[error("a tool needs a name; the definition's name is empty")]
+    EmptyName,
+    /// The name has characters or a length MCP clients refuse.
+    #[error(
+        "tool name \"{name}\" is not valid: use 1 to 128 characters of a-z, A-Z, 0-9, _ and -"
+    )]
+    InvalidName {
+        /// The refused name.
+        name: String,
+    },
+    /// No handler was given.
+    #[error("tool \"{name}\" has no handler")]
+    MissingHandler {
+        /// The tool's name.
+        name: String,
+    },
+    /// A tool of that name is already registered.
+    #[error("a tool named \"{name}\" is already registered")]
+    DuplicateTool {
+        /// The taken name.
+        name: String,
+    },
+}
+
+/// `1.5s`, `30s`, `250ms`: durations as a person writes them, as in every limit message.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost::registry::format_duration;
+///
+/// assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+/// assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+/// assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+/// ```
+pub fn format_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis >= 1000 && millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else if millis >= 1000 {
+        format!("{:.1}s", duration.as_secs_f64())
+    } else {
+        format!("{millis}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_tool_fills_only_empty_names() {
+        let err = ToolError::failed("disk full").with_tool("write_file");
+        assert_eq!(err.to_string(), "write_file: disk full");
+        let err = err.with_tool("other");
+        assert_eq!(err.tool(), "write_file");
+    }
+
+    #[test]
+    fn timed_out_names_tool_and_limit() {
+        let err = ToolError::TimedOut {
+            tool: "slow".into(),
+            limit: Duration::from_millis(1500),
+        };
+        assert!(err.to_string().starts_with("slow: timed out after 1.5s"));
+        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+}

@@ -1,0 +1,303 @@
+//! The tool registry: definitions offered to the model, and dispatch of its calls.
+//!
+//! A [`Registry`] holds tools in registration order. The agent offers
+//! [`Registry::definitions`] to the model and runs [`Registry::dispatch`] for every call.
+//! Built-in tools and plugin tools live in the same registry.
+//!
+//! ```
+//! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
+//! use toolhost_sdk::schema::{object, string};
+//!
+//! let registry = Registry::new();
+//! registry.register(
+//!     ToolDefinition::new(
+//!         "greet",
+//!         "Greet a person by name.",
+//!         object([("name", string("Who to greet."))], ["name"]),
+//!     ),
+//!     |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+//!         Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
+//!     },
+//! )?;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let result = registry
+//!     .dispatch(&CallContext::new(), &toolhost::registry::ToolCall::new("greet", r#"{"name":"Ada"}"#), &Environment::default())
+//!     .await?;
+//! assert_eq!(result.content, "Hello, Ada!");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The spec's dispatch example: a `divide` tool whose handler panics on zero.
+//!
+//! ```
+//! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolCall, ToolDefinition, ToolError, ToolResult};
+//! use toolhost_sdk::schema::{number, object};
+//!
+//! let registry = Registry::new();
+//! registry.register(
+//!     ToolDefinition::new("divide", "Divide 100 by a number.", object([("by", number("Divisor."))], ["by"])),
+//!     |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+//!         let by = args.get("by").and_then(|v| v.as_i64()).unwrap_or(1);
+//!         if by == 0 {
+//!             panic!("division by zero");
+//!         }
+//!         Ok(ToolResult::new(100 / by))
+//!     },
+//! )?;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let (ctx, env) = (CallContext::new(), Environment::default());
+//! let err = registry.dispatch(&ctx, &ToolCall::new("divide", "{}"), &env).await.unwrap_err();
+//! assert!(matches!(err, ToolError::InvalidArguments { .. }));
+//! let err = registry.dispatch(&ctx, &ToolCall::new("divide", r#"{"by":0}"#), &env).await.unwrap_err();
+//! assert!(matches!(err, ToolError::ToolPanicked { .. }));
+//! let err = registry.dispatch(&ctx, &ToolCall::new("multiply", ""), &env).await.unwrap_err();
+//! assert!(matches!(err, ToolError::UnknownTool { .. }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+mod arguments;
+mod dispatch;
+mod error;
+mod handler;
+mod types;
+
+pub use arguments::{json_type, Arguments};
+pub use error::{RegisterError, ToolError};
+pub use handler::{CallContext, Handler, HandlerFuture};
+pub use types::{Environment, ToolCall, ToolDefinition, ToolResult};
+
+pub use error::format_duration;
+
+/// Default per-call time limit: a call still running after this is stopped with
+/// [`ToolError::TimedOut`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default cap on one result's JSON encoding (64 KiB). Larger results become
+/// [`ToolError::ResultTooLarge`] rather than reaching the model cut in half; the file
+/// tools size their windows (40 KiB of content) to stay under it.
+pub const DEFAULT_RESULT_CAP: usize = 64 * 1024;
+
+/// The longest tool name MCP clients accept.
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// A registered tool.
+struct Entry {
+    definition: ToolDefinition,
+    /// The schema's top-level `required` names, read once at registration.
+    required: Vec<String>,
+    handler: Arc<dyn Handler>,
+}
+
+#[derive(Default)]
+struct Tools {
+    entries: Vec<Arc<Entry>>,
+    by_name: HashMap<String, usize>,
+}
+
+/// Tool definitions and their handlers, in registration order.
+///
+/// `Send + Sync`: share it behind an `Arc`; registration and dispatch take `&self`.
+pub struct Registry {
+    tools: RwLock<Tools>,
+    call_timeout: Duration,
+    result_cap: usize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .field("call_timeout", &self.call_timeout)
+            .field("result_cap", &self.result_cap)
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry with the default call timeout (30 s) and result cap (64 KiB).
+    pub fn new() -> Self {
+        Self {
+            tools: RwLock::new(Tools::default()),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            result_cap: DEFAULT_RESULT_CAP,
+        }
+    }
+
+    /// This registry with `timeout` as the per-call time limit.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// This registry with `cap` bytes as the largest result (as JSON) passed to the model.
+    pub fn with_result_cap(mut self, cap: usize) -> Self {
+        self.result_cap = cap;
+        self
+    }
+
+    /// The per-call time limit.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// The result cap in bytes.
+    pub fn result_cap(&self) -> usize {
+        self.result_cap
+    }
+
+    /// Adds a tool.
+    ///
+    /// # Errors
+    /// [`RegisterError::EmptyName`], [`RegisterError::InvalidName`] (MCP allows 1 to 128
+    /// characters of `a-zA-Z0-9_-`) or [`RegisterError::DuplicateTool`].
+    pub fn register(
+        &self,
+        definition: ToolDefinition,
+        handler: impl Handler,
+    ) -> Result<(), RegisterError> {
+        self.register_shared(definition, Some(Arc::new(handler)))
+    }
+
+    /// Adds a tool whose handler is shared or built at run time (plugin loaders).
+    ///
+    /// # Errors
+    /// As [`Registry::register`], and [`RegisterError::MissingHandler`] for `None`.
+    pub fn register_shared(
+        &self,
+        definition: ToolDefinition,
+        handler: Option<Arc<dyn Handler>>,
+    ) -> Result<(), RegisterError> {
+        let Some(handler) = handler else {
+            check_name(&definition.name)?;
+            return Err(RegisterError::MissingHandler {
+                name: definition.name,
+            });
+        };
+        self.register_all(vec![(definition, handler)])
+    }
+
+    /// Adds several tools at once, all or nothing: when any one is refused (a bad or taken
+    /// name, a name given twice in `tools`), none is registered. Plugin loaders use it so a
+    /// plugin is never half registered.
+    ///
+    /// # Errors
+    /// The first refusal, as [`Registry::register_shared`] gives it.
+    pub fn register_all(
+        &self,
+        tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
+    ) -> Result<(), RegisterError> {
+        let mut registered = self.write();
+        let mut seen = std::collections::HashSet::new();
+        for (definition, _) in &tools {
+            check_name(&definition.name)?;
+            if registered.by_name.contains_key(&definition.name) || !seen.insert(&definition.name) {
+                return Err(RegisterError::DuplicateTool {
+                    name: definition.name.clone(),
+                });
+            }
+        }
+        for (definition, handler) in tools {
+            let required = toolhost_sdk::schema::required_fields(&definition.parameters);
+            let index = registered.entries.len();
+            registered.by_name.insert(definition.name.clone(), index);
+            registered.entries.push(Arc::new(Entry {
+                definition,
+                required,
+                handler,
+            }));
+        }
+        Ok(())
+    }
+
+    /// The tools' definitions, in registration order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.read()
+            .entries
+            .iter()
+            .map(|entry| entry.definition.clone())
+            .collect()
+    }
+
+    /// The tools' names, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.read()
+            .entries
+            .iter()
+            .map(|entry| entry.definition.name.clone())
+            .collect()
+    }
+
+    /// Whether a tool of that name is registered.
+    pub fn has(&self, name: &str) -> bool {
+        self.read().by_name.contains_key(name)
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.read().entries.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lookup(&self, name: &str) -> Option<Arc<Entry>> {
+        let tools = self.read();
+        tools
+            .by_name
+            .get(name)
+            .map(|&index| Arc::clone(&tools.entries[index]))
+    }
+
+    // Handlers never run under the lock, so a poisoned lock only means a panic inside
+    // this module's own bookkeeping; the data is still consistent, so carry on.
+    fn read(&self) -> RwLockReadGuard<'_, Tools> {
+        self.tools
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Tools> {
+        self.tools
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Checks a tool name against MCP's rule: 1 to 128 characters of `a-zA-Z0-9_-`.
+///
+/// # Errors
+/// [`RegisterError::EmptyName`] or [`RegisterError::InvalidName`].
+pub fn check_name(name: &str) -> Result<(), RegisterError> {
+    if name.is_empty() {
+        return Err(RegisterError::EmptyName);
+    }
+    let valid = name.len() <= MAX_TOOL_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(RegisterError::InvalidName {
+            name: name.to_owned(),
+        })
+    }
+}
