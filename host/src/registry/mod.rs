@@ -66,16 +66,19 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 mod arguments;
+mod cap;
 mod dispatch;
 mod error;
 mod handler;
 mod names;
+mod panic;
 mod types;
 
 pub use arguments::{json_type, Arguments};
 pub use error::{RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
+pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use types::{Environment, ToolCall, ToolDefinition, ToolResult};
 
 pub(crate) use error::format_duration;
