@@ -37,6 +37,7 @@ mod grep;
 mod list_files;
 mod move_file;
 mod multi_edit;
+mod pattern;
 mod policy;
 mod read_file;
 mod search;
@@ -45,6 +46,7 @@ pub(crate) mod testutil;
 mod todo_write;
 mod write_file;
 
+pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use todo_write::register_plan_tool;
 
