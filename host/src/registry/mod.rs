@@ -4,6 +4,12 @@
 //! [`Registry::definitions`] to the model and runs [`Registry::dispatch`] for every call.
 //! Built-in tools and plugin tools live in the same registry.
 //!
+//! Two rules guard what the model sees. A plugin cannot pass for another tool: the
+//! built-in tools' names are reserved to [`Registry::register_builtin`], and no two tools
+//! may have names that differ only in case, `-` or `_` (see [`name_key`]). And nothing a
+//! call returns is larger than the result cap, errors included: dispatch cuts any error's
+//! text to it, whatever produced the error.
+//!
 //! ```
 //! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
 //! use toolhost_sdk::schema::{object, string};
