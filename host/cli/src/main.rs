@@ -74,6 +74,8 @@ pub fn main() -> ExitCode {
         (_, 0) => "warn",
     };
     init_logging(default_level);
+    // A tool that panics with a huge message must not flood the log (stderr).
+    crate::registry::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -168,12 +168,15 @@ impl PluginHost {
         registry.register_all(batch).map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => taken(path, &name),
+            RegisterError::LookAlike { name, existing } => PluginError::DuplicateTool {
+                path: path.to_owned(),
+                name,
+                taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)"),
+            },
+            // Reserved for a built-in, or not a valid name.
             other => PluginError::BadDefinition {
                 path: path.to_owned(),
-                tool: match &other {
-                    RegisterError::InvalidName { name } => name.clone(),
-                    _ => String::new(),
-                },
+                tool: other.name().unwrap_or_default().to_owned(),
                 reason: other.to_string(),
             },
         })?;

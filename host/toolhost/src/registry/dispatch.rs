@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use futures_util::FutureExt;
 
+use super::cap::cap_error;
 use super::{Arguments, CallContext, Environment, Registry, ToolCall, ToolError, ToolResult};
 
 impl Registry {
@@ -19,11 +20,30 @@ impl Registry {
     /// the registry's call timeout; a panic in it is caught; its result's JSON encoding
     /// must fit the result cap.
     ///
+    /// Every error, whatever produced it (dispatch's own checks, the handler, a panic
+    /// message, a plugin), is held to the result cap the same way: its text, measured
+    /// JSON-encoded as a string result is, is at most [`Registry::result_cap`] bytes. A
+    /// longer message (an echoed 15 MiB argument, say) is cut at a character boundary and
+    /// ends in `... (N more bytes cut)`; the error keeps its kind.
+    ///
     /// # Errors
     /// [`ToolError::UnknownTool`], [`ToolError::InvalidArguments`],
     /// [`ToolError::ToolPanicked`], [`ToolError::TimedOut`], [`ToolError::Cancelled`],
     /// [`ToolError::ResultTooLarge`], or the handler's own error with the tool name set.
     pub async fn dispatch(
+        &self,
+        ctx: &CallContext,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        // The one exit of every call: no error reaches the caller uncapped.
+        self.run(ctx, call, env)
+            .await
+            .map_err(|err| cap_error(err, self.result_cap))
+    }
+
+    /// [`Registry::dispatch`] before its errors are capped.
+    async fn run(
         &self,
         ctx: &CallContext,
         call: &ToolCall,
@@ -126,7 +146,7 @@ mod tests {
     use toolhost_sdk::schema::{object, string};
 
     use super::*;
-    use crate::registry::{RegisterError, ToolDefinition};
+    use crate::registry::{RegisterError, ToolDefinition, DEFAULT_RESULT_CAP};
 
     fn echo_registry() -> Registry {
         let registry = Registry::new();
@@ -432,6 +452,152 @@ mod tests {
                 message: "no such thing; try another".into()
             }
         );
+    }
+
+    /// 15 MiB: the argument size the echo was reproduced with.
+    const HUGE: usize = 15 * 1024 * 1024;
+
+    /// The error's text as the model gets it, JSON-encoded as results are measured.
+    fn error_len(err: &ToolError) -> usize {
+        encoded_len(&Value::String(err.to_string()))
+    }
+
+    /// A cut text's kept part and the number of bytes its note says were cut.
+    fn split_cut(text: &str) -> (&str, usize) {
+        let (kept, note) = text.rsplit_once("... (").expect("a cut note");
+        let cut = note
+            .strip_suffix(" more bytes cut)")
+            .expect("the note's wording")
+            .parse()
+            .expect("a byte count");
+        (kept, cut)
+    }
+
+    /// `echo_err` fails with its argument `text` in an error of the kind `kind` names.
+    fn echo_error_registry(cap: usize) -> Registry {
+        let registry = Registry::new().with_result_cap(cap);
+        registry
+            .register(
+                ToolDefinition::new(
+                    "echo_err",
+                    "Fails with its argument.",
+                    object([("text", string("t")), ("kind", string("k"))], ["text"]),
+                ),
+                |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+                    let text = args.required_str("text")?.to_owned();
+                    match args.optional_str("kind")? {
+                        Some("invalid") => {
+                            Err(args
+                                .invalid(format!("argument \"text\" must be a path, got {text:?}")))
+                        }
+                        Some("panic") => panic!("cannot handle {text}"),
+                        Some("limit") => Err(ToolError::LimitExceeded {
+                            tool: String::new(),
+                            limit: text.clone(),
+                            message: text,
+                        }),
+                        Some("file") => Err(ToolError::FileTooLarge {
+                            tool: String::new(),
+                            path: text,
+                            size: 2,
+                            limit: 1,
+                        }),
+                        Some("tool") => Err(ToolError::Failed {
+                            tool: text,
+                            message: "x".into(),
+                        }),
+                        _ => Err(ToolError::failed(format!("no file named {text}"))),
+                    }
+                },
+            )
+            .unwrap();
+        registry
+    }
+
+    async fn echo_error(registry: &Registry, text: &str, kind: &str) -> ToolError {
+        let arguments = json!({"text": text, "kind": kind}).to_string();
+        call(registry, "echo_err", &arguments).await.unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn an_error_echoing_a_15_mib_argument_is_cut_to_the_result_cap() {
+        let registry = echo_error_registry(DEFAULT_RESULT_CAP);
+        // Two-byte characters: a cut at a plain byte count would split one.
+        let text = "é".repeat(HUGE / 2);
+        let err = echo_error(&registry, &text, "failed").await;
+        let ToolError::Failed { tool, message } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(tool, "echo_err");
+        let (kept, cut) = split_cut(message);
+        assert!(kept.starts_with("no file named éé"), "{kept}");
+        assert_eq!(kept.len() + cut, "no file named ".len() + text.len());
+        let len = error_len(&err);
+        assert!(len <= DEFAULT_RESULT_CAP, "{len} bytes");
+        assert!(
+            len > DEFAULT_RESULT_CAP - 40,
+            "cut more than needed: {len} bytes"
+        );
+    }
+
+    #[tokio::test]
+    async fn every_error_kind_is_held_to_the_result_cap() {
+        let registry = echo_error_registry(DEFAULT_RESULT_CAP);
+        // 1 MiB, 16 times the cap: the cut does not depend on how far over it a text is,
+        // and the 15 MiB case is the test above.
+        let text = "x".repeat(1 << 20);
+        for (kind, expected) in [
+            ("invalid", "invalid_arguments"),
+            ("panic", "tool_panicked"),
+            ("limit", "limit_exceeded"),
+            ("file", "file_too_large"),
+            ("tool", "failed"),
+            ("failed", "failed"),
+        ] {
+            let err = echo_error(&registry, &text, kind).await;
+            assert_eq!(err.kind(), expected);
+            let len = error_len(&err);
+            assert!(len <= DEFAULT_RESULT_CAP, "{kind}: {len} bytes");
+            assert!(err.to_string().contains(" more bytes cut)"), "{kind}");
+        }
+        // Control characters take 6 bytes each once JSON-encoded: the cap counts that.
+        let err = echo_error(&registry, &"\u{1}".repeat(1 << 20), "failed").await;
+        assert!(
+            error_len(&err) <= DEFAULT_RESULT_CAP,
+            "{} bytes",
+            error_len(&err)
+        );
+        // The name of an unknown tool is echoed too.
+        let err = call(&registry, &"y".repeat(1 << 20), "{}")
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "unknown_tool");
+        assert!(
+            error_len(&err) <= DEFAULT_RESULT_CAP,
+            "{} bytes",
+            error_len(&err)
+        );
+        // An argument error of dispatch's own that quotes the input stays whole when short.
+        let err = call(&registry, "echo_err", "{").await.unwrap_err();
+        assert!(!err.to_string().contains("bytes cut"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_error_exactly_at_the_cap_is_whole_one_byte_more_is_cut() {
+        let cap = 200;
+        let registry = echo_error_registry(cap);
+        // "echo_err: no file named " + text, and two quotes.
+        let fits = cap - 2 - "echo_err: no file named ".len();
+        let err = echo_error(&registry, &"a".repeat(fits), "failed").await;
+        assert_eq!(error_len(&err), cap);
+        assert!(!err.to_string().contains("bytes cut"), "{err}");
+        let err = echo_error(&registry, &"a".repeat(fits + 1), "failed").await;
+        assert!(error_len(&err) <= cap, "{err}");
+        let ToolError::Failed { message, .. } = &err else {
+            panic!("{err:?}")
+        };
+        let (kept, cut) = split_cut(message);
+        assert_eq!(kept.len() + cut, "no file named ".len() + fits + 1);
     }
 
     #[test]

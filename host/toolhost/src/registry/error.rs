@@ -185,6 +185,40 @@ pub enum RegisterError {
         /// The taken name.
         name: String,
     },
+    /// The name, or a look-alike of it, belongs to one of the host's built-in tools
+    /// ([`RESERVED_TOOL_NAMES`](super::RESERVED_TOOL_NAMES)); only
+    /// [`Registry::register_builtin`](super::Registry::register_builtin) may take it, and
+    /// it stays reserved when that tool is turned off.
+    #[error("tool name \"{name}\" is reserved for the host's built-in tool \"{builtin}\" (names are compared ignoring case, - and _; the name stays reserved when that tool is turned off); choose a clearly different name")]
+    Reserved {
+        /// The refused name.
+        name: String,
+        /// The built-in tool's name it is (or looks like).
+        builtin: String,
+    },
+    /// The name differs from a registered tool's only in case, `-` or `_`
+    /// ([`name_key`](super::name_key)), so a model could take one for the other.
+    #[error("tool name \"{name}\" looks like the registered tool \"{existing}\" (names are compared ignoring case, - and _, so a model could take one for the other); choose a clearly different name")]
+    LookAlike {
+        /// The refused name.
+        name: String,
+        /// The registered tool it looks like.
+        existing: String,
+    },
+}
+
+impl RegisterError {
+    /// The refused name (`None` for [`RegisterError::EmptyName`]).
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::EmptyName => None,
+            Self::InvalidName { name }
+            | Self::MissingHandler { name }
+            | Self::DuplicateTool { name }
+            | Self::Reserved { name, .. }
+            | Self::LookAlike { name, .. } => Some(name),
+        }
+    }
 }
 
 /// `1.5s`, `30s`, `250ms`: durations as a person writes them, as in every limit message.

@@ -4,6 +4,12 @@
 //! [`Registry::definitions`] to the model and runs [`Registry::dispatch`] for every call.
 //! Built-in tools and plugin tools live in the same registry.
 //!
+//! Two rules guard what the model sees. A plugin cannot pass for another tool: the
+//! built-in tools' names are reserved to [`Registry::register_builtin`], and no two tools
+//! may have names that differ only in case, `-` or `_` (see [`name_key`]). And nothing a
+//! call returns is larger than the result cap, errors included: dispatch cuts any error's
+//! text to it, whatever produced the error.
+//!
 //! ```
 //! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
 //! use toolhost_sdk::schema::{object, string};
@@ -66,14 +72,19 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 mod arguments;
+mod cap;
 mod dispatch;
 mod error;
 mod handler;
+mod names;
+mod panic;
 mod types;
 
 pub use arguments::{json_type, Arguments};
 pub use error::{RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture};
+pub use names::{name_key, RESERVED_TOOL_NAMES};
+pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use types::{Environment, ToolCall, ToolDefinition, ToolResult};
 
 pub use error::format_duration;
@@ -102,6 +113,15 @@ struct Entry {
 struct Tools {
     entries: Vec<Arc<Entry>>,
     by_name: HashMap<String, usize>,
+    /// Entry index by [`name_key`]: one tool per key, so no two look alike.
+    by_key: HashMap<String, usize>,
+}
+
+/// Who is registering: the host's own tools may take reserved names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Builtin,
+    Outside,
 }
 
 /// Tool definitions and their handlers, in registration order.
@@ -163,15 +183,40 @@ impl Registry {
 
     /// Adds a tool.
     ///
+    /// The built-in tools' names ([`RESERVED_TOOL_NAMES`]) and their look-alikes are
+    /// refused here, whether or not the built-in is registered: the host's own tools come
+    /// in through [`Registry::register_builtin`]. A name that differs from a registered
+    /// tool's only in case, `-` or `_` ([`name_key`]) is refused too.
+    ///
     /// # Errors
     /// [`RegisterError::EmptyName`], [`RegisterError::InvalidName`] (MCP allows 1 to 128
-    /// characters of `a-zA-Z0-9_-`) or [`RegisterError::DuplicateTool`].
+    /// characters of `a-zA-Z0-9_-`), [`RegisterError::Reserved`],
+    /// [`RegisterError::DuplicateTool`] or [`RegisterError::LookAlike`].
     pub fn register(
         &self,
         definition: ToolDefinition,
         handler: impl Handler,
     ) -> Result<(), RegisterError> {
         self.register_shared(definition, Some(Arc::new(handler)))
+    }
+
+    /// Adds one of the host's own tools. Unlike [`Registry::register`], it may take a name
+    /// of [`RESERVED_TOOL_NAMES`]; the other rules (a valid name, not taken, not a
+    /// look-alike of a registered tool) are the same.
+    ///
+    /// # Sandbox
+    /// Only for tools the host itself provides (`tools::register_vfs_tools`,
+    /// `tools::register_plan_tool`). Never pass it a definition that came from a plugin or
+    /// any other outside source: that would let it stand in for a built-in tool.
+    ///
+    /// # Errors
+    /// As [`Registry::register`], except [`RegisterError::Reserved`].
+    pub fn register_builtin(
+        &self,
+        definition: ToolDefinition,
+        handler: impl Handler,
+    ) -> Result<(), RegisterError> {
+        self.register_batch(vec![(definition, Arc::new(handler))], Origin::Builtin)
     }
 
     /// Adds a tool whose handler is shared or built at run time (plugin loaders).
@@ -192,9 +237,10 @@ impl Registry {
         self.register_all(vec![(definition, handler)])
     }
 
-    /// Adds several tools at once, all or nothing: when any one is refused (a bad or taken
-    /// name, a name given twice in `tools`), none is registered. Plugin loaders use it so a
-    /// plugin is never half registered.
+    /// Adds several tools at once, all or nothing: when any one is refused (a bad, taken or
+    /// reserved name, a look-alike, a name given twice in `tools`, or two look-alikes in
+    /// `tools`), none is registered. Plugin loaders use it so a plugin is never half
+    /// registered.
     ///
     /// # Errors
     /// The first refusal, as [`Registry::register_shared`] gives it.
@@ -202,20 +248,58 @@ impl Registry {
         &self,
         tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
     ) -> Result<(), RegisterError> {
+        self.register_batch(tools, Origin::Outside)
+    }
+
+    /// Checks every name of `tools` against the registry and the rest of the batch, then
+    /// registers them all, under one lock.
+    fn register_batch(
+        &self,
+        tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
+        origin: Origin,
+    ) -> Result<(), RegisterError> {
         let mut registered = self.write();
-        let mut seen = std::collections::HashSet::new();
+        // The batch's names so far, by key.
+        let mut batch: HashMap<String, &str> = HashMap::new();
         for (definition, _) in &tools {
-            check_name(&definition.name)?;
-            if registered.by_name.contains_key(&definition.name) || !seen.insert(&definition.name) {
-                return Err(RegisterError::DuplicateTool {
-                    name: definition.name.clone(),
-                });
+            let name = definition.name.as_str();
+            check_name(name)?;
+            let key = name_key(name);
+            if origin == Origin::Outside {
+                if let Some(builtin) = names::reserved_for(&key) {
+                    return Err(RegisterError::Reserved {
+                        name: name.to_owned(),
+                        builtin: builtin.to_owned(),
+                    });
+                }
+            }
+            let existing = registered
+                .by_key
+                .get(&key)
+                .map(|&index| registered.entries[index].definition.name.as_str())
+                .or_else(|| batch.get(&key).copied());
+            match existing {
+                Some(existing) if existing == name => {
+                    return Err(RegisterError::DuplicateTool {
+                        name: name.to_owned(),
+                    })
+                }
+                Some(existing) => {
+                    return Err(RegisterError::LookAlike {
+                        name: name.to_owned(),
+                        existing: existing.to_owned(),
+                    })
+                }
+                None => {
+                    batch.insert(key, name);
+                }
             }
         }
         for (definition, handler) in tools {
             let required = toolhost_sdk::schema::required_fields(&definition.parameters);
             let index = registered.entries.len();
             registered.by_name.insert(definition.name.clone(), index);
+            registered.by_key.insert(name_key(&definition.name), index);
             registered.entries.push(Arc::new(Entry {
                 definition,
                 required,

@@ -4,6 +4,9 @@
 //! "truncated": false}`: the matching files sorted by path, at most [`MAX_PATHS`];
 //! `truncated` is true when more matched.
 //!
+//! The pattern is at most [`MAX_PATTERN_BYTES`](super::MAX_PATTERN_BYTES) long (4 KiB);
+//! a longer one is an argument error (see `tools/pattern.rs`).
+//!
 //! Syntax ([`globset`] with `literal_separator`): `*` matches within one path segment,
 //! `**` across segments (`**/*.md` matches `a.md` and `x/y/a.md`), `?` one character,
 //! `[ab]` a class, `{a,b}` alternatives, `\` escapes. Only files match (directories are
@@ -12,7 +15,6 @@
 
 use std::sync::Arc;
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
@@ -54,11 +56,7 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
 
 async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolError> {
     let pattern = args.required_str("pattern")?;
-    let matcher = compile(pattern).map_err(|err| {
-        args.invalid(format!(
-            "argument \"pattern\" is not a valid glob: {err}; use * within a segment, ** across segments, ? for one character, {{a,b}} for alternatives"
-        ))
-    })?;
+    let matcher = super::pattern::glob_matcher(&args, "pattern", pattern)?;
     blocking(move || {
         let entries = tools
             .storage
@@ -77,16 +75,6 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
         ))
     })
     .await
-}
-
-/// A glob as the `glob` tool and grep's `path_glob` read it: `*` and `?` stay within a
-/// segment, `**` crosses segments.
-///
-/// # Errors
-/// globset's error for a malformed pattern (an unclosed `[` or `{`, ...).
-pub(super) fn compile(pattern: &str) -> Result<GlobMatcher, globset::Error> {
-    let glob: Glob = GlobBuilder::new(pattern).literal_separator(true).build()?;
-    Ok(glob.compile_matcher())
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use globset::GlobMatcher;
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::Regex;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
@@ -134,23 +134,12 @@ async fn run(
     args: Arguments,
 ) -> Result<ToolResult, ToolError> {
     let pattern = args.required_str("pattern")?;
-    let regex = RegexBuilder::new(pattern)
-        .multi_line(true)
-        .crlf(true)
-        .case_insensitive(args.optional_bool("case_insensitive")?.unwrap_or(false))
-        .build()
-        .map_err(|err| {
-            args.invalid(format!(
-                "argument \"pattern\" is not a valid regular expression (RE2 syntax): {err}"
-            ))
-        })?;
+    let case_insensitive = args.optional_bool("case_insensitive")?.unwrap_or(false);
+    // Size caps on both patterns, checked before and while compiling: tools/pattern.rs.
+    let regex = super::pattern::grep_regex(&args, "pattern", pattern, case_insensitive)?;
     let glob = match args.optional_str("path_glob")? {
         None => None,
-        Some(glob) => Some(super::glob::compile(glob).map_err(|err| {
-            args.invalid(format!(
-                "argument \"path_glob\" is not a valid glob: {err}; use * within a segment, ** across segments, ? for one character, {{a,b}} for alternatives"
-            ))
-        })?),
+        Some(glob) => Some(super::pattern::glob_matcher(&args, "path_glob", glob)?),
     };
     let context = match args.optional_u64("context")? {
         None => 0,

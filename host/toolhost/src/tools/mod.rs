@@ -37,6 +37,7 @@ mod grep;
 mod list_files;
 mod move_file;
 mod multi_edit;
+mod pattern;
 mod policy;
 mod read_file;
 mod search;
@@ -45,6 +46,7 @@ pub(crate) mod testutil;
 mod todo_write;
 mod write_file;
 
+pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use todo_write::register_plan_tool;
 
@@ -172,7 +174,7 @@ where
     Fut: Future<Output = Result<ToolResult, ToolError>> + Send + 'static,
 {
     let tools = Arc::clone(tools);
-    registry.register(
+    registry.register_builtin(
         definition,
         move |ctx: CallContext, args: Arguments, _env: Environment| {
             run(Arc::clone(&tools), ctx, args)
@@ -235,6 +237,52 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let os: Arc<dyn Storage> = Arc::new(OsStorage::open(dir.path()).expect("open"));
         assert_eq!(names(os, |_| {}), DEFAULT_TOOL_NAMES[..9]);
+    }
+
+    #[test]
+    fn every_builtin_name_is_reserved() {
+        let registry = Registry::new();
+        register_vfs_tools(
+            &registry,
+            VfsToolOptions::new(Arc::new(MemoryStorage::new())),
+        )
+        .expect("file tools");
+        register_plan_tool(&registry).expect("plan tool");
+        let mut names = registry.names();
+        names.extend(DEFAULT_TOOL_NAMES.map(str::to_owned));
+        for name in names {
+            assert!(
+                crate::registry::RESERVED_TOOL_NAMES.contains(&name.as_str()),
+                "{name} is not reserved"
+            );
+        }
+    }
+
+    #[test]
+    fn a_disabled_builtins_name_stays_reserved() {
+        let registry = Registry::new();
+        let mut options = VfsToolOptions::new(Arc::new(MemoryStorage::new()));
+        options.read_only = true;
+        register_vfs_tools(&registry, options).expect("register");
+        assert!(!registry.has("write_file"));
+        let noop =
+            |_c: CallContext, _a: Arguments, _e: Environment| async { Ok(ToolResult::default()) };
+        for name in [
+            "write_file",
+            "WRITE_FILE",
+            "write-file",
+            "read_file",
+            "Read-File",
+        ] {
+            let err = registry
+                .register(ToolDefinition::new(name, "", serde_json::Value::Null), noop)
+                .unwrap_err();
+            assert!(
+                matches!(&err, RegisterError::Reserved { name: refused, .. } if refused == name),
+                "{name}: {err:?}"
+            );
+        }
+        assert!(!registry.has("write_file"));
     }
 
     #[test]

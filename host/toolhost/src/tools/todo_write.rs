@@ -59,7 +59,7 @@ pub fn register_plan_tool(registry: &Registry) -> Result<(), RegisterError> {
         [("todos", array(item, "The whole task list, in order."))],
         ["todos"],
     );
-    registry.register(
+    registry.register_builtin(
         ToolDefinition::new(NAME, DESCRIPTION, parameters),
         |_ctx: CallContext, args: Arguments, _env: Environment| async move {
             validate(&args).map(|todos| ToolResult::new(json!({ "todos": todos })))
