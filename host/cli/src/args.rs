@@ -31,7 +31,8 @@ Examples:
   {\"command\": \"host\", \"args\": [\"run\", \"--root\", \"/home/me/notes\", \"--plugins\", \"/home/me/plugins\"]}
 
 Exit codes: 0 when stdin ends, 2 for a bad command line, 3 when the tools cannot be set up
-(--root or --plugins not a directory) or the client's end of stdout is gone.";
+(--root or --plugins not a directory, a --cache-dir inside --root or writable by others) or
+the client's end of stdout is gone.";
 
 const TOOLS_EXAMPLES: &str = "\
 Examples:
@@ -199,9 +200,14 @@ pub struct RegistryArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub plugin_memory: Option<u64>,
     /// Cache compiled plugins here, so the next start does not recompile [default:
-    /// $XDG_CACHE_HOME/wasm-toolhost, else ~/.cache/wasm-toolhost].
+    /// $XDG_CACHE_HOME/wasm-toolhost, else ~/.cache/wasm-toolhost]. Refused (exit 3) inside,
+    /// equal to or above --root, when another user owns it, or when its group or others
+    /// may write it; created 0700.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Do not cache compiled plugins: compile them at every start.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
 }
 
 impl RegistryArgs {
@@ -254,6 +260,7 @@ mod tests {
             (r.plugin_timeout, r.plugin_memory, r.cache_dir),
             (None, None, None)
         );
+        assert!(!r.no_cache);
     }
 
     #[test]
@@ -336,6 +343,9 @@ mod tests {
         assert!(err.to_string().contains("\"30\" has no unit"), "{err}");
         let err = Cli::try_parse_from(["host", "run", "--plugin-files", "all"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+        let err =
+            Cli::try_parse_from(["host", "run", "--no-cache", "--cache-dir", "/c"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn main() -> ExitCode {
     };
     init_logging(default_level);
     // A tool that panics with a huge message must not flood the log (stderr).
-    crate::registry::install_panic_hook();
+    toolhost::registry::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use tracing::info;
 
+use toolhost_plugin::check_cache_dir;
 use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OsStorage, Storage};
@@ -46,7 +47,9 @@ impl std::fmt::Debug for Toolset {
 ///
 /// # Errors
 /// When `--root` cannot be opened as a directory, `--plugins` is not a directory, a tool
-/// name is taken twice among the built-ins, or the plugin host cannot start.
+/// name is taken twice among the built-ins, the compile cache directory may not be used
+/// (inside, equal to or above `--root`, another user's, writable by others: see
+/// [`check_cache_dir`]), or the plugin host cannot start.
 pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
     let registry = Registry::new().with_call_timeout(args.timeout);
     let wants_storage = !args.no_builtins || args.plugin_files != PluginFiles::None;
@@ -62,6 +65,12 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
     } else {
         (None, None)
     };
+    // A compile cache where the tools (or plugins) write would let them plant native code.
+    // PluginHost::new refuses it; an explicit --cache-dir is checked here too, with or
+    // without --plugins, so a wrong setting is seen at once.
+    if let (Some(cache), Some(root), false) = (&args.cache_dir, &root, args.no_cache) {
+        check_cache_dir(cache, std::slice::from_ref(root))?;
+    }
     let options = vfs_options(args, storage.clone());
     if let (false, Some(options)) = (args.no_builtins, &options) {
         register_vfs_tools(&registry, options.clone())
@@ -91,7 +100,11 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
                 Some(options) => options.policy(),
                 None => Default::default(),
             };
-            let config = plugins::host_config(args, storage, policy);
+            let mut config = plugins::host_config(args, storage, policy);
+            config.storage_roots = root.iter().cloned().collect();
+            if args.no_cache {
+                config.cache_dir = None;
+            }
             Some(plugins::load(dir, &registry, config)?)
         }
         None => None,
@@ -190,6 +203,89 @@ mod tests {
             set.registry.call_timeout(),
             std::time::Duration::from_millis(250)
         );
+    }
+
+    /// `--root R --cache-dir C` (with and without `--plugins`): refused, naming the
+    /// cache directory as `shown` and the root canonicalised.
+    fn refused_cache(
+        root: &std::path::Path,
+        cache: &std::path::Path,
+        shown: &std::path::Path,
+        relation: &str,
+    ) {
+        let plugins = tempfile::tempdir().unwrap();
+        let real_root = std::fs::canonicalize(root).unwrap();
+        let (root, cache) = (root.to_str().unwrap(), cache.to_str().unwrap());
+        for extra in [&["--plugins", plugins.path().to_str().unwrap()][..], &[]] {
+            let mut flags = vec!["--root", root, "--cache-dir", cache];
+            flags.extend(extra);
+            let err = build_registry(&args(&flags)).unwrap_err();
+            let text = format!("{err:#}");
+            assert!(
+                text.contains(&format!(
+                    "the compile cache directory {} is {relation} the storage root {}",
+                    shown.display(),
+                    real_root.display()
+                )),
+                "{flags:?}: {text}"
+            );
+            assert!(text.contains("--no-cache"), "{text}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_dir_inside_equal_to_or_above_the_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(dir.path()).unwrap();
+        let root = top.join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(root.join("cache")).unwrap();
+        let cache = root.join("cache");
+        refused_cache(&root, &cache, &cache, "inside");
+        // Not there yet: resolved through the root.
+        let later = root.join("not").join("yet");
+        refused_cache(&root, &later, &later, "inside");
+        refused_cache(
+            &root,
+            &root.join("x").join("..").join("c"),
+            &root.join("c"),
+            "inside",
+        );
+        refused_cache(&root, &root, &root, "the same directory as");
+        refused_cache(&root, &top, &top, "a parent of");
+        // Through a symbolic link from outside the root.
+        std::os::unix::fs::symlink(&root, top.join("link")).unwrap();
+        refused_cache(&root, &top.join("link").join("cache"), &cache, "inside");
+        refused_cache(
+            &root,
+            &top.join("link").join("new"),
+            &root.join("new"),
+            "inside",
+        );
+        // The root through a link, the cache by its real path.
+        refused_cache(&top.join("link"), &cache, &cache, "inside");
+        // A relative cache directory is resolved from the working directory.
+        let relative = std::env::current_dir().unwrap();
+        refused_cache(
+            &relative,
+            std::path::Path::new("cache"),
+            &std::fs::canonicalize(&relative).unwrap().join("cache"),
+            "inside",
+        );
+        assert!(
+            !root.join("not").exists() && !root.join("new").exists(),
+            "nothing was created in the root"
+        );
+        // Next to the root is fine.
+        let next = top.join("cache");
+        build_registry(&args(&[
+            "--root",
+            root.to_str().unwrap(),
+            "--cache-dir",
+            next.to_str().unwrap(),
+        ]))
+        .unwrap();
     }
 
     #[test]

@@ -2,21 +2,49 @@
 //! component's bytes and the engine's fingerprint, so a second start does not recompile
 //! and an artifact is never loaded into an engine it was not compiled for.
 //!
-//! Entries are written to a temporary file and renamed into place, so a reader never
-//! sees half a file. Nothing is evicted: a changed plugin leaves its old entry behind
-//! (delete the directory to reclaim the space; it is rebuilt on the next start).
+//! An entry is `MAGIC`, then an HMAC-SHA256 tag, then wasmtime's serialised artifact. The
+//! tag covers the entry's key and the artifact, under the cache's own random key, so an
+//! entry is only loaded if this cache wrote it for this component and this engine; see
+//! [`dir`] for the threat model, the placement and ownership rules.
+//!
+//! Entries are written, `0600`, to a temporary file and renamed into place, so a reader
+//! never sees half a file. Nothing is evicted: a changed plugin leaves its old entry
+//! behind (delete the directory to reclaim the space; it is rebuilt on the next start).
 
 use std::fmt;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::error::error_chain;
 use super::PluginError;
+
+pub mod dir;
+
+pub use dir::{check_cache_dir, CacheError, Placement};
+
+/// The first bytes of every entry: the format, version 1 (tag, then artifact).
+const MAGIC: &[u8; 8] = b"wthc\x00\x00\x00\x01";
+
+/// Bytes of an entry's tag (HMAC-SHA256).
+const TAG_LEN: usize = 32;
+
+/// What the tag covers before the entry's key and artifact, so a tag made for anything
+/// else under the same key never verifies here.
+const TAG_DOMAIN: &[u8] = b"wasm-toolhost compile cache entry v1\0";
+
+/// The largest entry read: an entry is read into memory whole (to check its tag over the
+/// very bytes deserialised), so this bounds that allocation. A compiled artifact is a few
+/// times its component, and a component is far smaller than this; an entry above it (none
+/// this host writes) is a miss, deleted, and the component compiled.
+pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
+
+type HmacSha256 = Hmac<Sha256>;
 
 /// How a plugin's compiled code was obtained, and how long it took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,36 +74,81 @@ impl fmt::Display for CompileSource {
 }
 
 /// The compile cache of one engine.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CompileCache {
-    dir: Option<PathBuf>,
+    dir: Option<CacheDir>,
     fingerprint: [u8; 32],
 }
 
+/// An opened cache directory and its key.
+#[derive(Clone)]
+struct CacheDir {
+    /// Canonical.
+    path: PathBuf,
+    key: [u8; dir::KEY_LEN],
+}
+
+impl fmt::Debug for CompileCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key.
+        f.debug_struct("CompileCache")
+            .field("dir", &self.dir.as_ref().map(|dir| &dir.path))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a cache entry was not used.
+enum Miss {
+    /// There is none.
+    Absent,
+    /// There is one, and it must not be loaded (it is deleted).
+    Rejected(String),
+}
+
 impl CompileCache {
-    /// A cache in `dir` (none when `None`) for `engine`.
-    pub fn new(dir: Option<PathBuf>, engine: &Engine) -> Self {
-        Self {
+    /// The cache in `dir` (none when `None`) for `engine`, opened as [`dir`] describes:
+    /// refused inside, equal to or above any of `roots`, created `0700`, refused when
+    /// another user owns it or may write it; its key read or made.
+    ///
+    /// # Errors
+    /// [`CacheError`] naming the path and the fix.
+    pub fn open(
+        dir: Option<&Path>,
+        roots: &[PathBuf],
+        engine: &Engine,
+    ) -> Result<Self, CacheError> {
+        let dir = match dir {
+            Some(dir) => {
+                let (path, key) = dir::open(dir, roots)?;
+                Some(CacheDir { path, key })
+            }
+            None => None,
+        };
+        Ok(Self {
             dir,
             fingerprint: super::engine::fingerprint(engine),
-        }
+        })
     }
 
-    /// The cache file for a component of these bytes, if the cache is on.
-    pub fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
+    /// The entry's key for a component of these bytes.
+    fn key(&self, bytes: &[u8]) -> [u8; 32] {
         let content: [u8; 32] = Sha256::digest(bytes).into();
         let mut key = Sha256::new();
         key.update(self.fingerprint);
         key.update(content);
-        let key: [u8; 32] = key.finalize().into();
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        self.dir
-            .as_ref()
-            .map(|dir| dir.join(format!("{hex}.cwasm")))
+        key.finalize().into()
     }
 
-    /// The component for `bytes` (read from `path`): from the cache when there, else
-    /// compiled and stored. A cache that cannot be read or written is logged and
+    /// The cache file for a component of these bytes, if the cache is on.
+    #[cfg(test)]
+    pub fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(entry_path(&dir.path, &self.key(bytes)))
+    }
+
+    /// The component for `bytes` (read from `path`): from the cache when there is an
+    /// authentic entry, else compiled and stored. An entry that is not authentic is
+    /// deleted (and logged); a cache that cannot be read or written is logged and
     /// skipped, never an error.
     ///
     /// # Errors
@@ -87,19 +160,22 @@ impl CompileCache {
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
         let started = Instant::now();
-        let entry = self.entry(bytes);
-        if let Some(file) = entry.as_deref().filter(|file| file.is_file()) {
-            match deserialize_cached(engine, file) {
+        let cached = self.dir.as_ref().map(|dir| {
+            let key = self.key(bytes);
+            (dir, key, entry_path(&dir.path, &key))
+        });
+        if let Some((dir, key, file)) = &cached {
+            match read_entry(engine, dir, key, file) {
                 Ok(component) => {
                     return Ok((component, CompileSource::CacheHit(started.elapsed())))
                 }
-                Err(err) => {
+                Err(Miss::Absent) => {}
+                Err(Miss::Rejected(reason)) => {
                     tracing::warn!(
                         target: "plugin",
                         cache = %file.display(),
-                        "{}: ignoring unusable compile cache entry ({}); recompiling",
+                        "{}: compile cache entry rejected ({reason}); deleting it and recompiling",
                         path.display(),
-                        error_chain(&err)
                     );
                     let _ = std::fs::remove_file(file);
                 }
@@ -110,8 +186,8 @@ impl CompileCache {
             message: error_chain(&err),
         })?;
         let compiled = CompileSource::Compiled(started.elapsed());
-        if let Some(file) = entry {
-            if let Err(message) = store(&component, &file) {
+        if let Some((dir, key, file)) = cached {
+            if let Err(message) = store(&component, dir, &key, &file) {
                 tracing::warn!(
                     target: "plugin",
                     cache = %file.display(),
@@ -124,36 +200,118 @@ impl CompileCache {
     }
 }
 
-/// Loads a cache entry.
-#[allow(unsafe_code)]
-fn deserialize_cached(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: `deserialize_file` trusts the file to be an artifact produced by wasmtime.
-    // Files in the cache directory are written only by `store` below (from
-    // `Component::serialize`, into a temporary file renamed into place, so never
-    // partially), and are named by the hash of the component's bytes and the engine's
-    // fingerprint, so a file is only ever loaded into an engine of the same wasmtime
-    // version and configuration, for the same component. wasmtime checks the header and
-    // compatibility again. The directory belongs to the user running the host; whoever
-    // can write there can already run code as that user.
-    unsafe { Component::deserialize_file(engine, file) }
+fn entry_path(dir: &Path, key: &[u8; 32]) -> PathBuf {
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("{hex}.cwasm"))
 }
 
-/// Writes `component`'s artifact to `file` atomically.
-fn store(component: &Component, file: &Path) -> Result<(), String> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// The tag of an entry with this key and artifact.
+fn tag(dir: &CacheDir, key: &[u8; 32], artifact: &[u8]) -> Result<HmacSha256, String> {
+    let mut mac = HmacSha256::new_from_slice(&dir.key).map_err(|err| err.to_string())?;
+    mac.update(TAG_DOMAIN);
+    mac.update(key);
+    mac.update(artifact);
+    Ok(mac)
+}
+
+/// Reads the entry `file` into memory once, checks its tag over those bytes, and only
+/// then deserialises the artifact from the same buffer: nothing that changes the file
+/// after the check reaches the engine.
+fn read_entry(
+    engine: &Engine,
+    dir: &CacheDir,
+    key: &[u8; 32],
+    file: &Path,
+) -> Result<Component, Miss> {
+    let bytes = read_bounded(file).map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => Miss::Absent,
+        _ => Miss::Rejected(format!("cannot read it: {err}")),
+    })?;
+    let header = MAGIC.len() + TAG_LEN;
+    if bytes.len() < header || bytes[..MAGIC.len()] != MAGIC[..] {
+        return Err(Miss::Rejected(
+            "it is not an authenticated entry (truncated, or from another version)".into(),
+        ));
+    }
+    let (tag_bytes, artifact) = bytes[MAGIC.len()..].split_at(TAG_LEN);
+    tag(dir, key, artifact)
+        .map_err(Miss::Rejected)?
+        .verify_slice(tag_bytes)
+        .map_err(|_| {
+            Miss::Rejected(
+                "its authentication tag does not match: it was changed, cut short or not written by this cache"
+                    .into(),
+            )
+        })?;
+    deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
+}
+
+/// The whole of `file`, read through one handle that does not follow a link, if it is a
+/// regular file of at most [`MAX_ENTRY_BYTES`] (checked on the open handle; the read is
+/// bounded too, so a file growing meanwhile cannot pass the cap).
+fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
+    let handle = dir::open_no_follow(file)?;
+    let metadata = handle.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
+    }
+    let too_large = || {
+        io::Error::other(format!(
+            "it is larger than the {MAX_ENTRY_BYTES}-byte cap on cache entries"
+        ))
+    };
+    if metadata.len() > MAX_ENTRY_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    let expected = usize::try_from(metadata.len()).map_err(|_| too_large())?;
+    bytes
+        .try_reserve_exact(expected)
+        .map_err(|err| io::Error::other(format!("cannot allocate {expected} bytes: {err}")))?;
+    handle.take(MAX_ENTRY_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Deserialises an authenticated artifact.
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
+    // wasmtime (it becomes native code). These bytes are: their HMAC-SHA256 tag was
+    // checked, just before, over these very bytes (held in memory, not re-read), under
+    // the cache's secret key, which only `store` uses, on the output of
+    // `Component::serialize`. The tag also covers the entry's key (the hash of the
+    // component's bytes and the engine's fingerprint), so an entry is only loaded for the
+    // component and engine configuration it was compiled for; wasmtime checks the header
+    // and compatibility again. The key file and the directory belong to this user, may be
+    // written by no one else, and lie outside every storage root (`dir::open`), so neither
+    // the model's tools nor a plugin can reach them.
+    unsafe { Component::deserialize(engine, artifact) }
+}
+
+/// Writes `component`'s artifact, authenticated, to `file` atomically, `0600`.
+fn store(component: &Component, dir: &CacheDir, key: &[u8; 32], file: &Path) -> Result<(), String> {
     let artifact = component.serialize().map_err(|err| error_chain(&err))?;
-    let dir = file.parent().ok_or("the cache entry has no directory")?;
-    std::fs::create_dir_all(dir).map_err(|err| format!("creating {}: {err}", dir.display()))?;
+    if artifact.len() as u64 + (MAGIC.len() + TAG_LEN) as u64 > MAX_ENTRY_BYTES {
+        return Err(format!(
+            "the compiled artifact ({} bytes) is above the {MAX_ENTRY_BYTES}-byte cap on cache entries",
+            artifact.len()
+        ));
+    }
+    let tag = tag(dir, key, &artifact)?.finalize().into_bytes();
     let name = file
         .file_name()
         .and_then(|name| name.to_str())
         .unwrap_or("entry");
-    let temp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = std::fs::write(&temp, &artifact)
+    let temp = dir::temp_path(&dir.path, name);
+    let result = dir::create_private_file(&temp)
+        .and_then(|mut out| {
+            out.write_all(MAGIC)?;
+            out.write_all(&tag)?;
+            out.write_all(&artifact)
+        })
         .and_then(|()| std::fs::rename(&temp, file))
         .map_err(|err| format!("writing {}: {err}", file.display()));
     if result.is_err() {
@@ -178,19 +336,28 @@ mod tests {
         .unwrap()
     }
 
+    fn open(dir: &Path, engine: &Engine) -> CompileCache {
+        CompileCache::open(Some(dir), &[], engine).unwrap()
+    }
+
     #[test]
     fn second_load_is_a_cache_hit() {
         let dir = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::new(Some(dir.path().to_owned()), &engine);
+        let cache = open(dir.path(), &engine);
         let path = Path::new("empty.wasm");
         let (_, first) = cache.load(&engine, path, EMPTY_COMPONENT).unwrap();
         assert!(matches!(first, CompileSource::Compiled(_)), "{first:?}");
         let entry = cache.entry(EMPTY_COMPONENT).unwrap();
         assert!(entry.is_file());
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
         assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
+            names,
+            [entry.file_name().unwrap().to_str().unwrap(), dir::KEY_FILE],
             "no temp file left"
         );
         let (_, second) = cache.load(&engine, path, EMPTY_COMPONENT).unwrap();
@@ -201,7 +368,7 @@ mod tests {
     fn a_corrupt_entry_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::new(Some(dir.path().to_owned()), &engine);
+        let cache = open(dir.path(), &engine);
         let entry = cache.entry(EMPTY_COMPONENT).unwrap();
         std::fs::write(&entry, b"garbage").unwrap();
         let (_, source) = cache
@@ -215,23 +382,78 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_made_under_another_key_is_rejected() {
+        let engine = engine();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (first, second) = (open(a.path(), &engine), open(b.path(), &engine));
+        first
+            .load(&engine, Path::new("e.wasm"), EMPTY_COMPONENT)
+            .unwrap();
+        // The same component, the same engine, a whole entry: but another cache's key.
+        std::fs::copy(
+            first.entry(EMPTY_COMPONENT).unwrap(),
+            second.entry(EMPTY_COMPONENT).unwrap(),
+        )
+        .unwrap();
+        let (_, source) = second
+            .load(&engine, Path::new("e.wasm"), EMPTY_COMPONENT)
+            .unwrap();
+        assert!(matches!(source, CompileSource::Compiled(_)), "{source:?}");
+    }
+
+    #[test]
+    fn an_entry_that_is_a_link_or_too_large_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let cache = open(dir.path(), &engine);
+        cache
+            .load(&engine, Path::new("e.wasm"), EMPTY_COMPONENT)
+            .unwrap();
+        let entry = cache.entry(EMPTY_COMPONENT).unwrap();
+        let good = dir.path().join("good");
+        std::fs::rename(&entry, &good).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&good, &entry).unwrap();
+            let err = read_bounded(&entry).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(40), "ELOOP: {err}");
+            std::fs::remove_file(&entry).unwrap();
+        }
+        let file = std::fs::File::create(&entry).unwrap();
+        file.set_len(MAX_ENTRY_BYTES + 1).unwrap();
+        let err = read_bounded(&entry).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "it is larger than the 1073741824-byte cap on cache entries"
+        );
+        let (_, source) = cache
+            .load(&engine, Path::new("e.wasm"), EMPTY_COMPONENT)
+            .unwrap();
+        assert!(matches!(source, CompileSource::Compiled(_)), "{source:?}");
+        assert_eq!(
+            std::fs::metadata(&entry).unwrap().len(),
+            std::fs::metadata(&good).unwrap().len(),
+            "replaced by a good entry"
+        );
+    }
+
+    #[test]
     fn keys_depend_on_content_and_engine() {
         let engine = engine();
-        let dir = Some(PathBuf::from("/c"));
-        let cache = CompileCache::new(dir.clone(), &engine);
-        assert_ne!(cache.entry(b"a"), cache.entry(b"b"));
+        let cache = CompileCache::open(None, &[], &engine).unwrap();
+        assert_ne!(cache.key(b"a"), cache.key(b"b"));
         let other = Engine::default();
         assert_ne!(
-            cache.entry(b"a"),
-            CompileCache::new(dir, &other).entry(b"a")
+            cache.key(b"a"),
+            CompileCache::open(None, &[], &other).unwrap().key(b"a")
         );
-        assert_eq!(CompileCache::new(None, &engine).entry(b"a"), None);
+        assert_eq!(cache.entry(b"a"), None);
     }
 
     #[test]
     fn compile_errors_name_the_file() {
         let engine = engine();
-        let cache = CompileCache::new(None, &engine);
+        let cache = CompileCache::open(None, &[], &engine).unwrap();
         let err = cache
             .load(&engine, Path::new("bad.wasm"), b"\0asm\x0d\0\x01\0\xff")
             .unwrap_err();

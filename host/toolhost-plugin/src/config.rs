@@ -68,7 +68,22 @@ impl fmt::Display for FileAccess {
 pub struct PluginHostConfig {
     /// Where compiled components are cached; `None` disables the cache. The default is
     /// [`default_cache_dir`].
+    ///
+    /// # Sandbox
+    /// A cache entry is native code the host runs. [`PluginHost::new`](super::PluginHost::new)
+    /// refuses a directory inside, equal to or a parent of any of
+    /// [`storage_roots`](Self::storage_roots), owned by another user or writable by its
+    /// group or others, and creates it `0700` (files `0600`); every entry is authenticated
+    /// before it is loaded. See [`check_cache_dir`](super::check_cache_dir).
     pub cache_dir: Option<PathBuf>,
+    /// The directories on disk that the host's stores work in: the root of
+    /// [`storage`](Self::storage) when it is an [`OsStorage`](toolhost::vfs::OsStorage)
+    /// ([`OsStorage::root`](toolhost::vfs::OsStorage::root)), and that of the built-in file
+    /// tools' store. A plugin's grant root lies inside its store's root, so it is covered.
+    /// The compile cache is refused anywhere the model or a plugin could write it
+    /// (inside, equal to or above one of these). Empty by default: a caller whose stores
+    /// are on disk must list them here, the host cannot tell from a `dyn Storage`.
+    pub storage_roots: Vec<PathBuf>,
     /// Limits of a plugin whose manifest sets none.
     pub default_limits: PluginLimits,
     /// The most a manifest may ask for; a manifest asking more is refused at load.
@@ -101,6 +116,7 @@ impl Default for PluginHostConfig {
     fn default() -> Self {
         Self {
             cache_dir: default_cache_dir(),
+            storage_roots: Vec::new(),
             default_limits: PluginLimits::default(),
             max_limits: PluginLimits::default_max(),
             storage: None,
@@ -116,6 +132,7 @@ impl fmt::Debug for PluginHostConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PluginHostConfig")
             .field("cache_dir", &self.cache_dir)
+            .field("storage_roots", &self.storage_roots)
             .field("default_limits", &self.default_limits)
             .field("max_limits", &self.max_limits)
             .field("storage", &self.storage.as_ref().map(|_| "Storage"))

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::FileAccess;
+use super::{CacheError, FileAccess};
 
 /// Why a plugin was not loaded (or the plugin host not built). Each message names the
 /// `.wasm` (or manifest) file, says what was wrong and what to do instead.
@@ -113,6 +113,10 @@ pub enum PluginError {
         /// What failed.
         message: String,
     },
+    /// The compile cache directory may not be used: inside a storage root, another
+    /// user's, writable by others, or unreadable. The plugin host was not built.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 impl PluginError {
@@ -129,6 +133,7 @@ impl PluginError {
             | PluginError::BadDefinition { path, .. }
             | PluginError::DuplicateTool { path, .. }
             | PluginError::Definitions { path, .. } => Some(path),
+            PluginError::Cache(err) => Some(err.path()),
             PluginError::Host { .. } => None,
         }
     }
@@ -147,6 +152,7 @@ impl PluginError {
             PluginError::DuplicateTool { .. } => "duplicate_tool",
             PluginError::Definitions { .. } => "definitions",
             PluginError::Host { .. } => "host",
+            PluginError::Cache(_) => "cache",
         }
     }
 }

@@ -75,7 +75,7 @@ mod output;
 mod runtime;
 mod state;
 
-pub use cache::CompileSource;
+pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS};
 pub use engine::{EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
 pub use error::PluginError;
@@ -115,7 +115,8 @@ impl PluginHost {
     ///
     /// # Errors
     /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`,
-    /// or wasmtime refuses the configuration.
+    /// or wasmtime refuses the configuration; [`PluginError::Cache`] when the compile
+    /// cache directory may not be used (see [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
             return Err(PluginError::Host {
@@ -136,7 +137,7 @@ impl PluginHost {
         })
         .map_err(link_error)?;
         Ok(Self {
-            cache: CompileCache::new(config.cache_dir.clone(), &engine),
+            cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
             shared: Arc::new(Shared::new(
                 config.max_concurrent_calls,
                 config.fresh_instance_per_call,

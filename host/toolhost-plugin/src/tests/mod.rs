@@ -1,6 +1,7 @@
 //! The plugin host against real components: the fixture of [`fixture`], loaded from a
 //! temporary directory, called through a [`Registry`].
 
+mod cache;
 mod fixture;
 mod names;
 

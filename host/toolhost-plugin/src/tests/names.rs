@@ -1,13 +1,13 @@
 //! Plugin tool names against the built-ins' reserved names and the look-alike rule of
-//! [`Registry`](crate::registry::Registry).
+//! [`Registry`](toolhost::registry::Registry).
 
 use std::sync::Arc;
 
 use super::{failure, fixture, load_dir_of};
-use crate::plugin::PluginError;
-use crate::registry::Registry;
-use crate::tools::{register_vfs_tools, VfsToolOptions};
-use crate::vfs::MemoryStorage;
+use crate::PluginError;
+use toolhost::registry::Registry;
+use toolhost::tools::{register_vfs_tools, VfsToolOptions};
+use toolhost::vfs::MemoryStorage;
 
 /// A registry with the file tools under `--read-only`: no write_file.
 fn read_only_builtins() -> Registry {

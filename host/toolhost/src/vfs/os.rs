@@ -23,7 +23,7 @@
 //! ```
 
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use cap_std::fs::{Dir, Metadata, OpenOptions};
@@ -71,6 +71,8 @@ const TMP_RANDOM_LEN: usize = 32;
 #[derive(Debug)]
 pub struct OsStorage {
     root: Dir,
+    /// The path `root` was opened at, canonicalised then ([`OsStorage::root`]).
+    root_path: PathBuf,
     #[cfg(test)]
     fail_before_rename: std::sync::atomic::AtomicBool,
     /// Makes `read` take the portable path, as where `openat2` is missing.
@@ -109,6 +111,7 @@ impl OsStorage {
             .map_err(|e| StorageError::io(path.display().to_string(), e))?;
         Ok(OsStorage {
             root,
+            root_path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()),
             #[cfg(test)]
             fail_before_rename: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
@@ -116,6 +119,13 @@ impl OsStorage {
             #[cfg(test)]
             fast_reads: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// The directory this store was opened at, canonicalised at [`OsStorage::open`] (the
+    /// store keeps working through its handle if the directory is moved later; this path
+    /// does not follow). For [`PluginHostConfig::storage_roots`](crate::plugin::PluginHostConfig::storage_roots).
+    pub fn root(&self) -> &Path {
+        &self.root_path
     }
 
     /// Validates `path` and refuses reserved temporary-file names.
