@@ -23,11 +23,20 @@
 //! allow it. Refusing, rather than loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
 //! way ([`PluginError::LimitTooHigh`]).
+//!
+//! # Sandbox
+//! `grants.root` is checked with the host's path policy, as any path argument of a
+//! built-in tool ([`FilePolicy::check_root`]): a root with a hidden segment (`.git`,
+//! `.ssh`, `_private`) is refused when the host hides hidden paths, and a `read-write`
+//! grant is refused when the host is read-only. Every path the plugin then passes is
+//! checked again as the full store path (root + path) by the `files` import.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::tools::{FilePolicy, PolicyError};
 
 use super::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
 
@@ -153,6 +162,19 @@ pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, Plugi
     }
 }
 
+/// Checks `grants.root` with the path policy of the built-in tools: the path rules, and
+/// hidden segments when the host hides hidden paths. Otherwise a root such as `.git`
+/// or `.ssh` would open, to a plugin, what every built-in tool refuses.
+fn check_root(root: &str, policy: &FilePolicy) -> Result<(), String> {
+    policy.check_root("root", root).map_err(|err| match err {
+        PolicyError::Hidden { .. } => format!(
+            "grants.root is \"{}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden",
+            root.escape_debug()
+        ),
+        other => format!("grants.root: {other}; give a relative sub-directory such as \"docs\""),
+    })
+}
+
 /// Applies a parsed manifest to the host's defaults and checks it against the maxima.
 ///
 /// # Errors
@@ -175,11 +197,12 @@ pub fn apply(
         })?,
     };
     if let Some(root) = &manifest.grants.root {
-        crate::vfs::validate_path("root", root).map_err(|err| {
-            invalid(format!(
-                "grants.root: {err}; give a relative sub-directory such as \"docs\""
-            ))
-        })?;
+        check_root(root, &config.file_policy).map_err(invalid)?;
+    }
+    if files == FileAccess::ReadWrite && config.file_policy.read_only {
+        return Err(invalid(
+            "grants.files is \"read-write\", but this host is read-only (--read-only): no tool may write files; ask for \"read\", or start the host without --read-only".into(),
+        ));
     }
     if files > config.max_file_access {
         return Err(PluginError::GrantDenied {
@@ -377,6 +400,33 @@ mod tests {
             ),
             "{err:?}"
         );
+    }
+
+    /// Issue 9 item 2: a root is checked with the tools' path policy at load, and the
+    /// error names the root and the rule.
+    #[test]
+    fn a_root_the_path_policy_refuses_is_a_load_error() {
+        let hiding = PluginHostConfig {
+            file_policy: crate::tools::FilePolicy {
+                hide_hidden_paths: true,
+                ..crate::tools::FilePolicy::default()
+            },
+            ..config(FileAccess::ReadWrite)
+        };
+        for root in [".git", ".ssh", "docs/_private", "a/.config/b"] {
+            let text = format!("[grants]\nfiles = \"read-write\"\nroot = \"{root}\"\n");
+            match resolve_text(&text, &hiding) {
+                Err(err @ PluginError::Manifest { .. }) => assert_eq!(
+                    err.to_string(),
+                    format!("plugins/p.toml: invalid plugin manifest: grants.root is \"{root}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden")
+                ),
+                other => panic!("root {root}: expected a manifest error, got {other:?}"),
+            }
+            // The same root is fine for a host that shows hidden paths to its tools.
+            let resolved = resolve_text(&text, &config(FileAccess::ReadWrite)).unwrap();
+            assert_eq!(resolved.root.as_deref(), Some(root));
+        }
+        assert!(resolve_text("[grants]\nfiles = \"read\"\nroot = \"docs\"\n", &hiding).is_ok());
     }
 
     #[test]
