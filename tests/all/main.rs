@@ -3,4 +3,5 @@
 
 mod common;
 mod hostile;
+mod imports;
 mod plugins;

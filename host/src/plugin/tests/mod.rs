@@ -2,6 +2,7 @@
 //! temporary directory, called through a [`Registry`].
 
 mod fixture;
+mod imports;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
