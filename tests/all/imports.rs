@@ -245,3 +245,34 @@ async fn a_read_is_capped_at_the_plugins_memory() {
         Ok(Value::from("Hello, Ada!"))
     );
 }
+
+/// The lifetime quota is the plugin's, across calls: 150 files in total, so a second
+/// call of 100 writes gets 50.
+#[tokio::test]
+async fn the_lifetime_write_quota_spans_calls() {
+    let mut limits = PluginLimits::default();
+    limits.imports.max_files_written_total = 150;
+    let setup = setup(limits);
+    let first = setup
+        .call(
+            "imports_write",
+            json!({"count": 100, "size": 1, "prefix": "a/f"}),
+        )
+        .await;
+    assert_eq!(
+        first.expect("first call"),
+        json!({"done": 100, "error": null})
+    );
+    let second = setup
+        .call(
+            "imports_write",
+            json!({"count": 100, "size": 1, "prefix": "b/f"}),
+        )
+        .await;
+    assert_eq!(
+        second.expect("second call"),
+        json!({"done": 50, "error": {"kind": "denied", "message":
+            "writing \"b/f50.txt\" would be file 151 plugin \"hostile_imports\" has written since the host started, over its limit of 150 (limits.max_files_written_total); the operator can raise it, or restart the host"}})
+    );
+    assert_eq!(setup.plugin_store.list().expect("list").len(), 150);
+}

@@ -1,5 +1,6 @@
-//! The host's imports against the `hostile_imports` plugin (built by `toolhost-tests`):
-//! the log rate limit seen in the host log.
+//! The host's imports: the log rate limit seen in the host log (the `hostile_imports`
+//! plugin, built by `toolhost-tests`), and grants the path policy refuses at load (the
+//! fixture).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -101,4 +102,55 @@ async fn a_log_flood_is_rate_limited_across_calls_and_counted() {
         6000,
         "every line logged or counted"
     );
+}
+
+/// A manifest root on a hidden path is not loaded by a host that hides hidden paths
+/// (issue 9 item 2), and a read-write grant is not loaded by a read-only host; the same
+/// manifests load on a host without those options.
+#[test]
+fn a_grant_the_path_policy_refuses_is_not_loaded() {
+    let storage: Arc<dyn crate::vfs::Storage> = Arc::new(crate::vfs::MemoryStorage::new());
+    let host = |policy: crate::tools::FilePolicy| {
+        PluginHost::new(PluginHostConfig {
+            storage: Some(Arc::clone(&storage)),
+            max_file_access: FileAccess::ReadWrite,
+            file_policy: policy,
+            ..config()
+        })
+        .unwrap()
+    };
+    let hiding = crate::tools::FilePolicy {
+        hide_hidden_paths: true,
+        ..crate::tools::FilePolicy::default()
+    };
+    let read_only = crate::tools::FilePolicy {
+        read_only: true,
+        ..crate::tools::FilePolicy::default()
+    };
+    for (manifest, policy, reason) in [
+        (
+            "[grants]\nfiles = \"read\"\nroot = \".git\"\n",
+            hiding,
+            "grants.root is \".git\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden",
+        ),
+        (
+            "[grants]\nfiles = \"read-write\"\n",
+            read_only,
+            "grants.files is \"read-write\", but this host is read-only (--read-only): no tool may write files; ask for \"read\", or start the host without --read-only",
+        ),
+    ] {
+        let (dir, wasm) = plugin_dir(Some(manifest));
+        let registry = Registry::new();
+        let err = host(policy).load_file(&wasm, &registry).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: invalid plugin manifest: {reason}",
+                dir.path().join("fx.toml").display()
+            )
+        );
+        assert!(registry.is_empty());
+        let loaded = host(crate::tools::FilePolicy::default()).load_file(&wasm, &Registry::new());
+        assert!(loaded.is_ok(), "{loaded:?}");
+    }
 }
