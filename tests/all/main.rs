@@ -3,5 +3,6 @@
 
 mod common;
 mod hostile;
+mod imports;
 mod plugins;
 mod vfs_backends;

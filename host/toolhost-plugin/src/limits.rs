@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 
+use super::host::quota::ImportLimits;
+
 /// Default wall time of one plugin call (10 s). The registry's own per-call deadline
 /// still applies; the earlier of the two wins.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,6 +62,9 @@ pub struct PluginLimits {
     pub max_instances: u32,
     /// Cap on tables created in one call's store (also used for memories).
     pub max_tables: u32,
+    /// What the plugin may do through the host's imports: file calls, bytes read and
+    /// written per call, lifetime write totals, log rate.
+    pub imports: ImportLimits,
 }
 
 impl Default for PluginLimits {
@@ -72,6 +77,7 @@ impl Default for PluginLimits {
             max_stderr_bytes: DEFAULT_MAX_STDERR_BYTES,
             max_instances: DEFAULT_MAX_INSTANCES,
             max_tables: DEFAULT_MAX_TABLES,
+            imports: ImportLimits::default(),
         }
     }
 }
@@ -93,12 +99,14 @@ impl PluginLimits {
             max_stderr_bytes: 1024 * 1024,
             max_instances: 10_000,
             max_tables: 10_000,
+            imports: ImportLimits::unlimited(),
         }
     }
 
     /// The ceiling a manifest may raise the limits to when the host sets none
     /// (`PluginHostConfig::max_limits` default): 60 s, 256 MiB, any fuel, 16 MiB of
-    /// output, 1 MiB of stderr, 4x the default instance and table counts.
+    /// output, 1 MiB of stderr, 4x the default instance and table counts, the default
+    /// import budgets.
     pub fn default_max() -> Self {
         Self {
             timeout: Duration::from_secs(60),
@@ -108,6 +116,8 @@ impl PluginLimits {
             max_stderr_bytes: 1024 * 1024,
             max_instances: 4 * DEFAULT_MAX_INSTANCES,
             max_tables: 4 * DEFAULT_MAX_TABLES,
+            // A manifest may only lower the import budgets.
+            imports: ImportLimits::default(),
         }
     }
 
@@ -160,7 +170,7 @@ impl PluginLimits {
                 max.max_tables.to_string(),
             ))
         } else {
-            None
+            self.imports.first_above(&max.imports)
         }
     }
 }

@@ -15,6 +15,16 @@
 //! max_stderr_bytes = 16384
 //! max_instances = 16
 //! max_tables = 16
+//! # what the plugin may do through the host's imports (see ImportLimits); a manifest
+//! # may only lower these below the host's maximum (by default, the defaults)
+//! max_file_calls = 1000               # files calls per tool call
+//! max_read_bytes = 268435456          # bytes read per tool call
+//! max_write_bytes_per_call = 16777216 # bytes written per tool call
+//! max_files_written_per_call = 100    # files written per tool call
+//! max_write_bytes_total = 1073741824  # bytes written over the host's lifetime
+//! max_files_written_total = 10000     # files written over the host's lifetime
+//! log_lines_per_second = 100          # log lines a second, all calls together
+//! log_burst = 1000                    # log lines at once before the rate applies
 //! ```
 //!
 //! No manifest means no grant and the default limits. An unknown key is an error naming
@@ -23,11 +33,20 @@
 //! allow it. Refusing, rather than loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
 //! way ([`PluginError::LimitTooHigh`]).
+//!
+//! # Sandbox
+//! `grants.root` is checked with the host's path policy, as any path argument of a
+//! built-in tool ([`FilePolicy::check_root`]): a root with a hidden segment (`.git`,
+//! `.ssh`, `_private`) is refused when the host hides hidden paths, and a `read-write`
+//! grant is refused when the host is read-only. Every path the plugin then passes is
+//! checked again as the full store path (root + path) by the `files` import.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use toolhost::tools::{FilePolicy, PolicyError};
 
 use super::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
 
@@ -73,6 +92,22 @@ pub struct LimitOverrides {
     pub max_instances: Option<u32>,
     /// Tables (and memories) per store.
     pub max_tables: Option<u32>,
+    /// `files` calls per tool call.
+    pub max_file_calls: Option<u32>,
+    /// Bytes read through `files` per tool call.
+    pub max_read_bytes: Option<u64>,
+    /// Bytes written through `files` per tool call.
+    pub max_write_bytes_per_call: Option<u64>,
+    /// Files written through `files` per tool call.
+    pub max_files_written_per_call: Option<u32>,
+    /// Bytes written by the plugin over the host's lifetime.
+    pub max_write_bytes_total: Option<u64>,
+    /// Files written by the plugin over the host's lifetime.
+    pub max_files_written_total: Option<u64>,
+    /// Log lines per second (all calls of the plugin together).
+    pub log_lines_per_second: Option<u32>,
+    /// Log lines at once before the rate applies.
+    pub log_burst: Option<u32>,
 }
 
 /// What a plugin gets: the manifest resolved against the host's policy.
@@ -127,7 +162,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
         PluginError::Manifest {
             path: path.to_owned(),
             message: format!(
-                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables",
+                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst",
                 err.message().trim()
             ),
         }
@@ -153,6 +188,52 @@ pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, Plugi
     }
 }
 
+/// The `[limits]` keys of the import budgets ([`ImportLimits`](super::ImportLimits)).
+/// Any value is accepted here (0 forbids the operation); the host's maximum caps them.
+fn apply_imports(overrides: &LimitOverrides, imports: &mut super::ImportLimits) {
+    fn set<T: Copy>(target: &mut T, value: Option<T>) {
+        if let Some(value) = value {
+            *target = value;
+        }
+    }
+    set(&mut imports.max_file_calls, overrides.max_file_calls);
+    set(&mut imports.max_read_bytes, overrides.max_read_bytes);
+    set(
+        &mut imports.max_write_bytes_per_call,
+        overrides.max_write_bytes_per_call,
+    );
+    set(
+        &mut imports.max_files_written_per_call,
+        overrides.max_files_written_per_call,
+    );
+    set(
+        &mut imports.max_write_bytes_total,
+        overrides.max_write_bytes_total,
+    );
+    set(
+        &mut imports.max_files_written_total,
+        overrides.max_files_written_total,
+    );
+    set(
+        &mut imports.log_lines_per_second,
+        overrides.log_lines_per_second,
+    );
+    set(&mut imports.log_burst, overrides.log_burst);
+}
+
+/// Checks `grants.root` with the path policy of the built-in tools: the path rules, and
+/// hidden segments when the host hides hidden paths. Otherwise a root such as `.git`
+/// or `.ssh` would open, to a plugin, what every built-in tool refuses.
+fn check_root(root: &str, policy: &FilePolicy) -> Result<(), String> {
+    policy.check_root("root", root).map_err(|err| match err {
+        PolicyError::Hidden { .. } => format!(
+            "grants.root is \"{}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden",
+            root.escape_debug()
+        ),
+        other => format!("grants.root: {other}; give a relative sub-directory such as \"docs\""),
+    })
+}
+
 /// Applies a parsed manifest to the host's defaults and checks it against the maxima.
 ///
 /// # Errors
@@ -175,11 +256,12 @@ pub fn apply(
         })?,
     };
     if let Some(root) = &manifest.grants.root {
-        toolhost::vfs::validate_path("root", root).map_err(|err| {
-            invalid(format!(
-                "grants.root: {err}; give a relative sub-directory such as \"docs\""
-            ))
-        })?;
+        check_root(root, &config.file_policy).map_err(invalid)?;
+    }
+    if files == FileAccess::ReadWrite && config.file_policy.read_only {
+        return Err(invalid(
+            "grants.files is \"read-write\", but this host is read-only (--read-only): no tool may write files; ask for \"read\", or start the host without --read-only".into(),
+        ));
     }
     if files > config.max_file_access {
         return Err(PluginError::GrantDenied {
@@ -225,6 +307,7 @@ pub fn apply(
     if let Some(n) = overrides.max_tables {
         limits.max_tables = n;
     }
+    apply_imports(overrides, &mut limits.imports);
     if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
         return Err(PluginError::LimitTooHigh {
             path: path.to_owned(),
@@ -377,6 +460,66 @@ mod tests {
             ),
             "{err:?}"
         );
+    }
+
+    /// Issue 9 item 2: a root is checked with the tools' path policy at load, and the
+    /// error names the root and the rule.
+    #[test]
+    fn a_root_the_path_policy_refuses_is_a_load_error() {
+        let hiding = PluginHostConfig {
+            file_policy: toolhost::tools::FilePolicy {
+                hide_hidden_paths: true,
+                ..toolhost::tools::FilePolicy::default()
+            },
+            ..config(FileAccess::ReadWrite)
+        };
+        for root in [".git", ".ssh", "docs/_private", "a/.config/b"] {
+            let text = format!("[grants]\nfiles = \"read-write\"\nroot = \"{root}\"\n");
+            match resolve_text(&text, &hiding) {
+                Err(err @ PluginError::Manifest { .. }) => assert_eq!(
+                    err.to_string(),
+                    format!("plugins/p.toml: invalid plugin manifest: grants.root is \"{root}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden")
+                ),
+                other => panic!("root {root}: expected a manifest error, got {other:?}"),
+            }
+            // The same root is fine for a host that shows hidden paths to its tools.
+            let resolved = resolve_text(&text, &config(FileAccess::ReadWrite)).unwrap();
+            assert_eq!(resolved.root.as_deref(), Some(root));
+        }
+        assert!(resolve_text("[grants]\nfiles = \"read\"\nroot = \"docs\"\n", &hiding).is_ok());
+    }
+
+    #[test]
+    fn import_budgets_can_be_lowered_but_not_raised() {
+        let text = "[limits]\nmax_file_calls = 10\nmax_read_bytes = 1024\nmax_write_bytes_per_call = 0\nmax_files_written_per_call = 5\nmax_write_bytes_total = 2048\nmax_files_written_total = 50\nlog_lines_per_second = 1\nlog_burst = 10\n";
+        let resolved = resolve_text(text, &config(FileAccess::None)).unwrap();
+        assert_eq!(
+            resolved.limits.imports,
+            super::super::ImportLimits {
+                max_file_calls: 10,
+                max_read_bytes: 1024,
+                max_write_bytes_per_call: 0,
+                max_files_written_per_call: 5,
+                max_write_bytes_total: 2048,
+                max_files_written_total: 50,
+                log_lines_per_second: 1,
+                log_burst: 10,
+            }
+        );
+        let err = resolve_text(
+            "[limits]\nmax_files_written_per_call = 1000\n",
+            &config(FileAccess::None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plugins/p.toml: the manifest asks for max_files_written_per_call 1000, above the host's maximum of 100; lower it in the manifest or raise the host's maximum"
+        );
+        let mut raised = config(FileAccess::None);
+        raised.max_limits.imports.max_files_written_per_call = 1000;
+        let resolved =
+            resolve_text("[limits]\nmax_files_written_per_call = 1000\n", &raised).unwrap();
+        assert_eq!(resolved.limits.imports.max_files_written_per_call, 1000);
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //! runtime at every tick before it; plus a timer for a guest waiting in the host), fuel
 //! and limiter, runs the guest, logs its stdout/stderr, and classifies the outcome
 //! ([`super::classify`]).
+//!
+//! The deadline also covers the host's imports: `files` calls run on the blocking pool
+//! and the guest awaits them, so the call's timer fires even while a storage call hangs
+//! (the call is answered `TimedOut`; the storage call finishes in the background and its
+//! result is dropped). Each plugin has one [`PluginMeter`] for all its calls: its
+//! lifetime write totals and its log rate limit.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +32,7 @@ use super::bindings::{Plugin, PluginPre};
 use super::classify::{self, CallFacts};
 use super::host::files::FileGrant;
 use super::host::log::clean;
+use super::host::quota::PluginMeter;
 use super::output::{Capture, Captured};
 use super::state::{NewState, PluginState};
 use super::PluginLimits;
@@ -42,6 +49,14 @@ const LOGGED_LINE_BYTES: usize = 4 * 1024;
 pub struct Shared {
     /// One permit per call allowed to run at once.
     pub slots: Semaphore,
+    /// One permit per plugin storage call allowed on the blocking pool at once, as many
+    /// as calls may run. A call answered `TimedOut` while its storage call is still
+    /// running leaves that storage call to finish in the background (its result is
+    /// dropped) still holding its permit, so calls that time out in a hung storage cannot
+    /// pile up blocking threads without bound: once every permit is held, further plugin
+    /// file calls wait, and time out at their own deadline. Built-in tools are not held
+    /// by it.
+    pub io: Arc<Semaphore>,
     /// A fresh instance for every call (no reuse).
     pub fresh: bool,
     /// Idle instances kept across all plugins (reuse mode).
@@ -55,6 +70,7 @@ impl Shared {
     pub fn new(max_calls: u32, fresh: bool) -> Self {
         Self {
             slots: Semaphore::new(max_calls.max(1) as usize),
+            io: Arc::new(Semaphore::new(max_calls.max(1) as usize)),
             fresh,
             idle_total: AtomicU32::new(0),
             idle_cap: max_calls,
@@ -70,6 +86,7 @@ pub struct PluginRuntime {
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
+    meter: Arc<PluginMeter>,
     shared: Arc<Shared>,
     idle: Mutex<Vec<Instance>>,
 }
@@ -108,6 +125,7 @@ impl PluginRuntime {
         shared: Arc<Shared>,
     ) -> Self {
         Self {
+            meter: Arc::new(PluginMeter::new(name.clone(), limits.imports.clone())),
             name,
             pre,
             limits,
@@ -211,6 +229,7 @@ impl PluginRuntime {
         let stderr = instance.stderr.take();
         self.log_output(tool, "stdout", &instance.stdout.take());
         self.log_output(tool, "stderr", &stderr);
+        self.meter.flush_dropped(tool);
         let facts = CallFacts {
             refused_grow: instance.store.data().limiter.refused_grow(),
             stderr: &stderr,
@@ -235,7 +254,13 @@ impl PluginRuntime {
                 return instance;
             }
         }
-        let new = NewState::new(self.name.clone(), &self.limits, self.files.clone());
+        let new = NewState::new(
+            self.name.clone(),
+            &self.limits,
+            self.files.clone(),
+            self.meter.clone(),
+            self.shared.io.clone(),
+        );
         let mut store = Store::new(self.pre.engine(), new.state);
         store.limiter(|state| &mut state.limiter);
         Instance {
@@ -262,7 +287,8 @@ impl PluginRuntime {
         idle.push(instance);
     }
 
-    /// Sends a call's captured output to the host log, one event per line.
+    /// Sends a call's captured output to the host log, one event per line, within the
+    /// plugin's log rate limit (its stdout and stderr lines count as log lines).
     fn log_output(&self, tool: &str, stream: &'static str, captured: &Captured) {
         if captured.text.is_empty() {
             return;
@@ -274,10 +300,13 @@ impl PluginRuntime {
             .collect();
         let skipped = lines.len().saturating_sub(LOGGED_LINES_PER_CALL);
         let plugin = &*self.name;
-        if captured.dropped > 0 || skipped > 0 {
+        if (captured.dropped > 0 || skipped > 0) && self.meter.admit_log(tool) {
             tracing::info!(target: "plugin", plugin, tool, stream, "({} earlier bytes and {skipped} earlier lines of {stream} not logged)", captured.dropped);
         }
         for line in &lines[skipped..] {
+            if !self.meter.admit_log(tool) {
+                continue;
+            }
             let line = clean(line, LOGGED_LINE_BYTES);
             match stream {
                 "stderr" => tracing::info!(target: "plugin", plugin, tool, stream, "{line}"),

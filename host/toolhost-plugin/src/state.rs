@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
 use wasmtime::component::{HasData, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::host::files::FileGrant;
+use super::host::quota::{CallBudget, PluginMeter};
 use super::limits::Limiter;
 use super::output::Capture;
 use super::PluginLimits;
@@ -30,15 +32,40 @@ pub struct ImportCtx {
     pub tool: String,
     /// The plugin's file grant.
     pub files: Arc<FileGrant>,
-    /// Log lines written during the current call.
-    pub log_lines: u32,
+    /// The plugin's lifetime write totals and log rate limit, shared by all its calls.
+    pub meter: Arc<PluginMeter>,
+    /// What the current call has used of its import budget.
+    pub budget: CallBudget,
+    /// The plugin's memory cap: no read may be larger (the file is copied into it).
+    pub memory_bytes: u64,
+    /// Storage calls of plugins in flight on the blocking pool, host-wide (see
+    /// [`Shared::io`](super::runtime::Shared::io)).
+    pub io: Arc<Semaphore>,
 }
 
 impl ImportCtx {
     /// Resets the per-call state for a call of `tool`.
     pub fn begin_call(&mut self, tool: &str) {
         tool.clone_into(&mut self.tool);
-        self.log_lines = 0;
+        self.budget = CallBudget::default();
+    }
+}
+
+#[cfg(test)]
+impl ImportCtx {
+    /// A context for tool `t` of plugin `p` with `files`, its own meter under `limits`,
+    /// the default memory cap and `io` storage permits.
+    pub fn for_test(files: FileGrant, limits: super::ImportLimits, io: usize) -> Self {
+        let plugin: Arc<str> = Arc::from("p");
+        Self {
+            meter: Arc::new(PluginMeter::new(plugin.clone(), limits)),
+            plugin,
+            tool: "t".into(),
+            files: Arc::new(files),
+            budget: CallBudget::default(),
+            memory_bytes: super::DEFAULT_MEMORY_BYTES,
+            io: Arc::new(Semaphore::new(io)),
+        }
     }
 }
 
@@ -65,7 +92,13 @@ impl NewState {
     /// # Sandbox
     /// The WASI context gives clocks and random numbers only: no preopened directory,
     /// TCP, UDP or name lookup off, no environment variable, no argument, stdin closed.
-    pub fn new(plugin: Arc<str>, limits: &PluginLimits, files: Arc<FileGrant>) -> Self {
+    pub fn new(
+        plugin: Arc<str>,
+        limits: &PluginLimits,
+        files: Arc<FileGrant>,
+        meter: Arc<PluginMeter>,
+        io: Arc<Semaphore>,
+    ) -> Self {
         let stdout = Capture::new(limits.max_stderr_bytes);
         let stderr = Capture::new(limits.max_stderr_bytes);
         let wasi = WasiCtxBuilder::new()
@@ -84,7 +117,10 @@ impl NewState {
                     plugin,
                     tool: String::new(),
                     files,
-                    log_lines: 0,
+                    meter,
+                    budget: CallBudget::default(),
+                    memory_bytes: limits.memory_bytes,
+                    io,
                 },
             },
             stdout,

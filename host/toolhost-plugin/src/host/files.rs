@@ -2,27 +2,56 @@
 //!
 //! Every call checks, in order: the grant ([`FileAccess::Read`] for `read` and `list`,
 //! [`FileAccess::ReadWrite`] for `write` and `delete`), that the host has a storage, the
-//! path policy ([`FilePolicy::check`], as the built-in file tools), the size cap for
-//! writes. A manifest `root` confines the plugin to that sub-tree through
-//! [`toolhost::vfs::scope`]: paths are relative to it, and nothing outside is reachable.
-//! Denials are logged (target `plugin`).
+//! path policy ([`FilePolicy::check`], as the built-in file tools; for `write` and
+//! `delete` also [`FilePolicy::read_only`]), the size cap for writes. A manifest `root`
+//! confines the plugin to that sub-tree through [`toolhost::vfs::scope`]: paths are
+//! relative to it, and nothing outside is reachable. Denials are logged (target
+//! `plugin`).
+//!
+//! # Sandbox
+//! The policy decides on the full store path, `root/path`, exactly as a built-in tool
+//! decides on its path argument: the root is checked when the grant is made
+//! ([`FilePolicy::check_root`]: a hidden root such as `.git` is refused when the host
+//! hides hidden paths), each path is checked relative to the root (so errors name the
+//! plugin's own path) and then in full (so no rule of the policy can depend on where
+//! the root is), and a listing shows what the policy shows of the full paths. The
+//! property test below checks, for every policy combination and thousands of
+//! generated roots and paths, that a plugin addresses exactly what the built-in tools
+//! allow.
+//!
+//! # Time and budgets
+//! The storage is blocking; the import is async (`bindgen` `imports`), and each call
+//! runs the storage work on tokio's blocking pool ([`ImportCtx::blocking`]) while the
+//! guest waits. So a slow storage holds no async worker, and the call's deadline (a
+//! timer around the whole guest call) fires while the plugin waits in the host: the
+//! call is answered `TimedOut`, the storage call ends in the background and its result
+//! is dropped. Storage calls in flight are bounded host-wide, abandoned ones included
+//! ([`Shared::io`](super::super::runtime::Shared::io)).
+//!
+//! Before it reaches the storage, each call is counted against the call's budget
+//! ([`super::quota`]): file calls per call; a read is capped at the smallest of the
+//! plugin's memory, the host's read cap and what is left of the call's read budget
+//! (listings count too); a write reserves its bytes and one file against the call's and
+//! the plugin's lifetime quotas after the grant and the policy accepted it.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use toolhost::tools::{FilePolicy, PolicyError};
-use toolhost::vfs::{content_type_for, Storage, StorageError};
+use toolhost::vfs::{content_type_for, FileContent, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
 use super::super::state::ImportCtx;
 use super::super::FileAccess;
-use super::log::MAX_LOG_LINES_PER_CALL;
+use super::quota::ReadCap;
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
 pub struct FileGrant {
     plugin: String,
     access: FileAccess,
     storage: Option<Arc<dyn Storage>>,
+    /// The sub-tree the plugin is confined to, for the full-path checks.
+    root: Option<String>,
     policy: FilePolicy,
 }
 
@@ -34,6 +63,7 @@ impl FileGrant {
             plugin: plugin.to_owned(),
             access: FileAccess::None,
             storage: None,
+            root: None,
             policy: FilePolicy::default(),
         }
     }
@@ -41,24 +71,33 @@ impl FileGrant {
     /// `access` to `storage`, confined to `root` when given.
     ///
     /// # Errors
-    /// [`StorageError::InvalidPath`] when `root` breaks the path rules.
+    /// [`PolicyError::InvalidPath`] when `root` breaks the path rules,
+    /// [`PolicyError::Hidden`] when it has a hidden segment and `policy` hides them
+    /// (argument `"root"`).
     pub fn new(
         plugin: &str,
         access: FileAccess,
         storage: Option<Arc<dyn Storage>>,
         root: Option<&str>,
         policy: FilePolicy,
-    ) -> Result<Self, StorageError> {
+    ) -> Result<Self, PolicyError> {
+        if let Some(root) = root {
+            policy.check_root("root", root)?;
+        }
         let storage = match (storage, root) {
-            (Some(storage), Some(root)) => {
-                Some(Arc::new(toolhost::vfs::scope(storage, root)?) as Arc<dyn Storage>)
-            }
+            (Some(storage), Some(root)) => match toolhost::vfs::scope(storage, root) {
+                Ok(scoped) => Some(Arc::new(scoped) as Arc<dyn Storage>),
+                Err(StorageError::InvalidPath(err)) => return Err(err.into()),
+                // `scope` checks the path rules only, which `check_root` passed.
+                Err(other) => unreachable!("scope failed on a valid root: {other}"),
+            },
             (storage, _) => storage,
         };
         Ok(Self {
             plugin: plugin.to_owned(),
             access,
             storage,
+            root: root.map(str::to_owned),
             policy,
         })
     }
@@ -84,11 +123,43 @@ impl FileGrant {
         })
     }
 
-    /// `read`: the whole file at `path`.
-    pub fn read(&self, path: &str) -> Result<File, FileError> {
+    /// Checks `path` with the policy the built-in tools apply to their path arguments:
+    /// relative to the root first (so the error names the plugin's own path), then as
+    /// the full store path `root/path` (so the decision is the one a built-in tool would
+    /// make on that file). `write` adds [`FilePolicy::read_only`].
+    fn check_path(&self, path: &str, write: bool) -> Result<(), FileError> {
+        let check = |path: &str| {
+            if write {
+                self.policy.check_write("path", path)
+            } else {
+                self.policy.check("path", path)
+            }
+            .map_err(policy_error)
+        };
+        check(path)?;
+        if let Some(root) = &self.root {
+            check(&format!("{root}/{path}"))?;
+        }
+        Ok(())
+    }
+
+    /// Whether a listed `path` (relative to the root) shows, decided on the full path.
+    fn visible(&self, path: &str) -> bool {
+        match &self.root {
+            Some(root) => self.policy.visible(&format!("{root}/{path}")),
+            None => self.policy.visible(path),
+        }
+    }
+
+    /// `read`: the whole file at `path`, refused (`too-large`, naming the file, its size
+    /// and `cap`) when it is larger than `cap`.
+    pub fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
         let storage = self.storage(FileAccess::Read)?;
-        self.policy.check("path", path).map_err(policy_error)?;
-        let file = storage.read(path).map_err(storage_error)?;
+        self.check_path(path, false)?;
+        let file = read_capped(storage, path, cap.bytes()).map_err(|err| match err {
+            StorageError::FileTooLarge { size, .. } => cap.refuse(path, size),
+            other => storage_error(other),
+        })?;
         Ok(File {
             size: file.size,
             updated_at_ms: millis(file.updated_at),
@@ -103,13 +174,26 @@ impl FileGrant {
         let entries = storage.list().map_err(storage_error)?;
         Ok(entries
             .into_iter()
-            .filter(|entry| self.policy.visible(&entry.path))
+            .filter(|entry| self.visible(&entry.path))
             .map(|entry| FileInfo {
                 updated_at_ms: millis(entry.updated_at),
                 size: entry.size,
                 path: entry.path,
             })
             .collect())
+    }
+
+    /// Whether a `write` of `size` bytes at `path` is allowed: the grant, the path
+    /// policy and the file size cap. Checked before a write's quota is reserved, so a
+    /// refused path costs no quota.
+    ///
+    /// # Errors
+    /// As [`FileGrant::write`], before the storage is called.
+    pub fn check_write(&self, path: &str, size: u64) -> Result<&dyn Storage, FileError> {
+        let storage = self.storage(FileAccess::ReadWrite)?;
+        self.check_path(path, true)?;
+        self.policy.check_size(path, size).map_err(policy_error)?;
+        Ok(storage)
     }
 
     /// `write`: creates or replaces the file at `path`.
@@ -119,11 +203,7 @@ impl FileGrant {
         content: &[u8],
         content_type: Option<&str>,
     ) -> Result<(), FileError> {
-        let storage = self.storage(FileAccess::ReadWrite)?;
-        self.policy.check("path", path).map_err(policy_error)?;
-        self.policy
-            .check_size(path, content.len() as u64)
-            .map_err(policy_error)?;
+        let storage = self.check_write(path, content.len() as u64)?;
         let content_type = content_type.unwrap_or_else(|| content_type_for(path));
         storage
             .write(path, content, content_type)
@@ -133,9 +213,30 @@ impl FileGrant {
     /// `delete`: removes the file at `path`.
     pub fn delete(&self, path: &str) -> Result<(), FileError> {
         let storage = self.storage(FileAccess::ReadWrite)?;
-        self.policy.check("path", path).map_err(policy_error)?;
+        self.check_path(path, true)?;
         storage.delete(path).map_err(storage_error)
     }
+}
+
+/// Reads `path`, or fails with [`StorageError::FileTooLarge`] when it is larger than
+/// `max_bytes`.
+// TODO(merge): use Storage::read_capped(path, max_bytes), which checks the open handle's
+// size before allocating; until then the file is read whole and then refused, so the cap
+// bounds what reaches the guest but not the host's transient allocation.
+fn read_capped(
+    storage: &dyn Storage,
+    path: &str,
+    max_bytes: u64,
+) -> Result<FileContent, StorageError> {
+    let file = storage.read(path)?;
+    if file.size > max_bytes {
+        return Err(StorageError::FileTooLarge {
+            path: path.to_owned(),
+            size: file.size,
+            limit: max_bytes,
+        });
+    }
+    Ok(file)
 }
 
 fn millis(time: SystemTime) -> u64 {
@@ -161,47 +262,126 @@ fn storage_error(err: StorageError) -> FileError {
     }
 }
 
+/// Bytes a listing takes in the guest: each path plus its two 64-bit numbers.
+fn listing_bytes(entries: &[FileInfo]) -> u64 {
+    entries
+        .iter()
+        .map(|entry| entry.path.len() as u64 + 16)
+        .sum()
+}
+
 impl ImportCtx {
-    /// Logs a denial (within the per-call log budget) and passes the result on.
+    /// Logs a denial (within the plugin's log rate limit) and passes the result on.
     fn logged<T>(
-        &mut self,
+        &self,
         op: &str,
         path: &str,
         result: Result<T, FileError>,
     ) -> Result<T, FileError> {
         if let Err(FileError::Denied(reason)) = &result {
-            self.log_lines = self.log_lines.saturating_add(1);
-            if self.log_lines <= MAX_LOG_LINES_PER_CALL {
+            if self.meter.admit_log(&self.tool) {
                 tracing::warn!(target: "plugin", plugin = %self.plugin, tool = %self.tool, "file {op} of \"{}\" denied: {reason}", path.escape_debug());
             }
         }
         result
     }
+
+    /// Runs `work` on the grant on the blocking pool, holding one of the host's storage
+    /// permits until it returns (even when the call awaiting it was dropped at its
+    /// deadline). The guest waits; the async worker does not.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, FileError>
+    where
+        F: FnOnce(&FileGrant) -> Result<T, FileError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = Arc::clone(&self.io)
+            .acquire_owned()
+            .await
+            .map_err(|_| FileError::Other("the host is shutting down; try again later".into()))?;
+        let grant = Arc::clone(&self.files);
+        let task = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&grant)
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(err) => {
+                tracing::error!(target: "plugin", plugin = %self.plugin, tool = %self.tool, "a file call of the plugin failed in the host: {err}");
+                Err(FileError::Other(
+                    "the host's storage failed during this call; try again, and report it to the operator if it persists".into(),
+                ))
+            }
+        }
+    }
+
+    async fn read_file(&mut self, path: &str) -> Result<File, FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let cap = self.budget.read_cap(self.memory_bytes, &self.meter.limits);
+        let path = path.to_owned();
+        let file = self.blocking(move |grant| grant.read(&path, cap)).await?;
+        self.budget.read(file.size);
+        Ok(file)
+    }
+
+    async fn list_files(&mut self) -> Result<Vec<FileInfo>, FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let cap = self.budget.read_cap(self.memory_bytes, &self.meter.limits);
+        let entries = self.blocking(FileGrant::list).await?;
+        let bytes = listing_bytes(&entries);
+        if bytes > cap.bytes() {
+            return Err(cap.refuse_what(&format!("the listing of {} files", entries.len()), bytes));
+        }
+        self.budget.read(bytes);
+        Ok(entries)
+    }
+
+    async fn write_file(
+        &mut self,
+        path: &str,
+        content: Vec<u8>,
+        content_type: Option<String>,
+    ) -> Result<(), FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let size = content.len() as u64;
+        self.files.check_write(path, size)?;
+        self.budget.reserve_write(path, size, &self.meter)?;
+        let path = path.to_owned();
+        self.blocking(move |grant| grant.write(&path, &content, content_type.as_deref()))
+            .await
+    }
+
+    async fn delete_file(&mut self, path: &str) -> Result<(), FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let path = path.to_owned();
+        self.blocking(move |grant| grant.delete(&path)).await
+    }
 }
 
+/// Each call counts against the call's budget ([`CallBudget`](super::quota::CallBudget)),
+/// then runs on the blocking pool ([`ImportCtx::blocking`]).
 impl Host for ImportCtx {
-    fn read(&mut self, path: String) -> Result<File, FileError> {
-        let result = self.files.read(&path);
+    async fn read(&mut self, path: String) -> Result<File, FileError> {
+        let result = self.read_file(&path).await;
         self.logged("read", &path, result)
     }
 
-    fn list(&mut self) -> Result<Vec<FileInfo>, FileError> {
-        let result = self.files.list();
+    async fn list(&mut self) -> Result<Vec<FileInfo>, FileError> {
+        let result = self.list_files().await;
         self.logged("list", "", result)
     }
 
-    fn write(
+    async fn write(
         &mut self,
         path: String,
         content: Vec<u8>,
         content_type: Option<String>,
     ) -> Result<(), FileError> {
-        let result = self.files.write(&path, &content, content_type.as_deref());
+        let result = self.write_file(&path, content, content_type).await;
         self.logged("write", &path, result)
     }
 
-    fn delete(&mut self, path: String) -> Result<(), FileError> {
-        let result = self.files.delete(&path);
+    async fn delete(&mut self, path: String) -> Result<(), FileError> {
+        let result = self.delete_file(&path).await;
         self.logged("delete", &path, result)
     }
 }
@@ -209,7 +389,11 @@ impl Host for ImportCtx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ImportLimits;
     use toolhost::vfs::MemoryStorage;
+
+    /// A cap no test file reaches.
+    const CAP: ReadCap = ReadCap::Host(1 << 20);
 
     fn storage() -> Arc<dyn Storage> {
         let storage = MemoryStorage::new();
@@ -242,7 +426,7 @@ mod tests {
     #[test]
     fn no_grant_denies_everything_and_says_how_to_grant() {
         let none = grant(FileAccess::None, None);
-        let message = denied(none.read("docs/a.md"));
+        let message = denied(none.read("docs/a.md", CAP));
         assert_eq!(
             message,
             "plugin \"wc\" has no file access: its manifest grants none. To grant it, put `[grants] files = \"read\"` in wc.toml next to wc.wasm and start the host with `--plugin-files read`"
@@ -250,13 +434,13 @@ mod tests {
         denied(none.list());
         assert!(denied(none.write("x.md", b"x", None)).contains("files = \"read-write\""));
         denied(none.delete("docs/a.md"));
-        denied(FileGrant::none("wc").read("docs/a.md"));
+        denied(FileGrant::none("wc").read("docs/a.md", CAP));
     }
 
     #[test]
     fn read_grant_reads_and_lists_but_does_not_write() {
         let read = grant(FileAccess::Read, None);
-        let file = read.read("docs/a.md").unwrap();
+        let file = read.read("docs/a.md", CAP).unwrap();
         assert_eq!(file.content, b"alpha");
         assert_eq!(file.content_type, "text/markdown");
         assert_eq!(file.size, 5);
@@ -273,49 +457,492 @@ mod tests {
     fn read_write_grant_writes_within_policy() {
         let rw = grant(FileAccess::ReadWrite, None);
         rw.write("notes.md", b"hi", None).unwrap();
-        assert_eq!(rw.read("notes.md").unwrap().content_type, "text/markdown");
+        assert_eq!(
+            rw.read("notes.md", CAP).unwrap().content_type,
+            "text/markdown"
+        );
         assert!(matches!(
             rw.write("big.md", &[b'x'; 11], None),
             Err(FileError::TooLarge(_))
         ));
         rw.delete("notes.md").unwrap();
-        assert!(matches!(rw.read("notes.md"), Err(FileError::NotFound(_))));
+        assert!(matches!(
+            rw.read("notes.md", CAP),
+            Err(FileError::NotFound(_))
+        ));
     }
 
     #[test]
     fn paths_go_through_the_policy() {
         let read = grant(FileAccess::Read, None);
         assert!(matches!(
-            read.read("../etc/passwd"),
+            read.read("../etc/passwd", CAP),
             Err(FileError::InvalidPath(_))
         ));
         assert!(matches!(
-            read.read("/etc/passwd"),
+            read.read("/etc/passwd", CAP),
             Err(FileError::InvalidPath(_))
         ));
-        denied(read.read("docs/.hidden.md"));
+        denied(read.read("docs/.hidden.md", CAP));
     }
 
     #[test]
     fn root_confines_to_the_sub_tree() {
         let docs = grant(FileAccess::Read, Some("docs"));
-        assert_eq!(docs.read("a.md").unwrap().content, b"alpha");
+        assert_eq!(docs.read("a.md", CAP).unwrap().content, b"alpha");
         assert!(matches!(
-            docs.read("secret.md"),
+            docs.read("secret.md", CAP),
             Err(FileError::NotFound(_))
         ));
         assert!(matches!(
-            docs.read("../secret.md"),
+            docs.read("../secret.md", CAP),
             Err(FileError::InvalidPath(_))
         ));
         let paths: Vec<String> = docs.list().unwrap().into_iter().map(|f| f.path).collect();
         assert_eq!(paths, ["a.md"]);
     }
 
+    /// A store whose reads of `slow*` block their thread for [`STALL`].
+    struct Slow(MemoryStorage);
+
+    const STALL: std::time::Duration = std::time::Duration::from_millis(1500);
+
+    impl Storage for Slow {
+        fn read(&self, path: &str) -> Result<FileContent, StorageError> {
+            if path.starts_with("slow") {
+                std::thread::sleep(STALL);
+            }
+            self.0.read(path)
+        }
+        fn write(
+            &self,
+            path: &str,
+            content: &[u8],
+            content_type: &str,
+        ) -> Result<(), StorageError> {
+            self.0.write(path, content, content_type)
+        }
+        fn delete(&self, path: &str) -> Result<(), StorageError> {
+            self.0.delete(path)
+        }
+        fn list(&self) -> Result<Vec<toolhost::vfs::FileEntry>, StorageError> {
+            self.0.list()
+        }
+    }
+
+    fn too_large<T: std::fmt::Debug>(result: Result<T, FileError>) -> String {
+        match result {
+            Err(FileError::TooLarge(message)) => message,
+            other => panic!("expected too-large, got {other:?}"),
+        }
+    }
+
+    fn import_ctx(limits: ImportLimits, io: usize) -> ImportCtx {
+        let store = MemoryStorage::new();
+        store.write("slow.md", b"slow", "").unwrap();
+        store.write("fast.md", b"fast", "").unwrap();
+        store.write("ten.md", b"0123456789", "").unwrap();
+        let grant = FileGrant::new(
+            "p",
+            FileAccess::ReadWrite,
+            Some(Arc::new(Slow(store))),
+            None,
+            FilePolicy::default(),
+        )
+        .unwrap();
+        ImportCtx::for_test(grant, limits, io)
+    }
+
+    /// On a single-threaded runtime a storage call stuck for 1.5 s holds no worker: a
+    /// timer around the call fires at 100 ms, dropping the call (its result is lost, as
+    /// the plugin's call is answered `TimedOut`).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_slow_storage_call_holds_no_async_worker() {
+        let mut ctx = import_ctx(ImportLimits::default(), 4);
+        let started = std::time::Instant::now();
+        let timed_out = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            Host::read(&mut ctx, "slow.md".into()),
+        )
+        .await;
+        assert!(timed_out.is_err(), "{timed_out:?}");
+        assert!(started.elapsed() < STALL / 2, "{:?}", started.elapsed());
+        let file = Host::read(&mut ctx, "fast.md".into()).await.unwrap();
+        assert_eq!(file.content, b"fast");
+    }
+
+    /// A storage call abandoned at a deadline keeps its storage permit until it really
+    /// ends, so abandoned calls cannot pile up blocking threads: with one permit, the
+    /// next file call waits for the abandoned one.
+    #[tokio::test(flavor = "current_thread")]
+    async fn abandoned_storage_calls_hold_their_permit_until_they_end() {
+        let mut ctx = import_ctx(ImportLimits::default(), 1);
+        let short = std::time::Duration::from_millis(100);
+        let started = std::time::Instant::now();
+        assert!(
+            tokio::time::timeout(short, Host::read(&mut ctx, "slow.md".into()))
+                .await
+                .is_err()
+        );
+        assert!(
+            tokio::time::timeout(short, Host::read(&mut ctx, "fast.md".into()))
+                .await
+                .is_err()
+        );
+        let file = Host::read(&mut ctx, "fast.md".into()).await.unwrap();
+        assert_eq!(file.content, b"fast");
+        assert!(started.elapsed() >= STALL, "{:?}", started.elapsed());
+    }
+
+    /// Bytes read (files and listings) count against the call's read budget; a read over
+    /// what is left is refused with the budget's numbers, and the next call starts afresh.
+    #[tokio::test]
+    async fn reads_and_listings_count_against_the_read_budget() {
+        let mut ctx = import_ctx(
+            ImportLimits {
+                max_read_bytes: 25,
+                ..ImportLimits::default()
+            },
+            4,
+        );
+        Host::read(&mut ctx, "ten.md".into()).await.unwrap();
+        Host::read(&mut ctx, "ten.md".into()).await.unwrap();
+        assert_eq!(ctx.budget.read_bytes, 20);
+        assert_eq!(
+            too_large(Host::read(&mut ctx, "ten.md".into()).await),
+            "\"ten.md\" is 10 bytes, over what is left (5 bytes) of this tool call's read budget of 25 bytes (limits.max_read_bytes); read less per call"
+        );
+        // The listing of 3 files takes 3 x 16 bytes plus the paths.
+        assert_eq!(
+            too_large(Host::list(&mut ctx).await),
+            "the listing of 3 files is 68 bytes, over what is left (5 bytes) of this tool call's read budget of 25 bytes (limits.max_read_bytes); read less per call"
+        );
+        ctx.begin_call("t");
+        assert_eq!(
+            Host::read(&mut ctx, "ten.md".into()).await.unwrap().size,
+            10
+        );
+        assert_eq!(ctx.budget.file_calls, 1);
+    }
+
+    /// A write the grant or the policy refuses costs no quota; every write counts once.
+    #[tokio::test]
+    async fn a_refused_path_costs_no_write_quota() {
+        let mut ctx = import_ctx(
+            ImportLimits {
+                max_files_written_per_call: 1,
+                ..ImportLimits::default()
+            },
+            4,
+        );
+        assert!(matches!(
+            Host::write(&mut ctx, "../x.md".into(), b"x".to_vec(), None).await,
+            Err(FileError::InvalidPath(_))
+        ));
+        Host::write(&mut ctx, "new.md".into(), b"new".to_vec(), None)
+            .await
+            .unwrap();
+        assert!(matches!(
+            Host::write(&mut ctx, "other.md".into(), b"o".to_vec(), None).await,
+            Err(FileError::Denied(m)) if m.contains("limits.max_files_written_per_call")
+        ));
+        assert_eq!(ctx.budget.write_bytes, 3);
+        assert_eq!(ctx.files.read("new.md", CAP).unwrap().content, b"new");
+        assert!(matches!(
+            ctx.files.read("other.md", CAP),
+            Err(FileError::NotFound(_))
+        ));
+    }
+
+    /// The bypass of issue 9 item 2: a root on a hidden path (`.git`, `.ssh`) reaches
+    /// files every built-in tool refuses under `hide_hidden_paths`.
+    #[test]
+    fn a_hidden_root_reaches_nothing_the_built_ins_refuse() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        storage.write(".git/config", b"[core]", "").unwrap();
+        let policy = FilePolicy {
+            hide_hidden_paths: true,
+            ..FilePolicy::default()
+        };
+        match FileGrant::new("wc", FileAccess::ReadWrite, Some(storage.clone()), Some(".git"), policy) {
+            Err(err) => assert_eq!(
+                err.to_string(),
+                "argument \"root\" is \".git\", a hidden path (a segment starts with _ or .); hidden paths are not available here, use another path"
+            ),
+            Ok(grant) => {
+                let read = grant.read("config", CAP);
+                let write = grant.write("config", b"[core]\n\tfsmonitor = evil", None);
+                panic!("a hidden root was granted: read {read:?}, write {write:?}");
+            }
+        }
+        assert_eq!(storage.read(".git/config").unwrap().content, b"[core]");
+    }
+
+    /// Every file a grant can address, checked as the built-in tools check their path
+    /// arguments: the full store path (root + path) under the same [`FilePolicy`].
+    ///
+    /// For every policy combination, every root a manifest may ask for and many paths
+    /// (a deterministic generator over awkward segments: hidden ones, dots, extensions in
+    /// any case, long ones), the plugin's decision (allowed: the call reaches the store;
+    /// refused: `denied` / `invalid-path`) equals the built-in decision on the full path,
+    /// for read, write, delete and list.
+    #[test]
+    fn a_plugin_addresses_exactly_what_the_built_in_tools_allow() {
+        let mut checked = 0usize;
+        let cases = property::cases();
+        for policy in property::policies() {
+            // One store holding every valid generated path, for the listings.
+            let listed = Arc::new(MemoryStorage::new());
+            for (root, paths) in &cases {
+                for path in paths {
+                    let full = property::full(root.as_deref(), path);
+                    let _ = listed.write(&full, b"", "");
+                }
+            }
+            for (root, paths) in &cases {
+                let root = root.as_deref();
+                let Some(grant) = property::grant(&listed, root, &policy) else {
+                    continue;
+                };
+                let shown: Vec<String> = grant
+                    .list()
+                    .unwrap()
+                    .into_iter()
+                    .map(|entry| property::full(root, &entry.path))
+                    .collect();
+                assert_eq!(
+                    shown,
+                    builtin_list(&listed, root, &policy),
+                    "list under root {root:?}, {policy:?}"
+                );
+                for path in paths {
+                    // A fresh store per path: generated paths may be each other's parents.
+                    let storage = Arc::new(MemoryStorage::new());
+                    let grant = property::grant(&storage, root, &policy).expect("granted above");
+                    let full = property::full(root, path);
+                    let builtin_read = policy.check("path", &full).is_ok();
+                    let builtin_write = builtin_read && !property::read_only(&policy);
+                    if builtin_read {
+                        storage.write(&full, full.as_bytes(), "").unwrap();
+                    }
+                    let read = property::allowed(grant.read(path, CAP).map(|file| {
+                        assert_eq!(
+                            file.content,
+                            full.as_bytes(),
+                            "{path} under {root:?} read another file"
+                        );
+                    }));
+                    assert_eq!(
+                        read, builtin_read,
+                        "read {path:?} under root {root:?}, {policy:?}"
+                    );
+                    let write = property::allowed(grant.write(path, b"w", None));
+                    assert_eq!(
+                        write, builtin_write,
+                        "write {path:?} under root {root:?}, {policy:?}"
+                    );
+                    if write {
+                        assert_eq!(storage.read(&full).unwrap().content, b"w");
+                    }
+                    let delete = property::allowed(grant.delete(path));
+                    assert_eq!(
+                        delete, builtin_write,
+                        "delete {path:?} under root {root:?}, {policy:?}"
+                    );
+                    if builtin_read && !delete {
+                        assert!(storage.read(&full).is_ok(), "{full} deleted though refused");
+                    }
+                    let outside: Vec<String> = storage
+                        .list()
+                        .unwrap()
+                        .into_iter()
+                        .map(|entry| entry.path)
+                        .filter(|stored| *stored != full)
+                        .collect();
+                    assert!(
+                        outside.is_empty(),
+                        "{path:?} under {root:?} wrote {outside:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "only {checked} cases");
+    }
+
+    /// What list_files would show of the sub-tree `root`, in full store paths: every
+    /// stored file below it that the policy shows.
+    fn builtin_list(
+        storage: &MemoryStorage,
+        root: Option<&str>,
+        policy: &FilePolicy,
+    ) -> Vec<String> {
+        storage
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.path)
+            .filter(|path| root.is_none_or(|root| path.starts_with(&format!("{root}/"))))
+            .filter(|path| policy.visible(path))
+            .collect()
+    }
+
+    /// The generator and the glue of the property test.
+    mod property {
+        use super::*;
+
+        /// Segments that each break (or almost break) one rule.
+        const SEGMENTS: &[&str] = &[
+            "a", "notes", "b.md", "C.MD", "d.txt", "e.TxT", "x.md.bak", "md", ".md", "..md",
+            ".git", ".ssh", "config", "_drafts", "_", "a_b.md", "é.md", "a b.md", ".", "..", "",
+            "id_rsa", ".env", "f.Md",
+        ];
+
+        /// Every policy combination: hidden paths on/off, extensions none/one/two,
+        /// read-only on/off.
+        pub fn policies() -> Vec<FilePolicy> {
+            let mut out = Vec::new();
+            for hide in [false, true] {
+                for read_only in [false, true] {
+                    for allowed in [
+                        None,
+                        Some(vec![".md".to_owned()]),
+                        Some(vec!["md".to_owned(), "TXT".to_owned()]),
+                    ] {
+                        out.push(FilePolicy {
+                            hide_hidden_paths: hide,
+                            allowed_extensions: allowed,
+                            read_only,
+                            ..FilePolicy::default()
+                        });
+                    }
+                }
+            }
+            out
+        }
+
+        /// `root/path`, or `path` without a root.
+        pub fn full(root: Option<&str>, path: &str) -> String {
+            match root {
+                Some(root) => format!("{root}/{path}"),
+                None => path.to_owned(),
+            }
+        }
+
+        /// Whether the built-in tools may write at all (their writing tools are not
+        /// registered under read-only).
+        pub fn read_only(policy: &FilePolicy) -> bool {
+            policy.read_only
+        }
+
+        /// xorshift64*: deterministic, so a failure reproduces.
+        struct Rng(u64);
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+            }
+            fn below(&mut self, n: usize) -> usize {
+                (self.next() % n as u64) as usize
+            }
+            fn path(&mut self, max_segments: usize) -> String {
+                let n = 1 + self.below(max_segments);
+                (0..n)
+                    .map(|_| match self.below(40) {
+                        // Long segments: paths valid alone but too long under a root.
+                        0 => "l".repeat(250),
+                        _ => SEGMENTS[self.below(SEGMENTS.len())].to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/")
+            }
+        }
+
+        /// Roots (none, and generated ones) with the paths tried under each.
+        pub fn cases() -> Vec<(Option<String>, Vec<String>)> {
+            let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+            let mut roots: Vec<Option<String>> = vec![
+                None,
+                Some(".git".into()),
+                Some(".ssh".into()),
+                Some("docs/_private".into()),
+                Some("notes".into()),
+                Some("notes.md".into()),
+                Some(["l".repeat(250), "l".repeat(250), "l".repeat(250)].join("/")),
+            ];
+            for _ in 0..30 {
+                roots.push(Some(rng.path(2)));
+            }
+            roots
+                .into_iter()
+                .map(|root| {
+                    let mut paths: Vec<String> = (0..120).map(|_| rng.path(4)).collect();
+                    paths.extend(["a.md", "config", ".git/config", "x/.env.md"].map(String::from));
+                    (root, paths)
+                })
+                .collect()
+        }
+
+        /// The grant of a plugin asking for `root`, or `None` when such a plugin is not
+        /// loaded.
+        pub fn grant(
+            storage: &Arc<MemoryStorage>,
+            root: Option<&str>,
+            policy: &FilePolicy,
+        ) -> Option<FileGrant> {
+            let storage: Arc<dyn Storage> = storage.clone();
+            let config = crate::PluginHostConfig {
+                cache_dir: None,
+                max_file_access: FileAccess::ReadWrite,
+                file_policy: policy.clone(),
+                ..crate::PluginHostConfig::default()
+            };
+            let manifest = crate::manifest::Manifest {
+                grants: crate::manifest::Grants {
+                    // A read-only host refuses a read-write manifest at load.
+                    files: Some(
+                        if policy.read_only {
+                            "read"
+                        } else {
+                            "read-write"
+                        }
+                        .into(),
+                    ),
+                    root: root.map(str::to_owned),
+                },
+                ..Default::default()
+            };
+            let path = std::path::Path::new("p.toml");
+            let resolved = crate::manifest::apply(path, manifest, &config).ok()?;
+            // Read-write even where the manifest got less: the grant itself must
+            // enforce the policy (read-only included) for library callers too.
+            let grant = FileGrant::new(
+                "p",
+                FileAccess::ReadWrite,
+                Some(storage),
+                resolved.root.as_deref(),
+                policy.clone(),
+            );
+            Some(grant.expect("a root the manifest accepts makes a grant"))
+        }
+
+        /// Whether the call reached the store: `Ok`, `not-found` or `too-large` (a size,
+        /// not a path, decision) versus `denied` / `invalid-path`.
+        pub fn allowed<T: std::fmt::Debug>(result: Result<T, FileError>) -> bool {
+            match result {
+                Ok(_) | Err(FileError::NotFound(_)) => true,
+                Err(FileError::Denied(_) | FileError::InvalidPath(_)) => false,
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn a_grant_without_storage_is_denied() {
         let grant =
             FileGrant::new("wc", FileAccess::Read, None, None, FilePolicy::default()).unwrap();
-        assert!(denied(grant.read("a.md")).starts_with("the host has no file storage"));
+        assert!(denied(grant.read("a.md", CAP)).starts_with("the host has no file storage"));
     }
 }

@@ -1,5 +1,13 @@
 //! `toolhost:plugin/log`: a plugin's log lines go to the host log (`tracing`, target
 //! `plugin`), with the plugin's and the tool's name attached.
+//!
+//! # Sandbox
+//! Each line is cut to [`MAX_LOG_MESSAGE_BYTES`] and kept on one line, and the plugin's
+//! lines (its stdout and stderr included) pass a token bucket shared by all its calls
+//! ([`PluginMeter::admit_log`](super::quota::PluginMeter::admit_log): by default 100
+//! lines a second, bursts of 1000). Lines over the rate are dropped and counted; one
+//! warning says how many when logging resumes or at the end of the call. So a plugin
+//! cannot flood the host log, however many calls it gets.
 
 use super::super::bindings::toolhost::plugin::log::{Host, Level};
 use super::super::state::ImportCtx;
@@ -7,22 +15,9 @@ use super::super::state::ImportCtx;
 /// Longest message kept, in bytes; the rest is cut (a plugin cannot flood one line).
 pub const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;
 
-/// Log lines kept per call; after that one warning says the rest were dropped (a plugin
-/// cannot flood the host log).
-pub const MAX_LOG_LINES_PER_CALL: u32 = 1000;
-
 impl Host for ImportCtx {
     fn log(&mut self, level: Level, message: String) {
-        self.log_lines = self.log_lines.saturating_add(1);
-        if self.log_lines > MAX_LOG_LINES_PER_CALL {
-            if self.log_lines == MAX_LOG_LINES_PER_CALL + 1 {
-                tracing::warn!(
-                    target: "plugin",
-                    plugin = %self.plugin,
-                    tool = %self.tool,
-                    "more than {MAX_LOG_LINES_PER_CALL} log lines in one call; dropping the rest of this call's lines"
-                );
-            }
+        if !self.meter.admit_log(&self.tool) {
             return;
         }
         let message = clean(&message, MAX_LOG_MESSAGE_BYTES);

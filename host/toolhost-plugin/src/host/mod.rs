@@ -1,8 +1,10 @@
 //! The host side of the interfaces a plugin imports, one file per WIT interface (as
-//! wasmtime-wasi's `p2/host/`): [`log`] and [`files`].
+//! wasmtime-wasi's `p2/host/`): [`log`] and [`files`]; [`quota`] holds the budgets both
+//! are held to.
 
 pub mod files;
 pub mod log;
+pub mod quota;
 
 use super::bindings::toolhost::plugin::types;
 use super::state::ImportCtx;

@@ -4,6 +4,7 @@
 mod cache;
 mod fixture;
 mod names;
+mod imports;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

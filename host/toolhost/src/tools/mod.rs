@@ -116,6 +116,7 @@ impl VfsToolOptions {
             hide_hidden_paths: self.hide_hidden_paths,
             allowed_extensions: self.allowed_extensions.clone(),
             maximum_file_bytes: self.maximum_file_bytes,
+            read_only: self.read_only,
         }
     }
 }

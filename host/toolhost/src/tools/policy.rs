@@ -30,6 +30,10 @@ pub struct FilePolicy {
     pub allowed_extensions: Option<Vec<String>>,
     /// Cap for written and moved files, in bytes.
     pub maximum_file_bytes: u64,
+    /// Nothing may be written, moved or deleted ([`FilePolicy::check_write`] refuses
+    /// every path). The built-in tools get it by not registering their writing tools;
+    /// a granted plugin's `files` import checks it on every `write` and `delete`.
+    pub read_only: bool,
 }
 
 impl Default for FilePolicy {
@@ -38,6 +42,7 @@ impl Default for FilePolicy {
             hide_hidden_paths: false,
             allowed_extensions: None,
             maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
+            read_only: false,
         }
     }
 }
@@ -66,6 +71,12 @@ pub enum PolicyError {
         path: String,
         /// The allowed extensions.
         allowed: Vec<String>,
+    },
+    /// A write, move or delete under [`FilePolicy::read_only`].
+    #[error("\"{path}\" cannot be changed: this host is read-only (started with --read-only), so no tool may write, move or delete files; only read them")]
+    ReadOnly {
+        /// The refused path.
+        path: String,
     },
     /// The file would be larger than the cap.
     #[error("\"{path}\" would be {size} bytes, over the {limit}-byte file size limit")]
@@ -119,6 +130,38 @@ impl FilePolicy {
                     allowed: allowed.clone(),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Checks a path about to be written or deleted: [`FilePolicy::read_only`], then
+    /// [`FilePolicy::check`].
+    ///
+    /// # Errors
+    /// [`PolicyError::ReadOnly`], or the first rule the path breaks.
+    pub fn check_write(&self, argument: &str, path: &str) -> Result<(), PolicyError> {
+        if self.read_only {
+            return Err(PolicyError::ReadOnly {
+                path: path.to_owned(),
+            });
+        }
+        self.check(argument, path)
+    }
+
+    /// Checks a directory that confines a caller to a sub-tree (a plugin's
+    /// `grants.root`): the path rules and hidden segments, as for any path argument.
+    /// Extensions do not apply to a directory; they apply to every file path below it,
+    /// which is checked in full (root + path) on each call.
+    ///
+    /// # Errors
+    /// The first rule the directory breaks.
+    pub fn check_root(&self, argument: &str, root: &str) -> Result<(), PolicyError> {
+        validate_path(argument, root)?;
+        if self.hide_hidden_paths && is_hidden(root) {
+            return Err(PolicyError::Hidden {
+                argument: argument.to_owned(),
+                path: root.to_owned(),
+            });
         }
         Ok(())
     }
@@ -203,6 +246,42 @@ mod tests {
             );
             assert!(err.to_string().starts_with("argument \"source\""));
         }
+    }
+
+    #[test]
+    fn read_only_refuses_every_write_first() {
+        let policy = FilePolicy {
+            read_only: true,
+            ..FilePolicy::default()
+        };
+        assert!(policy.check("path", "a.md").is_ok());
+        let err = policy.check_write("path", "../a.md").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "\"../a.md\" cannot be changed: this host is read-only (started with --read-only), so no tool may write, move or delete files; only read them"
+        );
+        assert!(FilePolicy::default().check_write("path", "a.md").is_ok());
+    }
+
+    #[test]
+    fn a_root_is_checked_for_hidden_segments_but_not_extensions() {
+        let policy = FilePolicy {
+            hide_hidden_paths: true,
+            allowed_extensions: Some(vec![".md".into()]),
+            ..FilePolicy::default()
+        };
+        assert!(policy.check_root("root", "docs/notes").is_ok());
+        for root in [".git", "a/_b", "a/.ssh/c"] {
+            assert!(matches!(
+                policy.check_root("root", root),
+                Err(PolicyError::Hidden { .. })
+            ));
+        }
+        assert!(matches!(
+            policy.check_root("root", "a/../b"),
+            Err(PolicyError::InvalidPath(_))
+        ));
+        assert!(FilePolicy::default().check_root("root", ".git").is_ok());
     }
 
     #[test]
