@@ -1,11 +1,13 @@
 //! The command line: `host run`, `host tools`, `host call`, `host inspect`.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use super::units::{parse_duration, parse_size};
+use toolhost_mcp::DEFAULT_MAX_IN_FLIGHT;
 
 const MAIN_EXAMPLES: &str = "\
 Examples:
@@ -105,6 +107,21 @@ pub struct RunArgs {
     /// The tools to serve.
     #[command(flatten)]
     pub registry: RegistryArgs,
+    /// Most tool calls running at once. At the limit the server reads no further message
+    /// until one call ends (nothing is refused; the client's writes wait).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT, value_parser = parse_max_in_flight)]
+    pub max_in_flight: NonZeroUsize,
+}
+
+/// `--max-in-flight`: a whole number of at least 1.
+fn parse_max_in_flight(text: &str) -> Result<NonZeroUsize, String> {
+    let calls: usize = text.trim().parse().map_err(|_| {
+        format!(
+            "\"{text}\" is not a whole number; give how many tool calls may run at once, e.g. 64"
+        )
+    })?;
+    NonZeroUsize::new(calls)
+        .ok_or_else(|| "0 would let no tool call run; give at least 1 (default 64)".to_owned())
 }
 
 /// `host tools`.
@@ -248,6 +265,7 @@ mod tests {
         let Command::Run(run) = parse(&["run"]).command else {
             panic!("not run")
         };
+        assert_eq!(run.max_in_flight.get(), 64);
         let r = run.registry;
         assert_eq!(r.plugins, None);
         assert_eq!(r.root, PathBuf::from("."));
@@ -290,12 +308,15 @@ mod tests {
             "64MiB",
             "--cache-dir",
             "/c",
+            "--max-in-flight",
+            "3",
             "-vv",
         ]);
         assert_eq!(cli.verbose, 2);
         let Command::Run(run) = cli.command else {
             panic!("not run")
         };
+        assert_eq!(run.max_in_flight.get(), 3);
         let r = run.registry;
         assert_eq!(r.plugins, Some(PathBuf::from("p")));
         assert_eq!(r.root, PathBuf::from("/r"));
@@ -346,6 +367,18 @@ mod tests {
         let err =
             Cli::try_parse_from(["host", "run", "--no-cache", "--cache-dir", "/c"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let err = Cli::try_parse_from(["host", "run", "--max-in-flight", "0"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(
+            err.to_string()
+                .contains("0 would let no tool call run; give at least 1 (default 64)"),
+            "{err}"
+        );
+        let err = Cli::try_parse_from(["host", "run", "--max-in-flight", "many"]).unwrap_err();
+        assert!(
+            err.to_string().contains("\"many\" is not a whole number"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_registry(&args.registry)?;
-    let server = McpServer::new(toolset.registry.clone());
+    let server = McpServer::new(toolset.registry.clone()).with_max_in_flight(args.max_in_flight);
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",

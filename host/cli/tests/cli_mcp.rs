@@ -80,12 +80,16 @@ impl Server {
         self.send_line(&message.to_string());
     }
 
+    /// The next line on stdout, as it is.
+    fn receive_line(&mut self) -> String {
+        self.lines
+            .recv_timeout(RESPONSE_TIMEOUT)
+            .expect("a response line within the timeout")
+    }
+
     /// The next line on stdout, which must be one JSON object.
     fn receive(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(RESPONSE_TIMEOUT)
-            .expect("a response line within the timeout");
+        let line = self.receive_line();
         serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
     }
@@ -270,6 +274,53 @@ fn concurrent_calls_are_all_answered() {
     assert_eq!(ids, (0..16).collect::<Vec<_>>());
     let (code, stderr, _) = server.finish();
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Ids come back byte for byte (beyond u64, beyond f64, strings with escapes), and with
+/// `--max-in-flight 1` the calls run one after the other and are all answered.
+#[test]
+fn exact_ids_and_in_flight_limit_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let mut server = Server::start(dir.path(), &["--max-in-flight", "1"]);
+    let ids = [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "1e400",
+        "0.10",
+        r#""\u0078""#,
+    ];
+    for id in ids {
+        server.send_line(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"a.txt"}}}}}}"#
+        ));
+    }
+    for id in ids {
+        let line = server.receive_line();
+        assert!(line.starts_with(&format!("{{\"id\":{id},")), "{id}: {line}");
+        // (Not read as a `Value`: serde_json cannot hold 1e400.)
+        assert!(line.ends_with(r#""isError":false}}"#), "{line}");
+        assert!(line.contains(r#"\"content\":\"1\\tx\\n\""#), "{line}");
+    }
+    let (code, stderr, rest) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(stderr.contains("max_in_flight=1"), "{stderr}");
+}
+
+#[test]
+fn max_in_flight_zero_is_a_usage_error() {
+    let output = host()
+        .args(["run", "--max-in-flight", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("0 would let no tool call run; give at least 1 (default 64)"),
+        "{stderr}"
+    );
 }
 
 #[test]

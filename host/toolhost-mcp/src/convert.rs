@@ -1,11 +1,11 @@
 //! Registry values to and from MCP's shapes: tool definitions for `tools/list`, dispatch
 //! outcomes for `tools/call`, and the `initialize` answer.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
 
-use super::jsonrpc::{type_name, RpcError, INVALID_PARAMS};
+use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 
 /// The protocol versions this server speaks, newest first. Tools-only servers answer the
 /// same in all of them.
@@ -61,31 +61,33 @@ pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
 pub struct CallParams {
     /// The tool's name.
     pub name: String,
-    /// The arguments as JSON text; empty when absent or null (the registry reads it as `{}`).
+    /// The arguments as the JSON text the client sent; empty when absent or null (the
+    /// registry reads it as `{}`).
     pub arguments: String,
 }
 
 /// Reads `tools/call` params. Arguments of the wrong type are passed through as they
 /// are, so the registry refuses them as a tool error the model can read and correct.
+/// They are passed as the client's own text, not re-encoded, so no number in them is
+/// rounded on the way.
 ///
 /// # Errors
 /// [`INVALID_PARAMS`] when `name` is missing or not a string: without it there is no
 /// tool call to report an error for.
-pub fn call_params(id: &Value, params: &Map<String, Value>) -> Result<CallParams, RpcError> {
-    let name = match params.get("name") {
-        Some(Value::String(name)) => name.clone(),
-        other => {
-            let got = other.map_or("nothing", type_name);
-            return Err(RpcError::new(
-                id.clone(),
-                INVALID_PARAMS,
-                format!("Invalid params: tools/call needs \"name\", the tool's name as a string; got {got}"),
-            ));
-        }
+pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
+    let Some(name) = params.str("name") else {
+        let got = params.raw("name").map_or("nothing", raw_type_name);
+        return Err(RpcError::new(
+            id.clone(),
+            INVALID_PARAMS,
+            format!(
+                "Invalid params: tools/call needs \"name\", the tool's name as a string; got {got}"
+            ),
+        ));
     };
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => String::new(),
-        Some(arguments) => arguments.to_string(),
+    let arguments = match params.raw("arguments") {
+        Some(raw) if raw_type_name(raw) != "null" => raw.get().to_owned(),
+        _ => String::new(),
     };
     Ok(CallParams { name, arguments })
 }
@@ -150,41 +152,49 @@ mod tests {
 
     #[test]
     fn call_params_read_name_and_arguments() {
-        let params = |v: Value| v.as_object().cloned().unwrap();
+        let params = |text: &str| Params::parse(text).unwrap();
+        let one = RequestId::from(1);
         assert_eq!(
-            call_params(
-                &json!(1),
-                &params(json!({"name":"t","arguments":{"a":[1,"x"]}}))
-            ),
+            call_params(&one, &params(r#"{"name":"t","arguments":{"a":[1,"x"]}}"#)),
             Ok(CallParams {
                 name: "t".into(),
                 arguments: r#"{"a":[1,"x"]}"#.into()
             })
         );
+        // The arguments' own text: numbers beyond u64 and f64 are not rounded.
         assert_eq!(
-            call_params(&json!(1), &params(json!({"name":"t","arguments":null}))),
+            call_params(
+                &one,
+                &params(r#"{"name":"t","arguments":{"n": 18446744073709551617, "x":1e400}}"#)
+            )
+            .unwrap()
+            .arguments,
+            r#"{"n": 18446744073709551617, "x":1e400}"#
+        );
+        assert_eq!(
+            call_params(&one, &params(r#"{"name":"t","arguments":null}"#)),
             Ok(CallParams {
                 name: "t".into(),
                 arguments: String::new()
             })
         );
         assert_eq!(
-            call_params(&json!(1), &params(json!({"name":"t","arguments":5}))),
+            call_params(&one, &params(r#"{"name":"t","arguments":5}"#)),
             Ok(CallParams {
                 name: "t".into(),
                 arguments: "5".into()
             })
         );
         assert_eq!(
-            call_params(&json!(2), &params(json!({"arguments":{}}))),
+            call_params(&RequestId::from(2), &params(r#"{"arguments":{}}"#)),
             Err(RpcError::new(
-                json!(2),
+                RequestId::from(2),
                 INVALID_PARAMS,
                 "Invalid params: tools/call needs \"name\", the tool's name as a string; got nothing"
             ))
         );
         assert_eq!(
-            call_params(&json!(2), &params(json!({"name":3})))
+            call_params(&RequestId::from(2), &params(r#"{"name":3}"#))
                 .unwrap_err()
                 .message,
             "Invalid params: tools/call needs \"name\", the tool's name as a string; got number"

@@ -1,11 +1,20 @@
 //! JSON-RPC 2.0 framing: one line in, a classified message (or the error to answer) out,
-//! and the response objects written back.
+//! and the response lines written back.
 //!
 //! Only what MCP over stdio uses: single messages (MCP dropped batches in 2025-06-18),
 //! ids that are strings or numbers, params that are objects. Everything else is answered
 //! with the JSON-RPC error the 2.0 spec names for it, and the server keeps serving.
+//!
+//! Ids and params are kept as the JSON text the client sent ([`RequestId`], [`Params`]),
+//! never read into a [`Value`] on the way through: a `Value` number is an `u64`, `i64` or
+//! `f64`, so an id such as `18446744073709551616` would come back as
+//! `1.8446744073709552e19` (and `1e400` would not parse at all), and the client could not
+//! match its answer. Tool arguments go to the registry as the client's own text too.
 
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 
 /// JSON-RPC error code: the line is not valid JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -16,11 +25,163 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC error code: the method exists but its params are wrong.
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// A request id exactly as the client wrote it: the JSON text of a string or a number, or
+/// `null` for an answer to a message whose id could not be read.
+///
+/// Two ids are equal when their text is; the answer to a request carries its id's text
+/// byte for byte.
+///
+/// ```
+/// use toolhost_mcp::RequestId;
+///
+/// let id = RequestId::parse("18446744073709551616").unwrap();
+/// assert_eq!(id.as_json(), "18446744073709551616");
+/// assert_eq!(RequestId::from("x").as_json(), r#""x""#);
+/// assert_eq!(RequestId::null().as_json(), "null");
+/// assert!(RequestId::parse("[1]").is_none() && RequestId::parse("null").is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct RequestId(Option<Box<RawValue>>);
+
+impl RequestId {
+    /// `null`, the id of an answer to a message whose own id could not be read.
+    pub fn null() -> Self {
+        Self(None)
+    }
+
+    /// An id from its JSON text: `None` unless it is one JSON string or number.
+    pub fn parse(json: &str) -> Option<Self> {
+        let raw: Box<RawValue> = serde_json::from_str(json).ok()?;
+        Self::from_raw(&raw).ok()
+    }
+
+    /// An id read from a message: `Err` with the JSON type's name unless it is a string or
+    /// a number (JSON-RPC allows no other kind; MCP forbids `null` too).
+    pub(crate) fn from_raw(raw: &RawValue) -> Result<Self, &'static str> {
+        match raw_type_name(raw) {
+            "string" | "number" => Ok(Self(Some(raw.to_owned()))),
+            other => Err(other),
+        }
+    }
+
+    /// The id's JSON text, as the client sent it.
+    pub fn as_json(&self) -> &str {
+        self.0.as_deref().map_or("null", RawValue::get)
+    }
+
+    /// Whether this is the `null` id.
+    pub fn is_null(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The key two mentions of one request share: a number's exact text, or a string's
+    /// decoded value (so `"x"` and `"\u0078"` name the same request, as JSON says they do).
+    pub(crate) fn key(&self) -> String {
+        let text = self.as_json();
+        if text.starts_with('"') {
+            if let Ok(decoded) = serde_json::from_str::<String>(text) {
+                return Value::String(decoded).to_string();
+            }
+        }
+        text.to_owned()
+    }
+}
+
+impl PartialEq for RequestId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_json() == other.as_json()
+    }
+}
+
+impl Eq for RequestId {}
+
+impl std::fmt::Debug for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RequestId({})", self.as_json())
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl From<u64> for RequestId {
+    fn from(id: u64) -> Self {
+        Self(RawValue::from_string(id.to_string()).ok())
+    }
+}
+
+impl From<&str> for RequestId {
+    /// A string id (the text is JSON-encoded).
+    fn from(id: &str) -> Self {
+        Self(RawValue::from_string(Value::from(id).to_string()).ok())
+    }
+}
+
+/// A message's params object, each member kept as the JSON text the client sent, read into
+/// a value only where the server needs one.
+#[derive(Clone, Default)]
+pub struct Params(BTreeMap<String, Box<RawValue>>);
+
+impl Params {
+    /// Params from the JSON text of an object: `None` for anything else.
+    pub fn parse(json: &str) -> Option<Self> {
+        serde_json::from_str(json).ok().map(Self)
+    }
+
+    /// A member's JSON text, as sent (`null` included).
+    pub fn raw(&self, name: &str) -> Option<&RawValue> {
+        self.0.get(name).map(AsRef::as_ref)
+    }
+
+    /// A member read as a value; `None` when absent, or when it cannot be one (a number
+    /// beyond `f64`, nesting deeper than serde_json's 128 levels).
+    pub fn value(&self, name: &str) -> Option<Value> {
+        serde_json::from_str(self.raw(name)?.get()).ok()
+    }
+
+    /// A member that is a JSON string, decoded.
+    pub fn str(&self, name: &str) -> Option<String> {
+        serde_json::from_str(self.raw(name)?.get()).ok()
+    }
+
+    /// How many members there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|((a, x), (b, y))| a == b && x.get() == y.get())
+    }
+}
+
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(name, raw)| (name, raw.get())))
+            .finish()
+    }
+}
+
 /// A JSON-RPC error object, with the id of the request it answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
-    /// The request's id, `Value::Null` when it could not be read.
-    pub id: Value,
+    /// The request's id, [`RequestId::null`] when it could not be read.
+    pub id: RequestId,
     /// One of the codes above.
     pub code: i64,
     /// What was wrong, for the client's developer.
@@ -29,7 +190,7 @@ pub struct RpcError {
 
 impl RpcError {
     /// An error answering `id`.
-    pub fn new(id: Value, code: i64, message: impl Into<String>) -> Self {
+    pub fn new(id: RequestId, code: i64, message: impl Into<String>) -> Self {
         Self {
             id,
             code,
@@ -37,39 +198,53 @@ impl RpcError {
         }
     }
 
-    /// The response object.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "jsonrpc": "2.0",
-            "id": self.id,
-            "error": { "code": self.code, "message": self.message },
-        })
+    /// The response object's JSON text (one line, no newline), the id as the client sent it.
+    pub fn encode(&self) -> String {
+        let error = json!({ "code": self.code, "message": self.message });
+        format!(
+            "{{\"error\":{error},\"id\":{},\"jsonrpc\":\"2.0\"}}",
+            self.id.as_json()
+        )
     }
 }
+
+/// A success response's JSON text (one line, no newline): `result` is the result's JSON text.
+pub fn encode_response(id: &RequestId, result: &str) -> String {
+    [response_head(id).as_str(), result, RESPONSE_TAIL].concat()
+}
+
+/// What comes before the result in a success response (keys in the order serde_json's
+/// maps give them, so the line reads as it did when built from a `Value`).
+pub(crate) fn response_head(id: &RequestId) -> String {
+    format!("{{\"id\":{},\"jsonrpc\":\"2.0\",\"result\":", id.as_json())
+}
+
+/// What comes after the result in a success response.
+pub(crate) const RESPONSE_TAIL: &str = "}";
 
 /// One well-formed incoming message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     /// A request: it has an id and wants a response.
     Request {
-        /// A string or a number.
-        id: Value,
+        /// A string or a number, as sent.
+        id: RequestId,
         /// The method name.
         method: String,
         /// The params object (empty when absent).
-        params: Map<String, Value>,
+        params: Params,
     },
     /// A notification: no id, no response.
     Notification {
         /// The method name.
         method: String,
         /// The params object (empty when absent).
-        params: Map<String, Value>,
+        params: Params,
     },
     /// A response to a request of ours. This server sends none, so it is only logged.
     Response {
         /// Its id.
-        id: Value,
+        id: RequestId,
     },
 }
 
@@ -80,55 +255,68 @@ pub enum Incoming {
 /// [`INVALID_REQUEST`] for JSON that is not a single JSON-RPC 2.0 message, and
 /// [`INVALID_PARAMS`] for params that are not an object.
 pub fn parse_line(line: &[u8]) -> Result<Incoming, RpcError> {
-    let value: Value = serde_json::from_slice(line).map_err(|err| {
+    let message: &RawValue = serde_json::from_slice(line).map_err(|err| {
         RpcError::new(
-            Value::Null,
+            RequestId::null(),
             PARSE_ERROR,
             format!("Parse error: the line is not valid JSON ({err}); send one JSON-RPC 2.0 message per line"),
         )
     })?;
-    classify(value)
+    classify(message)
 }
 
-/// Classifies a parsed JSON value as a JSON-RPC message.
+/// Classifies one JSON value (its text, already checked to be JSON) as a JSON-RPC message.
 ///
 /// # Errors
 /// As [`parse_line`], without the parse error.
-pub fn classify(value: Value) -> Result<Incoming, RpcError> {
-    let Value::Object(mut message) = value else {
-        let what = if value.is_array() {
-            "a batch (array); batches are not supported, send one message per line"
-        } else {
-            "not a JSON object"
-        };
-        return Err(invalid_request(Value::Null, what));
-    };
+fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
+    match raw_type_name(message) {
+        "object" => {}
+        "array" => {
+            return Err(invalid_request(
+                RequestId::null(),
+                "a batch (array); batches are not supported, send one message per line",
+            ))
+        }
+        _ => return Err(invalid_request(RequestId::null(), "not a JSON object")),
+    }
+    // Valid JSON and an object, so this only fails on something serde_json itself cannot
+    // hold; answer it as the parse error it would have been.
+    let mut message: BTreeMap<String, &RawValue> =
+        serde_json::from_str(message.get()).map_err(|err| {
+            RpcError::new(
+                RequestId::null(),
+                PARSE_ERROR,
+                format!("Parse error: the message cannot be read ({err}); send one JSON-RPC 2.0 message per line"),
+            )
+        })?;
     // The id, if present, must be a string or a number (MCP forbids null ids).
     let id = match message.remove("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
-        Some(other) => {
-            return Err(invalid_request(
-                Value::Null,
-                &format!(
-                    "\"id\" must be a string or a number, got {}",
-                    type_name(&other)
-                ),
-            ))
-        }
+        Some(raw) => Some(RequestId::from_raw(raw).map_err(|other| {
+            invalid_request(
+                RequestId::null(),
+                &format!("\"id\" must be a string or a number, got {other}"),
+            )
+        })?),
     };
-    let reply_id = id.clone().unwrap_or(Value::Null);
-    if message.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+    let reply_id = id.clone().unwrap_or_default();
+    let version = message
+        .get("jsonrpc")
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+    if version.as_deref() != Some("2.0") {
         return Err(invalid_request(reply_id, "\"jsonrpc\" must be \"2.0\""));
     }
     let method = match message.remove("method") {
-        Some(Value::String(method)) => method,
-        Some(other) => {
-            return Err(invalid_request(
-                reply_id,
-                &format!("\"method\" must be a string, got {}", type_name(&other)),
-            ))
-        }
+        Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+            Ok(method) => method,
+            Err(_) => {
+                return Err(invalid_request(
+                    reply_id,
+                    &format!("\"method\" must be a string, got {}", raw_type_name(raw)),
+                ))
+            }
+        },
         None => {
             return match id {
                 Some(id) if message.contains_key("result") || message.contains_key("error") => {
@@ -139,18 +327,26 @@ pub fn classify(value: Value) -> Result<Incoming, RpcError> {
         }
     };
     let params = match message.remove("params") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(params)) => params,
-        Some(other) => {
-            return Err(RpcError::new(
-                reply_id,
-                INVALID_PARAMS,
-                format!(
-                    "Invalid params: \"params\" of {method} must be an object, got {}",
-                    type_name(&other)
-                ),
-            ))
-        }
+        None => Params::default(),
+        Some(raw) => match raw_type_name(raw) {
+            "null" => Params::default(),
+            "object" => Params::parse(raw.get()).ok_or_else(|| {
+                RpcError::new(
+                    reply_id.clone(),
+                    INVALID_PARAMS,
+                    format!("Invalid params: \"params\" of {method} cannot be read"),
+                )
+            })?,
+            other => {
+                return Err(RpcError::new(
+                    reply_id,
+                    INVALID_PARAMS,
+                    format!(
+                        "Invalid params: \"params\" of {method} must be an object, got {other}"
+                    ),
+                ))
+            }
+        },
     };
     Ok(match id {
         Some(id) => Incoming::Request { id, method, params },
@@ -158,12 +354,7 @@ pub fn classify(value: Value) -> Result<Incoming, RpcError> {
     })
 }
 
-/// A success response answering `id`.
-pub fn response(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
-}
-
-fn invalid_request(id: Value, what: &str) -> RpcError {
+fn invalid_request(id: RequestId, what: &str) -> RpcError {
     RpcError::new(
         id,
         INVALID_REQUEST,
@@ -171,15 +362,15 @@ fn invalid_request(id: Value, what: &str) -> RpcError {
     )
 }
 
-/// The JSON type of `value`, for messages.
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+/// The JSON type of a value's text (valid JSON, as [`RawValue`] guarantees), for messages.
+pub fn raw_type_name(raw: &RawValue) -> &'static str {
+    match raw.get().trim_ascii_start().as_bytes().first() {
+        Some(b'"') => "string",
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b't' | b'f') => "boolean",
+        Some(b'n') => "null",
+        _ => "number",
     }
 }
 
@@ -191,6 +382,10 @@ mod tests {
         parse_line(line.as_bytes()).unwrap_err()
     }
 
+    fn id(json: &str) -> RequestId {
+        RequestId::parse(json).unwrap()
+    }
+
     #[test]
     fn request_notification_and_response() {
         assert_eq!(
@@ -198,33 +393,90 @@ mod tests {
                 br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"a"}}"#
             ),
             Ok(Incoming::Request {
-                id: json!(7),
+                id: RequestId::from(7),
                 method: "tools/list".into(),
-                params: json!({"cursor":"a"}).as_object().cloned().unwrap(),
+                params: Params::parse(r#"{"cursor":"a"}"#).unwrap(),
             })
         );
         assert_eq!(
             parse_line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             Ok(Incoming::Notification {
                 method: "notifications/initialized".into(),
-                params: Map::new(),
+                params: Params::default(),
             })
         );
         assert_eq!(
             parse_line(br#"{"jsonrpc":"2.0","id":"x","result":{}}"#),
-            Ok(Incoming::Response { id: json!("x") })
+            Ok(Incoming::Response {
+                id: RequestId::from("x")
+            })
         );
+    }
+
+    #[test]
+    fn ids_and_params_keep_the_text_as_sent() {
+        for text in [
+            "18446744073709551616",
+            "-9223372036854775809",
+            "1e400",
+            "1.50",
+            "-0",
+            r#""\u0078""#,
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id": {text} ,"method":"ping"}}"#);
+            let Ok(Incoming::Request { id, .. }) = parse_line(line.as_bytes()) else {
+                panic!("{line}")
+            };
+            assert_eq!(id.as_json(), text);
+        }
+        // A string id is one request however its text escapes it; a number is its text.
+        assert_eq!(id(r#""\u0078""#).key(), id(r#""x""#).key());
+        assert_ne!(id("1.0").key(), id("1").key());
+        assert_ne!(
+            id("18446744073709551616").key(),
+            id("18446744073709551617").key()
+        );
+
+        let Ok(Incoming::Request { params, .. }) = parse_line(
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"big":1e400, "n" : 18446744073709551617,"s":"a\"b","o":{"k":[1, 2]}}}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(params.len(), 4);
+        assert_eq!(params.raw("big").map(RawValue::get), Some("1e400"));
+        assert_eq!(
+            params.value("big"),
+            None,
+            "beyond f64: no value, but its text"
+        );
+        assert_eq!(
+            params.raw("n").map(RawValue::get),
+            Some("18446744073709551617")
+        );
+        assert_eq!(params.str("s").as_deref(), Some("a\"b"));
+        assert_eq!(params.str("o"), None);
+        assert_eq!(params.raw("o").map(RawValue::get), Some(r#"{"k":[1, 2]}"#));
+        assert_eq!(params.value("o"), Some(json!({"k": [1, 2]})));
+        assert!(params.raw("missing").is_none());
     }
 
     #[test]
     fn garbage_is_a_parse_error_with_null_id() {
         let e = err("this is not json");
-        assert_eq!((e.id.clone(), e.code), (Value::Null, PARSE_ERROR));
-        assert!(e
-            .message
-            .starts_with("Parse error: the line is not valid JSON ("));
+        assert_eq!((e.id.clone(), e.code), (RequestId::null(), PARSE_ERROR));
+        assert_eq!(
+            e.message,
+            "Parse error: the line is not valid JSON (expected ident at line 1 column 2); send one JSON-RPC 2.0 message per line"
+        );
         assert_eq!(err("{\"jsonrpc\":").code, PARSE_ERROR);
+        assert_eq!(err(r#"{"jsonrpc":"2.0"} x"#).code, PARSE_ERROR);
         assert_eq!(parse_line(b"\xff\xfe").unwrap_err().code, PARSE_ERROR);
+        assert_eq!(
+            parse_line(b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"ping\"}")
+                .unwrap_err()
+                .code,
+            PARSE_ERROR
+        );
     }
 
     #[test]
@@ -232,39 +484,54 @@ mod tests {
         let cases = [
             (
                 r#"[1,2]"#,
-                Value::Null,
+                RequestId::null(),
                 "a batch (array); batches are not supported, send one message per line",
             ),
-            (r#"42"#, Value::Null, "not a JSON object"),
+            (r#"42"#, RequestId::null(), "not a JSON object"),
+            (r#""x""#, RequestId::null(), "not a JSON object"),
             (
                 r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
-                Value::Null,
+                RequestId::null(),
                 "\"id\" must be a string or a number, got null",
             ),
             (
                 r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
-                Value::Null,
+                RequestId::null(),
                 "\"id\" must be a string or a number, got object",
             ),
             (
+                r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+                RequestId::null(),
+                "\"id\" must be a string or a number, got boolean",
+            ),
+            (
                 r#"{"id":1,"method":"ping"}"#,
-                json!(1),
+                RequestId::from(1),
                 "\"jsonrpc\" must be \"2.0\"",
             ),
             (
                 r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
-                json!(1),
+                RequestId::from(1),
+                "\"jsonrpc\" must be \"2.0\"",
+            ),
+            (
+                r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#,
+                RequestId::from(1),
                 "\"jsonrpc\" must be \"2.0\"",
             ),
             (
                 r#"{"jsonrpc":"2.0","id":7}"#,
-                json!(7),
+                RequestId::from(7),
                 "\"method\" is missing",
             ),
-            (r#"{"jsonrpc":"2.0"}"#, Value::Null, "\"method\" is missing"),
+            (
+                r#"{"jsonrpc":"2.0"}"#,
+                RequestId::null(),
+                "\"method\" is missing",
+            ),
             (
                 r#"{"jsonrpc":"2.0","id":"a","method":5}"#,
-                json!("a"),
+                RequestId::from("a"),
                 "\"method\" must be a string, got number",
             ),
         ];
@@ -279,6 +546,8 @@ mod tests {
                 "{line}"
             );
         }
+        // An escaped "2.0" is "2.0".
+        assert!(parse_line(br#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#).is_ok());
     }
 
     #[test]
@@ -286,27 +555,39 @@ mod tests {
         assert_eq!(
             err(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":[1]}"#),
             RpcError::new(
-                json!(3),
+                RequestId::from(3),
                 INVALID_PARAMS,
                 "Invalid params: \"params\" of tools/call must be an object, got array"
             )
         );
         // A null params is read as none.
-        assert!(matches!(
+        assert_eq!(
             parse_line(br#"{"jsonrpc":"2.0","id":3,"method":"ping","params":null}"#),
-            Ok(Incoming::Request { .. })
-        ));
+            Ok(Incoming::Request {
+                id: RequestId::from(3),
+                method: "ping".into(),
+                params: Params::default()
+            })
+        );
     }
 
     #[test]
     fn response_shapes() {
         assert_eq!(
-            response(&json!(1), json!({})),
-            json!({"jsonrpc":"2.0","id":1,"result":{}})
+            encode_response(&id("18446744073709551616"), "{}"),
+            r#"{"id":18446744073709551616,"jsonrpc":"2.0","result":{}}"#
         );
         assert_eq!(
-            RpcError::new(Value::Null, PARSE_ERROR, "bad").to_json(),
-            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}})
+            RpcError::new(RequestId::null(), PARSE_ERROR, "bad \"x\"").encode(),
+            r#"{"error":{"code":-32700,"message":"bad \"x\""},"id":null,"jsonrpc":"2.0"}"#
         );
+        assert_eq!(
+            RpcError::new(id(r#""\u0078""#), INVALID_PARAMS, "m").encode(),
+            r#"{"error":{"code":-32602,"message":"m"},"id":"\u0078","jsonrpc":"2.0"}"#
+        );
+        // Each line is JSON whose id is the request's.
+        let line: Value =
+            serde_json::from_str(&encode_response(&RequestId::from("a"), "[1]")).unwrap();
+        assert_eq!(line, json!({"jsonrpc":"2.0","id":"a","result":[1]}));
     }
 }

@@ -18,6 +18,15 @@
 //!   `-32600`, an unknown method `-32601`, a `tools/call` without a tool name `-32602`.
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; responses go
 //!   out through one writer, so lines never interleave. The session id is fixed per server.
+//! - Ids are answered byte for byte as sent (`18446744073709551616`, `1e400`, `"\u0078"`),
+//!   and tool arguments reach the registry as the client's own text: neither goes through
+//!   a `u64`/`f64` on the way ([`RequestId`], [`Params`]).
+//! - Nothing a client sends grows the host without bound ([`McpLimits`]): at most
+//!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once, holding at most
+//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of arguments, and at most [`DEFAULT_MAX_QUEUED_BYTES`]
+//!   of answers wait for the client to read them; past any of these, the server stops
+//!   reading until there is room again (backpressure: no request is refused, the client's
+//!   writes wait). `tools/list` is encoded once and shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
 //!
 //! ```
@@ -70,9 +79,13 @@ pub use convert::{
     SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use jsonrpc::{
-    parse_line, Incoming, RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+    encode_response, parse_line, raw_type_name, Incoming, Params, RequestId, RpcError,
+    INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
 };
-pub use server::{McpServer, MAX_LINE_BYTES};
+pub use server::{
+    McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
+    DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
+};
 
 /// Why serving stopped before the input ended.
 #[derive(Debug, thiserror::Error)]
@@ -85,3 +98,6 @@ pub enum ServeError {
     #[error("writing an MCP response failed (did the client exit?): {0}")]
     Write(#[source] std::io::Error),
 }
+
+#[cfg(test)]
+mod tests;

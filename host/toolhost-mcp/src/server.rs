@@ -1,21 +1,47 @@
 //! The serving loop: read lines, answer requests, run tool calls concurrently, write every
 //! response through one writer.
+//!
+//! # Memory
+//! What the server holds for its client is bounded, so a client that stops reading its
+//! answers, or floods requests, slows itself down instead of growing the host:
+//! - the line being read: at most [`McpLimits::max_line_bytes`];
+//! - answers waiting to be written: at most [`McpLimits::max_queued_bytes`] (or a single
+//!   answer larger than that, alone). While the queue is full the server reads no request
+//!   (backpressure): the client's pipe fills and its own writes block;
+//! - tool calls: at most [`McpLimits::max_in_flight`] at once, built-in tools and plugins
+//!   alike, holding at most [`McpLimits::max_in_flight_bytes`] of arguments between them.
+//!   At either limit the server reads no further message until a call ends (at the latest
+//!   at the registry's call time-out). A call keeps its place until its answer is queued,
+//!   so finished calls cannot pile up behind a full queue either;
+//! - `tools/list`: encoded once and shared by every answer (the registry only grows; a
+//!   new tool makes the next `tools/list` encode again).
+//!
+//! The worst case is about `max_in_flight_bytes` of arguments (a few times that once the
+//! registry has parsed them) + `max_in_flight` results under the registry's cap +
+//! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use bytes::Bytes;
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall};
 
-use super::convert::{call_params, call_result, initialize_result, tools_list_result};
-use super::jsonrpc::{parse_line, response, Incoming, RpcError, INVALID_REQUEST, METHOD_NOT_FOUND};
+use super::convert::{call_params, call_result, initialize_result, tools_list_result, CallParams};
+use super::jsonrpc::{
+    parse_line, response_head, Incoming, Params, RequestId, RpcError, INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+};
 use super::ServeError;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -24,25 +50,123 @@ use super::ServeError;
 /// generous; a longer line is answered with an Invalid Request error and skipped.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Default for [`McpLimits::max_in_flight`]: 64 tool calls at once. Far more than an agent
+/// runs in parallel (a handful of calls per turn), while 600 concurrent `grep` calls over a
+/// large tree once took the host past 4 GiB.
+pub const DEFAULT_MAX_IN_FLIGHT: NonZeroUsize = non_zero(64);
+
+/// Default for [`McpLimits::max_queued_bytes`]: 4 MiB of answers waiting for the client to
+/// read them. Room for each of [`DEFAULT_MAX_IN_FLIGHT`] calls to have a full-size result
+/// (the registry's 64 KiB cap) queued at once, so a client that reads normally never
+/// waits on it; small next to what the host needs anyway.
+pub const DEFAULT_MAX_QUEUED_BYTES: NonZeroUsize = non_zero(4 << 20);
+
+/// Default for [`McpLimits::max_in_flight_bytes`]: 64 MiB of arguments (their JSON text)
+/// held by the calls in flight. [`DEFAULT_MAX_IN_FLIGHT`] calls each writing a file of
+/// the default largest size (1 MiB) all fit, so ordinary use never waits on it; without
+/// it, 64 slow calls carrying a 16 MiB line each would hold a gigabyte and more.
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: NonZeroUsize = non_zero(64 << 20);
+
+const fn non_zero(n: usize) -> NonZeroUsize {
+    match NonZeroUsize::new(n) {
+        Some(n) => n,
+        None => panic!("a limit of 0"),
+    }
+}
+
+/// How much the server holds for its client at most (see [the module docs](self) for the
+/// memory this bounds). [`Default`] gives the documented defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpLimits {
+    /// The longest line (one message) read, [`MAX_LINE_BYTES`] by default; a longer one is
+    /// answered with an Invalid Request error and skipped.
+    pub max_line_bytes: usize,
+    /// Bytes of answers waiting to be written, [`DEFAULT_MAX_QUEUED_BYTES`] by default;
+    /// while it is full the server reads no request.
+    pub max_queued_bytes: NonZeroUsize,
+    /// Tool calls running at once, [`DEFAULT_MAX_IN_FLIGHT`] by default; at the limit the
+    /// server reads no message until one call ends.
+    pub max_in_flight: NonZeroUsize,
+    /// Bytes of arguments (their JSON text) the calls in flight hold between them,
+    /// [`DEFAULT_MAX_IN_FLIGHT_BYTES`] by default; a call whose arguments do not fit waits
+    /// (and the reading with it) until calls end. Arguments larger than the whole budget
+    /// wait until no other call runs, then go alone.
+    pub max_in_flight_bytes: NonZeroUsize,
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: MAX_LINE_BYTES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
+        }
+    }
+}
+
+/// What a server holds now and held at most, for monitoring and tests. Shared by the
+/// clones of one server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpStats {
+    /// Bytes of answers waiting to be written.
+    pub queued_bytes: usize,
+    /// Answers waiting to be written.
+    pub queued_answers: usize,
+    /// The most bytes of answers that waited at once.
+    pub peak_queued_bytes: usize,
+    /// Tool calls holding a slot (running, or done and waiting to queue their answer).
+    pub calls_running: usize,
+    /// The most tool calls that held a slot at once.
+    pub peak_calls_running: usize,
+    /// Bytes of arguments the calls holding a slot carry.
+    pub call_argument_bytes: usize,
+    /// How many times `tools/list` was encoded (once, unless tools were added since).
+    pub tools_list_encodings: usize,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    queued_bytes: AtomicUsize,
+    queued_answers: AtomicUsize,
+    peak_queued_bytes: AtomicUsize,
+    calls_running: AtomicUsize,
+    peak_calls_running: AtomicUsize,
+    call_argument_bytes: AtomicUsize,
+    tools_list_encodings: AtomicUsize,
+}
+
+/// The encoded `tools/list` result and how many tools it lists.
+#[derive(Debug)]
+struct EncodedList {
+    tools: usize,
+    result: Bytes,
+}
+
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
 #[derive(Debug, Clone)]
 pub struct McpServer {
     registry: Arc<Registry>,
     session: Environment,
-    max_line_bytes: usize,
+    limits: McpLimits,
+    counters: Arc<Counters>,
+    tools_list: Arc<Mutex<Option<EncodedList>>>,
 }
 
-/// In-flight tool calls by request id (as JSON text), so `notifications/cancelled` can stop them.
+/// In-flight tool calls by request id key, so `notifications/cancelled` can stop them.
 type InFlight = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
 impl McpServer {
-    /// A server for `registry` with a fresh session id.
+    /// A server for `registry` with a fresh session id and the default limits.
     pub fn new(registry: Arc<Registry>) -> Self {
         Self {
             registry,
             session: Environment::generate(),
-            max_line_bytes: MAX_LINE_BYTES,
+            limits: McpLimits::default(),
+            counters: Arc::default(),
+            tools_list: Arc::default(),
         }
     }
 
@@ -52,10 +176,43 @@ impl McpServer {
         self
     }
 
+    /// This server with `limits`.
+    pub fn with_limits(mut self, limits: McpLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// This server with `bytes` as the longest line it reads (default [`MAX_LINE_BYTES`]).
     pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
-        self.max_line_bytes = bytes;
+        self.limits.max_line_bytes = bytes;
         self
+    }
+
+    /// This server with `calls` as the most tool calls running at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`]).
+    pub fn with_max_in_flight(mut self, calls: NonZeroUsize) -> Self {
+        self.limits.max_in_flight = calls;
+        self
+    }
+
+    /// The limits this server keeps.
+    pub fn limits(&self) -> McpLimits {
+        self.limits
+    }
+
+    /// What the server holds now and held at most.
+    pub fn stats(&self) -> McpStats {
+        let c = &self.counters;
+        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
+        McpStats {
+            queued_bytes: get(&c.queued_bytes),
+            queued_answers: get(&c.queued_answers),
+            peak_queued_bytes: get(&c.peak_queued_bytes),
+            calls_running: get(&c.calls_running),
+            peak_calls_running: get(&c.peak_calls_running),
+            call_argument_bytes: get(&c.call_argument_bytes),
+            tools_list_encodings: get(&c.tools_list_encodings),
+        }
     }
 
     /// The session every call of this server belongs to.
@@ -75,6 +232,9 @@ impl McpServer {
     /// until `input` ends. Tool calls in flight then finish and are answered before this
     /// returns.
     ///
+    /// While `output` does not take the answers (the client stopped reading) or the tool
+    /// calls in flight are at their limit, `input` is not read: see [`McpLimits`].
+    ///
     /// # Errors
     /// [`ServeError::Read`] or [`ServeError::Write`] on an I/O error (the client went away).
     /// Malformed messages are answered with JSON-RPC errors and are not errors here.
@@ -86,13 +246,17 @@ impl McpServer {
         info!(
             session_id = %self.session.session_id,
             tools = self.registry.len(),
+            max_in_flight = self.limits.max_in_flight,
+            max_in_flight_bytes = self.limits.max_in_flight_bytes,
+            max_queued_bytes = self.limits.max_queued_bytes,
             "MCP server ready: reading JSON-RPC from stdin, one message per line"
         );
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (outbox, answers) = Outbox::new(self.limits.max_queued_bytes, &self.counters);
+        let space = Arc::clone(&outbox.space);
         let writer_failed = CancellationToken::new();
         let (read, write) = tokio::join!(
-            self.read_loop(BufReader::new(input), sender, writer_failed.clone()),
-            write_loop(output, receiver, writer_failed),
+            self.read_loop(BufReader::new(input), outbox, writer_failed.clone()),
+            write_loop(output, answers, space, writer_failed),
         );
         write?;
         read?;
@@ -103,54 +267,56 @@ impl McpServer {
     async fn read_loop<R: AsyncBufRead + Unpin>(
         &self,
         mut input: R,
-        sender: mpsc::UnboundedSender<Value>,
+        outbox: Outbox,
         writer_failed: CancellationToken,
     ) -> Result<(), ServeError> {
         let mut tasks = JoinSet::new();
         let in_flight = InFlight::default();
+        let slots = Slots::new(&self.limits);
         let mut line = Vec::new();
         let mut discarding = false;
+        let max_line = self.limits.max_line_bytes;
         loop {
             let read = tokio::select! {
-                read = read_line(&mut input, &mut line, &mut discarding, self.max_line_bytes) => read,
-                () = writer_failed.cancelled() => {
-                    tasks.abort_all();
-                    return Ok(());
-                }
+                read = read_line(&mut input, &mut line, &mut discarding, max_line) => read,
+                () = writer_failed.cancelled() => break,
             };
-            match read.map_err(ServeError::Read)? {
+            let message = match read.map_err(ServeError::Read)? {
                 Line::Eof => break,
                 Line::TooLong => {
                     warn!(
-                        limit = self.max_line_bytes,
+                        limit = max_line,
                         "skipped a message longer than the line limit"
                     );
-                    let message = format!(
-                        "Invalid Request: the message is longer than {} bytes, the limit for one line; send less per call",
-                        self.max_line_bytes
-                    );
-                    send(
-                        &sender,
-                        RpcError::new(Value::Null, INVALID_REQUEST, message).to_json(),
-                    );
+                    Err(RpcError::new(
+                        RequestId::null(),
+                        INVALID_REQUEST,
+                        format!("Invalid Request: the message is longer than {max_line} bytes, the limit for one line; send less per call"),
+                    ))
                 }
                 Line::Complete => {
                     let text = trim_line(&line);
-                    if !text.is_empty() {
-                        match parse_line(text) {
-                            Ok(message) => self.handle(message, &sender, &mut tasks, &in_flight),
-                            Err(err) => {
-                                debug!(code = err.code, "{}", err.message);
-                                send(&sender, err.to_json());
-                            }
-                        }
-                    }
+                    let message = (!text.is_empty()).then(|| parse_line(text));
                     line.clear();
+                    match message {
+                        Some(message) => message,
+                        None => continue,
+                    }
                 }
+            };
+            // Handling may wait (room in the response queue, a free call slot): that is
+            // the backpressure, and no further line is read meanwhile.
+            tokio::select! {
+                () = self.handle(message, &outbox, &mut tasks, &in_flight, &slots) => {}
+                () = writer_failed.cancelled() => break,
             }
             while let Some(joined) = tasks.try_join_next() {
                 report_join(joined);
             }
+        }
+        if writer_failed.is_cancelled() {
+            tasks.abort_all();
+            return Ok(());
         }
         if !tasks.is_empty() {
             debug!(
@@ -158,30 +324,47 @@ impl McpServer {
                 "stdin closed; finishing the tool calls in flight"
             );
         }
-        while let Some(joined) = tasks.join_next().await {
-            report_join(joined);
+        loop {
+            tokio::select! {
+                joined = tasks.join_next() => match joined {
+                    Some(joined) => report_join(joined),
+                    None => break,
+                },
+                () = writer_failed.cancelled() => {
+                    tasks.abort_all();
+                    break;
+                }
+            }
         }
         Ok(())
     }
 
-    fn handle(
+    async fn handle(
         &self,
-        message: Incoming,
-        sender: &mpsc::UnboundedSender<Value>,
+        message: Result<Incoming, RpcError>,
+        outbox: &Outbox,
         tasks: &mut JoinSet<()>,
         in_flight: &InFlight,
+        slots: &Slots,
     ) {
+        let message = match message {
+            Ok(message) => message,
+            Err(err) => {
+                debug!(code = err.code, "{}", err.message);
+                return outbox.error(&err).await;
+            }
+        };
         match message {
             Incoming::Request { id, method, params } => {
                 debug!(%id, %method, "request");
                 let reply = match method.as_str() {
-                    "initialize" => Ok(self.initialize(&params)),
-                    "ping" => Ok(json!({})),
-                    "tools/list" => Ok(tools_list_result(&self.registry.definitions())),
+                    "initialize" => Ok(Bytes::from(self.initialize(&params).to_string())),
+                    "ping" => Ok(Bytes::from_static(b"{}")),
+                    "tools/list" => Ok(self.tools_list()),
                     "tools/call" => match call_params(&id, &params) {
                         Ok(call) => {
-                            self.spawn_call(id, call.name, call.arguments, sender, tasks, in_flight);
-                            return;
+                            let slot = self.call_slot(&id, &call, slots).await;
+                            return self.spawn_call(id, call, slot, outbox, tasks, in_flight);
                         }
                         Err(err) => Err(err),
                     },
@@ -192,8 +375,8 @@ impl McpServer {
                     )),
                 };
                 match reply {
-                    Ok(result) => send(sender, response(&id, result)),
-                    Err(err) => send(sender, err.to_json()),
+                    Ok(result) => outbox.answer(&id, result).await,
+                    Err(err) => outbox.error(&err).await,
                 }
             }
             Incoming::Notification { method, params } => match method.as_str() {
@@ -207,12 +390,12 @@ impl McpServer {
         }
     }
 
-    fn initialize(&self, params: &Map<String, Value>) -> Value {
-        let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let result = initialize_result(requested);
+    fn initialize(&self, params: &Params) -> serde_json::Value {
+        let requested = params.str("protocolVersion");
+        let result = initialize_result(requested.as_deref());
+        let info = params.value("clientInfo");
         let client = |field: &str| {
-            params
-                .get("clientInfo")
+            info.as_ref()
                 .and_then(|info| info.get(field))
                 .and_then(|value| value.as_str())
                 .unwrap_or("unknown")
@@ -223,38 +406,107 @@ impl McpServer {
         info!(
             client = %name,
             client_version = %version,
-            requested = requested.unwrap_or("none"),
+            requested = requested.as_deref().unwrap_or("none"),
             protocol,
             "initialize"
         );
         result
     }
 
+    /// The `tools/list` result's JSON, encoded the first time and shared after. The
+    /// registry only grows (a tool is never replaced or removed), so the number of tools
+    /// tells whether the encoded list is still the registry's.
+    fn tools_list(&self) -> Bytes {
+        let mut cached = self
+            .tools_list
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let tools = self.registry.len();
+        if let Some(list) = cached.as_ref().filter(|list| list.tools == tools) {
+            return list.result.clone();
+        }
+        let definitions = self.registry.definitions();
+        let result = Bytes::from(tools_list_result(&definitions).to_string());
+        self.counters
+            .tools_list_encodings
+            .fetch_add(1, Ordering::SeqCst);
+        *cached = Some(EncodedList {
+            tools: definitions.len(),
+            result: result.clone(),
+        });
+        result
+    }
+
+    /// A place for one more tool call, waiting (and so holding up the reading) while
+    /// [`McpLimits::max_in_flight`] calls hold one, or while its arguments do not fit in
+    /// what [`McpLimits::max_in_flight_bytes`] leaves.
+    async fn call_slot(&self, id: &RequestId, call: &CallParams, slots: &Slots) -> CallSlot {
+        let bytes = call.arguments.len();
+        let permit = match Arc::clone(&slots.calls).try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                info!(
+                    limit = self.limits.max_in_flight,
+                    request = %id,
+                    "tool calls at the in-flight limit: this call, and reading further messages, wait until one ends"
+                );
+                Arc::clone(&slots.calls).acquire_owned().await.ok()
+            }
+        };
+        let wanted = u32::try_from(bytes.clamp(1, slots.bytes_capacity)).unwrap_or(u32::MAX);
+        let bytes_permit = match Arc::clone(&slots.bytes).try_acquire_many_owned(wanted) {
+            Ok(permit) => Some(permit),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                info!(
+                    limit = self.limits.max_in_flight_bytes,
+                    arguments = bytes,
+                    request = %id,
+                    "tool call arguments over the in-flight byte limit: this call, and reading further messages, wait until calls end"
+                );
+                Arc::clone(&slots.bytes)
+                    .acquire_many_owned(wanted)
+                    .await
+                    .ok()
+            }
+        };
+        let c = &self.counters;
+        let now = c.calls_running.fetch_add(1, Ordering::SeqCst) + 1;
+        c.peak_calls_running.fetch_max(now, Ordering::SeqCst);
+        c.call_argument_bytes.fetch_add(bytes, Ordering::SeqCst);
+        CallSlot {
+            _permits: (permit, bytes_permit),
+            bytes,
+            counters: Arc::clone(&self.counters),
+        }
+    }
+
     fn spawn_call(
         &self,
-        id: Value,
-        name: String,
-        arguments: String,
-        sender: &mpsc::UnboundedSender<Value>,
+        id: RequestId,
+        call: CallParams,
+        slot: CallSlot,
+        outbox: &Outbox,
         tasks: &mut JoinSet<()>,
         in_flight: &InFlight,
     ) {
         let env = self.session.next_turn();
-        let key = id.to_string();
+        let key = id.key();
         let token = CancellationToken::new();
         lock(in_flight).insert(key.clone(), token.clone());
-        let (registry, sender, in_flight) = (
+        let (registry, outbox, in_flight) = (
             Arc::clone(&self.registry),
-            sender.clone(),
+            outbox.clone(),
             Arc::clone(in_flight),
         );
-        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %name, request = %key, "tools/call");
+        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
         tasks.spawn(async move {
+            // The slot is given back when this task ends: after the answer is queued.
+            let _slot = slot;
             let started = Instant::now();
             let call = ToolCall {
-                id: key.clone(),
-                name,
-                arguments,
+                id: id.as_json().to_owned(),
+                name: call.name,
+                arguments: call.arguments,
             };
             let ctx = CallContext::new().with_cancellation(token.clone());
             let outcome = registry.dispatch(&ctx, &call, &env).await;
@@ -271,26 +523,69 @@ impl McpServer {
             }
             if token.is_cancelled() {
                 // MCP: the receiver of a cancellation should not answer the cancelled request.
-                debug!(request = %key, "not answering a cancelled call");
+                debug!(request = %id, "not answering a cancelled call");
                 return;
             }
-            send(&sender, response(&id, call_result(&outcome)));
+            let result = Bytes::from(call_result(&outcome).to_string());
+            outbox.answer(&id, result).await;
         });
     }
 }
 
-fn cancel(in_flight: &InFlight, params: &Map<String, Value>) {
-    let Some(id) = params.get("requestId") else {
+/// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
+/// [`McpLimits::max_in_flight_bytes`] of arguments. Never closed: acquiring only waits.
+struct Slots {
+    calls: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    bytes_capacity: usize,
+}
+
+impl Slots {
+    fn new(limits: &McpLimits) -> Self {
+        let bytes_capacity = limits.max_in_flight_bytes.get().min(Semaphore::MAX_PERMITS);
+        Self {
+            calls: Arc::new(Semaphore::new(
+                limits.max_in_flight.get().min(Semaphore::MAX_PERMITS),
+            )),
+            bytes: Arc::new(Semaphore::new(bytes_capacity)),
+            bytes_capacity,
+        }
+    }
+}
+
+/// One tool call's place among the calls in flight, counted in the stats.
+struct CallSlot {
+    /// A place and its arguments' bytes (`None` only if the slots were closed, which
+    /// they never are).
+    _permits: (Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>),
+    bytes: usize,
+    counters: Arc<Counters>,
+}
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.counters.calls_running.fetch_sub(1, Ordering::SeqCst);
+        self.counters
+            .call_argument_bytes
+            .fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+fn cancel(in_flight: &InFlight, params: &Params) {
+    let Some(raw) = params.raw("requestId") else {
         debug!("notifications/cancelled without a requestId");
         return;
     };
-    let key = id.to_string();
-    match lock(in_flight).get(&key) {
+    let Ok(id) = RequestId::from_raw(raw) else {
+        debug!("notifications/cancelled with a requestId that is not a string or a number");
+        return;
+    };
+    match lock(in_flight).get(&id.key()) {
         Some(token) => {
-            info!(request = %key, reason = ?params.get("reason"), "client cancelled a tool call");
+            info!(request = %id, reason = ?params.str("reason"), "client cancelled a tool call");
             token.cancel();
         }
-        None => debug!(request = %key, "cancelled a request that is not in flight"),
+        None => debug!(request = %id, "cancelled a request that is not in flight"),
     }
 }
 
@@ -307,30 +602,137 @@ fn report_join(joined: Result<(), tokio::task::JoinError>) {
     }
 }
 
-fn send(sender: &mpsc::UnboundedSender<Value>, message: Value) {
-    // The receiver is gone only when the writer failed, which ends the loop anyway.
-    let _ = sender.send(message);
+/// The response queue: answers on their way to the writer, at most
+/// [`McpLimits::max_queued_bytes`] of them. Every sender (the reader, each tool call)
+/// waits for room before queueing.
+#[derive(Clone)]
+struct Outbox {
+    sender: mpsc::UnboundedSender<Answer>,
+    /// Free bytes; closed when the writer failed, so no sender waits for it forever.
+    space: Arc<Semaphore>,
+    capacity: usize,
+    counters: Arc<Counters>,
+}
+
+/// One answer line in parts (a cached `tools/list` result is shared, not copied), holding
+/// its room in the queue until it is written.
+struct Answer {
+    parts: Vec<Bytes>,
+    _room: Room,
+}
+
+struct Room {
+    _permit: OwnedSemaphorePermit,
+    bytes: usize,
+    counters: Arc<Counters>,
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        self.counters
+            .queued_bytes
+            .fetch_sub(self.bytes, Ordering::SeqCst);
+        self.counters.queued_answers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Outbox {
+    fn new(
+        capacity: NonZeroUsize,
+        counters: &Arc<Counters>,
+    ) -> (Self, mpsc::UnboundedReceiver<Answer>) {
+        let capacity = capacity.get().min(Semaphore::MAX_PERMITS);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let outbox = Self {
+            sender,
+            space: Arc::new(Semaphore::new(capacity)),
+            capacity,
+            counters: Arc::clone(counters),
+        };
+        (outbox, receiver)
+    }
+
+    /// Queues a success response answering `id` with `result` (its JSON text).
+    async fn answer(&self, id: &RequestId, result: Bytes) {
+        // The response's tail (`}`) and the line's end.
+        let tail = Bytes::from_static(b"}\n");
+        self.send(vec![Bytes::from(response_head(id)), result, tail])
+            .await;
+    }
+
+    /// Queues an error response.
+    async fn error(&self, err: &RpcError) {
+        self.send(vec![Bytes::from(err.encode() + "\n")]).await;
+    }
+
+    /// Queues one line, waiting for room. An answer larger than the whole queue takes all
+    /// of it: it waits for the queue to empty and then goes alone. Nothing is queued once
+    /// the writer has failed (the session is over).
+    async fn send(&self, parts: Vec<Bytes>) {
+        let bytes: usize = parts.iter().map(Bytes::len).sum();
+        let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
+        let permit = match Arc::clone(&self.space).try_acquire_many_owned(permits) {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => return,
+            Err(TryAcquireError::NoPermits) => {
+                debug!(
+                    queued_bytes = self.counters.queued_bytes.load(Ordering::SeqCst),
+                    "response queue full: waiting for the client to read its answers"
+                );
+                match Arc::clone(&self.space).acquire_many_owned(permits).await {
+                    Ok(permit) => permit,
+                    Err(_closed) => return,
+                }
+            }
+        };
+        let queued = self
+            .counters
+            .queued_bytes
+            .fetch_add(bytes, Ordering::SeqCst)
+            + bytes;
+        self.counters
+            .peak_queued_bytes
+            .fetch_max(queued, Ordering::SeqCst);
+        self.counters.queued_answers.fetch_add(1, Ordering::SeqCst);
+        let room = Room {
+            _permit: permit,
+            bytes,
+            counters: Arc::clone(&self.counters),
+        };
+        // The receiver is gone only when the writer failed, which ends the session anyway.
+        let _ = self.sender.send(Answer { parts, _room: room });
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
-    mut output: W,
-    mut receiver: mpsc::UnboundedReceiver<Value>,
+    output: W,
+    mut receiver: mpsc::UnboundedReceiver<Answer>,
+    space: Arc<Semaphore>,
     failed: CancellationToken,
 ) -> Result<(), ServeError> {
-    while let Some(message) = receiver.recv().await {
-        // serde_json escapes control characters in strings, so a message is one line.
-        let mut bytes = message.to_string().into_bytes();
-        bytes.push(b'\n');
+    let mut output = BufWriter::new(output);
+    while let Some(answer) = receiver.recv().await {
+        // serde_json escapes control characters in strings, so an answer is one line.
         let written = async {
-            output.write_all(&bytes).await?;
-            output.flush().await
+            for part in &answer.parts {
+                output.write_all(part).await?;
+            }
+            // Flushed when no other answer waits: each goes out at once, and a burst
+            // goes out in few writes.
+            if receiver.is_empty() {
+                output.flush().await?;
+            }
+            Ok(())
         };
         if let Err(err) = written.await {
+            space.close();
             failed.cancel();
             return Err(ServeError::Write(err));
         }
+        // Written (or in the writer's buffer): its room in the queue is free again.
+        drop(answer);
     }
-    Ok(())
+    output.flush().await.map_err(ServeError::Write)
 }
 
 /// What one bounded line read produced.
@@ -391,6 +793,7 @@ fn trim_line(line: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     async fn lines(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
         let mut reader = BufReader::with_capacity(4, input);

@@ -1,0 +1,559 @@
+//! Hostile clients against the whole server: one that never reads its answers, one that
+//! floods tool calls, one whose ids do not fit a `u64` or an `f64`.
+
+use std::num::NonZeroUsize;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio::sync::watch;
+
+use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
+
+use super::{
+    tools_list_result, McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_QUEUED_BYTES,
+};
+
+/// An input that hands out `total` numbered request lines made by `line`, one line (or
+/// what is left of it) per read, and counts the lines it has handed out completely.
+struct Requests {
+    line: fn(usize) -> String,
+    total: usize,
+    next: usize,
+    pending: Vec<u8>,
+    handed_out: Arc<AtomicUsize>,
+}
+
+impl Requests {
+    fn new(total: usize, line: fn(usize) -> String) -> (Self, Arc<AtomicUsize>) {
+        let handed_out = Arc::new(AtomicUsize::new(0));
+        let input = Self {
+            line,
+            total,
+            next: 0,
+            pending: Vec::new(),
+            handed_out: Arc::clone(&handed_out),
+        };
+        (input, handed_out)
+    }
+}
+
+impl AsyncRead for Requests {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.pending.is_empty() {
+            if self.next == self.total {
+                return Poll::Ready(Ok(()));
+            }
+            let line = (self.line)(self.next) + "\n";
+            self.next += 1;
+            self.pending = line.into_bytes();
+        }
+        let n = self.pending.len().min(buf.remaining());
+        buf.put_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        if self.pending.is_empty() {
+            self.handed_out.fetch_add(1, Ordering::SeqCst);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Waits until `counter` has not moved for `quiet` (or `limit` passed), and returns it.
+async fn settled(counter: &AtomicUsize, quiet: Duration, limit: Duration) -> usize {
+    let started = Instant::now();
+    let mut last = counter.load(Ordering::SeqCst);
+    let mut since = Instant::now();
+    while started.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = counter.load(Ordering::SeqCst);
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() >= quiet {
+            break;
+        }
+    }
+    last
+}
+
+/// A registry whose one tool has an 8 KiB description, so each `tools/list` answer is a
+/// little over 8 KiB.
+fn wide_registry() -> Arc<Registry> {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolDefinition::new("wide", "w".repeat(8 * 1024), json!({"type": "object"})),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                Ok(ToolResult::new("ok"))
+            },
+        )
+        .unwrap();
+    Arc::new(registry)
+}
+
+fn list_request(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#)
+}
+
+/// The size of one `tools/list` answer of [`wide_registry`] with a one-digit id.
+fn list_answer_bytes() -> usize {
+    let result = tools_list_result(&wide_registry().definitions()).to_string();
+    // `{"id":0,"jsonrpc":"2.0","result":` + result + `}` + newline
+    r#"{"id":0,"jsonrpc":"2.0","result":"#.len() + result.len() + 2
+}
+
+fn limits(max_queued_bytes: usize) -> McpLimits {
+    McpLimits {
+        max_queued_bytes: NonZeroUsize::new(max_queued_bytes).unwrap(),
+        ..McpLimits::default()
+    }
+}
+
+/// A client that sends `tools/list` after `tools/list` and never reads: the server stops
+/// reading once its response queue is full, instead of buffering every answer.
+#[tokio::test]
+async fn a_client_that_never_reads_stops_the_reading() {
+    const REQUESTS: usize = 3000;
+    let (input, handed_out) = Requests::new(REQUESTS, list_request);
+    // The client's end of stdout, never read: 1 KiB of pipe, then every write blocks.
+    let (output, mut client_end) = tokio::io::duplex(1024);
+    let server = McpServer::new(wide_registry());
+    let watch = server.clone();
+    let serving = tokio::spawn(async move { server.serve(input, output).await });
+
+    let read = settled(
+        &handed_out,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    // What was read can only be: answers in the queue (4 MiB by default), one in the
+    // writer's hands, what its 8 KiB buffer and the 1 KiB pipe took, and what the line
+    // reader's 8 KiB buffer holds ahead (requests of ~45 bytes).
+    let cap = DEFAULT_MAX_QUEUED_BYTES.get();
+    let answer = list_answer_bytes();
+    let bound = cap / answer + 1 + (8 * 1024 + 1024) / answer + 1 + 8 * 1024 / 40 + 1;
+    assert!(
+        read <= bound,
+        "the server read {read} requests while nobody read its answers (bound {bound})"
+    );
+    assert!(!serving.is_finished(), "the server must wait, not give up");
+    let stats = watch.stats();
+    assert!(stats.peak_queued_bytes <= cap, "{stats:?}");
+    // It is the queue's cap that stopped the reading: the queue is full.
+    assert_eq!(stats.queued_answers, cap / answer, "{stats:?}");
+    assert!(stats.queued_bytes > cap - answer, "{stats:?}");
+
+    // Once the client reads, every request is answered, in order, and the server ends.
+    let mut answers = Vec::new();
+    client_end.read_to_end(&mut answers).await.unwrap();
+    serving.await.unwrap().unwrap();
+    let answers: Vec<Value> = answers
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), REQUESTS);
+    for (id, answer) in answers.iter().enumerate() {
+        assert_eq!(answer["id"], json!(id));
+        assert_eq!(answer["result"]["tools"][0]["name"], "wide");
+    }
+    let stats = watch.stats();
+    assert_eq!((stats.queued_bytes, stats.queued_answers), (0, 0));
+    assert!(stats.peak_queued_bytes <= cap, "{stats:?}");
+}
+
+/// The queue is bounded in bytes, not in answers: 20 KiB hold two 8 KiB answers.
+#[tokio::test]
+async fn the_queue_is_bounded_in_bytes() {
+    let (input, handed_out) = Requests::new(500, list_request);
+    let (output, client_end) = tokio::io::duplex(1024);
+    let server = McpServer::new(wide_registry()).with_limits(limits(20 * 1024));
+    let watch = server.clone();
+    let serving = tokio::spawn(async move { server.serve(input, output).await });
+    let read = settled(
+        &handed_out,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(read < 500, "read {read}");
+    let stats = watch.stats();
+    assert_eq!(stats.queued_answers, 2, "{stats:?}");
+    assert!(
+        stats.queued_bytes == 2 * list_answer_bytes() && stats.peak_queued_bytes <= 20 * 1024,
+        "{stats:?}"
+    );
+    drop(client_end);
+    assert!(serving.await.unwrap().is_err());
+}
+
+/// The client goes away while the server waits for room in the queue: serving ends with
+/// the write error, instead of waiting for room forever.
+#[tokio::test]
+async fn a_client_gone_while_the_queue_is_full_ends_the_session() {
+    let (input, handed_out) = Requests::new(100_000, list_request);
+    let (output, client_end) = tokio::io::duplex(1024);
+    let server = McpServer::new(wide_registry()).with_limits(limits(64 * 1024));
+    let serving = tokio::spawn(async move { server.serve(input, output).await });
+    settled(
+        &handed_out,
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+    )
+    .await;
+    drop(client_end);
+    let ended = tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .expect("serving ends once the client is gone")
+        .unwrap();
+    assert!(
+        matches!(ended, Err(ServeError::Write(ref e)) if e.kind() == std::io::ErrorKind::BrokenPipe),
+        "{ended:?}"
+    );
+    assert!(handed_out.load(Ordering::SeqCst) < 100_000);
+}
+
+/// An answer larger than the whole queue still goes out, alone.
+#[tokio::test]
+async fn an_answer_larger_than_the_queue_goes_out_alone() {
+    let server = McpServer::new(wide_registry()).with_limits(limits(1024));
+    let watch = server.clone();
+    let mut output = Vec::new();
+    let input: String = (0..5).map(|id| list_request(id) + "\n").collect();
+    server.serve(input.as_bytes(), &mut output).await.unwrap();
+    let lines: Vec<&[u8]> = output
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines.iter().all(|line| line.len() > 8 * 1024));
+    let stats = watch.stats();
+    assert_eq!(
+        stats.peak_queued_bytes,
+        list_answer_bytes(),
+        "one at a time"
+    );
+}
+
+/// `tools/list` is encoded once and every answer carries the same bytes; a tool added to
+/// the registry afterwards is listed (the registry only grows, so its size tells).
+#[tokio::test]
+async fn tools_list_is_encoded_once() {
+    let registry = wide_registry();
+    let server = McpServer::new(Arc::clone(&registry));
+    let input: String = (0..3).map(|id| list_request(id) + "\n").collect();
+    let results = |output: &[u8]| -> Vec<String> {
+        std::str::from_utf8(output)
+            .unwrap()
+            .lines()
+            .enumerate()
+            .map(|(id, line)| {
+                let head = format!(r#"{{"id":{id},"jsonrpc":"2.0","result":"#);
+                let result = line.strip_prefix(&head).unwrap();
+                result.strip_suffix('}').unwrap().to_owned()
+            })
+            .collect()
+    };
+    let mut output = Vec::new();
+    server.serve(input.as_bytes(), &mut output).await.unwrap();
+    let first = results(&output);
+    assert_eq!(first.len(), 3);
+    assert!(first.iter().all(|result| result == &first[0]));
+    assert_eq!(
+        serde_json::from_str::<Value>(&first[0]).unwrap(),
+        tools_list_result(&registry.definitions())
+    );
+    assert_eq!(server.stats().tools_list_encodings, 1);
+
+    registry
+        .register(
+            ToolDefinition::new("late", "Added later.", json!({"type": "object"})),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                Ok(ToolResult::new("late"))
+            },
+        )
+        .unwrap();
+    let mut output = Vec::new();
+    server.serve(input.as_bytes(), &mut output).await.unwrap();
+    let second = results(&output);
+    assert!(second.iter().all(|result| result == &second[0]));
+    let listed: Value = serde_json::from_str(&second[0]).unwrap();
+    assert_eq!(listed["tools"][1]["name"], "late");
+    assert_eq!(server.stats().tools_list_encodings, 2);
+}
+
+/// Counts the calls running in a `hold` tool, which waits for the test to let it go.
+struct Holds {
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    release: watch::Sender<bool>,
+}
+
+fn holding_registry() -> (Arc<Registry>, Arc<Holds>) {
+    let holds = Arc::new(Holds {
+        running: AtomicUsize::new(0),
+        peak: AtomicUsize::new(0),
+        release: watch::channel(false).0,
+    });
+    let registry = Registry::new();
+    let state = Arc::clone(&holds);
+    registry
+        .register(
+            ToolDefinition::new("hold", "Wait to be let go.", json!({"type": "object"})),
+            move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+                let state = Arc::clone(&state);
+                async move {
+                    let now = state.running.fetch_add(1, Ordering::SeqCst) + 1;
+                    state.peak.fetch_max(now, Ordering::SeqCst);
+                    let mut release = state.release.subscribe();
+                    let _ = release.wait_for(|&go| go).await;
+                    state.running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(ToolResult::new("let go"))
+                }
+            },
+        )
+        .unwrap();
+    (Arc::new(registry), holds)
+}
+
+fn hold_request(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hold"}}}}"#)
+}
+
+/// 80 slow calls at once: at most 64 (the default limit) run, the rest wait their turn and
+/// are all answered once the first ones end.
+#[tokio::test]
+async fn tool_calls_in_flight_are_capped_at_the_default() {
+    const CALLS: usize = 80;
+    let (registry, holds) = holding_registry();
+    let (input, _) = Requests::new(CALLS, hold_request);
+    let mut output = Vec::new();
+    let server = McpServer::new(registry);
+    let watch = server.clone();
+    let serving =
+        tokio::spawn(async move { server.serve(input, &mut output).await.map(|()| output) });
+
+    let running = settled(
+        &holds.running,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        running,
+        DEFAULT_MAX_IN_FLIGHT.get(),
+        "calls running at once"
+    );
+    assert_eq!(running, 64);
+    assert_eq!(watch.stats().calls_running, 64);
+    holds.release.send_replace(true);
+    let output = serving.await.unwrap().unwrap();
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 64);
+    let stats = watch.stats();
+    assert_eq!((stats.peak_calls_running, stats.calls_running), (64, 0));
+    let answers: Vec<Value> = String::from_utf8(output)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), CALLS);
+    assert!(answers
+        .iter()
+        .all(|a| a["result"]["content"][0]["text"] == "let go"));
+}
+
+/// A limit of 3: three calls run, and a ping sent after the fourth call is read (and
+/// answered) only once a call ends: at the limit the server reads nothing further.
+#[tokio::test]
+async fn the_in_flight_limit_is_configurable_and_holds_up_reading() {
+    let (registry, holds) = holding_registry();
+    let input: String = (0..4)
+        .map(|id| hold_request(id) + "\n")
+        .chain([r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#.to_owned() + "\n"])
+        .collect();
+    let (output, mut client_end) = tokio::io::duplex(64 * 1024);
+    let server = McpServer::new(registry).with_max_in_flight(NonZeroUsize::new(3).unwrap());
+    assert_eq!(server.limits().max_in_flight.get(), 3);
+    let watch = server.clone();
+    let serving = tokio::spawn(async move { server.serve(input.as_bytes(), output).await });
+    let running = settled(
+        &holds.running,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(running, 3);
+    // The ping is behind the fourth call, which waits for a slot: nothing answered yet.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut nothing = [0u8; 1];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), client_end.read(&mut nothing))
+            .await
+            .is_err(),
+        "no answer while the fourth call waits"
+    );
+    holds.release.send_replace(true);
+    serving.await.unwrap().unwrap();
+    let mut text = String::new();
+    client_end.read_to_string(&mut text).await.unwrap();
+    let mut ids: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["\"p\"", "0", "1", "2", "3"]);
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 3);
+    assert_eq!(watch.stats().peak_calls_running, 3);
+}
+
+/// Calls whose arguments would pass the in-flight byte budget wait like calls over the
+/// count: with 10 KiB, two calls carrying 4 KiB run and the third waits; a call carrying
+/// more than the whole budget runs alone once the others end.
+#[tokio::test]
+async fn argument_bytes_in_flight_are_capped() {
+    let (registry, holds) = holding_registry();
+    let call = |id: usize, pad: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hold","arguments":{{"pad":"{}"}}}}}}"#,
+            "x".repeat(pad)
+        ) + "\n"
+    };
+    let input = call(0, 4096) + &call(1, 4096) + &call(2, 4096) + &call(3, 20 * 1024);
+    let argument_bytes = r#"{"pad":""}"#.len() + 4096;
+    let server = McpServer::new(registry).with_limits(McpLimits {
+        max_in_flight_bytes: NonZeroUsize::new(10 * 1024).unwrap(),
+        ..McpLimits::default()
+    });
+    let watch = server.clone();
+    let serving = tokio::spawn(async move {
+        let mut output = Vec::new();
+        server
+            .serve(input.as_bytes(), &mut output)
+            .await
+            .map(|()| output)
+    });
+    let running = settled(
+        &holds.running,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(running, 2);
+    let stats = watch.stats();
+    assert_eq!(
+        (stats.calls_running, stats.call_argument_bytes),
+        (2, 2 * argument_bytes)
+    );
+    holds.release.send_replace(true);
+    let output = serving.await.unwrap().unwrap();
+    assert_eq!(String::from_utf8(output).unwrap().lines().count(), 4);
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 2);
+    let stats = watch.stats();
+    assert_eq!((stats.calls_running, stats.call_argument_bytes), (0, 0));
+}
+
+async fn serve_text(registry: Arc<Registry>, input: &str) -> String {
+    let mut output = Vec::new();
+    McpServer::new(registry)
+        .serve(input.as_bytes(), &mut output)
+        .await
+        .unwrap();
+    String::from_utf8(output).unwrap()
+}
+
+/// Every id comes back as the exact text the client sent: beyond u64 and i64, fractions,
+/// exponents, beyond f64, strings with escapes.
+#[tokio::test]
+async fn ids_come_back_exactly_as_sent() {
+    let ids = [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "1.5",
+        "1e400",
+        "1.0",
+        "0.10",
+        "1E2",
+        "-0",
+        "123456789012345678901234567890",
+        r#""x""#,
+        r#""\u0078 \"q\"""#,
+    ];
+    let mut input = String::new();
+    let mut expected = String::new();
+    for id in ids {
+        input += &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        expected += &format!("{{\"id\":{id},\"jsonrpc\":\"2.0\",\"result\":{{}}}}\n");
+    }
+    assert_eq!(serve_text(wide_registry(), &input).await, expected);
+
+    // The same in errors and in tool results.
+    let id = "18446744073709551616";
+    let output = serve_text(
+        wide_registry(),
+        &format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"nope\"}}\n\
+             {{\"jsonrpc\":\"1.0\",\"id\":{id},\"method\":\"ping\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"wide\"}}}}\n"
+        ),
+    )
+    .await;
+    let lines: Vec<&str> = output.lines().collect();
+    assert_eq!(lines.len(), 4, "{output}");
+    for line in &lines {
+        assert!(
+            line.contains(&format!(",\"id\":{id},"))
+                || line.starts_with(&format!("{{\"id\":{id},")),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        lines[3],
+        format!(
+            r#"{{"id":{id},"jsonrpc":"2.0","result":{{"content":[{{"text":"ok","type":"text"}}],"isError":false}}}}"#
+        )
+    );
+}
+
+fn napping_registry() -> Arc<Registry> {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolDefinition::new("nap", "Nap, unless cancelled.", json!({"type": "object"})),
+            |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                tokio::select! {
+                    () = ctx.cancellation().cancelled() => Ok(ToolResult::new("cancelled")),
+                    () = tokio::time::sleep(Duration::from_millis(300)) => Ok(ToolResult::new("woke")),
+                }
+            },
+        )
+        .unwrap();
+    Arc::new(registry)
+}
+
+/// Two ids that are the same `f64`: cancelling one stops that one, not the other.
+#[tokio::test]
+async fn cancellation_finds_the_exact_id() {
+    let output = serve_text(
+        napping_registry(),
+        concat!(
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/call","params":{"name":"nap"}}"#, "\n",
+            r#"{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/call","params":{"name":"nap"}}"#, "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":18446744073709551616}}"#, "\n",
+        ),
+    )
+    .await;
+    assert_eq!(
+        output,
+        "{\"id\":18446744073709551617,\"jsonrpc\":\"2.0\",\"result\":{\"content\":[{\"text\":\"woke\",\"type\":\"text\"}],\"isError\":false}}\n"
+    );
+}
