@@ -73,6 +73,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             hide_hidden = args.hide_hidden,
             allowed_extensions = ?options.allowed_extensions,
             max_file_bytes = args.max_file_bytes,
+            max_read_bytes = args.max_read_bytes,
             "built-in file tools registered"
         );
     }
@@ -112,6 +113,7 @@ fn vfs_options(args: &RegistryArgs, storage: Option<Arc<dyn Storage>>) -> Option
         options.hide_hidden_paths = args.hide_hidden;
         options.allowed_extensions = args.allowed_extensions();
         options.maximum_file_bytes = args.max_file_bytes;
+        options.max_read_bytes = args.max_read_bytes;
         options
     })
 }
@@ -189,6 +191,36 @@ mod tests {
         assert_eq!(
             set.registry.call_timeout(),
             std::time::Duration::from_millis(250)
+        );
+    }
+
+    #[tokio::test]
+    async fn max_read_bytes_reaches_read_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "0123456789a").unwrap();
+        let set = build_registry(&args(&[
+            "--root",
+            dir.path().to_str().unwrap(),
+            "--max-read-bytes",
+            "10",
+        ]))
+        .unwrap();
+        let read = set
+            .registry
+            .dispatch(
+                &crate::registry::CallContext::new(),
+                &crate::registry::ToolCall::new("read_file", r#"{"path":"a.md"}"#),
+                &crate::registry::Environment::default(),
+            )
+            .await;
+        assert_eq!(
+            read.unwrap_err(),
+            crate::registry::ToolError::FileTooLarge {
+                tool: "read_file".into(),
+                path: "a.md".into(),
+                size: 11,
+                limit: 10
+            }
         );
     }
 
