@@ -712,6 +712,13 @@ impl Storage for GrewAfterListing {
     fn read(&self, path: &str) -> Result<toolhost::vfs::FileContent, StorageError> {
         self.0.read(path)
     }
+    fn read_capped(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<toolhost::vfs::FileContent, StorageError> {
+        self.0.read_capped(path, max_bytes)
+    }
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
         self.0.write(path, content, content_type)
     }
