@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use tempfile::TempDir;
 use toolhost::vfs::{
     scope, FileEntry, MemoryStorage, OsStorage, PathErrorReason, Storage, StorageError,
+    MAX_READ_BYTES,
 };
 
 /// A store under test, plus whatever must live as long as it.
@@ -83,6 +84,11 @@ vfs_test!(
     directories_are_not_files,
     deleting_the_last_file_frees_the_directory_name,
     exists_agrees_with_read,
+    read_capped_checks_the_size_first,
+    write_if_unchanged_keeps_another_writers_change,
+    rename_moves_one_file,
+    rename_refuses_what_write_and_read_refuse,
+    rename_only_changing_case,
 );
 
 fn paths(s: &dyn Storage) -> Vec<String> {
@@ -606,4 +612,364 @@ fn exists_agrees_with_read(s: &dyn Storage) {
         s.exists("../x"),
         Err(StorageError::InvalidPath(_))
     ));
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile: one read must not abort or exhaust the host.
+
+/// 200 GiB: far more than this machine's memory, so a read that allocates the file's size
+/// up front aborts the process (`memory allocation ... failed`).
+const SPARSE_SIZE: u64 = 200 << 30;
+
+/// An OsStorage root holding `big.bin`, a 200 GiB sparse file (no disk blocks used).
+fn sparse_root() -> (TempDir, Arc<OsStorage>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::fs::File::create(dir.path().join("big.bin")).unwrap();
+    file.set_len(SPARSE_SIZE).unwrap();
+    let storage = Arc::new(OsStorage::open(dir.path()).unwrap());
+    (dir, storage)
+}
+
+fn tool_registry(storage: Arc<dyn Storage>) -> toolhost::registry::Registry {
+    let registry = toolhost::registry::Registry::new();
+    toolhost::tools::register_vfs_tools(&registry, toolhost::tools::VfsToolOptions::new(storage))
+        .unwrap();
+    registry
+}
+
+async fn call_tool(
+    registry: &toolhost::registry::Registry,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<serde_json::Value, toolhost::registry::ToolError> {
+    registry
+        .dispatch(
+            &toolhost::registry::CallContext::new(),
+            &toolhost::registry::ToolCall::new(tool, args.to_string()),
+            &toolhost::registry::Environment::default(),
+        )
+        .await
+        .map(|result| result.content)
+}
+
+#[tokio::test]
+async fn hostile_a_200_gib_sparse_file_is_refused_by_every_reading_tool() {
+    use serde_json::json;
+    use toolhost::registry::ToolError;
+    let (dir, storage) = sparse_root();
+    let registry = tool_registry(storage);
+    let too_large = |tool: &str, path: &str, limit: u64| ToolError::FileTooLarge {
+        tool: tool.into(),
+        path: path.into(),
+        size: SPARSE_SIZE,
+        limit,
+    };
+    let read_cap = 64 << 20;
+    let file_cap = 1 << 20;
+    let err = call_tool(&registry, "read_file", json!({"path": "big.bin"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err, too_large("read_file", "big.bin", read_cap));
+    assert_eq!(
+        err.to_string(),
+        "read_file: \"big.bin\" at 214748364800 bytes is over this tool's file size limit of 67108864 bytes; nothing was changed. Write less or split the content over several files; a file this large cannot be read or edited by this tool"
+    );
+    let edit = json!({"path": "big.bin", "old_string": "a", "new_string": "b"});
+    assert_eq!(
+        call_tool(&registry, "edit_file", edit).await,
+        Err(too_large("edit_file", "big.bin", file_cap))
+    );
+    let edits = json!({"path": "big.bin", "edits": [{"old_string": "a", "new_string": "b"}]});
+    assert_eq!(
+        call_tool(&registry, "multi_edit", edits).await,
+        Err(too_large("multi_edit", "big.bin", file_cap))
+    );
+    // move_file names the destination it would have written, as for any file over the cap.
+    for destination in ["moved.bin", "BIG.bin"] {
+        let args = json!({"source": "big.bin", "destination": destination});
+        assert_eq!(
+            call_tool(&registry, "move_file", args).await,
+            Err(too_large("move_file", destination, file_cap))
+        );
+    }
+    // The process is alive and the file untouched.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["big.bin"]);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("big.bin")).unwrap().len(),
+        SPARSE_SIZE
+    );
+}
+
+/// An OsStorage whose listing says every file is 1 byte: a file that grew to 200 GiB
+/// between grep's listing (which skips files listed over the cap) and its read.
+struct GrewAfterListing(Arc<OsStorage>);
+
+impl Storage for GrewAfterListing {
+    fn read(&self, path: &str) -> Result<toolhost::vfs::FileContent, StorageError> {
+        self.0.read(path)
+    }
+    fn read_capped(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<toolhost::vfs::FileContent, StorageError> {
+        self.0.read_capped(path, max_bytes)
+    }
+    fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
+        self.0.write(path, content, content_type)
+    }
+    fn delete(&self, path: &str) -> Result<(), StorageError> {
+        self.0.delete(path)
+    }
+    fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
+        let mut listed = self.0.list()?;
+        for entry in &mut listed {
+            entry.size = 1;
+        }
+        Ok(listed)
+    }
+}
+
+#[tokio::test]
+async fn hostile_grep_skips_a_file_that_grew_to_200_gib_after_the_listing() {
+    use serde_json::json;
+    let (dir, storage) = sparse_root();
+    std::fs::write(dir.path().join("small.md"), b"needle\n").unwrap();
+    let registry = tool_registry(Arc::new(GrewAfterListing(storage)));
+    assert_eq!(
+        call_tool(&registry, "grep", json!({"pattern": "needle"})).await,
+        Ok(json!({"matches": ["small.md:1:needle"], "truncated": true}))
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Capped reads, conditional writes and renames, on every backend.
+
+fn read_capped_checks_the_size_first(s: &dyn Storage) {
+    s.write("d/ten.md", b"0123456789", "").unwrap();
+    let f = s.read_capped("d/ten.md", 10).unwrap();
+    assert_eq!((f.content.as_slice(), f.size), (&b"0123456789"[..], 10));
+    match s.read_capped("d/ten.md", 9) {
+        Err(StorageError::FileTooLarge { path, size, limit }) => {
+            assert_eq!((path.as_str(), size, limit), ("d/ten.md", 10, 9))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.read_capped("d/ten.md", 0).unwrap_err().to_string(),
+        "\"d/ten.md\" is 10 bytes, over the limit of 0 bytes for reading one file, so it was not read; only smaller files can be read here"
+    );
+    s.write("empty.md", b"", "").unwrap();
+    assert_eq!(s.read_capped("empty.md", 0).unwrap().size, 0);
+    assert!(matches!(
+        s.read_capped("nope.md", 10),
+        Err(StorageError::NotFound { path }) if path == "nope.md"
+    ));
+    assert!(matches!(
+        s.read_capped("d", 10),
+        Err(StorageError::IsDirectory { path }) if path == "d"
+    ));
+    assert!(matches!(
+        s.read_capped("../x", 10),
+        Err(StorageError::InvalidPath(_))
+    ));
+}
+
+fn write_if_unchanged_keeps_another_writers_change(s: &dyn Storage) {
+    s.write("a.md", b"v1", "").unwrap();
+    s.write_if_unchanged("a.md", b"v1", b"v2", "").unwrap();
+    assert_eq!(s.read("a.md").unwrap().content, b"v2");
+    // Expecting what is no longer there: nothing is written.
+    for stale in [&b"v1"[..], b"v2 and more", b"", b"v"] {
+        match s.write_if_unchanged("a.md", stale, b"v3", "") {
+            Err(StorageError::Changed { path }) => assert_eq!(path, "a.md"),
+            other => panic!("{stale:?}: {other:?}"),
+        }
+        assert_eq!(s.read("a.md").unwrap().content, b"v2");
+    }
+    let err = s.write_if_unchanged("gone.md", b"x", b"y", "").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "\"gone.md\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit"
+    );
+    assert!(!s.exists("gone.md").unwrap());
+    assert_eq!(paths(s), ["a.md"]);
+}
+
+fn rename_moves_one_file(s: &dyn Storage) {
+    s.write("a/one.md", b"one", "").unwrap();
+    s.write("b.md", b"bee", "").unwrap();
+    assert!(!s.rename("a/one.md", "x/y/moved.md", false).unwrap());
+    assert_eq!(paths(s), ["b.md", "x/y/moved.md"]);
+    assert_eq!(s.read("x/y/moved.md").unwrap().content, b"one");
+    // "a" was left empty, so it is gone and its name is free.
+    s.write("a", b"now a file", "").unwrap();
+    // Onto an existing file: only with overwrite.
+    match s.rename("x/y/moved.md", "b.md", false) {
+        Err(StorageError::AlreadyExists { path }) => assert_eq!(path, "b.md"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        StorageError::AlreadyExists { path: "b.md".into() }.to_string(),
+        "\"b.md\" already exists, so nothing was moved; choose another path, or replace it explicitly"
+    );
+    assert_eq!(s.read("b.md").unwrap().content, b"bee");
+    assert!(s.rename("x/y/moved.md", "b.md", true).unwrap());
+    assert_eq!(paths(s), ["a", "b.md"]);
+    assert_eq!(s.read("b.md").unwrap().content, b"one");
+    // Onto itself: nothing happens.
+    assert!(!s.rename("b.md", "b.md", false).unwrap());
+    assert_eq!(s.read("b.md").unwrap().content, b"one");
+}
+
+fn rename_refuses_what_write_and_read_refuse(s: &dyn Storage) {
+    s.write("f.md", b"f", "").unwrap();
+    s.write("d/in.md", b"in", "").unwrap();
+    assert!(matches!(
+        s.rename("nope.md", "x.md", false),
+        Err(StorageError::NotFound { path }) if path == "nope.md"
+    ));
+    assert!(matches!(
+        s.rename("d", "e", false),
+        Err(StorageError::IsDirectory { path }) if path == "d"
+    ));
+    assert!(matches!(
+        s.rename("f.md", "d", true),
+        Err(StorageError::IsDirectory { path }) if path == "d"
+    ));
+    assert!(matches!(
+        s.rename("d/in.md", "f.md/x.md", false),
+        Err(StorageError::ParentIsFile { path, parent }) if path == "f.md/x.md" && parent == "f.md"
+    ));
+    for bad in ["../x", "/x", "a//b"] {
+        assert!(matches!(
+            s.rename("f.md", bad, false),
+            Err(StorageError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.rename(bad, "g.md", false),
+            Err(StorageError::InvalidPath(_))
+        ));
+    }
+    assert_eq!(paths(s), ["d/in.md", "f.md"]);
+}
+
+fn rename_only_changing_case(s: &dyn Storage) {
+    s.write("docs/Readme.md", b"# hi\n", "").unwrap();
+    assert!(!s.rename("docs/Readme.md", "docs/README.md", false).unwrap());
+    assert_eq!(paths(s), ["docs/README.md"]);
+    assert_eq!(s.read("docs/README.md").unwrap().content, b"# hi\n");
+    // Both spellings exist as distinct files here (every backend in this suite is
+    // case-sensitive): the usual existing-destination rule applies.
+    s.write("docs/Readme.md", b"other", "").unwrap();
+    assert!(matches!(
+        s.rename("docs/Readme.md", "docs/README.md", false),
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert!(s.rename("docs/Readme.md", "docs/README.md", true).unwrap());
+    assert_eq!(paths(s), ["docs/README.md"]);
+    assert_eq!(s.read("docs/README.md").unwrap().content, b"other");
+}
+
+/// Scoped errors name the caller's paths, not the prefix.
+#[test]
+fn scoped_rename_and_capped_read_errors_hide_the_prefix() {
+    for inner in [memory(), os()] {
+        let b = scoped(inner);
+        let s = &*b.storage;
+        s.write("a.md", b"12345", "").unwrap();
+        s.write("b.md", b"b", "").unwrap();
+        match s.read_capped("a.md", 4) {
+            Err(StorageError::FileTooLarge { path, size, limit }) => {
+                assert_eq!((path.as_str(), size, limit), ("a.md", 5, 4))
+            }
+            other => panic!("{other:?}"),
+        }
+        match s.rename("a.md", "b.md", false) {
+            Err(StorageError::AlreadyExists { path }) => assert_eq!(path, "b.md"),
+            other => panic!("{other:?}"),
+        }
+        match s.write_if_unchanged("a.md", b"1234", b"x", "") {
+            Err(StorageError::Changed { path }) => assert_eq!(path, "a.md"),
+            other => panic!("{other:?}"),
+        }
+        assert!(s.rename("a.md", "c/a.md", false).is_ok());
+        assert_eq!(paths(s), ["b.md", "c/a.md"]);
+    }
+}
+
+/// A store with only the required methods: the defaults of the optional ones.
+struct Basic(MemoryStorage);
+
+impl Storage for Basic {
+    fn read(&self, path: &str) -> Result<toolhost::vfs::FileContent, StorageError> {
+        self.0.read(path)
+    }
+    fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
+        self.0.write(path, content, content_type)
+    }
+    fn delete(&self, path: &str) -> Result<(), StorageError> {
+        self.0.delete(path)
+    }
+    fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
+        self.0.list()
+    }
+}
+
+#[test]
+fn default_methods_behave_like_the_backends() {
+    let s = Basic(MemoryStorage::new());
+    s.write("a.md", b"12345", "").unwrap();
+    assert!(matches!(
+        s.read_capped("a.md", 4),
+        Err(StorageError::FileTooLarge {
+            size: 5,
+            limit: 4,
+            ..
+        })
+    ));
+    assert_eq!(s.read_capped("a.md", 5).unwrap().content, b"12345");
+    assert!(matches!(
+        s.write_if_unchanged("a.md", b"1234", b"x", ""),
+        Err(StorageError::Changed { .. })
+    ));
+    assert!(matches!(
+        s.write_if_unchanged("b.md", b"", b"x", ""),
+        Err(StorageError::Changed { .. })
+    ));
+    s.write_if_unchanged("a.md", b"12345", b"new", "").unwrap();
+    assert_eq!(s.read("a.md").unwrap().content, b"new");
+    let err = s.rename("a.md", "b.md", false).unwrap_err();
+    assert!(
+        matches!(&err, StorageError::Unsupported { operation } if operation == "rename"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "this store cannot rename files; use the basic operations (read, write, delete) instead"
+    );
+}
+
+#[test]
+fn os_plain_read_is_bounded_too() {
+    let (_dir, storage) = sparse_root();
+    match storage.read("big.bin") {
+        Err(StorageError::FileTooLarge { path, size, limit }) => {
+            assert_eq!(
+                (path.as_str(), size, limit),
+                ("big.bin", SPARSE_SIZE, MAX_READ_BYTES)
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    match storage.read_capped("big.bin", 1 << 20) {
+        Err(StorageError::FileTooLarge { size, limit, .. }) => {
+            assert_eq!((size, limit), (SPARSE_SIZE, 1 << 20))
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -198,6 +198,10 @@ pub struct RegistryArgs {
     /// Largest file the tools may write or move (bytes, or with a unit: 1MiB, 500KB).
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     pub max_file_bytes: u64,
+    /// Largest file read_file and grep read whole into memory (bytes, or with a unit); a
+    /// larger one is refused (read_file) or skipped (grep).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub max_read_bytes: u64,
     /// Time limit of one tool call (e.g. 30s, 500ms, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -272,6 +276,7 @@ mod tests {
         assert!(!r.read_only && !r.disable_extended && !r.hide_hidden && !r.no_builtins && !r.plan);
         assert_eq!(r.allowed_extensions(), None);
         assert_eq!(r.max_file_bytes, 1 << 20);
+        assert_eq!(r.max_read_bytes, 64 << 20);
         assert_eq!(r.timeout, Duration::from_secs(30));
         assert_eq!(r.plugin_files, PluginFiles::None);
         assert_eq!(
@@ -296,6 +301,8 @@ mod tests {
             ".md,txt, ",
             "--max-file-bytes",
             "2MiB",
+            "--max-read-bytes",
+            "8MiB",
             "--timeout",
             "500ms",
             "--no-builtins",
@@ -326,6 +333,7 @@ mod tests {
             Some(vec![".md".into(), ".txt".into()])
         );
         assert_eq!(r.max_file_bytes, 2 << 20);
+        assert_eq!(r.max_read_bytes, 8 << 20);
         assert_eq!(r.timeout, Duration::from_millis(500));
         assert_eq!(r.plugin_files, PluginFiles::ReadWrite);
         assert_eq!(r.plugin_timeout, Some(Duration::from_secs(10)));

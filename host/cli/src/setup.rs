@@ -82,6 +82,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             hide_hidden = args.hide_hidden,
             allowed_extensions = ?options.allowed_extensions,
             max_file_bytes = args.max_file_bytes,
+            max_read_bytes = args.max_read_bytes,
             "built-in file tools registered"
         );
     }
@@ -125,6 +126,7 @@ fn vfs_options(args: &RegistryArgs, storage: Option<Arc<dyn Storage>>) -> Option
         options.hide_hidden_paths = args.hide_hidden;
         options.allowed_extensions = args.allowed_extensions();
         options.maximum_file_bytes = args.max_file_bytes;
+        options.max_read_bytes = args.max_read_bytes;
         options
     })
 }
@@ -286,6 +288,36 @@ mod tests {
             next.to_str().unwrap(),
         ]))
         .unwrap();
+    }
+
+    #[tokio::test]
+    async fn max_read_bytes_reaches_read_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "0123456789a").unwrap();
+        let set = build_registry(&args(&[
+            "--root",
+            dir.path().to_str().unwrap(),
+            "--max-read-bytes",
+            "10",
+        ]))
+        .unwrap();
+        let read = set
+            .registry
+            .dispatch(
+                &toolhost::registry::CallContext::new(),
+                &toolhost::registry::ToolCall::new("read_file", r#"{"path":"a.md"}"#),
+                &toolhost::registry::Environment::default(),
+            )
+            .await;
+        assert_eq!(
+            read.unwrap_err(),
+            toolhost::registry::ToolError::FileTooLarge {
+                tool: "read_file".into(),
+                path: "a.md".into(),
+                size: 11,
+                limit: 10
+            }
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use toolhost::tools::{FilePolicy, PolicyError};
-use toolhost::vfs::{content_type_for, FileContent, Storage, StorageError};
+use toolhost::vfs::{content_type_for, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
 use super::super::state::ImportCtx;
@@ -156,7 +156,7 @@ impl FileGrant {
     pub fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         self.check_path(path, false)?;
-        let file = read_capped(storage, path, cap.bytes()).map_err(|err| match err {
+        let file = storage.read_capped(path, cap.bytes()).map_err(|err| match err {
             StorageError::FileTooLarge { size, .. } => cap.refuse(path, size),
             other => storage_error(other),
         })?;
@@ -220,25 +220,6 @@ impl FileGrant {
 
 /// Reads `path`, or fails with [`StorageError::FileTooLarge`] when it is larger than
 /// `max_bytes`.
-// TODO(merge): use Storage::read_capped(path, max_bytes), which checks the open handle's
-// size before allocating; until then the file is read whole and then refused, so the cap
-// bounds what reaches the guest but not the host's transient allocation.
-fn read_capped(
-    storage: &dyn Storage,
-    path: &str,
-    max_bytes: u64,
-) -> Result<FileContent, StorageError> {
-    let file = storage.read(path)?;
-    if file.size > max_bytes {
-        return Err(StorageError::FileTooLarge {
-            path: path.to_owned(),
-            size: file.size,
-            limit: max_bytes,
-        });
-    }
-    Ok(file)
-}
-
 fn millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -47,10 +47,9 @@ pub const DEFAULT_LOG_LINES_PER_SECOND: u32 = 100;
 /// Default of [`ImportLimits::log_burst`]: 1000 lines at once per plugin, what one call
 /// could log before the rate limit existed.
 pub const DEFAULT_LOG_BURST: u32 = 1000;
-/// The host's cap on one plugin read, whatever the plugin's memory: 64 MiB, the read cap
-/// of the built-in read_file and grep.
-// TODO(merge): use the host's configured read cap (`--max-read-bytes`) once it exists.
-pub const HOST_READ_CAP: u64 = 64 * 1024 * 1024;
+/// The host's cap on one plugin read, whatever the plugin's memory: the default read cap
+/// of the built-in read_file and grep (64 MiB).
+pub const HOST_READ_CAP: u64 = toolhost::tools::DEFAULT_MAX_READ_BYTES;
 
 /// What a plugin may do through its imports: per tool call, and in total over the
 /// host's lifetime. Part of [`PluginLimits`](super::super::PluginLimits).

@@ -68,14 +68,15 @@ pub enum ToolError {
         /// What happened.
         message: String,
     },
-    /// A file would be larger than the host's file size cap (`maximum_file_bytes`).
-    #[error("{tool}: \"{path}\" would be {size} bytes, over the {limit}-byte file size limit; write less, or split the content over several files")]
+    /// A file would be, or is, larger than the tool's file size cap (`maximum_file_bytes`
+    /// for a write, an edit or a move; the read cap for read_file).
+    #[error("{tool}: \"{path}\" at {size} bytes is over this tool's file size limit of {limit} bytes; nothing was changed. Write less or split the content over several files; a file this large cannot be read or edited by this tool")]
     FileTooLarge {
         /// The tool called.
         tool: String,
         /// The file's path.
         path: String,
-        /// The size it would have had.
+        /// The size it would have had, or has.
         size: u64,
         /// The cap in bytes.
         limit: u64,

@@ -10,9 +10,11 @@ use crate::vfs::StorageError;
 /// The tool error for a failed storage call, naming `tool`.
 ///
 /// - `InvalidPath` and `InvalidQuery` are the caller's argument: [`ToolError::InvalidArguments`].
-/// - `FileTooLarge` is [`ToolError::FileTooLarge`], the error callers match for the size cap.
-/// - Everything else (`NotFound`, `Denied`, `IsDirectory`, `ParentIsFile`, `Io`) is
-///   [`ToolError::Failed`] with the storage's own message, which already says what to do.
+/// - `FileTooLarge` is [`ToolError::FileTooLarge`], the error callers match for the size
+///   caps (of writes, and of reads).
+/// - Everything else (`NotFound`, `Denied`, `IsDirectory`, `ParentIsFile`, `Changed`,
+///   `AlreadyExists`, `Io`, ...) is [`ToolError::Failed`] with the storage's own message,
+///   which already says what to do.
 pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
     match err {
         StorageError::InvalidPath(_) | StorageError::InvalidQuery { .. } => {
@@ -145,6 +147,18 @@ mod tests {
             PathError::new("path", "../x", PathErrorReason::DotDot).into(),
         );
         assert!(matches!(invalid, ToolError::InvalidArguments { tool, .. } if tool == "read_file"));
+        assert_eq!(
+            storage_error(
+                "edit_file",
+                StorageError::Changed {
+                    path: "a.md".into()
+                }
+            ),
+            ToolError::Failed {
+                tool: "edit_file".into(),
+                message: "\"a.md\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit".into()
+            }
+        );
         let too_large = storage_error(
             "write_file",
             StorageError::FileTooLarge {

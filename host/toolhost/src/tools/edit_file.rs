@@ -13,11 +13,15 @@
 //!   (`aa` in `aaa` is one replacement), and `replacements` says how many.
 //! - The edited file must fit `maximum_file_bytes`; the size is computed before the new
 //!   content is built, and a file that would be too large is left as it was
-//!   ([`ToolError::FileTooLarge`]).
+//!   ([`ToolError::FileTooLarge`]). A file already over the cap is not read at all (the
+//!   same error, naming its size), so a huge file costs no memory.
 //! - The file is matched as bytes, so files that are not UTF-8 can be edited too, and
 //!   `\r\n` line ends must appear in `old_string` as they are in the file.
-//! - The read and the write are two storage calls: a concurrent writer between them loses
-//!   its change (the Storage has no compare-and-swap).
+//! - The read and the write are two storage calls, and the write happens only if the file
+//!   still holds what was read
+//!   ([`Storage::write_if_unchanged`](crate::vfs::Storage::write_if_unchanged)): when
+//!   another writer changed it in between, its change is kept and the call fails with
+//!   "... changed while it was being edited ...; read the file again and redo the edit".
 
 use std::sync::Arc;
 
@@ -82,16 +86,16 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
     edit.check()
         .map_err(|err| err.into_tool_error(NAME, &path, None))?;
     blocking(move || {
+        let limit = tools.policy.maximum_file_bytes;
         let file = tools
             .storage
-            .read(&path)
+            .read_capped(&path, limit)
             .map_err(|err| storage_error(NAME, err))?;
-        let limit = tools.policy.maximum_file_bytes;
         let (content, replacements) = apply_edit(&file.content, &edit, limit)
             .map_err(|err| err.into_tool_error(NAME, &path, None))?;
         tools
             .storage
-            .write(&path, &content, &file.content_type)
+            .write_if_unchanged(&path, &file.content, &content, &file.content_type)
             .map_err(|err| storage_error(NAME, err))?;
         Ok(ToolResult::new(json!({
             "path": path,
@@ -479,7 +483,119 @@ mod tests {
         assert!(message.starts_with("argument \"path\" is \".env\", a hidden path"));
     }
 
+    /// A store where "another process" appends to a file right after its first read: the
+    /// edit tools' read and write are two storage calls, and the append lands between them.
+    struct AppendsAfterRead {
+        inner: Arc<dyn crate::vfs::Storage>,
+        /// The osfs root, to append the way another process would; `None` on memory.
+        root: Option<std::path::PathBuf>,
+        appended: std::sync::atomic::AtomicBool,
+    }
+
+    /// What the other writer appends.
+    const APPENDED: &[u8] = b"appended by another writer\n";
+
+    impl AppendsAfterRead {
+        fn append(&self, path: &str) {
+            match &self.root {
+                Some(root) => {
+                    use std::io::Write;
+                    let mut file = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(root.join(path))
+                        .expect("open for append");
+                    file.write_all(APPENDED).expect("append");
+                }
+                None => {
+                    let mut content = self.inner.read(path).expect("read").content;
+                    content.extend_from_slice(APPENDED);
+                    self.inner.write(path, &content, "").expect("write");
+                }
+            }
+        }
+    }
+
+    impl crate::vfs::Storage for AppendsAfterRead {
+        fn read(&self, path: &str) -> Result<crate::vfs::FileContent, crate::vfs::StorageError> {
+            let file = self.inner.read(path)?;
+            if !self
+                .appended
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                self.append(path);
+            }
+            Ok(file)
+        }
+        fn write(
+            &self,
+            path: &str,
+            content: &[u8],
+            content_type: &str,
+        ) -> Result<(), crate::vfs::StorageError> {
+            self.inner.write(path, content, content_type)
+        }
+        /// The wrapped store's own check: the one under test.
+        fn write_if_unchanged(
+            &self,
+            path: &str,
+            expected: &[u8],
+            content: &[u8],
+            content_type: &str,
+        ) -> Result<(), crate::vfs::StorageError> {
+            self.inner
+                .write_if_unchanged(path, expected, content, content_type)
+        }
+        fn delete(&self, path: &str) -> Result<(), crate::vfs::StorageError> {
+            self.inner.delete(path)
+        }
+        fn list(&self) -> Result<Vec<crate::vfs::FileEntry>, crate::vfs::StorageError> {
+            self.inner.list()
+        }
+    }
+
+    async fn a_concurrent_append_is_not_lost(backend: Backend) {
+        let calls = [
+            (
+                "edit_file",
+                json!({"path": "a.md", "old_string": "two", "new_string": "2"}),
+            ),
+            (
+                "multi_edit",
+                json!({"path": "a.md", "edits": [{"old_string": "two", "new_string": "2"}]}),
+            ),
+        ];
+        for (tool, args) in calls {
+            let h = backend.default_harness();
+            h.put("a.md", "one\ntwo\n");
+            let storage = Arc::new(AppendsAfterRead {
+                inner: Arc::clone(&h.storage),
+                root: h.dir.as_ref().map(|dir| dir.path().to_owned()),
+                appended: false.into(),
+            });
+            let registry = crate::registry::Registry::new();
+            crate::tools::register_vfs_tools(&registry, crate::tools::VfsToolOptions::new(storage))
+                .expect("register");
+            let result = registry
+                .dispatch(
+                    &crate::registry::CallContext::new(),
+                    &crate::registry::ToolCall::new(tool, args.to_string()),
+                    &crate::registry::Environment::default(),
+                )
+                .await
+                .map(|result| result.content);
+            assert_eq!(
+                failed(result),
+                "\"a.md\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit",
+                "{tool}"
+            );
+            let mut want = b"one\ntwo\n".to_vec();
+            want.extend_from_slice(APPENDED);
+            assert_eq!(h.get("a.md").unwrap(), want, "{tool}");
+        }
+    }
+
     backend_tests!(
+        a_concurrent_append_is_not_lost,
         single_replacement,
         overlapping_match_is_ambiguous,
         not_found_suggests_read_file,

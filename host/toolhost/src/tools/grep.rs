@@ -20,8 +20,10 @@
 //! - Limits: at most [`MAX_ENTRIES`] entries (matches and context lines together, or
 //!   files, or counts) and [`RESULT_BUDGET`] bytes of entries as JSON; lines cut at 500
 //!   characters (`lines::MAX_LINE_CHARS`). Files listed larger than `maximum_file_bytes`
-//!   are skipped unread; the scan stops before a file that would take the bytes read past
-//!   [`SCAN_BUDGET`]. Binary files (a NUL byte in the first 8 KiB, [`common::is_binary`], the rule read_file
+//!   (or than the tools' `max_read_bytes`, when that is lower) are skipped unread; the
+//!   scan stops before a file that would take the bytes read past [`SCAN_BUDGET`]. Each
+//!   read is capped at the same size ([`Storage::read_capped`]), so a file that grew after
+//!   the listing is skipped too, before any memory is taken for it. Binary files (a NUL byte in the first 8 KiB, [`common::is_binary`], the rule read_file
 //!   refuses them by) are
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
@@ -165,11 +167,13 @@ async fn run(
             .storage
             .list()
             .map_err(|err| storage_error(NAME, err))?;
-        let (files, skipped) = plan(listed, &tools.policy, glob.as_ref(), SCAN_BUDGET);
+        let max_bytes = tools.policy.maximum_file_bytes.min(tools.max_read_bytes);
+        let (files, skipped) = plan(listed, &tools.policy, glob.as_ref(), SCAN_BUDGET, max_bytes);
         let search = Search {
             storage: tools.storage.as_ref(),
             regex,
             mode,
+            max_bytes,
         };
         let mut output = scan(&search, &files, &ctx);
         output.truncated |= skipped;
@@ -178,7 +182,7 @@ async fn run(
     .await
 }
 
-/// The files to scan, in path order: visible, matching `glob`, not over the size cap,
+/// The files to scan, in path order: visible, matching `glob`, not over `max_bytes`,
 /// within `budget` bytes in all. The flag says whether any file was left out for its size
 /// or the budget.
 fn plan(
@@ -186,6 +190,7 @@ fn plan(
     policy: &FilePolicy,
     glob: Option<&GlobMatcher>,
     budget: u64,
+    max_bytes: u64,
 ) -> (Vec<FileEntry>, bool) {
     listed.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let mut files = Vec::new();
@@ -195,7 +200,7 @@ fn plan(
         if !policy.visible(&entry.path) || glob.is_some_and(|glob| !glob.is_match(&entry.path)) {
             continue;
         }
-        if entry.size > policy.maximum_file_bytes {
+        if entry.size > max_bytes {
             skipped = true;
             continue;
         }
@@ -214,6 +219,8 @@ struct Search<'a> {
     storage: &'a dyn Storage,
     regex: Regex,
     mode: Mode,
+    /// The most one file may hold to be read.
+    max_bytes: u64,
 }
 
 /// What one file gave.
@@ -227,7 +234,8 @@ enum Hits {
     Matched,
     /// Binary, gone since the listing, or without a match.
     Nothing,
-    /// A read failed for another reason: left out, and the output is incomplete.
+    /// A read failed for another reason (the file grew past the cap since the listing,
+    /// say): left out, and the output is incomplete.
     Unreadable,
 }
 
@@ -246,7 +254,7 @@ impl Hits {
 
 impl Search<'_> {
     fn file(&self, regex: &Regex, path: &str) -> Hits {
-        let buf = match self.storage.read(path) {
+        let buf = match self.storage.read_capped(path, self.max_bytes) {
             Ok(file) => file.content,
             Err(StorageError::NotFound { .. }) => return Hits::Nothing,
             Err(_) => return Hits::Unreadable,

@@ -48,6 +48,7 @@ mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
+pub use read_file::DEFAULT_MAX_READ_BYTES;
 pub use todo_write::register_plan_tool;
 
 /// Every tool [`register_vfs_tools`] can register, in registration order (`search` only
@@ -93,8 +94,13 @@ pub struct VfsToolOptions {
     /// listings and are refused as arguments of every tool, reads included. `None` allows all.
     pub allowed_extensions: Option<Vec<String>>,
     /// Cap for written and moved files, in bytes (default 1 MiB); a larger one fails with
-    /// [`ToolError::FileTooLarge`].
+    /// [`ToolError::FileTooLarge`]. Also the most the tools that edit or move a file read
+    /// of it.
     pub maximum_file_bytes: u64,
+    /// Largest file read_file and grep read, in bytes (default
+    /// [`DEFAULT_MAX_READ_BYTES`], 64 MiB): read_file fails on a larger one with
+    /// [`ToolError::FileTooLarge`], grep skips it (and says `truncated`).
+    pub max_read_bytes: u64,
 }
 
 impl VfsToolOptions {
@@ -107,6 +113,7 @@ impl VfsToolOptions {
             hide_hidden_paths: false,
             allowed_extensions: None,
             maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
         }
     }
 
@@ -121,10 +128,12 @@ impl VfsToolOptions {
     }
 }
 
-/// What every file tool's handler captures: the store and the policy.
+/// What every file tool's handler captures: the store, the policy and the read cap.
 pub(crate) struct FileTools {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) policy: FilePolicy,
+    /// [`VfsToolOptions::max_read_bytes`].
+    pub(crate) max_read_bytes: u64,
 }
 
 /// Registers the file tools over `options.storage`, in the spec's order.
@@ -138,6 +147,7 @@ pub fn register_vfs_tools(
     let tools = Arc::new(FileTools {
         policy: options.policy(),
         storage: Arc::clone(&options.storage),
+        max_read_bytes: options.max_read_bytes,
     });
     let writes = !options.read_only;
     let extended = !options.disable_extended;

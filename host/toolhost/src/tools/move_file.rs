@@ -1,14 +1,23 @@
-//! The `move_file` tool: write the destination, then delete the source (the storage has no
-//! rename).
+//! The `move_file` tool: one atomic [`Storage::rename`] where the store offers it (as
+//! [`OsStorage`](crate::vfs::OsStorage) and [`MemoryStorage`](crate::vfs::MemoryStorage)
+//! do), else write the destination, then delete the source.
 //!
-//! A rename that only changes letter case (`Readme.md` to `README.md`) goes through a hidden
-//! staging file in the source's directory, so that it also works on case-insensitive disks,
-//! where the source and the destination are the same file: write the staging file, delete
-//! the source, write the destination, delete the staging file.
+//! With a rename, the file is under its old or its new name at every instant, also when
+//! the process is killed: a case-only rename on a case-insensitive disk is the store's
+//! business (see [`OsStorage`](crate::vfs::OsStorage)), and so is the destination check,
+//! made by the kernel in the same call where it can.
 //!
-//! The forward steps stop when the call is cancelled or past its deadline; the cleanup after
-//! a failed or stopped step ignores cancellation but gives up on a step after
+//! Without one, a rename that only changes letter case (`Readme.md` to `README.md`) goes
+//! through a hidden staging file in the source's directory, so that it also works on
+//! case-insensitive disks, where the source and the destination are the same file: write
+//! the staging file, delete the source, write the destination, delete the staging file.
+//! The forward steps stop when the call is cancelled or past its deadline; the cleanup
+//! after a failed or stopped step ignores cancellation but gives up on a step after
 //! [`CLEANUP_STEP_LIMIT`].
+//!
+//! Either way the source is first read (at most `maximum_file_bytes` of it, which a
+//! larger file breaks before anything is allocated): files over the cap cannot be moved,
+//! and the error names the destination that would have held them.
 //!
 //! Decisions where the spec is silent: the destination keeps the source's content type when
 //! the extension stays the same, and gets the one of its own extension otherwise; for a
@@ -40,12 +49,12 @@ pub(crate) const CLEANUP_STEP_LIMIT: Duration = Duration::from_secs(30);
 /// Registers `move_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
     let description = format!(
-        "Move or rename a file: writes the destination with the source's content, then \
-deletes the source. Returns {{\"source\", \"destination\", \"overwritten\"}}. Fails when the \
-destination already exists, unless overwrite is true, and when source and destination are \
-the same path. A rename that only changes letter case (Readme.md to README.md) works. Files \
-over {} bytes cannot be moved. If the source cannot be deleted after the copy, both files \
-remain and the error says so. Moves one file; to move a directory, move its files one by one.",
+        "Move or rename a file. Returns {{\"source\", \"destination\", \"overwritten\"}}. \
+Fails when the destination already exists, unless overwrite is true, and when source and \
+destination are the same path. A rename that only changes letter case (Readme.md to \
+README.md) works. Files over {} bytes cannot be moved. If the move is done as a copy and the \
+source cannot be deleted after it, both files remain and the error says so. Moves one file; \
+to move a directory, move its files one by one.",
         tools.policy.maximum_file_bytes
     );
     let parameters = object(
@@ -118,7 +127,8 @@ struct Move {
 
 impl Move {
     fn run(&self) -> Result<Value, ToolError> {
-        let file = match self.storage.read(&self.source) {
+        let limit = self.tools.policy.maximum_file_bytes;
+        let file = match self.storage.read_capped(&self.source, limit) {
             Ok(file) => file,
             Err(StorageError::NotFound { .. }) => {
                 return Err(failed(format!(
@@ -126,12 +136,36 @@ impl Move {
                     self.source
                 )))
             }
+            Err(StorageError::FileTooLarge { size, limit, .. }) => {
+                return Err(ToolError::FileTooLarge {
+                    tool: NAME.to_owned(),
+                    path: self.destination.clone(),
+                    size,
+                    limit,
+                })
+            }
             Err(err) => return Err(storage_error(NAME, err)),
         };
-        self.tools
-            .policy
-            .check_size(&self.destination, file.size)
-            .map_err(|err| err.into_tool_error(NAME))?;
+        self.stop_if_expired()?;
+        let overwritten = match self
+            .storage
+            .rename(&self.source, &self.destination, self.overwrite)
+        {
+            Ok(replaced) => replaced,
+            Err(StorageError::Unsupported { .. }) => self.by_copy(file)?,
+            Err(StorageError::AlreadyExists { .. }) => return Err(self.already_exists()),
+            Err(err) => return Err(storage_error(NAME, err)),
+        };
+        Ok(json!({
+            "source": self.source,
+            "destination": self.destination,
+            "overwritten": overwritten,
+        }))
+    }
+
+    /// The move for a store without [`Storage::rename`]: a write and a delete. Returns
+    /// whether a file was replaced.
+    fn by_copy(&self, file: crate::vfs::FileContent) -> Result<bool, ToolError> {
         let content_type =
             if extension(&self.source).eq_ignore_ascii_case(extension(&self.destination)) {
                 file.content_type
@@ -139,16 +173,11 @@ impl Move {
                 content_type_for(&self.destination).to_owned()
             };
         let content: Arc<[u8]> = file.content.into();
-        let overwritten = if self.source.to_lowercase() == self.destination.to_lowercase() {
-            self.case_only(content, &content_type)?
+        if self.source.to_lowercase() == self.destination.to_lowercase() {
+            self.case_only(content, &content_type)
         } else {
-            self.plain(&content, &content_type)?
-        };
-        Ok(json!({
-            "source": self.source,
-            "destination": self.destination,
-            "overwritten": overwritten,
-        }))
+            self.plain(&content, &content_type)
+        }
     }
 
     /// Write the destination, delete the source. Returns whether a file was replaced.
@@ -247,12 +276,16 @@ impl Move {
 
     fn refuse_existing(&self, existed: bool) -> Result<(), ToolError> {
         if existed && !self.overwrite {
-            return Err(failed(format!(
-                "\"{}\" already exists, so nothing was moved; set overwrite to true to replace it, or choose another destination",
-                self.destination
-            )));
+            return Err(self.already_exists());
         }
         Ok(())
+    }
+
+    fn already_exists(&self) -> ToolError {
+        failed(format!(
+            "\"{}\" already exists, so nothing was moved; set overwrite to true to replace it, or choose another destination",
+            self.destination
+        ))
     }
 
     fn stop_if_expired(&self) -> Result<(), ToolError> {

@@ -14,9 +14,12 @@
 //!   a missing or `null` one is InvalidArguments (`argument "edits[1].new_string" is
 //!   required`). All edits are checked this way before the file is read.
 //! - An edit that would grow the file past `maximum_file_bytes` fails before it is applied
-//!   ([`ToolError::FileTooLarge`]). Every intermediate result must fit the cap, so a file
-//!   already over it (the cap was lowered) can be edited only by a first edit that brings
-//!   it under.
+//!   ([`ToolError::FileTooLarge`]). Every intermediate result must fit the cap. A file
+//!   already over the cap (it was lowered, or the file grew outside the tools) is not read
+//!   at all: the same error names its size, and nothing is loaded into memory for it.
+//! - The write happens only if the file still holds what was read: a change another
+//!   writer made in between is kept, and the call fails asking to read the file again
+//!   ([`Storage::write_if_unchanged`](crate::vfs::Storage::write_if_unchanged)).
 
 use std::sync::Arc;
 
@@ -72,22 +75,23 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
             .map_err(|err| err.into_tool_error(NAME, &path, Some(index)))?;
     }
     blocking(move || {
+        let limit = tools.policy.maximum_file_bytes;
         let file = tools
             .storage
-            .read(&path)
+            .read_capped(&path, limit)
             .map_err(|err| storage_error(NAME, err))?;
-        let limit = tools.policy.maximum_file_bytes;
-        let mut content = file.content;
+        // The first edit applies to the content as read, which the write compares with.
+        let mut content = std::borrow::Cow::Borrowed(file.content.as_slice());
         let mut replacements = 0;
         for (index, edit) in edits.iter().enumerate() {
             let (next, count) = apply_edit(&content, edit, limit)
                 .map_err(|err| err.into_tool_error(NAME, &path, Some(index)))?;
-            content = next;
+            content = std::borrow::Cow::Owned(next);
             replacements += count;
         }
         tools
             .storage
-            .write(&path, &content, &file.content_type)
+            .write_if_unchanged(&path, &file.content, &content, &file.content_type)
             .map_err(|err| storage_error(NAME, err))?;
         Ok(ToolResult::new(json!({
             "path": path,
@@ -319,12 +323,12 @@ mod tests {
         assert_eq!(h.get("a.md").unwrap(), ORIGINAL.as_bytes());
     }
 
-    async fn file_over_the_cap_can_be_edited_down(backend: Backend) {
-        // The file (17 bytes) is over a cap lowered after it was written: each edit's
-        // result must fit, so the first edit brings it down to 11, the second to 12.
+    async fn file_over_the_cap_is_not_read(backend: Backend) {
+        // The file (17 bytes) is over a cap lowered after it was written: it is refused
+        // before it is read, even though the first edit would bring it under the cap.
         let h = backend.harness(|options| options.maximum_file_bytes = 12);
         h.put("a.md", ORIGINAL);
-        let result = h
+        let err = h
             .call(
                 "multi_edit",
                 json!({"path": "a.md", "edits": [
@@ -333,12 +337,17 @@ mod tests {
                 ]}),
             )
             .await
-            .unwrap();
+            .unwrap_err();
         assert_eq!(
-            result,
-            json!({"path": "a.md", "edits": 2, "replacements": 2, "size": 12})
+            err,
+            ToolError::FileTooLarge {
+                tool: "multi_edit".into(),
+                path: "a.md".into(),
+                size: 17,
+                limit: 12
+            }
         );
-        assert_eq!(h.get("a.md").unwrap(), b"alpha\nbeta!\n");
+        assert_eq!(h.get("a.md").unwrap(), ORIGINAL.as_bytes());
     }
 
     backend_tests!(
@@ -349,6 +358,6 @@ mod tests {
         missing_or_null_new_string_is_refused,
         malformed_edits_are_refused,
         growth_past_the_cap_fails_before_apply,
-        file_over_the_cap_can_be_edited_down,
+        file_over_the_cap_is_not_read,
     );
 }

@@ -16,6 +16,9 @@
 //! - A line is cut only when it is the first of the window: a long line later in the window
 //!   ends the window before it, and the next call starts with it.
 //! - A column inside a multi-byte character is an error that names the column to use.
+//! - A file larger than [`DEFAULT_MAX_READ_BYTES`] (the tools' `max_read_bytes`) is not read:
+//!   [`ToolError::FileTooLarge`] names its size and the cap, checked before any memory is
+//!   taken for it.
 
 use std::sync::Arc;
 
@@ -28,6 +31,17 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "read_file";
+
+/// Default cap of the files read_file and grep read: 64 MiB
+/// ([`VfsToolOptions::max_read_bytes`](super::VfsToolOptions::max_read_bytes), the
+/// command line's `--max-read-bytes`).
+///
+/// Every call reads the whole file into host memory (the storage has no ranged read), and
+/// the model sees at most 40 KiB of it per call, so this bounds what one call can make
+/// the host hold, not what the model can see. 64 MiB keeps a few concurrent reads of the
+/// largest file far below a typical host's memory while leaving room for big logs and
+/// data files; a 64 MiB file already takes some 1,600 calls to read through.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Most lines one call shows (and the default `limit`).
 pub(crate) const MAX_LINES: u64 = 2000;
@@ -80,7 +94,7 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
     blocking(move || {
         let file = tools
             .storage
-            .read(&path)
+            .read_capped(&path, tools.max_read_bytes)
             .map_err(|err| storage_error(NAME, err))?;
         if is_binary(&file.content) {
             return Err(ToolError::Failed {

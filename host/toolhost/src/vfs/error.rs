@@ -61,19 +61,50 @@ pub enum StorageError {
         /// The ancestor of `path` that is a file.
         parent: String,
     },
-    /// A file is larger than the caller's limit. Backends do not raise it themselves; the
-    /// file tools do, for their `maximum_file_bytes` option.
+    /// A file is larger than a read may take: the `max_bytes` given to
+    /// [`Storage::read_capped`](super::Storage::read_capped), or
+    /// [`MAX_READ_BYTES`](super::MAX_READ_BYTES) for a plain
+    /// [`read`](super::Storage::read). Raised before the content is allocated; nothing was
+    /// read. The file tools also use it for the size cap of their own reads.
     #[error(
-        "\"{}\" would be {size} bytes, over the limit of {limit} bytes; write less content or split it into several files",
+        "\"{}\" is {size} bytes, over the limit of {limit} bytes for reading one file, so it was not read; only smaller files can be read here",
         Shown(path)
     )]
     FileTooLarge {
         /// The file's path.
         path: String,
-        /// The size the file would have.
+        /// The file's size (at least this much, when it grew while it was read).
         size: u64,
         /// The limit it breaks.
         limit: u64,
+    },
+    /// A conditional write ([`Storage::write_if_unchanged`](super::Storage::write_if_unchanged))
+    /// found the file changed (or gone) since the content it expected was read. Nothing
+    /// was written; the other writer's change is kept.
+    #[error(
+        "\"{}\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit",
+        Shown(path)
+    )]
+    Changed {
+        /// The file's path.
+        path: String,
+    },
+    /// [`Storage::rename`](super::Storage::rename) without `overwrite` found a file at the
+    /// destination. Nothing was moved.
+    #[error(
+        "\"{}\" already exists, so nothing was moved; choose another path, or replace it explicitly",
+        Shown(path)
+    )]
+    AlreadyExists {
+        /// The destination that exists.
+        path: String,
+    },
+    /// The backend does not offer an optional operation (such as
+    /// [`Storage::rename`](super::Storage::rename)); callers fall back to the basic ones.
+    #[error("this store cannot {operation} files; use the basic operations (read, write, delete) instead")]
+    Unsupported {
+        /// The operation, e.g. `"rename"`.
+        operation: String,
     },
     /// A search query the backend cannot parse.
     #[error("invalid search query {query:?}: {reason}")]

@@ -70,20 +70,124 @@ fn is_dir(files: &BTreeMap<String, Stored>, path: &str) -> bool {
         .is_some_and(|(k, _)| k.starts_with(&prefix))
 }
 
+/// `content` copied into a new buffer, allocated fallibly: a failed allocation is an I/O
+/// error, not an abort.
+fn copy_of(path: &str, content: &[u8]) -> Result<Vec<u8>, StorageError> {
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(content.len()).map_err(|_| {
+        StorageError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("no memory for a copy of {} bytes", content.len()),
+            ),
+        )
+    })?;
+    copy.extend_from_slice(content);
+    Ok(copy)
+}
+
+/// The file at `path` of `files`, for `read` and `rename`: `IsDirectory` or `NotFound`
+/// when there is none.
+fn stored<'a>(files: &'a BTreeMap<String, Stored>, path: &str) -> Result<&'a Stored, StorageError> {
+    match files.get(path) {
+        Some(f) => Ok(f),
+        None if is_dir(files, path) => Err(StorageError::IsDirectory { path: path.into() }),
+        None => Err(StorageError::NotFound { path: path.into() }),
+    }
+}
+
+/// Whether `path` can be a file in `files`: not a directory, and no ancestor a file.
+fn check_writable(files: &BTreeMap<String, Stored>, path: &str) -> Result<(), StorageError> {
+    if is_dir(files, path) {
+        return Err(StorageError::IsDirectory { path: path.into() });
+    }
+    for (i, _) in path.match_indices('/') {
+        let parent = &path[..i];
+        if files.contains_key(parent) {
+            return Err(StorageError::ParentIsFile {
+                path: path.into(),
+                parent: parent.into(),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Storage for MemoryStorage {
     fn read(&self, path: &str) -> Result<FileContent, StorageError> {
+        self.read_capped(path, super::MAX_READ_BYTES)
+    }
+
+    /// Checks the size before it copies the content (under the read lock).
+    fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
         validate_path("path", path)?;
         let files = self.read_map();
-        match files.get(path) {
-            Some(f) => Ok(FileContent {
-                content: f.content.clone(),
-                content_type: f.content_type.clone(),
-                size: f.content.len() as u64,
-                updated_at: f.updated_at,
-            }),
-            None if is_dir(&files, path) => Err(StorageError::IsDirectory { path: path.into() }),
-            None => Err(StorageError::NotFound { path: path.into() }),
+        let f = stored(&files, path)?;
+        let size = f.content.len() as u64;
+        if size > max_bytes {
+            return Err(StorageError::FileTooLarge {
+                path: path.into(),
+                size,
+                limit: max_bytes,
+            });
         }
+        Ok(FileContent {
+            content: copy_of(path, &f.content)?,
+            content_type: f.content_type.clone(),
+            size,
+            updated_at: f.updated_at,
+        })
+    }
+
+    /// Compares and replaces under one write lock, so no other writer comes between.
+    fn write_if_unchanged(
+        &self,
+        path: &str,
+        expected: &[u8],
+        content: &[u8],
+        content_type: &str,
+    ) -> Result<(), StorageError> {
+        validate_path("path", path)?;
+        let content = copy_of(path, content)?;
+        let mut files = self.write_map();
+        let Some(current) = files.get_mut(path) else {
+            return Err(StorageError::Changed { path: path.into() });
+        };
+        if current.content != expected {
+            return Err(StorageError::Changed { path: path.into() });
+        }
+        current.content = content;
+        current.content_type = if content_type.is_empty() {
+            content_type_for(path).to_owned()
+        } else {
+            content_type.to_owned()
+        };
+        current.updated_at = SystemTime::now();
+        Ok(())
+    }
+
+    fn rename(&self, from: &str, to: &str, overwrite: bool) -> Result<bool, StorageError> {
+        validate_path("path", from)?;
+        validate_path("path", to)?;
+        let mut files = self.write_map();
+        stored(&files, from)?;
+        if from == to {
+            return Ok(false);
+        }
+        check_writable(&files, to)?;
+        let replaced = files.contains_key(to);
+        if replaced && !overwrite {
+            return Err(StorageError::AlreadyExists { path: to.into() });
+        }
+        let Some(mut file) = files.remove(from) else {
+            return Err(StorageError::NotFound { path: from.into() });
+        };
+        if !extension(from).eq_ignore_ascii_case(extension(to)) {
+            content_type_for(to).clone_into(&mut file.content_type);
+        }
+        files.insert(to.to_owned(), file);
+        Ok(replaced)
     }
 
     fn exists(&self, path: &str) -> Result<bool, StorageError> {
@@ -100,19 +204,9 @@ impl Storage for MemoryStorage {
 
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
         validate_path("path", path)?;
+        let content = copy_of(path, content)?;
         let mut files = self.write_map();
-        if is_dir(&files, path) {
-            return Err(StorageError::IsDirectory { path: path.into() });
-        }
-        for (i, _) in path.match_indices('/') {
-            let parent = &path[..i];
-            if files.contains_key(parent) {
-                return Err(StorageError::ParentIsFile {
-                    path: path.into(),
-                    parent: parent.into(),
-                });
-            }
-        }
+        check_writable(&files, path)?;
         let content_type = if content_type.is_empty() {
             content_type_for(path).to_owned()
         } else {
@@ -121,7 +215,7 @@ impl Storage for MemoryStorage {
         files.insert(
             path.to_owned(),
             Stored {
-                content: content.to_vec(),
+                content,
                 content_type,
                 updated_at: SystemTime::now(),
             },
@@ -176,6 +270,12 @@ impl Searchable for MemoryStorage {
     fn search_syntax(&self) -> String {
         SYNTAX.to_owned()
     }
+}
+
+/// The extension of the last segment of `path`, without the dot (`""` for none).
+fn extension(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').map_or("", |(_, ext)| ext)
 }
 
 /// Splits `query` into lowercase terms: words, and `"quoted phrases"`.

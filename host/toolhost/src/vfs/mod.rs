@@ -1,8 +1,11 @@
 //! Virtual file system: the storage the built-in file tools and granted plugins work on.
 //!
 //! A [`Storage`] holds files under relative, forward-slash paths. It reads and writes whole
-//! files only: there is no ranged read and no rename (the tools build `move_file` from a
-//! write and a delete). Backends:
+//! files only (there is no ranged read), every read is bounded ([`Storage::read_capped`],
+//! [`MAX_READ_BYTES`]) and checked against the file's size before anything is allocated,
+//! a write can be made conditional on the file being unchanged since it was read
+//! ([`Storage::write_if_unchanged`]), and a backend may offer an atomic
+//! [`rename`](Storage::rename) (the tools fall back to a write and a delete). Backends:
 //!
 //! - [`MemoryStorage`]: in memory, thread-safe, [`Searchable`].
 //! - [`OsStorage`]: a directory on disk, opened through `cap-std`, so no path, `..`,
@@ -38,6 +41,16 @@ pub use os::OsStorage;
 pub use path::{validate_path, MAX_PATH_LEN, MAX_SEGMENT_LEN};
 pub use scope::{scope, ScopedStorage};
 
+/// The most bytes a plain [`Storage::read`] returns: 256 MiB. A larger file is
+/// [`StorageError::FileTooLarge`], refused before its content is allocated.
+///
+/// A whole-file read is a buffer in host memory, so every read needs a bound; callers with
+/// a tighter one (the file tools: 1 MiB for files they edit or move, 64 MiB for read_file
+/// and grep by default; a plugin: its memory cap) use [`Storage::read_capped`]. 256 MiB is
+/// four times the largest of those defaults, room for an operator who raises one, and
+/// small enough that a few concurrent reads cannot take a typical host's memory.
+pub const MAX_READ_BYTES: u64 = 256 * 1024 * 1024;
+
 /// A whole file as read from a [`Storage`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileContent {
@@ -71,18 +84,69 @@ pub struct FileEntry {
 /// Every method returns a [`StorageError`] the caller can match: `NotFound` for a missing
 /// file, `InvalidPath` for a path that breaks the rules (argument name `"path"`), `Denied`
 /// for a path the backend refuses (any symlink in an [`OsStorage`] root), `IsDirectory` for
-/// a path that names a directory, `ParentIsFile` for a write below a file, `Io` for
-/// anything else. Directories exist only implicitly, as the parents of files: `list`
-/// shows files only, and every backend behaves alike here (the shared test suite in
-/// `host/tests/vfs_backends.rs` checks it).
+/// a path that names a directory, `ParentIsFile` for a write below a file, `FileTooLarge`
+/// for a read over its limit, `Changed` for a conditional write that found the file
+/// changed, `AlreadyExists` for a rename onto a file without `overwrite`, `Unsupported`
+/// for an optional operation the backend lacks, `Io` for anything else. Directories exist
+/// only implicitly, as the parents of files: `list` shows files only, and every backend
+/// behaves alike here (the shared test suite in `host/tests/vfs_backends.rs` checks it).
 pub trait Storage: Send + Sync {
-    /// Reads a whole file.
+    /// Reads a whole file of at most [`MAX_READ_BYTES`]; a larger one is
+    /// [`StorageError::FileTooLarge`]. Callers that know a tighter bound use
+    /// [`read_capped`](Storage::read_capped).
     fn read(&self, path: &str) -> Result<FileContent, StorageError>;
+    /// Reads a whole file of at most `max_bytes`. A larger file is
+    /// [`StorageError::FileTooLarge`] naming its size and `max_bytes`.
+    ///
+    /// Backends check the size before they allocate anything (an [`OsStorage`] asks the
+    /// open handle, so a 200 GiB sparse file costs nothing), allocate fallibly, and stop
+    /// reading at `max_bytes + 1`, so a file that grows during the read cannot pass the
+    /// cap either. The default reads the whole file with [`read`](Storage::read) (bounded
+    /// by [`MAX_READ_BYTES`]) and then checks its size: backends override it.
+    fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
+        let file = self.read(path)?;
+        if file.size > max_bytes {
+            return Err(StorageError::FileTooLarge {
+                path: path.to_owned(),
+                size: file.size,
+                limit: max_bytes,
+            });
+        }
+        Ok(file)
+    }
     /// Creates or replaces a file. Parent directories are created as needed. A failed write
     /// leaves any previous content intact. An empty `content_type` means "derive it from
     /// the extension" ([`content_type_for`]); backends that do not store types (such as
     /// [`OsStorage`]) always derive it.
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError>;
+    /// Replaces the file at `path` with `content`, but only if it still holds exactly
+    /// `expected` (what the caller read before): a read-modify-write that does not drop a
+    /// change another writer made in between. When the file holds anything else, or is
+    /// gone, nothing is written and the answer is [`StorageError::Changed`].
+    ///
+    /// Backends make the check as close to the replacement as they can ([`MemoryStorage`]
+    /// under its lock; [`OsStorage`] after the new content is on disk, just before the
+    /// rename that puts it in place). The default reads the file, compares, then calls
+    /// [`write`](Storage::write): a writer between those two calls still loses its change.
+    fn write_if_unchanged(
+        &self,
+        path: &str,
+        expected: &[u8],
+        content: &[u8],
+        content_type: &str,
+    ) -> Result<(), StorageError> {
+        let unchanged = match self.read_capped(path, expected.len() as u64) {
+            Ok(current) => current.content == expected,
+            Err(StorageError::NotFound { .. } | StorageError::FileTooLarge { .. }) => false,
+            Err(err) => return Err(err),
+        };
+        if !unchanged {
+            return Err(StorageError::Changed {
+                path: path.to_owned(),
+            });
+        }
+        self.write(path, content, content_type)
+    }
     /// Whether a file exists at `path`, without reading it: `Ok(false)` where
     /// [`read`](Storage::read) would give `NotFound`, the same error where it would give
     /// any other. The default reads the file; backends override it with a cheap check.
@@ -95,6 +159,26 @@ pub trait Storage: Send + Sync {
     }
     /// Deletes a file; a missing file is `NotFound`.
     fn delete(&self, path: &str) -> Result<(), StorageError>;
+    /// Renames the file `from` to `to` in one step: at every instant its content is
+    /// reachable under one of the two names, even if the process is killed. Parent
+    /// directories of `to` are created as needed; `from`'s directories left empty are
+    /// removed. Returns whether an existing file at `to` was replaced.
+    ///
+    /// Without `overwrite`, an existing `to` is [`StorageError::AlreadyExists`] and nothing
+    /// moves. A rename that changes only letter case works on every backend, on
+    /// case-insensitive disks too (where `from` and `to` name the same file, which does
+    /// not count as existing). `from == to` is a no-op. Backends that store content types
+    /// keep the file's type when the extension stays the same (ignoring case) and derive
+    /// it from the new extension otherwise.
+    ///
+    /// Optional: the default is [`StorageError::Unsupported`], and callers then build the
+    /// move from [`write`](Storage::write) and [`delete`](Storage::delete).
+    fn rename(&self, from: &str, to: &str, overwrite: bool) -> Result<bool, StorageError> {
+        let _ = (from, to, overwrite);
+        Err(StorageError::Unsupported {
+            operation: "rename".to_owned(),
+        })
+    }
     /// Every file in the store, sorted by path.
     fn list(&self) -> Result<Vec<FileEntry>, StorageError>;
     /// The store's search capability, if it has one.

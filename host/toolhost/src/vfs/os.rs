@@ -6,6 +6,10 @@
 //! altogether (see [`OsStorage`]), validates every path with
 //! [`validate_path`](super::validate_path), and writes atomically.
 //!
+//! Every read is bounded: the size comes from the open handle (`fstat`) and is checked
+//! against the cap before anything is allocated, the buffer is allocated fallibly, and the
+//! read stops one byte past the cap, so a file that grows meanwhile cannot pass it.
+//!
 //! On Linux, [`read`](Storage::read) opens the file with a single `openat2` call that
 //! refuses symbolic links and any way out of the root in the kernel, instead of checking
 //! each directory on the way first; it takes the portable path when that call fails, so
@@ -29,8 +33,13 @@ use std::time::SystemTime;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 use super::{
-    content_type_for, validate_path, FileContent, FileEntry, Storage, StorageError, MAX_SEGMENT_LEN,
+    content_type_for, validate_path, FileContent, FileEntry, Storage, StorageError, MAX_READ_BYTES,
+    MAX_SEGMENT_LEN,
 };
+
+mod recover;
+
+use recover::{is_stage_name, stage_name, STAGE_MARK};
 
 /// The mode of every file this store writes (`rw-r--r--`), whatever the process umask.
 const FILE_MODE: u32 = 0o644;
@@ -56,10 +65,24 @@ const TMP_RANDOM_LEN: usize = 32;
 ///   refused.
 /// - **Atomic writes**: content goes to a hidden temporary file in the target's directory
 ///   (`.<name>.tmp-<random>`), is synced to disk, then renamed over the target. A failed
-///   write removes the temporary file and leaves the old content intact. Names of that
-///   form are reserved: listings skip them and every method refuses them.
-/// - **Mode**: written files are `0644`, so replacing a `0600` file makes it `0644`.
-///   Parent directories are created as needed, with the default mode.
+///   write removes the temporary file and leaves the old content intact.
+///   [`write_if_unchanged`](Storage::write_if_unchanged) compares the file with what the
+///   caller expects after the new content is on disk, just before that rename.
+/// - **Renames** ([`rename`](Storage::rename)) are one `rename` system call (on Linux
+///   `renameat2(RENAME_NOREPLACE)` when nothing may be replaced), so the file is under the
+///   old or the new name at every instant. A rename that only changes letter case on a
+///   case-insensitive disk, where that call would change nothing, goes through a staging
+///   directory next to the file (`.stage-<random>`): the file is moved into it under its
+///   old name, then out under the new one.
+/// - **Recovery**: [`open`](OsStorage::open) cleans up after a process that was killed
+///   mid-way: it removes temporary files and moves a staged file back to its old name
+///   (or removes it, when a file of that name exists again). Files in use by a live
+///   process are left alone: each writer holds an advisory lock on its temporary file
+///   or staging directory until it is done. Names of both forms are reserved: listings
+///   skip them and every method refuses them.
+/// - **Mode**: written files are `0644`, so replacing a `0600` file makes it `0644`; a
+///   renamed file keeps its mode (it is the same file). Parent directories are created
+///   as needed, with the default mode.
 /// - **Content type**: derived from the extension by
 ///   [`content_type_for`](super::content_type_for); the `content_type` given to `write` is
 ///   not stored.
@@ -81,6 +104,14 @@ pub struct OsStorage {
     /// Reads answered by the `openat2` path.
     #[cfg(test)]
     fast_reads: std::sync::atomic::AtomicUsize,
+    /// Makes a case-only `rename` go through a staging directory, as on a
+    /// case-insensitive disk.
+    #[cfg(test)]
+    force_case_staging: std::sync::atomic::AtomicBool,
+    /// Bytes `write_if_unchanged` appends to the file just before its comparison, as
+    /// another writer would.
+    #[cfg(test)]
+    append_before_compare: std::sync::Mutex<Option<Vec<u8>>>,
 }
 
 /// What [`OsStorage::ancestors`] found on the way to a path.
@@ -103,12 +134,22 @@ impl OsStorage {
     /// the model, read and write access to everything under it. If `root` itself is a
     /// symbolic link, it is followed here, once.
     ///
+    /// Then it recovers from a process killed while it wrote or renamed here: every
+    /// temporary file (`.<name>.tmp-<32 hex digits>`) not in use is removed, and every
+    /// staging directory (`.stage-<32 hex digits>`) not in use is emptied, its file moved
+    /// back to its old name (or removed, when a file of that name exists again, which
+    /// is logged), then removed. This walks the whole tree once, reading directories only
+    /// (as [`list`](Storage::list) does, without its `stat` per file). What it did is
+    /// logged; a step that fails is logged and skipped, never an error.
+    ///
     /// # Errors
     /// [`StorageError::Io`] if `root` does not exist, is not a directory or cannot be opened.
     pub fn open(root: impl AsRef<Path>) -> Result<OsStorage, StorageError> {
         let path = root.as_ref();
         let root = Dir::open_ambient_dir(path, cap_std::ambient_authority())
             .map_err(|e| StorageError::io(path.display().to_string(), e))?;
+        let report = recover::recover(&root);
+        report.log(path);
         Ok(OsStorage {
             root,
             root_path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()),
@@ -118,6 +159,10 @@ impl OsStorage {
             force_portable_read: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
             fast_reads: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            force_case_staging: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            append_before_compare: std::sync::Mutex::new(None),
         })
     }
 
@@ -128,14 +173,22 @@ impl OsStorage {
         &self.root_path
     }
 
-    /// Validates `path` and refuses reserved temporary-file names.
+    /// Makes every case-only [`rename`](Storage::rename) in a directory take the staging
+    /// path a case-insensitive disk needs (for tests on case-sensitive disks).
+    #[cfg(test)]
+    pub(crate) fn force_case_staging(&self, on: bool) {
+        self.force_case_staging
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Validates `path` and refuses reserved temporary-file and staging names.
     fn check(path: &str) -> Result<(), StorageError> {
         validate_path("path", path)?;
-        if path.split('/').any(is_tmp_name) {
+        if path.split('/').any(is_reserved_name) {
             return Err(StorageError::Denied {
                 path: path.into(),
                 reason: format!(
-                    "names of the form \".<name>{TMP_MARK}<{TMP_RANDOM_LEN} hex digits>\" are reserved for the store's temporary files; choose another name"
+                    "names of the form \".<name>{TMP_MARK}<{TMP_RANDOM_LEN} hex digits>\" and \"{STAGE_MARK}<{TMP_RANDOM_LEN} hex digits>\" are reserved for the store's temporary and staging files; choose another name"
                 ),
             });
         }
@@ -224,28 +277,38 @@ impl OsStorage {
     }
 
     /// Creates the temporary file for `path` and writes `content` into it, synced. Returns
-    /// the temporary file's path; on error nothing is left behind.
-    fn write_temp(&self, path: &str, content: &[u8]) -> Result<String, StorageError> {
+    /// the temporary file's path and its handle, which holds an advisory lock so that
+    /// [`open`](OsStorage::open) in another process leaves the file alone; keep it until
+    /// the file is renamed. On error nothing is left behind.
+    fn write_temp(
+        &self,
+        path: &str,
+        content: &[u8],
+    ) -> Result<(String, std::fs::File), StorageError> {
         let (dir, name) = split(path);
         let tmp = format!("{dir}{}", tmp_name(name));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
         cap_std::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
-        let mut file = self
+        let file = self
             .root
             .open_with(&tmp, &options)
             .map_err(|e| io_error(path, e))?;
+        let mut file = file.into_std();
+        // Best effort: where the file system has no locks, recovery may remove a temporary
+        // file in use, and this write then fails cleanly at the rename.
+        let _ = file.try_lock();
         let filled = (|| {
             file.write_all(content)?;
             #[cfg(unix)]
-            file.set_permissions(cap_std::fs::PermissionsExt::from_mode(FILE_MODE))?;
+            file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(FILE_MODE))?;
             file.sync_all()
         })();
-        drop(file);
         match filled {
-            Ok(()) => Ok(tmp),
+            Ok(()) => Ok((tmp, file)),
             Err(e) => {
+                drop(file);
                 let _ = self.root.remove_file(&tmp);
                 Err(io_error(path, e))
             }
@@ -277,7 +340,11 @@ impl OsStorage {
     /// parent, no permission, no `openat2` at all), the portable path meets it too and
     /// reports it as it always has.
     #[cfg(target_os = "linux")]
-    fn read_beneath(&self, path: &str) -> Option<Result<FileContent, StorageError>> {
+    fn read_beneath(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Option<Result<FileContent, StorageError>> {
         #[cfg(test)]
         if self
             .force_portable_read
@@ -296,6 +363,7 @@ impl OsStorage {
         Some(read_open(
             path,
             cap_std::fs::File::from_std(std::fs::File::from(fd)),
+            max_bytes,
         ))
     }
 
@@ -308,7 +376,7 @@ impl OsStorage {
             let Some(name) = name.to_str() else { continue };
             let rel = format!("{prefix}{name}");
             // Skip what no method could reach: links, temporary files, bad names.
-            if is_tmp_name(name) || validate_path("path", &rel).is_err() {
+            if is_reserved_name(name) || validate_path("path", &rel).is_err() {
                 continue;
             }
             let file_type = match entry.file_type() {
@@ -339,37 +407,25 @@ impl OsStorage {
     }
 }
 
-impl Storage for OsStorage {
-    fn read(&self, path: &str) -> Result<FileContent, StorageError> {
-        Self::check(path)?;
-        #[cfg(target_os = "linux")]
-        if let Some(read) = self.read_beneath(path) {
-            return read;
-        }
-        self.file_metadata(path)?;
-        let file = self.root.open(path).map_err(|e| io_error(path, e))?;
-        read_open(path, file)
-    }
-
-    /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
-    /// way, a regular file), without opening the file.
-    fn exists(&self, path: &str) -> Result<bool, StorageError> {
-        Self::check(path)?;
-        match self.file_metadata(path) {
-            Ok(_) => Ok(true),
-            Err(StorageError::NotFound { .. }) => Ok(false),
-            Err(err) => Err(err),
-        }
-    }
-
-    fn write(&self, path: &str, content: &[u8], _content_type: &str) -> Result<(), StorageError> {
+impl OsStorage {
+    /// `write` and `write_if_unchanged`: the content to a temporary file, then (when
+    /// `expected` is given, only if the file still holds it) renamed over `path`.
+    fn replace(
+        &self,
+        path: &str,
+        content: &[u8],
+        expected: Option<&[u8]>,
+    ) -> Result<(), StorageError> {
         Self::check(path)?;
         // A concurrent delete may prune a directory we just created; try again then.
         let mut attempts = 0;
-        let tmp = loop {
+        let (tmp, handle) = loop {
             attempts += 1;
             self.create_parents(path)?;
             match self.lstat(path, path)? {
+                None if expected.is_some() => {
+                    return Err(StorageError::Changed { path: path.into() })
+                }
                 None => {}
                 Some(md) if md.is_symlink() => return Err(symlink_denied(path, path)),
                 Some(md) if md.is_dir() => {
@@ -388,15 +444,257 @@ impl Storage for OsStorage {
             .fail_before_rename
             .load(std::sync::atomic::Ordering::SeqCst)
         {
+            drop(handle);
             let _ = self.root.remove_file(&tmp);
             return Err(io_error(path, io::Error::other("injected failure")));
         }
+        if let Some(expected) = expected {
+            if let Err(err) = self.unchanged(path, expected) {
+                drop(handle);
+                let _ = self.root.remove_file(&tmp);
+                return Err(err);
+            }
+        }
         if let Err(e) = self.root.rename(&tmp, &self.root, path) {
+            drop(handle);
             let _ = self.root.remove_file(&tmp);
             return Err(io_error(path, e));
         }
+        drop(handle);
         self.sync_dir(path);
         Ok(())
+    }
+
+    /// Whether the file at `path` still holds exactly `expected`: `Changed` when it holds
+    /// anything else or is gone. Reads at most one byte more than `expected`.
+    fn unchanged(&self, path: &str, expected: &[u8]) -> Result<(), StorageError> {
+        #[cfg(test)]
+        if let Some(bytes) = self
+            .append_before_compare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            let mut options = OpenOptions::new();
+            options.append(true);
+            let mut file = self.root.open_with(path, &options).expect("open to append");
+            file.write_all(&bytes).expect("append");
+        }
+        match self.read_capped(path, expected.len() as u64) {
+            Ok(current) if current.content == expected => Ok(()),
+            Ok(_) | Err(StorageError::NotFound { .. } | StorageError::FileTooLarge { .. }) => {
+                Err(StorageError::Changed { path: path.into() })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The directory holding `path`, opened.
+    fn parent_of(&self, path: &str) -> Result<Dir, StorageError> {
+        let opened = match split(path).0.strip_suffix('/') {
+            None => self.root.try_clone(),
+            Some(dir) => self.root.open_dir(dir),
+        };
+        opened.map_err(|e| io_error(path, e))
+    }
+
+    /// Whether the directory of `path` holds an entry named exactly like its last
+    /// segment (on a case-insensitive disk, `lstat` also finds other spellings).
+    fn listed_exactly(&self, path: &str) -> Result<bool, StorageError> {
+        let name = split(path).1;
+        let dir = self.parent_of(path)?;
+        let entries = dir.entries().map_err(|e| io_error(path, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(path, e))?;
+            if entry.file_name().to_str() == Some(name) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One `rename` of `from` to `to`. Without `replace`, an existing `to` is
+    /// `AlreadyExists`, checked by the kernel in the same call where it can
+    /// (`renameat2(RENAME_NOREPLACE)` on Linux), else just before.
+    fn rename_entry(&self, from: &str, to: &str, replace: bool) -> Result<(), StorageError> {
+        if !replace {
+            #[cfg(target_os = "linux")]
+            {
+                let from_dir = self.parent_of(from)?;
+                let to_dir = self.parent_of(to)?;
+                match noreplace::rename(&from_dir, split(from).1, &to_dir, split(to).1) {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return Err(StorageError::AlreadyExists { path: to.into() })
+                    }
+                    Err(e) => return Err(io_error(from, e)),
+                }
+            }
+            if self.lstat(to, to)?.is_some() {
+                return Err(StorageError::AlreadyExists { path: to.into() });
+            }
+        }
+        self.root
+            .rename(from, &self.root, to)
+            .map_err(|e| io_error(from, e))
+    }
+
+    /// Opens the staging directory `stage` and takes its advisory lock, which tells
+    /// [`OsStorage::open`] in another process that it is in use. Best effort: `None`
+    /// where the directory cannot be opened as a file or locked.
+    fn lock_stage(&self, stage: &str) -> Option<std::fs::File> {
+        // A plain handle: `Dir` handles are `O_PATH` on Linux, which cannot be locked.
+        let handle = self.root.open(stage).ok()?.into_std();
+        handle.try_lock().ok()?;
+        Some(handle)
+    }
+
+    /// A case-only rename on a case-insensitive disk, where `from` and `to` are one
+    /// directory entry and `rename` would change nothing: the file moves into a fresh
+    /// staging directory next to it under its old name, then out under its new one.
+    /// [`OsStorage::open`] moves a staged file back if the process dies in between; the
+    /// staging directory is locked meanwhile, so another process's `open` leaves it be.
+    fn rename_staged(&self, from: &str, to: &str, replace: bool) -> Result<(), StorageError> {
+        let (dir, name) = split(from);
+        let stage = format!("{dir}{}", stage_name());
+        let staged = format!("{stage}/{name}");
+        self.root
+            .create_dir(&stage)
+            .map_err(|e| io_error(from, e))?;
+        let lock = self.lock_stage(&stage);
+        if let Err(e) = self.root.rename(from, &self.root, &staged) {
+            let _ = self.root.remove_dir(&stage);
+            return Err(io_error(from, e));
+        }
+        self.sync_dir(from);
+        if let Err(err) = self.rename_entry(&staged, to, replace) {
+            let restored = self.root.rename(&staged, &self.root, from);
+            if restored.is_ok() {
+                let _ = self.root.remove_dir(&stage);
+            } else {
+                tracing::warn!(
+                    "could not move \"{from}\" back from its staging directory \"{stage}\" after a failed rename; the next start of the host restores it"
+                );
+            }
+            return Err(match err {
+                StorageError::AlreadyExists { .. } | StorageError::IsDirectory { .. } => err,
+                other => StorageError::io(
+                    to,
+                    io::Error::other(format!("the rename failed midway: {other}")),
+                ),
+            });
+        }
+        self.sync_dir(to);
+        drop(lock);
+        if let Err(e) = self.root.remove_dir(&stage) {
+            tracing::warn!("renamed \"{from}\" to \"{to}\", but its empty staging directory \"{stage}\" stays ({e}); the next start of the host removes it");
+        }
+        Ok(())
+    }
+}
+
+impl Storage for OsStorage {
+    fn read(&self, path: &str) -> Result<FileContent, StorageError> {
+        self.read_capped(path, MAX_READ_BYTES)
+    }
+
+    fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
+        Self::check(path)?;
+        #[cfg(target_os = "linux")]
+        if let Some(read) = self.read_beneath(path, max_bytes) {
+            return read;
+        }
+        self.file_metadata(path)?;
+        let file = self.root.open(path).map_err(|e| io_error(path, e))?;
+        read_open(path, file, max_bytes)
+    }
+
+    /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
+    /// way, a regular file), without opening the file.
+    fn exists(&self, path: &str) -> Result<bool, StorageError> {
+        Self::check(path)?;
+        match self.file_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(StorageError::NotFound { .. }) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn write(&self, path: &str, content: &[u8], _content_type: &str) -> Result<(), StorageError> {
+        self.replace(path, content, None)
+    }
+
+    /// The new content goes to disk first; the comparison comes after that, just before
+    /// the rename that puts it in place, so the window in which another writer's change
+    /// can still be lost is the time between two system calls. (A writer that keeps the
+    /// old file open and writes into it after the rename writes into a file no name
+    /// leads to any more; no check can see that.)
+    fn write_if_unchanged(
+        &self,
+        path: &str,
+        expected: &[u8],
+        content: &[u8],
+        _content_type: &str,
+    ) -> Result<(), StorageError> {
+        self.replace(path, content, Some(expected))
+    }
+
+    fn rename(&self, from: &str, to: &str, overwrite: bool) -> Result<bool, StorageError> {
+        Self::check(from)?;
+        Self::check(to)?;
+        let from_md = self.file_metadata(from)?;
+        if from == to {
+            return Ok(false);
+        }
+        self.create_parents(to)?;
+        let same_directory = split(from).0 == split(to).0;
+        let case_only = same_directory && from.to_lowercase() == to.to_lowercase();
+        let replaced = match self.lstat(to, to)? {
+            None => false,
+            Some(md) if md.is_symlink() => return Err(symlink_denied(to, to)),
+            Some(md) if md.is_dir() => return Err(StorageError::IsDirectory { path: to.into() }),
+            Some(md) if !md.is_file() => return Err(not_regular(to)),
+            Some(md) if same_file(&md, &from_md) => {
+                // One file under both names: a case-insensitive disk, or a hard link.
+                if case_only && !self.listed_exactly(to)? {
+                    self.rename_staged(from, to, false)?;
+                    return Ok(false);
+                }
+                return Err(StorageError::Denied {
+                    path: to.into(),
+                    reason: format!("it is the same file as \"{from}\" (a hard link, or the same name on a case-insensitive disk), so nothing was moved; choose another destination")
+                });
+            }
+            Some(_) if !overwrite => return Err(StorageError::AlreadyExists { path: to.into() }),
+            Some(_) => true,
+        };
+        #[cfg(test)]
+        if case_only
+            && self
+                .force_case_staging
+                .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            self.rename_staged(from, to, overwrite)?;
+            return Ok(replaced);
+        }
+        // A concurrent delete may prune the directory just created for `to`; try again then.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.rename_entry(from, to, overwrite) {
+                Err(StorageError::NotFound { .. }) if attempts < 3 && self.exists(from)? => {
+                    self.create_parents(to)?;
+                }
+                other => break other?,
+            }
+        }
+        self.sync_dir(to);
+        if !same_directory {
+            self.sync_dir(from);
+            self.prune_empty_parents(from);
+        }
+        Ok(replaced)
     }
 
     fn delete(&self, path: &str) -> Result<(), StorageError> {
@@ -415,9 +713,59 @@ impl Storage for OsStorage {
     }
 }
 
+/// Whether two `lstat` results are the same file (device and inode).
+#[cfg(unix)]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    use cap_std::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Without inode numbers, no two names are known to be one file.
+#[cfg(not(unix))]
+fn same_file(_: &Metadata, _: &Metadata) -> bool {
+    false
+}
+
+/// `renameat2(RENAME_NOREPLACE)`, for [`OsStorage::rename`] on Linux.
+#[cfg(target_os = "linux")]
+mod noreplace {
+    use cap_std::fs::Dir;
+    use rustix::fs::RenameFlags;
+    use rustix::io::Errno;
+
+    /// Renames `from_name` in `from_dir` to `to_name` in `to_dir` unless that exists
+    /// (`AlreadyExists`), in one system call. `Ok(false)` when the kernel or the file
+    /// system does not offer the flag (`EINVAL`, `ENOSYS`): then nothing happened.
+    pub(super) fn rename(
+        from_dir: &Dir,
+        from_name: &str,
+        to_dir: &Dir,
+        to_name: &str,
+    ) -> std::io::Result<bool> {
+        match rustix::fs::renameat_with(
+            from_dir,
+            from_name,
+            to_dir,
+            to_name,
+            RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => Ok(true),
+            Err(Errno::INVAL | Errno::NOSYS) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 /// Reads `file`, opened for `path`, through its handle: type, size and time from one
-/// `fstat` (the path may have changed since it was checked), then the content.
-fn read_open(path: &str, mut file: cap_std::fs::File) -> Result<FileContent, StorageError> {
+/// `fstat` (the path may have changed since it was checked), then at most `max_bytes`.
+///
+/// The size is checked before anything is allocated, the buffer is reserved fallibly, and
+/// the read stops at `max_bytes + 1` bytes, so a file that grows meanwhile is refused too.
+fn read_open(
+    path: &str,
+    mut file: cap_std::fs::File,
+    max_bytes: u64,
+) -> Result<FileContent, StorageError> {
     let md = file.metadata().map_err(|e| io_error(path, e))?;
     if md.is_dir() {
         return Err(StorageError::IsDirectory { path: path.into() });
@@ -425,15 +773,40 @@ fn read_open(path: &str, mut file: cap_std::fs::File) -> Result<FileContent, Sto
     if !md.is_file() {
         return Err(not_regular(path));
     }
-    let mut content = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
+    let too_large = |size: u64| StorageError::FileTooLarge {
+        path: path.into(),
+        size,
+        limit: max_bytes,
+    };
+    if md.len() > max_bytes {
+        return Err(too_large(md.len()));
+    }
+    let mut content = Vec::new();
+    let reserved = usize::try_from(md.len())
+        .ok()
+        .and_then(|len| content.try_reserve_exact(len).ok());
+    if reserved.is_none() {
+        return Err(io_error(
+            path,
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("no memory for the file's {} bytes", md.len()),
+            ),
+        ));
+    }
     // Through `Take`, `read_to_end` fills the buffer sized above and makes one more read
-    // to see the end. On the bare `File` it would first `fstat` and `lseek` again to size
-    // the buffer itself.
-    Read::take(&mut file, u64::MAX)
+    // to see the end (growing the buffer fallibly if the file grew). On the bare `File`
+    // it would first `fstat` and `lseek` again to size the buffer itself.
+    Read::take(&mut file, max_bytes.saturating_add(1))
         .read_to_end(&mut content)
         .map_err(|e| io_error(path, e))?;
+    let read = content.len() as u64;
+    if read > max_bytes {
+        let now = file.metadata().map_or(read, |md| md.len().max(read));
+        return Err(too_large(now));
+    }
     Ok(FileContent {
-        size: content.len() as u64,
+        size: read,
         content,
         content_type: content_type_for(path).to_owned(),
         updated_at: modified(path, &md)?,
@@ -535,6 +908,12 @@ fn tmp_name(name: &str) -> String {
         &name[..end],
         uuid::Uuid::new_v4().simple()
     )
+}
+
+/// Whether `name` is reserved for the store itself: a temporary file ([`tmp_name`]) or a
+/// staging directory ([`stage_name`]).
+fn is_reserved_name(name: &str) -> bool {
+    is_tmp_name(name) || is_stage_name(name)
 }
 
 /// Whether `name` has the form [`tmp_name`] produces.

@@ -115,6 +115,12 @@ impl ScopedStorage {
                 size,
                 limit,
             },
+            StorageError::Changed { path: p } => StorageError::Changed {
+                path: self.outer(p, path),
+            },
+            StorageError::AlreadyExists { path: p } => StorageError::AlreadyExists {
+                path: self.outer(p, path),
+            },
             StorageError::Io { path: p, source } => StorageError::Io {
                 path: self.outer(p, path),
                 source,
@@ -128,6 +134,34 @@ impl Storage for ScopedStorage {
     fn read(&self, path: &str) -> Result<FileContent, StorageError> {
         let inner = self.inner_path(path)?;
         self.inner.read(&inner).map_err(|e| self.map_err(e, path))
+    }
+
+    fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
+        let inner = self.inner_path(path)?;
+        self.inner
+            .read_capped(&inner, max_bytes)
+            .map_err(|e| self.map_err(e, path))
+    }
+
+    fn write_if_unchanged(
+        &self,
+        path: &str,
+        expected: &[u8],
+        content: &[u8],
+        content_type: &str,
+    ) -> Result<(), StorageError> {
+        let inner = self.inner_path(path)?;
+        self.inner
+            .write_if_unchanged(&inner, expected, content, content_type)
+            .map_err(|e| self.map_err(e, path))
+    }
+
+    fn rename(&self, from: &str, to: &str, overwrite: bool) -> Result<bool, StorageError> {
+        let inner_from = self.inner_path(from)?;
+        let inner_to = self.inner_path(to)?;
+        self.inner
+            .rename(&inner_from, &inner_to, overwrite)
+            .map_err(|e| self.map_err(e, from))
     }
 
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {

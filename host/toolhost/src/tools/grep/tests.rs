@@ -176,6 +176,73 @@ async fn oversize_files_are_skipped_and_flagged(backend: Backend) {
     );
 }
 
+async fn files_over_the_read_cap_are_skipped_and_flagged(backend: Backend) {
+    // A read cap below the file size cap: the lower of the two applies.
+    let h = backend.harness(|options| options.max_read_bytes = 10);
+    h.put("big.md", "match 4567\nmatch\n");
+    h.put("fits.md", "012\nmatch\n");
+    assert_eq!(
+        grep(&h, json!({"pattern": "match"})).await,
+        json!({"matches": ["fits.md:2:match"], "truncated": true})
+    );
+}
+
+/// A store whose listing says every file is 1 byte: files that grew after grep listed
+/// them.
+struct ListsSmall(MemoryStorage);
+
+impl Storage for ListsSmall {
+    fn read(&self, path: &str) -> Result<crate::vfs::FileContent, StorageError> {
+        self.0.read(path)
+    }
+    fn read_capped(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<crate::vfs::FileContent, StorageError> {
+        self.0.read_capped(path, max_bytes)
+    }
+    fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError> {
+        self.0.write(path, content, content_type)
+    }
+    fn delete(&self, path: &str) -> Result<(), StorageError> {
+        self.0.delete(path)
+    }
+    fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
+        let mut listed = self.0.list()?;
+        for entry in &mut listed {
+            entry.size = 1;
+        }
+        Ok(listed)
+    }
+}
+
+#[tokio::test]
+async fn a_file_that_grew_past_the_cap_after_the_listing_is_skipped_unread() {
+    let storage = ListsSmall(MemoryStorage::new());
+    storage
+        .0
+        .write("big.md", b"match 4567\nmatch\n", "")
+        .unwrap();
+    storage.0.write("fits.md", b"match\n", "").unwrap();
+    let registry = crate::registry::Registry::new();
+    let mut options = crate::tools::VfsToolOptions::new(std::sync::Arc::new(storage));
+    options.maximum_file_bytes = 10;
+    crate::tools::register_vfs_tools(&registry, options).unwrap();
+    let result = registry
+        .dispatch(
+            &CallContext::new(),
+            &crate::registry::ToolCall::new("grep", json!({"pattern": "match"}).to_string()),
+            &crate::registry::Environment::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content,
+        json!({"matches": ["fits.md:1:match"], "truncated": true})
+    );
+}
+
 async fn long_line_is_cut_at_500(backend: Backend) {
     let h = backend.default_harness();
     let line = format!("needle{}", "é".repeat(594));
@@ -280,6 +347,7 @@ backend_tests!(
     dollar_anchors_each_line,
     binary_files_are_skipped,
     oversize_files_are_skipped_and_flagged,
+    files_over_the_read_cap_are_skipped_and_flagged,
     long_line_is_cut_at_500,
     entry_limit_at_201,
     entry_limit_across_many_files,
@@ -305,10 +373,10 @@ fn scan_budget_stops_before_the_file_that_would_pass_it() {
         entry("b", 30),
         entry("d", 1),
     ];
-    let (files, skipped) = plan(listed.clone(), &policy, None, 60);
+    let (files, skipped) = plan(listed.clone(), &policy, None, 60, 1 << 20);
     let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!((paths, skipped), (vec!["a", "b"], true));
-    let (files, skipped) = plan(listed, &policy, None, 101);
+    let (files, skipped) = plan(listed, &policy, None, 101, 1 << 20);
     assert_eq!((files.len(), skipped), (4, false));
 }
 
@@ -320,6 +388,7 @@ fn expired_call_stops_and_flags() {
         storage: &storage,
         regex: Regex::new("x").unwrap(),
         mode: Mode::Content { context: 0 },
+        max_bytes: u64::MAX,
     };
     let files = vec![entry("a.md", 2)];
     let output = scan(&search, &files, &CallContext::with_timeout(Duration::ZERO));

@@ -305,3 +305,234 @@ fn open_refuses_a_missing_root() {
     let err = OsStorage::open(dir.path().join("nope")).unwrap_err();
     assert!(matches!(err, StorageError::Io { .. }), "{err:?}");
 }
+
+/// Every name under `dir`, recursively, relative to it, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &format!("{name}/"), out);
+            }
+            out.push(name);
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, "", &mut out);
+    out.sort();
+    out
+}
+
+const HEX: &str = "0123456789abcdef0123456789abcdef";
+const HEX2: &str = "fedcba9876543210fedcba9876543210";
+
+#[test]
+fn stage_names_are_reserved_and_hidden() {
+    assert_eq!(stage_name().len(), STAGE_MARK.len() + TMP_RANDOM_LEN);
+    assert!(is_stage_name(&stage_name()));
+    for not in [
+        ".stage-",
+        ".stage-xyz",
+        "stage-0123456789abcdef0123456789abcdef",
+        ".a.stage-0123456789abcdef0123456789abcdef",
+    ] {
+        assert!(!is_stage_name(not), "{not}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    let staged = format!("d/.stage-{HEX}/a.md");
+    match s.write(&staged, b"x", "") {
+        Err(StorageError::Denied { path, reason }) => {
+            assert_eq!(path, staged);
+            assert_eq!(reason, "names of the form \".<name>.tmp-<32 hex digits>\" and \".stage-<32 hex digits>\" are reserved for the store's temporary and staging files; choose another name");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s.read(&staged), Err(StorageError::Denied { .. })));
+    assert!(matches!(
+        s.rename("x.md", &staged, false),
+        Err(StorageError::Denied { .. })
+    ));
+    // A staging directory in use (locked) survives the open and is not listed.
+    std::fs::create_dir_all(dir.path().join(format!("d/.stage-{HEX}"))).unwrap();
+    std::fs::write(dir.path().join(&staged), b"x").unwrap();
+    std::fs::write(dir.path().join("d/b.md"), b"b").unwrap();
+    let lock = std::fs::File::open(dir.path().join(format!("d/.stage-{HEX}"))).unwrap();
+    lock.try_lock().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    let listed: Vec<_> = s.list().unwrap().into_iter().map(|f| f.path).collect();
+    assert_eq!(listed, ["d/b.md"]);
+}
+
+#[test]
+fn open_recovers_what_a_killed_process_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    // A write killed before its rename: the old content stays, the temporary file goes.
+    std::fs::write(root.join("d/a.md"), b"old a").unwrap();
+    std::fs::write(root.join(format!("d/.a.md.tmp-{HEX}")), b"new a, half").unwrap();
+    // A case-only rename killed mid-way: the file is only in the staging directory.
+    std::fs::create_dir(root.join(format!("d/.stage-{HEX}"))).unwrap();
+    std::fs::write(root.join(format!("d/.stage-{HEX}/Readme.md")), b"readme").unwrap();
+    // An older staged copy whose name was taken again since: removed.
+    std::fs::create_dir(root.join(format!(".stage-{HEX2}"))).unwrap();
+    std::fs::write(root.join(format!(".stage-{HEX2}/b.md")), b"older b").unwrap();
+    std::fs::write(root.join("b.md"), b"newer b").unwrap();
+    // An empty staging directory (killed after the second rename).
+    std::fs::create_dir(root.join(format!("d/.stage-{HEX2}"))).unwrap();
+    // Files in use by a live process (locked) are left alone.
+    let live = root.join(format!(".c.md.tmp-{HEX}"));
+    std::fs::write(&live, b"being written").unwrap();
+    let held = std::fs::File::open(&live).unwrap();
+    held.try_lock().unwrap();
+    // Look-alikes that are not the store's are left alone too.
+    std::fs::write(root.join(".stage-notmine"), b"user file").unwrap();
+    std::fs::write(root.join(format!("d/.a.md.tmp-{HEX}x")), b"user file").unwrap();
+
+    let report =
+        recover::recover(&Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap());
+    assert_eq!(
+        report,
+        recover::Report {
+            restored: vec!["d/Readme.md".into()],
+            superseded: vec!["b.md".into()],
+            temporary: 1,
+            in_use: 1,
+            failed: vec![],
+        }
+    );
+    assert_eq!(
+        tree(root),
+        [
+            format!(".c.md.tmp-{HEX}"),
+            ".stage-notmine".to_owned(),
+            "b.md".to_owned(),
+            "d".to_owned(),
+            format!("d/.a.md.tmp-{HEX}x"),
+            "d/Readme.md".to_owned(),
+            "d/a.md".to_owned(),
+        ]
+    );
+    assert_eq!(std::fs::read(root.join("d/Readme.md")).unwrap(), b"readme");
+    assert_eq!(std::fs::read(root.join("d/a.md")).unwrap(), b"old a");
+    assert_eq!(std::fs::read(root.join("b.md")).unwrap(), b"newer b");
+    // Once the writer is gone, the next open removes its file.
+    drop(held);
+    let s = OsStorage::open(root).unwrap();
+    assert!(!live.exists());
+    let listed: Vec<_> = s.list().unwrap().into_iter().map(|f| f.path).collect();
+    assert_eq!(
+        listed,
+        [
+            ".stage-notmine".to_owned(),
+            "b.md".to_owned(),
+            format!("d/.a.md.tmp-{HEX}x"),
+            "d/Readme.md".to_owned(),
+            "d/a.md".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_write_in_progress_holds_its_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    let (tmp, handle) = s.write_temp("a.md", b"x").unwrap();
+    let report = recover::recover(&s.root);
+    assert_eq!((report.in_use, report.temporary), (1, 0));
+    assert!(dir.path().join(&tmp).exists());
+    drop(handle);
+    assert_eq!(recover::recover(&s.root).temporary, 1);
+    assert!(!dir.path().join(&tmp).exists());
+    // The same for a staging directory during a rename.
+    s.root.create_dir(format!(".stage-{HEX}")).unwrap();
+    let lock = s.lock_stage(&format!(".stage-{HEX}")).expect("locked");
+    let report = recover::recover(&s.root);
+    assert_eq!((report.in_use, report.restored.len()), (1, 0));
+    drop(lock);
+    assert_eq!(recover::recover(&s.root), recover::Report::default());
+    assert_eq!(tree(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn case_only_rename_through_staging_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    s.force_case_staging(true);
+    s.write("d/Readme.md", b"readme", "").unwrap();
+    assert!(!s.rename("d/Readme.md", "d/README.md", false).unwrap());
+    assert_eq!(tree(dir.path()), ["d", "d/README.md"]);
+    assert_eq!(s.read("d/README.md").unwrap().content, b"readme");
+    // A distinct file under the new spelling: refused without overwrite, both intact.
+    s.write("d/Readme.md", b"other", "").unwrap();
+    assert!(matches!(
+        s.rename("d/Readme.md", "d/README.md", false),
+        Err(StorageError::AlreadyExists { path }) if path == "d/README.md"
+    ));
+    assert_eq!(tree(dir.path()), ["d", "d/README.md", "d/Readme.md"]);
+    assert!(s.rename("d/Readme.md", "d/README.md", true).unwrap());
+    assert_eq!(tree(dir.path()), ["d", "d/README.md"]);
+    assert_eq!(s.read("d/README.md").unwrap().content, b"other");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hard_link_is_not_a_case_only_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    s.write("Readme.md", b"x", "").unwrap();
+    std::fs::hard_link(dir.path().join("Readme.md"), dir.path().join("README.md")).unwrap();
+    std::fs::hard_link(dir.path().join("Readme.md"), dir.path().join("other.md")).unwrap();
+    for to in ["README.md", "other.md"] {
+        match s.rename("Readme.md", to, true) {
+            Err(StorageError::Denied { path, reason }) => {
+                assert_eq!(path, to);
+                assert_eq!(reason, "it is the same file as \"Readme.md\" (a hard link, or the same name on a case-insensitive disk), so nothing was moved; choose another destination");
+            }
+            other => panic!("{to}: {other:?}"),
+        }
+    }
+    assert_eq!(tree(dir.path()), ["README.md", "Readme.md", "other.md"]);
+}
+
+#[test]
+fn write_if_unchanged_checks_just_before_the_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    s.write("a.md", b"one\n", "").unwrap();
+    // Another writer appends after the new content is on disk, just before the check.
+    *s.append_before_compare.lock().unwrap() = Some(b"appended\n".to_vec());
+    match s.write_if_unchanged("a.md", b"one\n", b"ONE\n", "") {
+        Err(StorageError::Changed { path }) => assert_eq!(path, "a.md"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("a.md")).unwrap(),
+        b"one\nappended\n"
+    );
+    assert_eq!(tree(dir.path()), ["a.md"]);
+    s.write_if_unchanged("a.md", b"one\nappended\n", b"ONE\n", "")
+        .unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a.md")).unwrap(), b"ONE\n");
+}
+
+/// A file whose handle reports fewer bytes than it yields (here a `/proc` file, whose
+/// size is 0) stands for one that grows during the read: the read stops one byte past
+/// the cap and refuses it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_growing_during_the_read_cannot_pass_the_cap() {
+    let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
+    assert_eq!(file.metadata().unwrap().len(), 0);
+    match read_open("status", file, 10) {
+        Err(StorageError::FileTooLarge { path, size, limit }) => {
+            assert_eq!((path.as_str(), size, limit), ("status", 11, 10))
+        }
+        other => panic!("{other:?}"),
+    }
+    let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
+    let read = read_open("status", file, 1 << 20).unwrap();
+    assert!(read.size > 10 && read.size == read.content.len() as u64);
+}
