@@ -371,7 +371,7 @@ impl Host for ImportCtx {
 mod tests {
     use super::*;
     use crate::ImportLimits;
-    use toolhost::vfs::MemoryStorage;
+    use toolhost::vfs::{FileContent, MemoryStorage};
 
     /// A cap no test file reaches.
     const CAP: ReadCap = ReadCap::Host(1 << 20);
