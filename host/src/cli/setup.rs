@@ -91,7 +91,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
                 Some(options) => options.policy(),
                 None => Default::default(),
             };
-            let config = plugins::host_config(args, storage, policy);
+            let config = plugins::host_config(args, storage, policy)?;
             Some(plugins::load(dir, &registry, config)?)
         }
         None => None,
