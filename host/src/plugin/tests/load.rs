@@ -581,7 +581,7 @@ fn looping_definitions_are_refused_at_the_deadline_concurrently_and_the_rest_loa
     }
     // Eight 1 s deadlines run at once, not one after the other (8 s, or 4 s on two
     // threads); compiling the fixtures takes well under a second.
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(3500), "{elapsed:?}");
     assert_eq!(registry.names(), fixture::TOOLS);
 }
 
