@@ -119,6 +119,7 @@ mod tests {
                 "greet",
                 "hostile_alloc",
                 "hostile_badjson",
+                "hostile_handles",
                 "hostile_loop",
                 "hostile_output",
                 "hostile_panic",
