@@ -216,3 +216,32 @@ async fn vfs_paths_outside_the_grant_are_refused() {
     assert_eq!(setup.storage.list().expect("list").len(), 2);
     setup.assert_greet_works().await;
 }
+
+#[tokio::test]
+async fn host_handles_created_in_a_loop_stop_at_the_handle_cap() {
+    // The plugin's own 10 s timeout: the cap must stop it long before.
+    let setup = setup_with(&["greet", "hostile_handles"], Options::default());
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    let started = Instant::now();
+    match setup.call("hostile_handles", "{}").await {
+        Err(ToolError::LimitExceeded {
+            tool,
+            limit,
+            message,
+        }) => {
+            assert_eq!(tool, "hostile_handles");
+            assert_eq!(limit, "host handles (1024)");
+            assert!(
+                message.starts_with("the plugin held more than 1024 host handles (pollables, streams) at once and was stopped"),
+                "{message}"
+            );
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    }
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "stopped late: {elapsed:?}"
+    );
+    setup.assert_greet_works().await;
+}

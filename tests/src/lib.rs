@@ -120,6 +120,7 @@ mod tests {
                 "hostile_alloc",
                 "hostile_badjson",
                 "hostile_imports",
+                "hostile_handles",
                 "hostile_loop",
                 "hostile_output",
                 "hostile_panic",

@@ -220,6 +220,19 @@ pub struct RegistryArgs {
     /// Memory cap of one plugin instance for plugins whose manifest sets none [default: 64MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub plugin_memory: Option<u64>,
+    /// The most wall time a plugin's manifest may ask for per call [default: the
+    /// --plugin-timeout value: a manifest may only lower it].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub plugin_max_timeout: Option<Duration>,
+    /// The most memory a plugin's manifest may ask for per instance [default: the
+    /// --plugin-memory value: a manifest may only lower it]. Raising it lowers the plugin
+    /// calls run at once, to fit --plugin-pool-memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub plugin_max_memory: Option<u64>,
+    /// The most memory all pooled plugin instances may hold together (calls at once x
+    /// the largest plugin memory) [default: 4GiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub plugin_pool_memory: Option<u64>,
     /// Cache compiled plugins here, so the next start does not recompile [default:
     /// $XDG_CACHE_HOME/wasm-toolhost, else ~/.cache/wasm-toolhost]. Refused (exit 3) inside,
     /// equal to or above --root, when another user owns it, or when its group or others
@@ -284,6 +297,14 @@ mod tests {
             (None, None, None)
         );
         assert!(!r.no_cache);
+        assert_eq!(
+            (
+                r.plugin_max_timeout,
+                r.plugin_max_memory,
+                r.plugin_pool_memory
+            ),
+            (None, None, None)
+        );
     }
 
     #[test]
@@ -313,6 +334,12 @@ mod tests {
             "10s",
             "--plugin-memory",
             "64MiB",
+            "--plugin-max-timeout",
+            "20s",
+            "--plugin-max-memory",
+            "128MiB",
+            "--plugin-pool-memory",
+            "2GiB",
             "--cache-dir",
             "/c",
             "--max-in-flight",
@@ -338,6 +365,9 @@ mod tests {
         assert_eq!(r.plugin_files, PluginFiles::ReadWrite);
         assert_eq!(r.plugin_timeout, Some(Duration::from_secs(10)));
         assert_eq!(r.plugin_memory, Some(64 << 20));
+        assert_eq!(r.plugin_max_timeout, Some(Duration::from_secs(20)));
+        assert_eq!(r.plugin_max_memory, Some(128 << 20));
+        assert_eq!(r.plugin_pool_memory, Some(2 << 30));
         assert_eq!(r.cache_dir, Some(PathBuf::from("/c")));
     }
 

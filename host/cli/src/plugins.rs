@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::bail;
 use serde_json::{json, Value};
 use tracing::{error, info};
 
@@ -36,24 +36,50 @@ pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> Config {
 /// The plugin host's settings from the flags. File access is off unless
 /// `--plugin-files` allows it; then plugins reach `storage` (the `--root` store) under
 /// `policy`, the same policy as the built-in file tools.
+///
+/// The maximum a manifest may ask for is `--plugin-max-timeout` / `--plugin-max-memory`,
+/// and without them the default (`--plugin-timeout` / `--plugin-memory`, or the built-in
+/// default): a manifest may only lower its limits unless the operator says so. A maximum
+/// given below the built-in default lowers the default with it.
+///
+/// # Errors
+/// When `--plugin-timeout` or `--plugin-memory` is above its `--plugin-max-*` flag.
 pub(crate) fn host_config(
     args: &RegistryArgs,
     storage: Option<Arc<dyn Storage>>,
     policy: FilePolicy,
-) -> PluginHostConfig {
+) -> anyhow::Result<PluginHostConfig> {
     let mut config = PluginHostConfig::default();
     if let Some(dir) = &args.cache_dir {
         config.cache_dir = Some(dir.clone());
     }
-    // The operator's own default is also allowed as a maximum, so raising it past the
-    // built-in ceiling does not make every plugin without a manifest fail to load.
-    if let Some(timeout) = args.plugin_timeout {
-        config.default_limits.timeout = timeout;
-        config.max_limits.timeout = config.max_limits.timeout.max(timeout);
+    let (default, max) = (&mut config.default_limits, &mut config.max_limits);
+    match (args.plugin_timeout, args.plugin_max_timeout) {
+        (Some(timeout), Some(ceiling)) if timeout > ceiling => bail!(
+            "--plugin-timeout {} is above --plugin-max-timeout {}; raise --plugin-max-timeout or lower --plugin-timeout",
+            format_duration(timeout),
+            format_duration(ceiling)
+        ),
+        (timeout, ceiling) => {
+            let ceiling = ceiling.or(timeout).unwrap_or(default.timeout);
+            default.timeout = timeout.unwrap_or(default.timeout).min(ceiling);
+            max.timeout = ceiling;
+        }
     }
-    if let Some(memory) = args.plugin_memory {
-        config.default_limits.memory_bytes = memory;
-        config.max_limits.memory_bytes = config.max_limits.memory_bytes.max(memory);
+    match (args.plugin_memory, args.plugin_max_memory) {
+        (Some(memory), Some(ceiling)) if memory > ceiling => bail!(
+            "--plugin-memory {} is above --plugin-max-memory {}; raise --plugin-max-memory or lower --plugin-memory",
+            format_bytes(memory),
+            format_bytes(ceiling)
+        ),
+        (memory, ceiling) => {
+            let ceiling = ceiling.or(memory).unwrap_or(default.memory_bytes);
+            default.memory_bytes = memory.unwrap_or(default.memory_bytes).min(ceiling);
+            max.memory_bytes = ceiling;
+        }
+    }
+    if let Some(pool) = args.plugin_pool_memory {
+        config.max_pool_memory = pool;
     }
     config.max_file_access = match args.plugin_files {
         PluginFiles::None => FileAccess::None,
@@ -64,7 +90,7 @@ pub(crate) fn host_config(
         config.storage = storage;
     }
     config.file_policy = policy;
-    config
+    Ok(config)
 }
 
 /// Starts a plugin host and loads every plugin in `dir` into `registry`, logging one line
@@ -77,7 +103,8 @@ pub(crate) fn load(
     registry: &Registry,
     config: PluginHostConfig,
 ) -> anyhow::Result<Host> {
-    let host = PluginHost::new(config).context("cannot start the plugin host")?;
+    // PluginError::Host already says "the plugin host cannot start: ...".
+    let host = PluginHost::new(config)?;
     let report = host.load_dir(dir, registry);
     log_report(dir, &report);
     Ok(host)
@@ -117,7 +144,8 @@ fn log_report(dir: &Path, report: &LoadReport) {
 /// # Errors
 /// When the plugin host cannot start or the file is not a loadable plugin.
 pub(crate) fn inspect(file: &Path, config: PluginHostConfig) -> anyhow::Result<PluginInfo> {
-    let host = PluginHost::new(config).context("cannot start the plugin host")?;
+    // PluginError::Host already says "the plugin host cannot start: ...".
+    let host = PluginHost::new(config)?;
     // The plugin host's errors already name the file.
     Ok(host.inspect(file)?)
 }
@@ -142,6 +170,7 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "max_stderr_bytes": limits.max_stderr_bytes,
             "max_instances": limits.max_instances,
             "max_tables": limits.max_tables,
+            "max_handles": limits.max_handles,
         },
         "tools": info.tools,
         "imports": info.imports,
@@ -208,5 +237,122 @@ fn compile_text(compile: CompileSource) -> String {
     match compile {
         CompileSource::Compiled(took) => format!("compiled in {}", format_elapsed(took)),
         CompileSource::CacheHit(took) => format!("cache hit, loaded in {}", format_elapsed(took)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    fn args(extra: &[&str]) -> RegistryArgs {
+        let cli = Cli::try_parse_from(["host", "tools"].iter().chain(extra)).unwrap();
+        match cli.command {
+            Command::Tools(tools) => tools.registry,
+            _ => unreachable!(),
+        }
+    }
+
+    fn config(extra: &[&str]) -> anyhow::Result<PluginHostConfig> {
+        host_config(&args(extra), None, FilePolicy::default())
+    }
+
+    /// (default timeout, max timeout, default memory, max memory)
+    fn limits(config: &PluginHostConfig) -> (Duration, Duration, u64, u64) {
+        (
+            config.default_limits.timeout,
+            config.max_limits.timeout,
+            config.default_limits.memory_bytes,
+            config.max_limits.memory_bytes,
+        )
+    }
+
+    #[test]
+    fn the_maximum_is_the_default_unless_raised() {
+        let secs = Duration::from_secs;
+        let config = config(&[]).unwrap();
+        assert_eq!(limits(&config), (secs(10), secs(10), 64 << 20, 64 << 20));
+        assert_eq!(config.max_pool_memory, 4 << 30);
+        // The operator's own default is its maximum too.
+        let raised = config_of(&["--plugin-timeout", "20s", "--plugin-memory", "128MiB"]);
+        assert_eq!(limits(&raised), (secs(20), secs(20), 128 << 20, 128 << 20));
+        // Raising only the ceiling lets manifests ask for more; the default stays.
+        let ceiling = config_of(&[
+            "--plugin-max-timeout",
+            "30s",
+            "--plugin-max-memory",
+            "256MiB",
+            "--plugin-pool-memory",
+            "8GiB",
+        ]);
+        assert_eq!(limits(&ceiling), (secs(10), secs(30), 64 << 20, 256 << 20));
+        assert_eq!(ceiling.max_pool_memory, 8 << 30);
+        // A ceiling under the built-in default lowers the default with it.
+        let lowered = config_of(&["--plugin-max-timeout", "2s", "--plugin-max-memory", "16MiB"]);
+        assert_eq!(limits(&lowered), (secs(2), secs(2), 16 << 20, 16 << 20));
+    }
+
+    fn config_of(extra: &[&str]) -> PluginHostConfig {
+        config(extra).unwrap()
+    }
+
+    #[test]
+    fn a_default_above_its_ceiling_is_refused_naming_both_flags() {
+        let err =
+            config(&["--plugin-memory", "128MiB", "--plugin-max-memory", "64MiB"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--plugin-memory 128 MiB is above --plugin-max-memory 64 MiB; raise --plugin-max-memory or lower --plugin-memory"
+        );
+        let err = config(&["--plugin-timeout", "20s", "--plugin-max-timeout", "5s"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--plugin-timeout 20s is above --plugin-max-timeout 5s; raise --plugin-max-timeout or lower --plugin-timeout"
+        );
+    }
+
+    #[test]
+    fn a_manifest_raising_its_memory_needs_the_ceiling_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("p.wasm");
+        std::fs::write(dir.path().join("p.toml"), "[limits]\nmemory_mib = 128\n").unwrap();
+        let path = toolhost_plugin::manifest::manifest_path(&wasm);
+        let refused = toolhost_plugin::manifest::resolve(&wasm, &config_of(&[])).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("(--plugin-max-memory 128MiB, PluginHostConfig::max_limits)"),
+            "{refused}"
+        );
+        assert_eq!(refused.path(), Some(path.as_path()));
+        let allowed =
+            toolhost_plugin::manifest::resolve(&wasm, &config_of(&["--plugin-max-memory", "128MiB"]))
+                .unwrap();
+        assert_eq!(allowed.limits.memory_bytes, 128 << 20);
+    }
+
+    #[test]
+    fn a_pool_cap_too_small_for_one_call_stops_the_setup() {
+        let root = tempfile::tempdir().unwrap();
+        let plugins = tempfile::tempdir().unwrap();
+        let err = crate::build_registry(&args(&[
+            "--root",
+            root.path().to_str().unwrap(),
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--plugin-max-memory",
+            "256MiB",
+            "--plugin-pool-memory",
+            "128MiB",
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "the plugin host cannot start: one plugin call needs 256 MiB of pooled memory (1 slot of 256 MiB), above the pool's cap of 128 MiB; raise the cap (--plugin-pool-memory, PluginHostConfig::max_pool_memory) or lower the plugins' maximum memory (--plugin-max-memory)"
+        );
     }
 }

@@ -101,7 +101,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
                 Some(options) => options.policy(),
                 None => Default::default(),
             };
-            let mut config = plugins::host_config(args, storage, policy);
+            let mut config = plugins::host_config(args, storage, policy)?;
             config.storage_roots = root.iter().cloned().collect();
             if args.no_cache {
                 config.cache_dir = None;

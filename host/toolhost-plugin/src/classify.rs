@@ -14,6 +14,7 @@
 //! | a memory grow over the cap was refused, then the guest trapped | [`ToolError::LimitExceeded`] `memory (64 MiB)` |
 //! | any other trap (Rust panic, stack overflow, unreachable, out-of-bounds) | [`ToolError::ToolPanicked`]: panic message from stderr, else the trap |
 //! | the instance pool is exhausted | [`ToolError::LimitExceeded`] `concurrent plugin instances` |
+//! | the store's resource table is full (`max_handles`) | [`ToolError::LimitExceeded`] `host handles (1024)` |
 //! | any other host-side error | [`ToolError::ToolPanicked`] with the error's causes |
 //! | result text over `max_output_bytes` | [`ToolError::LimitExceeded`] `output (1 MiB)` |
 //! | result text not JSON | [`ToolError::Failed`] `the plugin returned invalid JSON: ...` |
@@ -21,6 +22,7 @@
 
 use std::time::Duration;
 
+use wasmtime::component::ResourceTableError;
 use wasmtime::{PoolConcurrencyLimitError, Trap};
 
 use toolhost::registry::{ToolError, ToolResult};
@@ -77,6 +79,20 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
             tool,
             limit: "concurrent plugin instances".into(),
             message: "too many plugin calls are running at once; try again shortly".into(),
+        };
+    }
+    if matches!(
+        err.downcast_ref::<ResourceTableError>(),
+        Some(ResourceTableError::Full)
+    ) {
+        let cap = facts.limits.max_handles;
+        return ToolError::LimitExceeded {
+            tool,
+            limit: format!("host handles ({cap})"),
+            message: with_stderr(
+                format!("the plugin held more than {cap} host handles (pollables, streams) at once and was stopped; drop each handle when done with it"),
+                facts.stderr,
+            ),
         };
     }
     let message = match (panic_message(&facts.stderr.text), trap) {
@@ -287,6 +303,25 @@ mod tests {
                 tool: "divide".into(),
                 limit: "memory (64 MiB)".into(),
                 message: "the plugin tried to grow its memory to 65 MiB, over its 64 MiB limit, and stopped; ask for less data per call; last stderr lines: memory allocation of 1048576 bytes failed".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_full_resource_table_is_the_handles_limit() {
+        let limits = PluginLimits {
+            max_handles: 8,
+            ..PluginLimits::default()
+        };
+        let stderr = Captured::default();
+        let err = wasmtime::Error::new(ResourceTableError::Full)
+            .context("error while executing at wasm backtrace:\n 0: 0x1 - f");
+        assert_eq!(
+            failed(&err, &facts(&limits, &stderr)),
+            ToolError::LimitExceeded {
+                tool: "divide".into(),
+                limit: "host handles (8)".into(),
+                message: "the plugin held more than 8 host handles (pollables, streams) at once and was stopped; drop each handle when done with it".into()
             }
         );
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use toolhost::tools::FilePolicy;
 use toolhost::vfs::Storage;
 
-use super::PluginLimits;
+use super::{DefinitionLimits, PluginLimits};
 
 /// How much of the host's storage a plugin may touch, through the `files` import.
 ///
@@ -86,8 +86,23 @@ pub struct PluginHostConfig {
     pub storage_roots: Vec<PathBuf>,
     /// Limits of a plugin whose manifest sets none.
     pub default_limits: PluginLimits,
-    /// The most a manifest may ask for; a manifest asking more is refused at load.
+    /// The most a manifest may ask for; a manifest asking more is refused at load
+    /// ([`PluginError::LimitTooHigh`](super::PluginError::LimitTooHigh)). The default is
+    /// [`PluginLimits::default`], the same as `default_limits`: a manifest may only lower
+    /// its limits unless the operator raises this ceiling (the CLI's
+    /// `--plugin-max-memory`, `--plugin-max-timeout`).
+    ///
+    /// # Sandbox
+    /// Raising `memory_bytes` here raises what every pool slot may hold; the pool then
+    /// runs fewer calls at once to stay within [`PluginHostConfig::max_pool_memory`].
     pub max_limits: PluginLimits,
+    /// The most linear memory all pooled plugin instances together may hold: pool slots
+    /// x the largest memory a plugin may have. The pool gets as many slots as fit (and
+    /// [`PluginHostConfig::max_concurrent_calls`] is lowered to match); a cap too small
+    /// for one call is a start-up error. Default [`DEFAULT_MAX_POOL_MEMORY`].
+    pub max_pool_memory: u64,
+    /// Caps on a plugin's tool definitions and the deadline for asking for them.
+    pub definition_limits: DefinitionLimits,
     /// The storage the `files` import works on; `None` gives no plugin any file.
     pub storage: Option<Arc<dyn Storage>>,
     /// The path policy (hidden paths, extensions, size cap) applied to every `files`
@@ -112,13 +127,20 @@ pub struct PluginHostConfig {
 /// Default of [`PluginHostConfig::max_concurrent_calls`].
 pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
 
+/// Default of [`PluginHostConfig::max_pool_memory`]: 4 GiB, what the default 64
+/// concurrent calls x 64 MiB need, and what a 2-core machine with 8 GiB can give plugins
+/// without swapping.
+pub const DEFAULT_MAX_POOL_MEMORY: u64 = 4 * 1024 * 1024 * 1024;
+
 impl Default for PluginHostConfig {
     fn default() -> Self {
         Self {
             cache_dir: default_cache_dir(),
             storage_roots: Vec::new(),
             default_limits: PluginLimits::default(),
-            max_limits: PluginLimits::default_max(),
+            max_limits: PluginLimits::default(),
+            max_pool_memory: DEFAULT_MAX_POOL_MEMORY,
+            definition_limits: DefinitionLimits::default(),
             storage: None,
             file_policy: FilePolicy::default(),
             max_file_access: FileAccess::None,
@@ -135,6 +157,8 @@ impl fmt::Debug for PluginHostConfig {
             .field("storage_roots", &self.storage_roots)
             .field("default_limits", &self.default_limits)
             .field("max_limits", &self.max_limits)
+            .field("max_pool_memory", &self.max_pool_memory)
+            .field("definition_limits", &self.definition_limits)
             .field("storage", &self.storage.as_ref().map(|_| "Storage"))
             .field("file_policy", &self.file_policy)
             .field("max_file_access", &self.max_file_access)

@@ -30,7 +30,81 @@ pub const KEEP_RESIDENT_TABLE: usize = 64 << 10;
 /// Freed pool slots kept warm (with their resident pages); more are fully released.
 pub const WARM_SLOTS: u32 = 16;
 
-/// Builds the engine for `config`.
+/// How the instance pool is sized: its slots, the memory each may hold, and the calls
+/// that may run at once. [`PluginHost::pool`](super::PluginHost::pool) returns it; the
+/// host states it in its log at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolPlan {
+    /// Instance (and linear memory) slots in the pool.
+    pub slots: u32,
+    /// The most linear memory one slot may hold: the larger of the default and maximum
+    /// memory limits.
+    pub slot_memory: u64,
+    /// `slots x slot_memory`: the most memory pooled plugin instances may hold at once.
+    pub total_memory: u64,
+    /// Calls that may run at once across all plugins (at most
+    /// [`PluginHostConfig::max_concurrent_calls`]).
+    pub concurrent_calls: u32,
+}
+
+impl PoolPlan {
+    /// The pool for `config`.
+    ///
+    /// # Errors
+    /// [`PluginError::Host`] when not even one call fits
+    /// [`PluginHostConfig::max_pool_memory`].
+    pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
+        use super::format_bytes;
+        let slot_memory = config
+            .max_limits
+            .memory_bytes
+            .max(config.default_limits.memory_bytes)
+            .min(MAX_WASM32_MEMORY);
+        // A running call holds one slot (its store is dropped before its concurrency
+        // permit, and loading asks for definitions under the same permits). Reuse mode
+        // also keeps up to one idle instance per call (runtime::Shared::idle_cap).
+        let slots_per_call: u32 = if config.fresh_instance_per_call { 1 } else { 2 };
+        let per_call = slot_memory.saturating_mul(u64::from(slots_per_call));
+        let fit = config.max_pool_memory / per_call.max(1);
+        if fit == 0 {
+            let slots = if slots_per_call == 1 {
+                format!("1 slot of {}", format_bytes(slot_memory))
+            } else {
+                format!("{slots_per_call} slots of {}", format_bytes(slot_memory))
+            };
+            return Err(PluginError::Host {
+                message: format!(
+                    "one plugin call needs {} of pooled memory ({slots}), above the pool's cap of {}; raise the cap (--plugin-pool-memory, PluginHostConfig::max_pool_memory) or lower the plugins' maximum memory (--plugin-max-memory)",
+                    format_bytes(per_call),
+                    format_bytes(config.max_pool_memory)
+                ),
+            });
+        }
+        let calls = config
+            .max_concurrent_calls
+            .max(1)
+            .min(u32::try_from(fit).unwrap_or(u32::MAX));
+        let slots = calls.saturating_mul(slots_per_call);
+        Ok(Self {
+            slots,
+            slot_memory,
+            total_memory: u64::from(slots).saturating_mul(slot_memory),
+            concurrent_calls: calls,
+        })
+    }
+}
+
+/// Builds the engine for `config` (for tests; the host computes the [`PoolPlan`] itself,
+/// logs it and calls [`build_with`]).
+///
+/// # Errors
+/// As [`PoolPlan::for_config`] and [`build_with`].
+#[cfg(test)]
+pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
+    build_with(&PoolPlan::for_config(config)?)
+}
+
+/// Builds the engine with its pool sized by `plan`.
 ///
 /// Fuel metering is always compiled in (a plugin without a fuel limit gets `u64::MAX`),
 /// so a manifest can ask for a fuel limit whatever the host's defaults are; it costs a
@@ -38,23 +112,20 @@ pub const WARM_SLOTS: u32 = 16;
 ///
 /// # Errors
 /// [`PluginError::Host`] when wasmtime refuses the configuration.
-pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
+pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
         .consume_fuel(true);
 
-    // Slots for every call that may run at once, and as many again for instances kept
-    // by reuse mode and for the definitions calls made while loading. Each memory slot
-    // reserves 4 GiB of address space (so wasm needs no bounds checks) plus guards: about
-    // 0.5 TiB of virtual memory for the default 64 calls, none of it resident until used.
-    // A Rust component has one memory, so one memory slot per instance slot.
-    let instances = config.max_concurrent_calls.max(1).saturating_mul(2);
-    let memory = config
-        .max_limits
-        .memory_bytes
-        .max(config.default_limits.memory_bytes)
-        .min(MAX_WASM32_MEMORY);
+    // Slots for every call that may run at once (and, in reuse mode, as many again for
+    // idle instances): see `PoolPlan`. Each memory slot reserves 4 GiB of address space
+    // (so wasm needs no bounds checks) plus guards, none of it resident until used; what
+    // a slot may actually hold is `plan.slot_memory`, and `plan.total_memory` is bounded
+    // by `PluginHostConfig::max_pool_memory`. A Rust component has one memory, so one
+    // memory slot per instance slot.
+    let instances = plan.slots;
+    let memory = plan.slot_memory;
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_core_instances(instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))

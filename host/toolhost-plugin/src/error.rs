@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{CacheError, FileAccess};
+use super::{CacheError, DefinitionCap, FileAccess};
 
 /// Why a plugin was not loaded (or the plugin host not built). Each message names the
 /// `.wasm` (or manifest) file, says what was wrong and what to do instead.
@@ -54,8 +54,10 @@ pub enum PluginError {
         /// What is wrong (names the key).
         message: String,
     },
-    /// The manifest asks for a limit above the host's maximum.
-    #[error("{}: the manifest asks for {limit} {asked}, above the host's maximum of {max}; lower it in the manifest or raise the host's maximum", path.display())]
+    /// The manifest asks for a limit above the host's maximum
+    /// ([`PluginHostConfig::max_limits`](super::PluginHostConfig::max_limits), by default
+    /// the default limits: a manifest may only lower them).
+    #[error("{}: the manifest asks for {limit} {asked}, above the host's maximum of {max}; lower it in the manifest, or have the operator raise the maximum ({})", path.display(), raise_hint(limit, asked))]
     LimitTooHigh {
         /// The manifest file.
         path: PathBuf,
@@ -99,6 +101,46 @@ pub enum PluginError {
         /// `the plugin declares it twice`.
         taken_by: String,
     },
+    /// The plugin's tool definitions are over a cap of
+    /// [`DefinitionLimits`](super::DefinitionLimits) (tool count, schema or description
+    /// size, schema depth, total size).
+    #[error("{}: {}", path.display(), cap.describe(tool.as_deref(), *actual, *limit))]
+    DefinitionsTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The tool over the cap; `None` for a cap on the whole plugin (tool count, total).
+        tool: Option<String>,
+        /// Which cap.
+        cap: DefinitionCap,
+        /// The plugin's value (bytes, tools or levels).
+        actual: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// The `.wasm` or manifest path is not a regular file (a FIFO, a device, a
+    /// directory, a socket): refused without reading, so it cannot block or feed the
+    /// host without end.
+    #[error("{}: is {found}, not a regular file; a plugin's .wasm and its manifest must be regular files", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is: `a FIFO`, `a directory`, `a character device`, ...
+        found: &'static str,
+    },
+    /// The `.wasm` or manifest file is over its size cap
+    /// ([`MAX_COMPONENT_BYTES`](super::MAX_COMPONENT_BYTES),
+    /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES)); refused before it is read.
+    #[error("{}: the {what} is {}, over the host's cap of {}; {}", path.display(), super::format_bytes(*size), super::format_bytes(*limit), too_large_hint(what))]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// `component` or `manifest`.
+        what: &'static str,
+        /// Its size in bytes (at least; it may have grown while read).
+        size: u64,
+        /// The cap in bytes.
+        limit: u64,
+    },
     /// Asking the plugin for its tool definitions failed (trap, timeout, limit).
     #[error("{}: asking the plugin for its tool definitions failed: {message}", path.display())]
     Definitions {
@@ -132,6 +174,9 @@ impl PluginError {
             | PluginError::GrantDenied { path, .. }
             | PluginError::BadDefinition { path, .. }
             | PluginError::DuplicateTool { path, .. }
+            | PluginError::DefinitionsTooLarge { path, .. }
+            | PluginError::NotAFile { path, .. }
+            | PluginError::FileTooLarge { path, .. }
             | PluginError::Definitions { path, .. } => Some(path),
             PluginError::Cache(err) => Some(err.path()),
             PluginError::Host { .. } => None,
@@ -150,10 +195,38 @@ impl PluginError {
             PluginError::GrantDenied { .. } => "grant_denied",
             PluginError::BadDefinition { .. } => "bad_definition",
             PluginError::DuplicateTool { .. } => "duplicate_tool",
+            PluginError::DefinitionsTooLarge { .. } => "definitions_too_large",
+            PluginError::NotAFile { .. } => "not_a_file",
+            PluginError::FileTooLarge { .. } => "file_too_large",
             PluginError::Definitions { .. } => "definitions",
             PluginError::Host { .. } => "host",
             PluginError::Cache(_) => "cache",
         }
+    }
+}
+
+/// How the operator raises the maximum of `limit` to `asked`: the command-line flag
+/// with the value to give (for the limits that have one), and the config field.
+fn raise_hint(limit: &str, asked: &str) -> String {
+    let flag = match limit {
+        "memory" => "--plugin-max-memory",
+        "timeout" => "--plugin-max-timeout",
+        _ => return "PluginHostConfig::max_limits".to_owned(),
+    };
+    // `128 MiB` -> `128MiB`, `20s` stays: the flags take whole numbers with a unit, so a
+    // rounded value (`1.5s`) is left out.
+    let value: String = asked.chars().filter(|c| *c != ' ').collect();
+    if value.contains('.') {
+        format!("{flag}, PluginHostConfig::max_limits")
+    } else {
+        format!("{flag} {value}, PluginHostConfig::max_limits")
+    }
+}
+
+fn too_large_hint(what: &str) -> &'static str {
+    match what {
+        "manifest" => "a plugin's manifest is a few lines of TOML",
+        _ => "is it a plugin built for wasm32-wasip2 (release, stripped)?",
     }
 }
 

@@ -30,6 +30,16 @@
 //! whatever the plugin does, the call ends with a result or a [`ToolError`] and the host
 //! keeps serving. See [`classify`] for which failure becomes which error.
 //!
+//! A manifest may lower its limits but not raise them past
+//! [`PluginHostConfig::max_limits`], which is the default limits unless the operator
+//! raises it. The instance pool holds at most [`PluginHostConfig::max_pool_memory`]
+//! (slots x the largest plugin memory; see [`PoolPlan`], logged at start), and each
+//! call's host handles (pollables, streams) are capped ([`PluginLimits::max_handles`]).
+//! Loading cannot be held or flooded by one plugin: its files must be regular files
+//! under [`MAX_COMPONENT_BYTES`] / [`MAX_MANIFEST_BYTES`], its definitions must come
+//! within [`DefinitionLimits`] (count, sizes, depth) and before its deadline, and the
+//! plugins of a directory are asked at once.
+//!
 //! # Cost
 //! Measured on a 2-core machine, release host, the `greet` example (a 143 KiB component
 //! built with the SDK), through [`Registry::dispatch`](toolhost::registry::Registry::dispatch):
@@ -76,8 +86,11 @@ mod runtime;
 mod state;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
-pub use config::{default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS};
-pub use engine::{EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
+pub use config::{
+    default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_POOL_MEMORY,
+};
+pub use engine::{PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
 pub use error::PluginError;
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
@@ -86,9 +99,13 @@ pub use host::quota::{
     HOST_READ_CAP,
 };
 pub use limits::{
-    format_bytes, PluginLimits, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
+    format_bytes, DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
+    DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
+    DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MAX_TOOLS,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
 };
+pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 use cache::CompileCache;
 use runtime::Shared;
@@ -105,6 +122,7 @@ pub struct PluginHost {
     linker: Linker<PluginState>,
     cache: CompileCache,
     config: PluginHostConfig,
+    pool: PoolPlan,
     shared: Arc<Shared>,
 }
 
@@ -119,10 +137,14 @@ impl fmt::Debug for PluginHost {
 impl PluginHost {
     /// Builds the engine, starts the epoch ticker and prepares the linker.
     ///
+    /// Logs the pool's size (one `info` line, target `plugin`), and a warning when the
+    /// pool's memory cap lowered the calls that may run at once.
+    ///
     /// # Errors
-    /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`,
-    /// or wasmtime refuses the configuration; [`PluginError::Cache`] when the compile
-    /// cache directory may not be used (see [`check_cache_dir`] and [`CacheError`]).
+    /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`, one
+    /// call does not fit `config.max_pool_memory`, or wasmtime refuses the configuration;
+    /// [`PluginError::Cache`] when the compile cache directory may not be used (see
+    /// [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
             return Err(PluginError::Host {
@@ -131,7 +153,27 @@ impl PluginHost {
                 ),
             });
         }
-        let engine = engine::build(&config)?;
+        let pool = PoolPlan::for_config(&config)?;
+        tracing::info!(
+            target: "plugin",
+            "plugin pool: {} slots x {} = {} of plugin memory at most (cap {}); {} calls at once",
+            pool.slots,
+            format_bytes(pool.slot_memory),
+            format_bytes(pool.total_memory),
+            format_bytes(config.max_pool_memory),
+            pool.concurrent_calls,
+        );
+        if pool.concurrent_calls < config.max_concurrent_calls {
+            tracing::warn!(
+                target: "plugin",
+                "plugin calls at once lowered from {} to {} so that every slot's {} fits the pool's cap of {}; raise --plugin-pool-memory (PluginHostConfig::max_pool_memory) for more",
+                config.max_concurrent_calls,
+                pool.concurrent_calls,
+                format_bytes(pool.slot_memory),
+                format_bytes(config.max_pool_memory),
+            );
+        }
+        let engine = engine::build_with(&pool)?;
         engine::start_ticker(&engine)?;
         let mut linker = Linker::new(&engine);
         let link_error = |err: wasmtime::Error| PluginError::Host {
@@ -145,13 +187,19 @@ impl PluginHost {
         Ok(Self {
             cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
             shared: Arc::new(Shared::new(
-                config.max_concurrent_calls,
+                pool.concurrent_calls,
                 config.fresh_instance_per_call,
             )),
             engine,
             linker,
             config,
+            pool,
         })
+    }
+
+    /// How the instance pool was sized (slots, memory per slot, calls at once).
+    pub fn pool(&self) -> &PoolPlan {
+        &self.pool
     }
 
     /// The configuration this host was built with.

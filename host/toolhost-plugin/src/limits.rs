@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 
 use super::host::quota::ImportLimits;
@@ -29,6 +30,13 @@ pub const DEFAULT_MAX_STDERR_BYTES: usize = 64 * 1024;
 pub const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Default cap on tables per store (a Rust component has 2 to 4).
 pub const DEFAULT_MAX_TABLES: u32 = 32;
+/// Default cap on host handles a call's store holds at once (1024): the entries of its
+/// wasmtime [`ResourceTable`] (pollables, streams, clock deadlines the host keeps for the
+/// guest). They live in host memory, outside the plugin's memory cap; wasmtime's own
+/// default is a million (hundreds of MiB per store). A Rust guest holds fewer than ten
+/// (stdio streams, one pollable while it sleeps); each costs the host about 100-200 bytes,
+/// so 1024 is at most a few hundred KiB per call.
+pub const DEFAULT_MAX_HANDLES: u32 = 1024;
 
 /// What one plugin may use per call.
 ///
@@ -65,6 +73,10 @@ pub struct PluginLimits {
     /// What the plugin may do through the host's imports: file calls, bytes read and
     /// written per call, lifetime write totals, log rate.
     pub imports: ImportLimits,
+    /// Cap on host handles (entries of the store's resource table: pollables, streams)
+    /// held at once. One more becomes
+    /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `host handles (1024)`.
+    pub max_handles: u32,
 }
 
 impl Default for PluginLimits {
@@ -78,6 +90,7 @@ impl Default for PluginLimits {
             max_instances: DEFAULT_MAX_INSTANCES,
             max_tables: DEFAULT_MAX_TABLES,
             imports: ImportLimits::default(),
+            max_handles: DEFAULT_MAX_HANDLES,
         }
     }
 }
@@ -100,24 +113,7 @@ impl PluginLimits {
             max_instances: 10_000,
             max_tables: 10_000,
             imports: ImportLimits::unlimited(),
-        }
-    }
-
-    /// The ceiling a manifest may raise the limits to when the host sets none
-    /// (`PluginHostConfig::max_limits` default): 60 s, 256 MiB, any fuel, 16 MiB of
-    /// output, 1 MiB of stderr, 4x the default instance and table counts, the default
-    /// import budgets.
-    pub fn default_max() -> Self {
-        Self {
-            timeout: Duration::from_secs(60),
-            memory_bytes: 256 * 1024 * 1024,
-            fuel: None,
-            max_output_bytes: 16 * 1024 * 1024,
-            max_stderr_bytes: 1024 * 1024,
-            max_instances: 4 * DEFAULT_MAX_INSTANCES,
-            max_tables: 4 * DEFAULT_MAX_TABLES,
-            // A manifest may only lower the import budgets.
-            imports: ImportLimits::default(),
+            max_handles: 1_000_000,
         }
     }
 
@@ -169,9 +165,177 @@ impl PluginLimits {
                 self.max_tables.to_string(),
                 max.max_tables.to_string(),
             ))
+        } else if self.max_handles > max.max_handles {
+            Some((
+                "handles",
+                self.max_handles.to_string(),
+                max.max_handles.to_string(),
+            ))
         } else {
             self.imports.first_above(&max.imports)
         }
+    }
+}
+
+/// A call's wasmtime [`ResourceTable`], capped at `limits.max_handles` entries: a guest
+/// that keeps creating pollables or streams without dropping them gets an error (a trap,
+/// reported as [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded))
+/// instead of growing host memory outside its memory cap.
+pub fn resource_table(limits: &PluginLimits) -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(usize::try_from(limits.max_handles).unwrap_or(usize::MAX));
+    table
+}
+
+/// Default of [`DefinitionLimits::max_tools`]: 128 tools per plugin. The SDK's examples
+/// declare 1 to 3; a plugin with more is a tool collection better split up, and every
+/// tool costs every model request its definition.
+pub const DEFAULT_MAX_TOOLS: usize = 128;
+/// Default of [`DefinitionLimits::max_schema_bytes`]: 64 KiB of parameters schema per
+/// tool. The built-in tools' schemas are under 2 KiB; a schema is sent with every
+/// `tools/list`, so a large one multiplies into every client's memory.
+pub const DEFAULT_MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Default of [`DefinitionLimits::max_description_bytes`]: 4 KiB per description, a
+/// page of text (the built-ins' longest is under 2 KiB).
+pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+/// Default of [`DefinitionLimits::max_schema_depth`]: 32 levels of nested JSON, far
+/// more than any argument object needs (the built-ins nest 4), and well under
+/// serde_json's recursion limit of 128, so a schema that passes is safe to walk
+/// recursively.
+pub const DEFAULT_MAX_SCHEMA_DEPTH: usize = 32;
+/// Default of [`DefinitionLimits::max_total_bytes`]: 1 MiB for all of a plugin's names,
+/// descriptions and schemas together, so one plugin adds at most that to each
+/// `tools/list` answer.
+pub const DEFAULT_MAX_DEFINITIONS_BYTES: usize = 1024 * 1024;
+/// Default of [`DefinitionLimits::timeout`]: 5 s to answer `definitions`. A plugin
+/// builds a constant list (the SDK's examples take well under a millisecond); a longer
+/// wait only delays the host's start, and loading waits for the slowest plugin.
+pub const DEFAULT_DEFINITIONS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Caps on what a plugin may declare in `definitions`, checked at load: a plugin over
+/// any of them is not loaded ([`PluginError::DefinitionsTooLarge`](super::PluginError::DefinitionsTooLarge)
+/// names the tool, the cap and both values), and the deadline for answering.
+///
+/// ```
+/// use toolhost_plugin::DefinitionLimits;
+///
+/// let caps = DefinitionLimits::default();
+/// assert_eq!(caps.max_tools, 128);
+/// assert_eq!(caps.max_schema_bytes, 64 * 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefinitionLimits {
+    /// Tools one plugin may declare.
+    pub max_tools: usize,
+    /// Bytes of one tool's parameters schema (its JSON text).
+    pub max_schema_bytes: usize,
+    /// Bytes of one tool's description.
+    pub max_description_bytes: usize,
+    /// Nesting depth of one tool's parameters schema (an empty object is depth 1).
+    pub max_schema_depth: usize,
+    /// Bytes of all names, descriptions and schemas of one plugin together.
+    pub max_total_bytes: usize,
+    /// Time the plugin has to answer `definitions` (or its call timeout, if shorter). A
+    /// plugin over it is not loaded; the others load meanwhile.
+    pub timeout: Duration,
+}
+
+impl Default for DefinitionLimits {
+    fn default() -> Self {
+        Self {
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_schema_bytes: DEFAULT_MAX_SCHEMA_BYTES,
+            max_description_bytes: DEFAULT_MAX_DESCRIPTION_BYTES,
+            max_schema_depth: DEFAULT_MAX_SCHEMA_DEPTH,
+            max_total_bytes: DEFAULT_MAX_DEFINITIONS_BYTES,
+            timeout: DEFAULT_DEFINITIONS_TIMEOUT,
+        }
+    }
+}
+
+/// Which cap of [`DefinitionLimits`] a plugin's definitions broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DefinitionCap {
+    /// [`DefinitionLimits::max_tools`].
+    Tools,
+    /// [`DefinitionLimits::max_schema_bytes`].
+    Schema,
+    /// [`DefinitionLimits::max_description_bytes`].
+    Description,
+    /// [`DefinitionLimits::max_schema_depth`].
+    SchemaDepth,
+    /// [`DefinitionLimits::max_total_bytes`].
+    Total,
+}
+
+impl DefinitionCap {
+    /// The field of [`DefinitionLimits`] that sets this cap.
+    pub fn field(self) -> &'static str {
+        match self {
+            DefinitionCap::Tools => "max_tools",
+            DefinitionCap::Schema => "max_schema_bytes",
+            DefinitionCap::Description => "max_description_bytes",
+            DefinitionCap::SchemaDepth => "max_schema_depth",
+            DefinitionCap::Total => "max_total_bytes",
+        }
+    }
+
+    /// What the plugin's author should do instead.
+    fn advice(self) -> &'static str {
+        match self {
+            DefinitionCap::Tools => "Split it into several plugins",
+            DefinitionCap::Schema => "Describe the arguments more briefly",
+            DefinitionCap::Description => "Shorten the description",
+            DefinitionCap::SchemaDepth => "Flatten the schema",
+            DefinitionCap::Total => "Shorten the descriptions and schemas, or split the plugin",
+        }
+    }
+
+    /// The message of [`PluginError::DefinitionsTooLarge`](super::PluginError::DefinitionsTooLarge)
+    /// after the file name.
+    pub(crate) fn describe(self, tool: Option<&str>, actual: u64, limit: u64) -> String {
+        let (what, actual, limit) = match self {
+            DefinitionCap::Tools => (
+                format!("the plugin declares {actual} tools"),
+                String::new(),
+                limit.to_string(),
+            ),
+            DefinitionCap::Schema => (
+                "its parameters schema is".to_owned(),
+                format_bytes(actual),
+                format_bytes(limit),
+            ),
+            DefinitionCap::Description => (
+                "its description is".to_owned(),
+                format_bytes(actual),
+                format_bytes(limit),
+            ),
+            DefinitionCap::SchemaDepth => (
+                format!("its parameters schema nests {actual} levels deep"),
+                String::new(),
+                limit.to_string(),
+            ),
+            DefinitionCap::Total => (
+                "the plugin's tool definitions total".to_owned(),
+                format_bytes(actual),
+                format_bytes(limit),
+            ),
+        };
+        let subject = match tool {
+            Some(tool) => format!("tool \"{tool}\": {what}"),
+            None => what,
+        };
+        let subject = if actual.is_empty() {
+            subject
+        } else {
+            format!("{subject} {actual}")
+        };
+        format!(
+            "{subject}, over the host's cap of {limit} (DefinitionLimits::{}); the plugin was not loaded. {}",
+            self.field(),
+            self.advice()
+        )
     }
 }
 
@@ -298,7 +462,10 @@ mod tests {
 
     #[test]
     fn first_above_names_the_limit_and_both_values() {
-        let max = PluginLimits::default_max();
+        let max = PluginLimits {
+            memory_bytes: 256 << 20,
+            ..PluginLimits::default()
+        };
         assert_eq!(PluginLimits::default().first_above(&max), None);
         let asked = PluginLimits {
             memory_bytes: 512 << 20,
@@ -310,7 +477,7 @@ mod tests {
         );
         let capped = PluginLimits {
             fuel: Some(10),
-            ..PluginLimits::default_max()
+            ..max.clone()
         };
         assert_eq!(
             PluginLimits::default().first_above(&capped),
@@ -321,5 +488,28 @@ mod tests {
             ..PluginLimits::default()
         };
         assert_eq!(asked.first_above(&capped), None);
+        let asked = PluginLimits {
+            max_handles: DEFAULT_MAX_HANDLES + 1,
+            ..PluginLimits::default()
+        };
+        assert_eq!(
+            asked.first_above(&PluginLimits::default()),
+            Some(("handles", "1025".into(), "1024".into()))
+        );
+    }
+
+    #[test]
+    fn the_resource_table_is_capped_at_max_handles() {
+        let limits = PluginLimits {
+            max_handles: 2,
+            ..PluginLimits::default()
+        };
+        let mut table = resource_table(&limits);
+        table.push(1_u8).unwrap();
+        table.push(2_u8).unwrap();
+        assert!(matches!(
+            table.push(3_u8),
+            Err(wasmtime::component::ResourceTableError::Full)
+        ));
     }
 }

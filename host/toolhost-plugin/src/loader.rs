@@ -1,13 +1,23 @@
 //! Loading: file → manifest → bytes → component (compiled or cached) → `InstancePre` →
 //! tool definitions → registry. One plugin's failure never stops the others, and a
 //! plugin's tools are registered all or none.
+//!
+//! Start-up cannot be held by one plugin: the `.wasm` and manifest are opened without
+//! blocking and refused unless they are regular files under their size caps
+//! ([`MAX_COMPONENT_BYTES`], [`MAX_MANIFEST_BYTES`]); the plugins of a directory are
+//! compiled on one thread per core, then all asked for their definitions at once, each
+//! within [`DefinitionLimits::timeout`]; and what they declare is held to the caps of
+//! [`DefinitionLimits`].
 
 use std::collections::HashSet;
+use std::fs::File;
 use std::future::Future;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
 
@@ -17,8 +27,41 @@ use super::host::files::FileGrant;
 use super::manifest::{self, Resolved};
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
-    CompileSource, LoadFailure, LoadReport, LoadedPlugin, PluginError, PluginHost, PluginInfo,
+    CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
+    PluginError, PluginHost, PluginInfo,
 };
+
+/// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
+/// stops a huge (or sparse) file from being read into memory at start-up.
+pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+/// Largest component file read (256 MiB): the example plugins are 100-300 KiB and
+/// large real-world components a few tens of MiB; the whole file is read into memory and
+/// compiled, so the cap bounds what one file can cost the host at start-up.
+pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A plugin compiled and pre-instantiated, not yet asked for its tools.
+struct Compiled {
+    name: String,
+    resolved: Resolved,
+    compile: CompileSource,
+    runtime: Arc<PluginRuntime>,
+    imports: Vec<String>,
+    exports: Vec<String>,
+}
+
+impl Compiled {
+    fn with(self, definitions: Vec<ToolDefinition>) -> Prepared {
+        Prepared {
+            name: self.name,
+            resolved: self.resolved,
+            compile: self.compile,
+            runtime: self.runtime,
+            definitions,
+            imports: self.imports,
+            exports: self.exports,
+        }
+    }
+}
 
 /// A plugin compiled, pre-instantiated and asked for its tools, not yet registered.
 struct Prepared {
@@ -34,16 +77,21 @@ struct Prepared {
 impl PluginHost {
     /// Loads every `*.wasm` file in `dir`, in file-name order, into `registry`. A file
     /// that fails is reported in [`LoadReport::failed`] and the rest still load. Plugins
-    /// are compiled on one thread per core and registered in file-name order. Logs one
-    /// `debug` line per plugin (target `plugin`); callers report the [`LoadReport`] as
-    /// they see fit (the CLI logs one line per plugin loaded or failed).
+    /// are compiled on one thread per core, asked for their definitions all at once
+    /// (each within [`DefinitionLimits::timeout`], so a plugin that never answers delays
+    /// the start by that deadline, not by its call timeout per plugin), and registered in
+    /// file-name order. Logs one `debug` line per plugin (target `plugin`); callers
+    /// report the [`LoadReport`] as they see fit (the CLI logs one line per plugin loaded
+    /// or failed).
     pub fn load_dir(&self, dir: &Path, registry: &Registry) -> LoadReport {
         let mut report = LoadReport::default();
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
                 .map(|entry| entry.path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && path.is_file())
+                // Anything but a directory: a FIFO or device named `*.wasm` is reported
+                // (read_regular_file refuses it without blocking), not silently skipped.
+                .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && !path.is_dir())
                 .collect(),
             Err(source) => {
                 let error = PluginError::Io {
@@ -96,9 +144,16 @@ impl PluginHost {
         self.register_prepared(path, self.prepare(path)?, registry)
     }
 
-    /// Prepares every file of `files` (manifest, compile or cache, definitions) on up to
-    /// one thread per core, keeping the order: compiling is the slow part of a cold start.
+    /// Prepares every file of `files`, keeping the order: the manifest and compile (or
+    /// cache) on up to one thread per core, since compiling is the slow part of a cold
+    /// start; then the definitions of all of them at once ([`PluginHost::ask_all`]).
     fn prepare_all(&self, files: &[PathBuf]) -> Vec<Result<Prepared, PluginError>> {
+        let compiled = self.compile_all(files);
+        self.ask_all(files.iter().cloned().zip(compiled).collect())
+    }
+
+    /// Compiles every file of `files` on up to one thread per core, keeping the order.
+    fn compile_all(&self, files: &[PathBuf]) -> Vec<Result<Compiled, PluginError>> {
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .clamp(1, files.len().max(1));
@@ -110,7 +165,7 @@ impl PluginHost {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|path| self.prepare(path))
+                            .map(|path| self.compile_with(path, false))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -223,6 +278,72 @@ impl PluginHost {
     }
 
     fn prepare_with(&self, path: &Path, any_grant: bool) -> Result<Prepared, PluginError> {
+        let compiled = self.compile_with(path, any_grant);
+        self.ask_all(vec![(path.to_owned(), compiled)])
+            .pop()
+            .unwrap_or_else(|| unreachable!("one answer per plugin"))
+    }
+
+    /// Asks every compiled plugin of `plugins` for its definitions, all at once (up to
+    /// the pool's concurrent calls), each within [`DefinitionLimits::timeout`], and
+    /// checks them. Keeps the order; a failed compile is passed through.
+    fn ask_all(
+        &self,
+        plugins: Vec<(PathBuf, Result<Compiled, PluginError>)>,
+    ) -> Vec<Result<Prepared, PluginError>> {
+        let caps = self.config.definition_limits.clone();
+        let gate = Arc::new(Semaphore::new(self.pool.concurrent_calls.max(1) as usize));
+        let asking = plugins.iter().filter(|(_, c)| c.is_ok()).count();
+        let paths: Vec<PathBuf> = plugins.iter().map(|(path, _)| path.clone()).collect();
+        let answers = block_on(asking, async move {
+            let tasks: Vec<_> = plugins
+                .into_iter()
+                .map(|(path, compiled)| {
+                    let task = compiled.map(|compiled| {
+                        tokio::spawn(ask_definitions(
+                            path.clone(),
+                            compiled,
+                            caps.clone(),
+                            Arc::clone(&gate),
+                        ))
+                    });
+                    (path, task)
+                })
+                .collect();
+            let mut answers = Vec::with_capacity(tasks.len());
+            for (path, task) in tasks {
+                answers.push(match task {
+                    Ok(task) => task.await.unwrap_or_else(|_| {
+                        Err(PluginError::Host {
+                            message: format!(
+                                "asking {} for its definitions crashed the loader task",
+                                path.display()
+                            ),
+                        })
+                    }),
+                    Err(err) => Err(err),
+                });
+            }
+            answers
+        });
+        answers.unwrap_or_else(|err| {
+            paths
+                .iter()
+                .map(|path| {
+                    Err(PluginError::Host {
+                        message: format!(
+                            "cannot start a tokio runtime to load {}: {err}",
+                            path.display()
+                        ),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Resolves the manifest of the plugin at `path`, reads and compiles (or loads from
+    /// the cache) its component and pre-instantiates it: everything but its definitions.
+    fn compile_with(&self, path: &Path, any_grant: bool) -> Result<Compiled, PluginError> {
         let name = path
             .file_stem()
             .and_then(|stem| stem.to_str())
@@ -238,10 +359,7 @@ impl PluginHost {
         } else {
             manifest::resolve(path, &self.config)?
         };
-        let bytes = std::fs::read(path).map_err(|source| PluginError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
         let (component, compile) = self.cache.load(&self.engine, path, &bytes)?;
         let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
@@ -272,18 +390,6 @@ impl PluginHost {
             Arc::new(files),
             Arc::clone(&self.shared),
         ));
-        let raw = block_on(runtime.definitions())
-            .map_err(|err| PluginError::Host {
-                message: format!(
-                    "cannot start a tokio runtime to load {}: {err}",
-                    path.display()
-                ),
-            })?
-            .map_err(|err| PluginError::Definitions {
-                path: path.to_owned(),
-                message: definitions_failure(err),
-            })?;
-        let definitions = validate(path, raw)?;
 
         let component_type = component.component_type();
         let imports = component_type
@@ -294,15 +400,143 @@ impl PluginHost {
             .exports(&self.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
-        Ok(Prepared {
+        Ok(Compiled {
             name,
             resolved,
             compile,
             runtime,
-            definitions,
             imports,
             exports,
         })
+    }
+}
+
+/// Asks a compiled plugin for its definitions (once one of `gate`'s permits is free, so
+/// the deadline does not run while it waits for others) within `caps.timeout`, and
+/// checks them against `caps`.
+async fn ask_definitions(
+    path: PathBuf,
+    compiled: Compiled,
+    caps: DefinitionLimits,
+    gate: Arc<Semaphore>,
+) -> Result<Prepared, PluginError> {
+    // The gate is never closed.
+    let _permit = gate.acquire_owned().await.ok();
+    // The guest yields to the runtime at every epoch tick, so this timeout fires even
+    // for a `loop {}`; dropping the call drops its store.
+    let raw = match tokio::time::timeout(caps.timeout, compiled.runtime.definitions()).await {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(err)) => {
+            return Err(PluginError::Definitions {
+                path,
+                message: definitions_failure(err),
+            })
+        }
+        Err(_elapsed) => {
+            return Err(PluginError::Definitions {
+                path,
+                message: format!(
+                "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
+                super::limits::format_duration(caps.timeout)
+            ),
+            })
+        }
+    };
+    let definitions = validate(&path, raw, &caps)?;
+    Ok(compiled.with(definitions))
+}
+
+/// Reads the regular file at `path` (the plugin's `what`: `component` or `manifest`),
+/// refusing anything else and anything over `max` bytes before reading it.
+///
+/// # Sandbox
+/// The file is opened with `O_NONBLOCK` (on Linux), so a FIFO does not block the open
+/// waiting for a writer, and checked with `fstat` on the open handle, so it cannot be
+/// swapped between the check and the read. The read is bounded by `take(max + 1)`, so a
+/// file growing meanwhile cannot pass the cap either. (Elsewhere the type is checked
+/// with a `stat` before the open.)
+///
+/// # Errors
+/// [`PluginError::Io`] (a missing file is `NotFound`), [`PluginError::NotAFile`],
+/// [`PluginError::FileTooLarge`].
+pub(super) fn read_regular_file(
+    path: &Path,
+    what: &'static str,
+    max: u64,
+) -> Result<Vec<u8>, PluginError> {
+    let io = |source: std::io::Error| PluginError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let not_a_file = |file_type: std::fs::FileType| PluginError::NotAFile {
+        path: path.to_owned(),
+        found: describe_file_type(file_type),
+    };
+    let too_large = |size: u64| PluginError::FileTooLarge {
+        path: path.to_owned(),
+        what,
+        size,
+        limit: max,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let metadata = std::fs::metadata(path).map_err(io)?;
+        if !metadata.is_file() {
+            return Err(not_a_file(metadata.file_type()));
+        }
+    }
+    let file: File = options.open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        return Err(not_a_file(metadata.file_type()));
+    }
+    if metadata.len() > max {
+        return Err(too_large(metadata.len()));
+    }
+    let mut bytes = Vec::new();
+    // Within the cap, so at most MAX_COMPONENT_BYTES; still, never abort on it.
+    bytes
+        .try_reserve_exact(usize::try_from(metadata.len()).unwrap_or(usize::MAX))
+        .map_err(|_| io(std::io::ErrorKind::OutOfMemory.into()))?;
+    (&file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// `a FIFO`, `a directory`, ...: what a path that is not a regular file is.
+fn describe_file_type(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else {
+        "something other than a file"
     }
 }
 
@@ -346,11 +580,13 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
     }
 }
 
-/// The plugin's definitions as registry definitions, checked: valid unique names,
-/// parameters a JSON object schema, at least one tool.
+/// The plugin's definitions as registry definitions, checked: within `caps` (count,
+/// sizes, schema depth), valid unique names, parameters a JSON object schema, at least
+/// one tool.
 fn validate(
     path: &Path,
     raw: Vec<super::bindings::exports::toolhost::plugin::tools::ToolDefinition>,
+    caps: &DefinitionLimits,
 ) -> Result<Vec<ToolDefinition>, PluginError> {
     if raw.is_empty() {
         return Err(PluginError::Definitions {
@@ -359,6 +595,52 @@ fn validate(
                 "the plugin declares no tools; export at least one (export_plugin! in the SDK)"
                     .into(),
         });
+    }
+    let over = |tool: Option<&str>, cap: DefinitionCap, actual: usize, limit: usize| {
+        PluginError::DefinitionsTooLarge {
+            path: path.to_owned(),
+            tool: tool.map(str::to_owned),
+            cap,
+            actual: actual as u64,
+            limit: limit as u64,
+        }
+    };
+    if raw.len() > caps.max_tools {
+        return Err(over(None, DefinitionCap::Tools, raw.len(), caps.max_tools));
+    }
+    // Sizes before parsing anything: a tool over its own cap is named first, then the
+    // plugin's total.
+    let mut total = 0_usize;
+    for definition in &raw {
+        let name = Some(definition.name.as_str());
+        if definition.description.len() > caps.max_description_bytes {
+            return Err(over(
+                name,
+                DefinitionCap::Description,
+                definition.description.len(),
+                caps.max_description_bytes,
+            ));
+        }
+        if definition.parameters.len() > caps.max_schema_bytes {
+            return Err(over(
+                name,
+                DefinitionCap::Schema,
+                definition.parameters.len(),
+                caps.max_schema_bytes,
+            ));
+        }
+        total = total
+            .saturating_add(definition.name.len())
+            .saturating_add(definition.description.len())
+            .saturating_add(definition.parameters.len());
+    }
+    if total > caps.max_total_bytes {
+        return Err(over(
+            None,
+            DefinitionCap::Total,
+            total,
+            caps.max_total_bytes,
+        ));
     }
     let bad = |tool: &str, reason: String| PluginError::BadDefinition {
         path: path.to_owned(),
@@ -380,6 +662,15 @@ fn validate(
         let parameters: Value = serde_json::from_str(&definition.parameters).map_err(|err| {
             bad(&name, format!("parameters are not valid JSON ({err}); give a JSON Schema object as text, e.g. {{\"type\":\"object\",\"properties\":{{}}}}"))
         })?;
+        let depth = json_depth(&parameters);
+        if depth > caps.max_schema_depth {
+            return Err(over(
+                Some(&name),
+                DefinitionCap::SchemaDepth,
+                depth,
+                caps.max_schema_depth,
+            ));
+        }
         let Value::Object(schema) = &parameters else {
             return Err(bad(&name, "parameters must be a JSON Schema object such as {\"type\":\"object\",\"properties\":{}}".into()));
         };
@@ -398,17 +689,33 @@ fn validate(
     Ok(definitions)
 }
 
-/// Runs `future` to completion on a private current-thread runtime in a scoped thread,
-/// so loading works from plain code and from inside a tokio runtime alike (a guest
-/// waiting on a WASI clock needs a tokio timer).
-fn block_on<F: Future + Send>(future: F) -> std::io::Result<F::Output>
+/// The nesting depth of `value`: 1 for a scalar or an empty container, one more per
+/// level. serde_json refuses input nested past 128 levels, so the recursion is bounded.
+fn json_depth(value: &Value) -> usize {
+    let children = match value {
+        Value::Array(items) => items.iter().map(json_depth).max(),
+        Value::Object(map) => map.values().map(json_depth).max(),
+        _ => return 1,
+    };
+    1 + children.unwrap_or(0)
+}
+
+/// Runs `future` to completion on a private runtime (up to one worker per core, at most
+/// `tasks`) in a scoped thread, so loading works from plain code and from inside a tokio
+/// runtime alike (a guest waiting on a WASI clock needs a tokio timer).
+fn block_on<F: Future + Send>(tasks: usize, future: F) -> std::io::Result<F::Output>
 where
     F::Output: Send,
 {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, tasks.max(1));
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(workers)
+                    .thread_name("plugin-load")
                     .enable_time()
                     .build()
                     .map(|runtime| runtime.block_on(future))

@@ -25,6 +25,7 @@
 //! max_files_written_total = 10000     # files written over the host's lifetime
 //! log_lines_per_second = 100          # log lines a second, all calls together
 //! log_burst = 1000                    # log lines at once before the rate applies
+//! max_handles = 256       # host handles (pollables, streams) held at once
 //! ```
 //!
 //! No manifest means no grant and the default limits. An unknown key is an error naming
@@ -32,7 +33,12 @@
 //! ([`PluginError::GrantDenied`]): the plugin is not loaded, and the log says how to
 //! allow it. Refusing, rather than loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
-//! way ([`PluginError::LimitTooHigh`]).
+//! way ([`PluginError::LimitTooHigh`]). The host's maximum is, unless the operator raises
+//! it, its default: a manifest may lower its limits, not raise them.
+//!
+//! The manifest must be a regular file of at most
+//! [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES): a FIFO, device or directory is
+//! refused without being read ([`PluginError::NotAFile`]), so it cannot block start-up.
 //!
 //! # Sandbox
 //! `grants.root` is checked with the host's path policy, as any path argument of a
@@ -108,6 +114,8 @@ pub struct LimitOverrides {
     pub log_lines_per_second: Option<u32>,
     /// Log lines at once before the rate applies.
     pub log_burst: Option<u32>,
+    /// Host handles (pollables, streams) held at once.
+    pub max_handles: Option<u32>,
 }
 
 /// What a plugin gets: the manifest resolved against the host's policy.
@@ -133,19 +141,26 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 /// Reads and parses `path`; `Ok(None)` when there is no such file.
 ///
 /// # Errors
-/// [`PluginError::Io`] when it exists but cannot be read, [`PluginError::Manifest`] when
-/// it is not valid.
+/// [`PluginError::Io`] when it exists but cannot be read, [`PluginError::NotAFile`] when
+/// it is not a regular file, [`PluginError::FileTooLarge`] over
+/// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginError::Manifest`] when it
+/// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(PluginError::Io {
-                path: path.to_owned(),
-                source,
-            })
+    let bytes = match super::loader::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES)
+    {
+        Ok(bytes) => bytes,
+        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
         }
+        Err(err) => return Err(err),
     };
+    let text = String::from_utf8(bytes).map_err(|err| PluginError::Manifest {
+        path: path.to_owned(),
+        message: format!(
+            "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
+            err.utf8_error().valid_up_to()
+        ),
+    })?;
     parse(path, &text).map(Some)
 }
 
@@ -162,7 +177,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
         PluginError::Manifest {
             path: path.to_owned(),
             message: format!(
-                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst",
+                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles",
                 err.message().trim()
             ),
         }
@@ -308,6 +323,9 @@ pub fn apply(
         limits.max_tables = n;
     }
     apply_imports(overrides, &mut limits.imports);
+    if let Some(n) = overrides.max_handles {
+        limits.max_handles = n;
+    }
     if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
         return Err(PluginError::LimitTooHigh {
             path: path.to_owned(),
@@ -446,7 +464,16 @@ mod tests {
             resolve_text("[limits]\ntimeout_ms = 120000\n", &config(FileAccess::None)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "plugins/p.toml: the manifest asks for timeout 120s, above the host's maximum of 60s; lower it in the manifest or raise the host's maximum"
+            "plugins/p.toml: the manifest asks for timeout 120s, above the host's maximum of 10s; lower it in the manifest, or have the operator raise the maximum (--plugin-max-timeout 120s, PluginHostConfig::max_limits)"
+        );
+        let err = resolve_text(
+            "[limits]\nmax_output_bytes = 2000000\n",
+            &config(FileAccess::None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plugins/p.toml: the manifest asks for output 1.9 MiB, above the host's maximum of 1 MiB; lower it in the manifest, or have the operator raise the maximum (PluginHostConfig::max_limits)"
         );
         let err =
             resolve_text("[limits]\nmemory_mib = 1024\n", &config(FileAccess::None)).unwrap_err();

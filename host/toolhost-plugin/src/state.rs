@@ -111,7 +111,7 @@ impl NewState {
         NewState {
             state: PluginState {
                 wasi,
-                table: ResourceTable::new(),
+                table: super::limits::resource_table(limits),
                 limiter: Limiter::new(limits),
                 imports: ImportCtx {
                     plugin,

@@ -8,8 +8,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use toolhost_plugin::{
-    PluginLimits, DEFAULT_MAX_CONCURRENT_CALLS, EPOCH_TICK, KEEP_RESIDENT_MEMORY,
-    KEEP_RESIDENT_TABLE, WARM_SLOTS,
+    PluginHostConfig, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
 };
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
@@ -143,18 +142,20 @@ impl Bare {
 }
 
 /// `host/src/plugin/engine.rs::build` with the default `PluginHostConfig`, rebuilt from
-/// the public constants (the host's function is private: keep this in step with it),
+/// its public `PoolPlan` and constants (the host's function is private: keep this in
+/// step with it),
 /// with `reset` as the slot reset.
 fn host_like_config(reset: Reset) -> Config {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
         .consume_fuel(true);
-    let instances = DEFAULT_MAX_CONCURRENT_CALLS.max(1).saturating_mul(2);
-    let memory = PluginLimits::default_max()
-        .memory_bytes
-        .max(PluginLimits::default().memory_bytes)
-        .min(4 * 1024 * 1024 * 1024);
+    let plan = PoolPlan::for_config(&PluginHostConfig {
+        cache_dir: None,
+        ..PluginHostConfig::default()
+    })
+    .expect("the default pool fits");
+    let (instances, memory) = (plan.slots, plan.slot_memory);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_core_instances(instances * 8)

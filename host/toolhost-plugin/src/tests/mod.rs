@@ -5,6 +5,8 @@ mod cache;
 mod fixture;
 mod names;
 mod imports;
+mod load;
+mod load_fixture;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -328,7 +330,7 @@ fn manifest_limits_apply_within_the_maximum() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: the manifest asks for memory 1 GiB, above the host's maximum of 256 MiB; lower it in the manifest or raise the host's maximum",
+            "{}: the manifest asks for memory 1 GiB, above the host's maximum of 64 MiB; lower it in the manifest, or have the operator raise the maximum (--plugin-max-memory 1GiB, PluginHostConfig::max_limits)",
             wasm.with_extension("toml").display()
         )
     );
@@ -528,6 +530,6 @@ fn defaults_above_the_maximum_are_refused() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the plugin host cannot start: the default timeout limit (120s) is above the maximum (60s); raise max_limits or lower default_limits"
+        "the plugin host cannot start: the default timeout limit (120s) is above the maximum (10s); raise max_limits or lower default_limits"
     );
 }
