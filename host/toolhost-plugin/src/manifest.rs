@@ -540,7 +540,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "plugins/p.toml: the manifest asks for max_files_written_per_call 1000, above the host's maximum of 100; lower it in the manifest or raise the host's maximum"
+            "plugins/p.toml: the manifest asks for max_files_written_per_call 1000, above the host's maximum of 100; lower it in the manifest, or have the operator raise the maximum (PluginHostConfig::max_limits)"
         );
         let mut raised = config(FileAccess::None);
         raised.max_limits.imports.max_files_written_per_call = 1000;

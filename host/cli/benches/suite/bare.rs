@@ -141,7 +141,7 @@ impl Bare {
     }
 }
 
-/// `host/src/plugin/engine.rs::build` with the default `PluginHostConfig`, rebuilt from
+/// `host/toolhost-plugin/src/engine.rs::build` with the default `PluginHostConfig`, rebuilt from
 /// its public `PoolPlan` and constants (the host's function is private: keep this in
 /// step with it),
 /// with `reset` as the slot reset.

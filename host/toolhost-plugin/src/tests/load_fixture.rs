@@ -71,7 +71,7 @@ package wasi:clocks@0.2.0 {
 
 fn encode(mut module: Vec<u8>, handles: bool) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
-    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../wit");
+    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit");
     let (plugin, _) = resolve.push_path(wit).expect("wit/ parses");
     let world = if handles {
         let package = resolve

@@ -89,7 +89,7 @@ pub struct FileEntry {
 /// changed, `AlreadyExists` for a rename onto a file without `overwrite`, `Unsupported`
 /// for an optional operation the backend lacks, `Io` for anything else. Directories exist
 /// only implicitly, as the parents of files: `list` shows files only, and every backend
-/// behaves alike here (the shared test suite in `host/tests/vfs_backends.rs` checks it).
+/// behaves alike here (the shared test suite in `tests/all/vfs_backends.rs` checks it).
 pub trait Storage: Send + Sync {
     /// Reads a whole file of at most [`MAX_READ_BYTES`]; a larger one is
     /// [`StorageError::FileTooLarge`]. Callers that know a tighter bound use
