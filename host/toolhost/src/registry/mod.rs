@@ -85,7 +85,7 @@ pub use error::{RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
-pub use types::{Environment, ToolCall, ToolDefinition, ToolResult};
+pub use types::{Environment, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
 pub use error::format_duration;
 

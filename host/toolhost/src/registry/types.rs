@@ -4,7 +4,21 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A tool as offered to the model: its name, what it does, and its arguments' JSON Schema.
+/// A tool as offered to the model: its name, what it does, and its arguments' JSON Schema,
+/// plus optional metadata for clients (a display title, behaviour hints, an output schema).
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::registry::{ToolAnnotations, ToolDefinition};
+///
+/// let definition = ToolDefinition::new("read_file", "Read a file.", json!({"type": "object"}))
+///     .with_title("Read file")
+///     .with_annotations(ToolAnnotations::read_only())
+///     .with_output_schema(json!({"type": "object"}));
+/// assert_eq!(definition.title.as_deref(), Some("Read file"));
+/// assert_eq!(definition.annotations.read_only_hint, Some(true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// Unique name, 1 to 128 characters of `a-z A-Z 0-9 _ -`.
@@ -13,16 +27,85 @@ pub struct ToolDefinition {
     pub description: String,
     /// JSON Schema of the arguments; dispatch enforces its top-level `required` list.
     pub parameters: Value,
+    /// A short human-readable name for clients to display (MCP `title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Hints about the tool's behaviour (MCP `annotations`). Hints, not guarantees: a
+    /// client must not trust them from an untrusted tool.
+    #[serde(default, skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+    /// JSON Schema of the result's content, when the tool declares one (MCP
+    /// `outputSchema`; the result is then also given as `structuredContent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolDefinition {
-    /// A definition from its three parts.
+    /// A definition from its three parts, with no metadata.
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
         Self {
             name: name.into(),
             description: description.into(),
             parameters,
+            title: None,
+            annotations: ToolAnnotations::default(),
+            output_schema: None,
         }
+    }
+
+    /// This definition with a display title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// This definition with behaviour hints.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// This definition with an output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+}
+
+/// Hints about what a tool does, as MCP's tool annotations. `None` means "not said"
+/// (clients then assume the MCP defaults: not read-only, destructive, not idempotent,
+/// open world).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite data (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches outside the host (the network, other systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// A tool that only reads, within the host: read-only, idempotent, closed world.
+    pub fn read_only() -> Self {
+        Self {
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        }
+    }
+
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
     }
 }
 
