@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost_plugin::{FileAccess, PluginHost, PluginHostConfig, PluginLimits};
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
 use toolhost::tools::{register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{FileContent, FileEntry, MemoryStorage, Storage, StorageError};
+use toolhost_plugin::{FileAccess, PluginHost, PluginHostConfig, PluginLimits};
 
 use crate::common::cache_dir;
 

@@ -329,9 +329,11 @@ mod tests {
             "{refused}"
         );
         assert_eq!(refused.path(), Some(path.as_path()));
-        let allowed =
-            toolhost_plugin::manifest::resolve(&wasm, &config_of(&["--plugin-max-memory", "128MiB"]))
-                .unwrap();
+        let allowed = toolhost_plugin::manifest::resolve(
+            &wasm,
+            &config_of(&["--plugin-max-memory", "128MiB"]),
+        )
+        .unwrap();
         assert_eq!(allowed.limits.memory_bytes, 128 << 20);
     }
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use tracing::info;
 
-use toolhost_plugin::check_cache_dir;
 use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OsStorage, Storage};
+use toolhost_plugin::check_cache_dir;
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;

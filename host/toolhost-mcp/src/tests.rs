@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::sync::watch;
 
-use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
+use toolhost::registry::{
+    Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult,
+};
 
 use super::{
     tools_list_result, McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT,

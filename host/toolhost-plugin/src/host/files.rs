@@ -156,10 +156,12 @@ impl FileGrant {
     pub fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         self.check_path(path, false)?;
-        let file = storage.read_capped(path, cap.bytes()).map_err(|err| match err {
-            StorageError::FileTooLarge { size, .. } => cap.refuse(path, size),
-            other => storage_error(other),
-        })?;
+        let file = storage
+            .read_capped(path, cap.bytes())
+            .map_err(|err| match err {
+                StorageError::FileTooLarge { size, .. } => cap.refuse(path, size),
+                other => storage_error(other),
+            })?;
         Ok(File {
             size: file.size,
             updated_at_ms: millis(file.updated_at),

@@ -3,10 +3,10 @@
 
 mod cache;
 mod fixture;
-mod names;
 mod imports;
 mod load;
 mod load_fixture;
+mod names;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
