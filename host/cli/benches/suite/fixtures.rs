@@ -43,8 +43,9 @@ pub struct Fixtures {
 impl Fixtures {
     pub fn new() -> Result<Self> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .context("host/ has no parent")?
+            .ancestors()
+            .nth(2)
+            .context("host/cli/ is not two levels below the repository")?
             .to_owned();
         let built = repo.join("plugins/target/wasm32-wasip2/release");
         let missing: Vec<String> = FIVE
