@@ -131,11 +131,17 @@ impl CompileCache {
     }
 
     /// The entry's key for a component of these bytes.
+    #[cfg(test)]
     fn key(&self, bytes: &[u8]) -> [u8; 32] {
-        let content: [u8; 32] = Sha256::digest(bytes).into();
+        self.key_of(&Sha256::digest(bytes).into())
+    }
+
+    /// The entry's key for a component whose bytes have this SHA-256: the engine's
+    /// fingerprint and the digest, hashed.
+    fn key_of(&self, digest: &[u8; 32]) -> [u8; 32] {
         let mut key = Sha256::new();
         key.update(self.fingerprint);
-        key.update(content);
+        key.update(digest);
         key.finalize().into()
     }
 
@@ -153,15 +159,31 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`PluginError::Compile`] when the bytes do not compile.
+    #[cfg(test)]
     pub fn load(
         &self,
         engine: &Engine,
         path: &Path,
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
+        self.load_digest(engine, path, bytes, &Sha256::digest(bytes).into())
+    }
+
+    /// As `load`, with the SHA-256 of `bytes` already computed (`digest`, the one the
+    /// loader checked against the lock file): the entry's key is made from it.
+    ///
+    /// # Errors
+    /// [`PluginError::Compile`] when the bytes do not compile.
+    pub fn load_digest(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        bytes: &[u8],
+        digest: &[u8; 32],
+    ) -> Result<(Component, CompileSource), PluginError> {
         let started = Instant::now();
         let cached = self.dir.as_ref().map(|dir| {
-            let key = self.key(bytes);
+            let key = self.key_of(digest);
             (dir, key, entry_path(&dir.path, &key))
         });
         if let Some((dir, key, file)) = &cached {

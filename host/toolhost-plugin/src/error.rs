@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::lock::{LockError, LockMismatch};
 use super::{CacheError, DefinitionCap, FileAccess};
 
 /// Why a plugin was not loaded (or the plugin host not built). Each message names the
@@ -159,6 +160,22 @@ pub enum PluginError {
     /// user's, writable by others, or unreadable. The plugin host was not built.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The component (or its manifest, then `path` is the manifest) is not the one pinned
+    /// in the directory's lock file ([`lock`](super::lock)), or is not listed there. The
+    /// message names the file and both digests.
+    #[error("{}: refused by {}: {mismatch}", path.display(), lock.display())]
+    Unpinned {
+        /// The component or manifest file.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// What differs.
+        mismatch: LockMismatch,
+    },
+    /// The directory's lock file cannot be read or is invalid; no plugin of the directory
+    /// is loaded (a broken lock must not mean "no pins").
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 impl PluginError {
@@ -179,6 +196,8 @@ impl PluginError {
             | PluginError::FileTooLarge { path, .. }
             | PluginError::Definitions { path, .. } => Some(path),
             PluginError::Cache(err) => Some(err.path()),
+            PluginError::Unpinned { path, .. } => Some(path),
+            PluginError::Lock(err) => err.path(),
             PluginError::Host { .. } => None,
         }
     }
@@ -201,6 +220,8 @@ impl PluginError {
             PluginError::Definitions { .. } => "definitions",
             PluginError::Host { .. } => "host",
             PluginError::Cache(_) => "cache",
+            PluginError::Unpinned { .. } => "unpinned",
+            PluginError::Lock(_) => "lock",
         }
     }
 }

@@ -80,6 +80,7 @@ mod error;
 mod host;
 mod limits;
 mod loader;
+pub mod lock;
 pub mod manifest;
 mod output;
 mod runtime;
@@ -211,6 +212,8 @@ impl PluginHost {
 /// What [`PluginHost::load_dir`] did.
 #[derive(Debug, Default)]
 pub struct LoadReport {
+    /// The lock file the components were checked against, if any.
+    pub lock: Option<PathBuf>,
     /// The plugins loaded, in file-name order.
     pub loaded: Vec<LoadedPlugin>,
     /// The files that failed, in file-name order.

@@ -24,6 +24,7 @@ use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefin
 use super::bindings::PluginPre;
 use super::error::error_chain;
 use super::host::files::FileGrant;
+use super::lock::{read_manifest_bytes, LockMismatch, PluginLock, Sha256Digest};
 use super::manifest::{self, Resolved};
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
@@ -38,6 +39,13 @@ pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 /// large real-world components a few tens of MiB; the whole file is read into memory and
 /// compiled, so the cap bounds what one file can cost the host at start-up.
 pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The lock file a directory's plugins are checked against, and its path.
+#[derive(Clone, Copy)]
+struct Pins<'a> {
+    lock: &'a PluginLock,
+    path: &'a Path,
+}
 
 /// A plugin compiled and pre-instantiated, not yet asked for its tools.
 struct Compiled {
@@ -83,8 +91,49 @@ impl PluginHost {
     /// file-name order. Logs one `debug` line per plugin (target `plugin`); callers
     /// report the [`LoadReport`] as they see fit (the CLI logs one line per plugin loaded
     /// or failed).
+    ///
+    /// When `dir` holds a lock file ([`lock`](super::lock), `plugins.lock`), every
+    /// component is checked against it as [`PluginHost::load_dir_pinned`] does. A lock
+    /// file that cannot be read or is invalid loads nothing: the report's only failure is
+    /// that [`PluginError::Lock`].
     pub fn load_dir(&self, dir: &Path, registry: &Registry) -> LoadReport {
-        let mut report = LoadReport::default();
+        match PluginLock::read(dir) {
+            Ok(lock) => self.load_dir_pinned(dir, registry, lock.as_ref()),
+            Err(err) => {
+                let error = PluginError::Lock(err);
+                tracing::warn!(target: "plugin", "no plugins loaded: {error}");
+                LoadReport {
+                    failed: vec![LoadFailure {
+                        path: PluginLock::path_in(dir),
+                        error,
+                    }],
+                    ..LoadReport::default()
+                }
+            }
+        }
+    }
+
+    /// As [`PluginHost::load_dir`], with the lock given (read with [`PluginLock::read`];
+    /// `None`: no pins). Each component's bytes are read once, hashed and checked against
+    /// `lock` before anything else is done with them, then compiled from the same buffer;
+    /// its manifest likewise. A component the lock does not list, or whose bytes or
+    /// manifest differ from the pins, fails with [`PluginError::Unpinned`] (naming the
+    /// file and both digests); the others load. An entry whose file is missing is logged.
+    pub fn load_dir_pinned(
+        &self,
+        dir: &Path,
+        registry: &Registry,
+        lock: Option<&PluginLock>,
+    ) -> LoadReport {
+        let lock_path = PluginLock::path_in(dir);
+        let pins = lock.map(|lock| Pins {
+            lock,
+            path: &lock_path,
+        });
+        let mut report = LoadReport {
+            lock: lock.map(|_| lock_path.clone()),
+            ..LoadReport::default()
+        };
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
@@ -107,7 +156,23 @@ impl PluginHost {
             }
         };
         files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-        let prepared = self.prepare_all(&files);
+        if let Some(lock) = lock {
+            for entry in &lock.plugins {
+                if !files
+                    .iter()
+                    .any(|path| path.file_name() == Some(entry.file.as_ref()))
+                {
+                    tracing::warn!(
+                        target: "plugin",
+                        "{} pins {}, which is not in {}",
+                        lock_path.display(),
+                        entry.file,
+                        dir.display()
+                    );
+                }
+            }
+        }
+        let prepared = self.prepare_all(&files, pins);
         for (path, prepared) in files.into_iter().zip(prepared) {
             match prepared.and_then(|prepared| self.register_prepared(&path, prepared, registry)) {
                 Ok(plugin) => {
@@ -147,13 +212,21 @@ impl PluginHost {
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
     /// cache) on up to one thread per core, since compiling is the slow part of a cold
     /// start; then the definitions of all of them at once ([`PluginHost::ask_all`]).
-    fn prepare_all(&self, files: &[PathBuf]) -> Vec<Result<Prepared, PluginError>> {
-        let compiled = self.compile_all(files);
+    fn prepare_all(
+        &self,
+        files: &[PathBuf],
+        pins: Option<Pins<'_>>,
+    ) -> Vec<Result<Prepared, PluginError>> {
+        let compiled = self.compile_all(files, pins);
         self.ask_all(files.iter().cloned().zip(compiled).collect())
     }
 
     /// Compiles every file of `files` on up to one thread per core, keeping the order.
-    fn compile_all(&self, files: &[PathBuf]) -> Vec<Result<Compiled, PluginError>> {
+    fn compile_all(
+        &self,
+        files: &[PathBuf],
+        pins: Option<Pins<'_>>,
+    ) -> Vec<Result<Compiled, PluginError>> {
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .clamp(1, files.len().max(1));
@@ -165,7 +238,7 @@ impl PluginHost {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|path| self.compile_with(path, false))
+                            .map(|path| self.compile_with(path, false, pins))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -278,7 +351,7 @@ impl PluginHost {
     }
 
     fn prepare_with(&self, path: &Path, any_grant: bool) -> Result<Prepared, PluginError> {
-        let compiled = self.compile_with(path, any_grant);
+        let compiled = self.compile_with(path, any_grant, None);
         self.ask_all(vec![(path.to_owned(), compiled)])
             .pop()
             .unwrap_or_else(|| unreachable!("one answer per plugin"))
@@ -341,9 +414,16 @@ impl PluginHost {
         })
     }
 
-    /// Resolves the manifest of the plugin at `path`, reads and compiles (or loads from
-    /// the cache) its component and pre-instantiates it: everything but its definitions.
-    fn compile_with(&self, path: &Path, any_grant: bool) -> Result<Compiled, PluginError> {
+    /// Reads the manifest and component of the plugin at `path` (once each), checks
+    /// their digests against `pins`, resolves the manifest, compiles (or loads from the
+    /// cache, keyed by the digest) the component from the bytes checked and
+    /// pre-instantiates it: everything but its definitions.
+    fn compile_with(
+        &self,
+        path: &Path,
+        any_grant: bool,
+        pins: Option<Pins<'_>>,
+    ) -> Result<Compiled, PluginError> {
         let name = path
             .file_stem()
             .and_then(|stem| stem.to_str())
@@ -352,16 +432,24 @@ impl PluginHost {
                 reason: "the file name is not valid UTF-8; rename it".into(),
             })?
             .to_owned();
+        let manifest_file = manifest::manifest_path(path);
+        let manifest_bytes = read_manifest_bytes(&manifest_file)?;
+        let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
+        let digest = Sha256Digest::of(&bytes);
+        if let Some(pins) = pins {
+            check_pins(pins, path, &digest, manifest_bytes.as_deref())?;
+        }
         let resolved = if any_grant {
             let mut config = self.config.clone();
             config.max_file_access = super::FileAccess::ReadWrite;
-            manifest::resolve(path, &config)?
+            manifest::resolve_bytes(path, manifest_bytes, &config)?
         } else {
-            manifest::resolve(path, &self.config)?
+            manifest::resolve_bytes(path, manifest_bytes, &self.config)?
         };
-        let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
-        let (component, compile) = self.cache.load(&self.engine, path, &bytes)?;
+        let (component, compile) =
+            self.cache
+                .load_digest(&self.engine, path, &bytes, digest.as_bytes())?;
         let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
             path: path.to_owned(),
             message: error_chain(&err),
@@ -409,6 +497,31 @@ impl PluginHost {
             exports,
         })
     }
+}
+
+/// Checks the component at `path` (`digest` of its bytes) and its manifest (`manifest`,
+/// the bytes read) against the lock.
+fn check_pins(
+    pins: Pins<'_>,
+    path: &Path,
+    digest: &Sha256Digest,
+    manifest: Option<&[u8]>,
+) -> Result<(), PluginError> {
+    let file = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    let manifest_digest = manifest.map(Sha256Digest::of);
+    pins.lock
+        .check(file, digest, manifest_digest.as_ref())
+        .map_err(|mismatch| PluginError::Unpinned {
+            path: match mismatch {
+                LockMismatch::Manifest { .. } => manifest::manifest_path(path),
+                _ => path.to_owned(),
+            },
+            lock: pins.path.to_owned(),
+            mismatch,
+        })
 }
 
 /// Asks a compiled plugin for its definitions (once one of `gate`'s permits is free, so

@@ -146,14 +146,17 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginError::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    let bytes = match super::loader::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES)
-    {
-        Ok(bytes) => bytes,
-        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None)
-        }
-        Err(err) => return Err(err),
-    };
+    match super::lock::read_manifest_bytes(path)? {
+        Some(bytes) => parse_bytes(path, bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Parses manifest bytes (UTF-8 TOML); `path` is for the error message.
+///
+/// # Errors
+/// [`PluginError::Manifest`] when they are not UTF-8 or not a valid manifest.
+pub fn parse_bytes(path: &Path, bytes: Vec<u8>) -> Result<Manifest, PluginError> {
     let text = String::from_utf8(bytes).map_err(|err| PluginError::Manifest {
         path: path.to_owned(),
         message: format!(
@@ -161,7 +164,7 @@ pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
             err.utf8_error().valid_up_to()
         ),
     })?;
-    parse(path, &text).map(Some)
+    parse(path, &text)
 }
 
 /// Parses manifest text; `path` is for the error message.
@@ -191,7 +194,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
 /// [`PluginError::Io`].
 pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
-    match read(&path)? {
+    resolve_bytes(wasm, super::lock::read_manifest_bytes(&path)?, config)
+}
+
+/// As [`resolve`], for a manifest already read: `bytes` is its content, `None` when the
+/// plugin has none. The loader reads the manifest once, checks its digest against the
+/// lock file, and resolves those very bytes.
+///
+/// # Errors
+/// [`PluginError::Manifest`], [`PluginError::GrantDenied`], [`PluginError::LimitTooHigh`].
+pub fn resolve_bytes(
+    wasm: &Path,
+    bytes: Option<Vec<u8>>,
+    config: &PluginHostConfig,
+) -> Result<Resolved, PluginError> {
+    let path = manifest_path(wasm);
+    match bytes {
         None => Ok(Resolved {
             manifest_path: None,
             manifest: None,
@@ -199,7 +217,7 @@ pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, Plugi
             root: None,
             limits: config.default_limits.clone(),
         }),
-        Some(manifest) => apply(&path, manifest, config),
+        Some(bytes) => apply(&path, parse_bytes(&path, bytes)?, config),
     }
 }
 

@@ -6,6 +6,7 @@ mod fixture;
 mod imports;
 mod load;
 mod load_fixture;
+mod lock;
 mod names;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,860 @@
+//! Pins: `plugins.lock`, the SHA-256 of every component (and of its manifest) that a
+//! plugin directory may load.
+//!
+//! Without a lock file, whatever `NAME.wasm` sits in the directory runs with its
+//! manifest's grants, and nothing tells the operator it was swapped. With one,
+//! [`PluginHost::load_dir`](super::PluginHost::load_dir) refuses every component whose
+//! bytes or manifest do not match their pins, and every component the lock does not
+//! list, with one error naming the file and both digests ([`LockMismatch`]); the others
+//! load. The digest is checked on the very bytes that are then compiled: the file is
+//! read once into memory, hashed, checked, and compiled from that buffer, so there is no
+//! window to swap it between the check and the use. The compile cache is keyed by the
+//! same digest.
+//!
+//! `host lock --plugins DIR` writes the file ([`PluginLock::scan`]); `host pull` adds
+//! the entry of the component it fetched, with the reference it came from.
+//!
+//! ```toml
+//! # plugins.lock
+//! version = 1
+//!
+//! [[plugin]]
+//! file = "greet.wasm"
+//! digest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//! manifest_digest = "sha256:60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+//! source = "oci://ghcr.io/acme/greet:1"
+//! source_digest = "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
+//! ```
+//!
+//! `manifest_digest` absent means the plugin must have no manifest; `source` and
+//! `source_digest` (the OCI manifest's digest) are there when it was pulled.
+//!
+//! ```
+//! use toolhost_plugin::lock::{LockMismatch, PluginLock, Sha256Digest};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("greet.wasm"), b"\0asm\x0d\0\x01\0")?;
+//! let (lock, _changes) = PluginLock::scan(dir.path(), None)?;
+//! lock.write(dir.path())?;
+//!
+//! let read = PluginLock::read(dir.path())?.expect("written above");
+//! let pinned = Sha256Digest::of(b"\0asm\x0d\0\x01\0");
+//! assert_eq!(read.check("greet.wasm", &pinned, None), Ok(()));
+//! let swapped = Sha256Digest::of(b"something else");
+//! assert!(matches!(
+//!     read.check("greet.wasm", &swapped, None),
+//!     Err(LockMismatch::Component { .. })
+//! ));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::loader::read_regular_file;
+use super::{PluginError, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+
+/// The lock file's name inside a plugin directory.
+pub const LOCK_FILE_NAME: &str = "plugins.lock";
+
+/// The only format version this host reads and writes.
+pub const LOCK_VERSION: u32 = 1;
+
+/// Largest lock file read (1 MiB): an entry is about 300 bytes, so this is thousands of
+/// plugins; the cap stops a huge file from being read into memory at start-up.
+pub const MAX_LOCK_BYTES: u64 = 1024 * 1024;
+
+/// A SHA-256 digest, written `sha256:` and 64 lower-case hex digits (the OCI form).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Digest([u8; 32]);
+
+impl Sha256Digest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// The digest from its 32 bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// Its 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lower-case hex digits, without `sha256:`.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses `sha256:` and 64 hex digits (either case).
+    ///
+    /// # Errors
+    /// A message saying what is wrong, for the caller to put in context.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let Some(hex) = text.strip_prefix("sha256:") else {
+            return Err(format!(
+                "\"{}\" is not a sha256 digest; write it as sha256: and 64 hex digits",
+                text.escape_debug()
+            ));
+        };
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "\"{}\" is not a sha256 digest: after sha256: come exactly 64 hex digits",
+                text.escape_debug()
+            ));
+        }
+        let mut bytes = [0_u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+                .map_err(|err| format!("\"{}\": {err}", text.escape_debug()))?;
+        }
+        Ok(Self(bytes))
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.hex())
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Sha256Digest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One pinned component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockEntry {
+    /// The component's file name in the directory (`greet.wasm`).
+    pub file: String,
+    /// The digest of its bytes.
+    pub digest: Sha256Digest,
+    /// The digest of its manifest (`greet.toml`); `None`: it must have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_digest: Option<Sha256Digest>,
+    /// Where it was pulled from (`oci://HOST/REPO:TAG`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The OCI manifest digest `source` resolved to when it was pulled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_digest: Option<String>,
+}
+
+/// A plugin directory's lock file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginLock {
+    /// [`LOCK_VERSION`].
+    pub version: u32,
+    /// The pinned components, sorted by file name.
+    #[serde(default, rename = "plugin")]
+    pub plugins: Vec<LockEntry>,
+}
+
+impl Default for PluginLock {
+    fn default() -> Self {
+        Self {
+            version: LOCK_VERSION,
+            plugins: Vec::new(),
+        }
+    }
+}
+
+/// Why a component was refused by the lock. Its `Display` says what differs (both
+/// digests) and what to do; [`PluginError::Unpinned`] adds the file and the lock's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockMismatch {
+    /// The lock does not list the component.
+    NotListed {
+        /// The digest of the component's bytes.
+        actual: Sha256Digest,
+    },
+    /// The component's bytes are not the ones pinned.
+    Component {
+        /// The digest in the lock.
+        pinned: Sha256Digest,
+        /// The digest of the bytes read.
+        actual: Sha256Digest,
+    },
+    /// The manifest is not the one pinned (or one appeared, or went missing).
+    Manifest {
+        /// The digest in the lock; `None`: the lock pins no manifest.
+        pinned: Option<Sha256Digest>,
+        /// The digest of the manifest read; `None`: there is none.
+        actual: Option<Sha256Digest>,
+    },
+}
+
+impl fmt::Display for LockMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockMismatch::NotListed { actual } => write!(
+                f,
+                "it is not listed in the lock file (its digest is {actual}); pin it with `host lock` if you trust it, or remove it"
+            ),
+            LockMismatch::Component { pinned, actual } => write!(
+                f,
+                "its digest is {actual}, but the lock pins {pinned}: the file changed since it was pinned; pull it again, or pin the new file with `host lock` if you trust it"
+            ),
+            LockMismatch::Manifest {
+                pinned: Some(pinned),
+                actual: Some(actual),
+            } => write!(
+                f,
+                "its manifest's digest is {actual}, but the lock pins {pinned}: the manifest changed since it was pinned; restore it, or pin it with `host lock` if you trust it"
+            ),
+            LockMismatch::Manifest {
+                pinned: Some(pinned),
+                actual: None,
+            } => write!(
+                f,
+                "the lock pins a manifest ({pinned}) but there is none; restore it, or pin the plugin without one with `host lock`"
+            ),
+            LockMismatch::Manifest {
+                pinned: None,
+                actual: Some(actual),
+            } => write!(
+                f,
+                "it has a manifest ({actual}) but the lock pins none; remove the manifest, or pin it with `host lock` if you trust it"
+            ),
+            LockMismatch::Manifest {
+                pinned: None,
+                actual: None,
+            } => f.write_str("its manifest does not match the lock"),
+        }
+    }
+}
+
+/// Why a lock file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The file could not be read (not a regular file, over [`MAX_LOCK_BYTES`], an I/O
+    /// error); the message names it.
+    #[error(transparent)]
+    Read(Box<PluginError>),
+    /// The file is not a valid lock file.
+    #[error("{}: invalid lock file: {message}", path.display())]
+    Invalid {
+        /// The lock file.
+        path: PathBuf,
+        /// What is wrong (names the line or the entry).
+        message: String,
+    },
+    /// The file could not be written.
+    #[error("{}: cannot write the lock file: {error}", path.display())]
+    Write {
+        /// The lock file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A component of the directory could not be read while pinning it.
+    #[error(transparent)]
+    Component(Box<PluginError>),
+}
+
+impl LockError {
+    /// The file the error is about.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            LockError::Read(err) | LockError::Component(err) => err.path(),
+            LockError::Invalid { path, .. } | LockError::Write { path, .. } => Some(path),
+        }
+    }
+}
+
+/// What [`PluginLock::scan`] changed, one per file, for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockChange {
+    /// A component pinned for the first time.
+    Added {
+        /// Its file name.
+        file: String,
+        /// Its digest.
+        digest: Sha256Digest,
+    },
+    /// A component whose bytes or manifest changed since the last lock.
+    Changed {
+        /// Its file name.
+        file: String,
+        /// The previous entry.
+        before: Box<LockEntry>,
+        /// The new entry (its source is dropped when the bytes changed).
+        after: Box<LockEntry>,
+    },
+    /// A component pinned as before.
+    Unchanged {
+        /// Its file name.
+        file: String,
+    },
+    /// An entry whose file is gone.
+    Removed {
+        /// Its file name.
+        file: String,
+    },
+}
+
+impl PluginLock {
+    /// The lock file of `dir`.
+    pub fn path_in(dir: &Path) -> PathBuf {
+        dir.join(LOCK_FILE_NAME)
+    }
+
+    /// Reads `dir/plugins.lock`; `Ok(None)` when there is none.
+    ///
+    /// # Sandbox
+    /// Read as the loader reads plugins: a regular file only (a FIFO does not block), at
+    /// most [`MAX_LOCK_BYTES`], checked on the open handle.
+    ///
+    /// # Errors
+    /// [`LockError::Read`], [`LockError::Invalid`].
+    pub fn read(dir: &Path) -> Result<Option<Self>, LockError> {
+        let path = Self::path_in(dir);
+        let bytes = match read_regular_file(&path, "lock file", MAX_LOCK_BYTES) {
+            Ok(bytes) => bytes,
+            Err(PluginError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(None)
+            }
+            Err(err) => return Err(LockError::Read(Box::new(err))),
+        };
+        let text = String::from_utf8(bytes).map_err(|err| LockError::Invalid {
+            path: path.clone(),
+            message: format!(
+                "it is not UTF-8 text (invalid byte at offset {})",
+                err.utf8_error().valid_up_to()
+            ),
+        })?;
+        Self::parse(&path, &text).map(Some)
+    }
+
+    /// Parses lock-file text; `path` is for the error message. Checks the version, that
+    /// every file name is a plain `NAME.wasm` and is listed once.
+    ///
+    /// # Errors
+    /// [`LockError::Invalid`] naming the line, key or entry.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, LockError> {
+        let invalid = |message: String| LockError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let lock: PluginLock = toml::from_str(text).map_err(|err| {
+            let line = err
+                .span()
+                .map(|span| {
+                    let end = span.start.min(text.len());
+                    format!(
+                        "line {}: ",
+                        text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+                    )
+                })
+                .unwrap_or_default();
+            invalid(format!(
+                "{line}{}; the keys are version and [[plugin]] file, digest, manifest_digest, source, source_digest. Write it again with `host lock`",
+                err.message().trim()
+            ))
+        })?;
+        if lock.version != LOCK_VERSION {
+            return Err(invalid(format!(
+                "version {} is not supported (this host reads version {LOCK_VERSION}); write it again with this host's `host lock`",
+                lock.version
+            )));
+        }
+        let mut seen = BTreeSet::new();
+        for entry in &lock.plugins {
+            check_file_name(&entry.file).map_err(&invalid)?;
+            if !seen.insert(entry.file.as_str()) {
+                return Err(invalid(format!(
+                    "\"{}\" is listed twice; keep one entry per file",
+                    entry.file
+                )));
+            }
+            if let Some(digest) = &entry.source_digest {
+                Sha256Digest::parse(digest)
+                    .map_err(|err| invalid(format!("{}: source_digest {err}", entry.file)))?;
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The lock as TOML text, entries sorted by file name, with a header comment.
+    pub fn to_toml(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.plugins.sort_by(|a, b| a.file.cmp(&b.file));
+        let body = toml::to_string(&sorted).unwrap_or_else(|err| {
+            // Strings and integers only: serialising cannot fail.
+            unreachable!("a lock serialises to TOML: {err}")
+        });
+        format!(
+            "# Pins of this plugin directory, written by `host lock` and `host pull`. The host\n\
+             # loads only the components listed here, with exactly these digests.\n{body}"
+        )
+    }
+
+    /// Writes the lock to `dir/plugins.lock` atomically: a temporary file in `dir`,
+    /// flushed to disk, renamed over the old one. Returns the lock file's path.
+    ///
+    /// # Errors
+    /// [`LockError::Write`].
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, LockError> {
+        let path = Self::path_in(dir);
+        let write_error = |error: std::io::Error| LockError::Write {
+            path: path.clone(),
+            error,
+        };
+        let mut temp = tempfile::Builder::new()
+            .prefix(".plugins.lock.")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(write_error)?;
+        temp.write_all(self.to_toml().as_bytes())
+            .and_then(|()| temp.as_file().sync_all())
+            .map_err(write_error)?;
+        temp.persist(&path).map_err(|err| write_error(err.error))?;
+        Ok(path)
+    }
+
+    /// The entry of `file`, if listed.
+    pub fn entry(&self, file: &str) -> Option<&LockEntry> {
+        self.plugins.iter().find(|entry| entry.file == file)
+    }
+
+    /// Adds `entry`, replacing the one of the same file.
+    pub fn upsert(&mut self, entry: LockEntry) {
+        match self.plugins.iter_mut().find(|e| e.file == entry.file) {
+            Some(existing) => *existing = entry,
+            None => self.plugins.push(entry),
+        }
+        self.plugins.sort_by(|a, b| a.file.cmp(&b.file));
+    }
+
+    /// Checks a component (`file`, the digest of its bytes) and its manifest (the digest
+    /// of its bytes, `None` when it has none) against the pins.
+    ///
+    /// # Errors
+    /// The [`LockMismatch`]; the component is checked before its manifest.
+    pub fn check(
+        &self,
+        file: &str,
+        digest: &Sha256Digest,
+        manifest_digest: Option<&Sha256Digest>,
+    ) -> Result<(), LockMismatch> {
+        let Some(entry) = self.entry(file) else {
+            return Err(LockMismatch::NotListed { actual: *digest });
+        };
+        if entry.digest != *digest {
+            return Err(LockMismatch::Component {
+                pinned: entry.digest,
+                actual: *digest,
+            });
+        }
+        if entry.manifest_digest.as_ref() != manifest_digest {
+            return Err(LockMismatch::Manifest {
+                pinned: entry.manifest_digest,
+                actual: manifest_digest.copied(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Pins every component of `dir` as it is now (`host lock`): each `*.wasm` that is
+    /// not a directory, with its manifest if any. An entry of `previous` keeps its source
+    /// when its component's bytes are unchanged. Returns the new lock and what changed,
+    /// in file-name order (removed entries last). Nothing is written.
+    ///
+    /// # Errors
+    /// [`LockError::Component`] when a component or manifest cannot be read (not a
+    /// regular file, over its cap, an I/O error), [`LockError::Read`] when `dir` cannot
+    /// be listed, [`LockError::Invalid`] for a file name that is not UTF-8.
+    pub fn scan(
+        dir: &Path,
+        previous: Option<&PluginLock>,
+    ) -> Result<(PluginLock, Vec<LockChange>), LockError> {
+        let entries = std::fs::read_dir(dir).map_err(|source| {
+            LockError::Read(Box::new(PluginError::Io {
+                path: dir.to_owned(),
+                source,
+            }))
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && !path.is_dir())
+            .collect();
+        files.sort();
+        let mut lock = PluginLock::default();
+        let mut changes = Vec::new();
+        for path in files {
+            let file = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .ok_or_else(|| LockError::Invalid {
+                    path: Self::path_in(dir),
+                    message: format!(
+                        "{} has a file name that is not UTF-8; rename it",
+                        path.display()
+                    ),
+                })?
+                .to_owned();
+            let bytes = read_regular_file(&path, "component", MAX_COMPONENT_BYTES)
+                .map_err(|err| LockError::Component(Box::new(err)))?;
+            let manifest = read_manifest_bytes(&super::manifest::manifest_path(&path))
+                .map_err(|err| LockError::Component(Box::new(err)))?;
+            let digest = Sha256Digest::of(&bytes);
+            let mut entry = LockEntry {
+                file: file.clone(),
+                digest,
+                manifest_digest: manifest.as_deref().map(Sha256Digest::of),
+                source: None,
+                source_digest: None,
+            };
+            let before = previous.and_then(|lock| lock.entry(&file));
+            if let Some(before) = before.filter(|before| before.digest == digest) {
+                entry.source = before.source.clone();
+                entry.source_digest = before.source_digest.clone();
+            }
+            changes.push(match before {
+                None => LockChange::Added { file, digest },
+                Some(before) if *before == entry => LockChange::Unchanged { file },
+                Some(before) => LockChange::Changed {
+                    file,
+                    before: Box::new(before.clone()),
+                    after: Box::new(entry.clone()),
+                },
+            });
+            lock.plugins.push(entry);
+        }
+        if let Some(previous) = previous {
+            for entry in &previous.plugins {
+                if lock.entry(&entry.file).is_none() {
+                    changes.push(LockChange::Removed {
+                        file: entry.file.clone(),
+                    });
+                }
+            }
+        }
+        Ok((lock, changes))
+    }
+}
+
+/// The bytes of a plugin's manifest; `Ok(None)` when there is none. Read as
+/// [`manifest::read`](super::manifest::read) reads it.
+///
+/// # Errors
+/// As [`manifest::read`](super::manifest::read), except that the text is not parsed.
+pub fn read_manifest_bytes(path: &Path) -> Result<Option<Vec<u8>>, PluginError> {
+    match read_regular_file(path, "manifest", MAX_MANIFEST_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// A lock entry's file: `NAME.wasm`, one plain path segment.
+fn check_file_name(file: &str) -> Result<(), String> {
+    let plain = !file.is_empty()
+        && !file.contains(['/', '\\', '\0'])
+        && !file.starts_with('.')
+        && file.len() > ".wasm".len()
+        && file.ends_with(".wasm");
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "file \"{}\" is not a component file name; each entry names a NAME.wasm in the lock file's directory",
+            file.escape_debug()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &[u8] = b"\0asm\x0d\0\x01\0a";
+    const B: &[u8] = b"\0asm\x0d\0\x01\0b";
+
+    #[test]
+    fn digests_print_and_parse_in_the_oci_form() {
+        let digest = Sha256Digest::of(b"");
+        assert_eq!(
+            digest.to_string(),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(Sha256Digest::parse(&digest.to_string()), Ok(digest));
+        assert_eq!(
+            Sha256Digest::parse(
+                &digest
+                    .to_string()
+                    .to_uppercase()
+                    .replace("SHA256", "sha256")
+            ),
+            Ok(digest)
+        );
+        for bad in ["", "sha256:", "e3b0c442", "sha512:00", "sha256:zz"] {
+            assert!(Sha256Digest::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Sha256Digest::parse(&format!("sha256:{}", "g".repeat(64)))
+            .unwrap_err()
+            .contains("64 hex digits"));
+    }
+
+    #[test]
+    fn written_lock_reads_back_and_is_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut lock = PluginLock::default();
+        for (file, bytes) in [("b.wasm", B), ("a.wasm", A)] {
+            lock.upsert(LockEntry {
+                file: file.into(),
+                digest: Sha256Digest::of(bytes),
+                manifest_digest: None,
+                source: Some(format!("oci://127.0.0.1:5000/t/{file}:1")),
+                source_digest: Some(Sha256Digest::of(b"m").to_string()),
+            });
+        }
+        let path = lock.write(dir.path()).unwrap();
+        assert_eq!(path, dir.path().join("plugins.lock"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("# Pins of this plugin directory"),
+            "{text}"
+        );
+        assert!(
+            text.find("a.wasm").unwrap() < text.find("b.wasm").unwrap(),
+            "{text}"
+        );
+        assert_eq!(PluginLock::read(dir.path()).unwrap(), Some(lock));
+        // No temporary file left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["plugins.lock"]);
+    }
+
+    #[test]
+    fn no_lock_file_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(PluginLock::read(dir.path()).unwrap(), None);
+    }
+
+    fn invalid(text: &str) -> String {
+        match PluginLock::parse(Path::new("d/plugins.lock"), text).unwrap_err() {
+            LockError::Invalid { path, message } => {
+                assert_eq!(path, Path::new("d/plugins.lock"));
+                message
+            }
+            other => panic!("not Invalid: {other}"),
+        }
+    }
+
+    #[test]
+    fn bad_lock_files_are_refused_naming_what_is_wrong() {
+        let digest = Sha256Digest::of(A);
+        assert!(invalid("version = 2\n").contains("version 2 is not supported"));
+        assert!(invalid("").contains("missing field `version`"));
+        let unknown = invalid("version = 1\nsignature = \"x\"\n");
+        assert!(unknown.starts_with("line 2: "), "{unknown}");
+        assert!(unknown.contains("signature"), "{unknown}");
+        let bad_digest = invalid(&format!(
+            "version = 1\n[[plugin]]\nfile = \"a.wasm\"\ndigest = \"{}\"\n",
+            &digest.to_string()[..20]
+        ));
+        assert!(bad_digest.contains("64 hex digits"), "{bad_digest}");
+        for file in [
+            "../a.wasm",
+            "sub/a.wasm",
+            ".wasm",
+            "a.toml",
+            ".hidden.wasm",
+            "",
+        ] {
+            let text = invalid(&format!(
+                "version = 1\n[[plugin]]\nfile = \"{file}\"\ndigest = \"{digest}\"\n"
+            ));
+            assert!(
+                text.contains("is not a component file name"),
+                "{file}: {text}"
+            );
+        }
+        let twice = invalid(&format!(
+            "version = 1\n[[plugin]]\nfile = \"a.wasm\"\ndigest = \"{digest}\"\n[[plugin]]\nfile = \"a.wasm\"\ndigest = \"{digest}\"\n"
+        ));
+        assert!(twice.contains("\"a.wasm\" is listed twice"), "{twice}");
+        let source = invalid(&format!(
+            "version = 1\n[[plugin]]\nfile = \"a.wasm\"\ndigest = \"{digest}\"\nsource_digest = \"latest\"\n"
+        ));
+        assert!(source.contains("a.wasm: source_digest"), "{source}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_huge_lock_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE_NAME);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = PluginLock::read(dir.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("is a FIFO, not a regular file"),
+            "{err}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_LOCK_BYTES + 1).unwrap();
+        let err = PluginLock::read(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("over the host's cap"), "{err}");
+    }
+
+    #[test]
+    fn check_names_both_digests() {
+        let (a, b) = (Sha256Digest::of(A), Sha256Digest::of(B));
+        let m = Sha256Digest::of(b"[limits]\n");
+        let mut lock = PluginLock::default();
+        lock.upsert(LockEntry {
+            file: "a.wasm".into(),
+            digest: a,
+            manifest_digest: Some(m),
+            source: None,
+            source_digest: None,
+        });
+        assert_eq!(lock.check("a.wasm", &a, Some(&m)), Ok(()));
+        let swapped = lock.check("a.wasm", &b, Some(&m)).unwrap_err();
+        assert_eq!(
+            swapped,
+            LockMismatch::Component {
+                pinned: a,
+                actual: b
+            }
+        );
+        let text = swapped.to_string();
+        assert!(
+            text.contains(&format!("its digest is {b}, but the lock pins {a}")),
+            "{text}"
+        );
+        assert_eq!(
+            lock.check("a.wasm", &a, None),
+            Err(LockMismatch::Manifest {
+                pinned: Some(m),
+                actual: None
+            })
+        );
+        assert_eq!(
+            lock.check("a.wasm", &a, Some(&b)),
+            Err(LockMismatch::Manifest {
+                pinned: Some(m),
+                actual: Some(b)
+            })
+        );
+        assert_eq!(
+            lock.check("b.wasm", &b, None),
+            Err(LockMismatch::NotListed { actual: b })
+        );
+        lock.plugins[0].manifest_digest = None;
+        let added = lock.check("a.wasm", &a, Some(&m)).unwrap_err();
+        assert!(
+            added
+                .to_string()
+                .contains(&format!("it has a manifest ({m}) but the lock pins none")),
+            "{added}"
+        );
+    }
+
+    #[test]
+    fn scan_pins_what_is_there_and_keeps_sources_of_unchanged_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), A).unwrap();
+        std::fs::write(dir.path().join("a.toml"), "[limits]\n").unwrap();
+        std::fs::write(dir.path().join("b.wasm"), B).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("dir.wasm")).unwrap();
+        let (first, changes) = PluginLock::scan(dir.path(), None).unwrap();
+        assert_eq!(first.plugins.len(), 2);
+        assert_eq!(first.plugins[0].file, "a.wasm");
+        assert_eq!(
+            first.plugins[0].manifest_digest,
+            Some(Sha256Digest::of(b"[limits]\n"))
+        );
+        assert_eq!(first.plugins[1].manifest_digest, None);
+        assert_eq!(
+            changes,
+            [
+                LockChange::Added {
+                    file: "a.wasm".into(),
+                    digest: Sha256Digest::of(A)
+                },
+                LockChange::Added {
+                    file: "b.wasm".into(),
+                    digest: Sha256Digest::of(B)
+                },
+            ]
+        );
+        let mut pulled = first.clone();
+        for entry in &mut pulled.plugins {
+            entry.source = Some("oci://r/x:1".into());
+            entry.source_digest = Some(Sha256Digest::of(b"m").to_string());
+        }
+        std::fs::write(dir.path().join("b.wasm"), A).unwrap();
+        std::fs::remove_file(dir.path().join("a.toml")).unwrap();
+        std::fs::write(dir.path().join("c.wasm"), B).unwrap();
+        pulled.upsert(LockEntry {
+            file: "gone.wasm".into(),
+            digest: Sha256Digest::of(B),
+            manifest_digest: None,
+            source: None,
+            source_digest: None,
+        });
+        let (second, changes) = PluginLock::scan(dir.path(), Some(&pulled)).unwrap();
+        // a.wasm: same bytes, manifest removed: keeps its source.
+        assert_eq!(second.plugins[0].source.as_deref(), Some("oci://r/x:1"));
+        assert_eq!(second.plugins[0].manifest_digest, None);
+        // b.wasm: new bytes: no longer from its source.
+        assert_eq!(second.plugins[1].source, None);
+        assert_eq!(second.plugins[1].digest, Sha256Digest::of(A));
+        let kinds: Vec<String> = changes
+            .iter()
+            .map(|change| match change {
+                LockChange::Added { file, .. } => format!("+{file}"),
+                LockChange::Changed { file, .. } => format!("~{file}"),
+                LockChange::Unchanged { file } => format!("={file}"),
+                LockChange::Removed { file } => format!("-{file}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["~a.wasm", "~b.wasm", "+c.wasm", "-gone.wasm"]);
+    }
+}
