@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+use super::oci_args::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
 use super::units::{parse_duration, parse_size};
 use toolhost_mcp::DEFAULT_MAX_IN_FLIGHT;
 
@@ -99,6 +100,15 @@ pub enum Command {
     /// Show what a plugin component exports, asks for and imports, without running it.
     #[command(after_help = INSPECT_EXAMPLES)]
     Inspect(InspectArgs),
+    /// Pin the SHA-256 of every plugin of a directory in DIR/plugins.lock.
+    #[command(after_help = LOCK_EXAMPLES)]
+    Lock(LockArgs),
+    /// Fetch a plugin from an OCI registry into a plugin directory, verified and pinned.
+    #[command(after_help = PULL_EXAMPLES)]
+    Pull(PullArgs),
+    /// Publish a plugin component (and its manifest) to an OCI registry; prints its digest.
+    #[command(after_help = PUSH_EXAMPLES)]
+    Push(PushArgs),
 }
 
 /// `host run`.
@@ -242,6 +252,10 @@ pub struct RegistryArgs {
     /// Do not cache compiled plugins: compile them at every start.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// Refuse to start (exit 3) when the --plugins directory has no plugins.lock. With a
+    /// lock file, only the components (and manifests) it pins load, with or without this.
+    #[arg(long, requires = "plugins")]
+    pub require_lock: bool,
 }
 
 impl RegistryArgs {
@@ -420,9 +434,94 @@ mod tests {
     }
 
     #[test]
+    fn shipping_flags() {
+        let Command::Pull(pull) = parse(&[
+            "pull",
+            "oci://127.0.0.1:5000/t/greet:1",
+            "--plugins",
+            "p",
+            "--name",
+            "hello",
+            "--update",
+            "--registry-user",
+            "ada",
+            "--registry-password-env",
+            "PW",
+            "--insecure-registry",
+            "reg.lan:5000",
+            "--insecure-registry",
+            "other",
+            "--max-plugin-bytes",
+            "1MiB",
+            "--registry-timeout",
+            "5s",
+        ])
+        .command
+        else {
+            panic!("not pull")
+        };
+        assert_eq!(pull.reference, "oci://127.0.0.1:5000/t/greet:1");
+        assert_eq!(
+            (pull.plugins, pull.name.as_deref(), pull.update),
+            (PathBuf::from("p"), Some("hello"), true)
+        );
+        let r = pull.registry;
+        assert_eq!(
+            (
+                r.registry_user.as_deref(),
+                r.registry_password_env.as_deref()
+            ),
+            (Some("ada"), Some("PW"))
+        );
+        assert_eq!(r.insecure_registry, ["reg.lan:5000", "other"]);
+        assert_eq!(r.max_plugin_bytes, 1 << 20);
+        assert_eq!(r.registry_timeout, Duration::from_secs(5));
+        let Command::Push(push) = parse(&["push", "g.wasm", "oci://h/r:1"]).command else {
+            panic!("not push")
+        };
+        assert_eq!(push.file, PathBuf::from("g.wasm"));
+        assert_eq!(push.registry.max_plugin_bytes, 64 << 20);
+        assert_eq!(push.registry.registry_timeout, Duration::from_secs(30));
+        assert!(push.registry.insecure_registry.is_empty());
+        // A user without the variable holding the password (and the reverse) is refused.
+        for args in [
+            &[
+                "pull",
+                "oci://h/r:1",
+                "--plugins",
+                "p",
+                "--registry-user",
+                "ada",
+            ][..],
+            &[
+                "push",
+                "g.wasm",
+                "oci://h/r:1",
+                "--registry-password-env",
+                "PW",
+            ],
+        ] {
+            let err = Cli::try_parse_from(std::iter::once("host").chain(args.iter().copied()))
+                .unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "{args:?}"
+            );
+        }
+        let Command::Tools(tools) = parse(&["tools", "--plugins", "p", "--require-lock"]).command
+        else {
+            panic!("not tools")
+        };
+        assert!(tools.registry.require_lock);
+        let err = Cli::try_parse_from(["host", "tools", "--require-lock"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
     fn every_subcommand_help_has_an_example() {
         let mut cli = Cli::command();
-        for name in ["run", "tools", "call", "inspect"] {
+        for name in ["run", "tools", "call", "inspect", "lock", "pull", "push"] {
             let help = cli
                 .find_subcommand_mut(name)
                 .unwrap()

@@ -20,6 +20,9 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
+        Command::Lock(args) => super::oci::lock(args),
+        Command::Pull(args) => super::oci::pull(args).await,
+        Command::Push(args) => super::oci::push(args).await,
     }
 }
 
@@ -107,7 +110,7 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes to stdout. A reader that closed early (`host tools | head -1`) is not an error.
-fn print(text: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn print(text: &str) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

@@ -38,10 +38,13 @@ mod commands;
 mod setup;
 mod units;
 
+mod oci;
+mod oci_args;
 mod plugins;
 pub use args::{
     CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
 };
+pub use oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
 pub use setup::{build_registry, Toolset};
 pub use units::{format_elapsed, parse_duration, parse_size};
 

@@ -11,6 +11,7 @@ use tracing::{error, info};
 use toolhost::registry::{format_duration, Registry};
 use toolhost::tools::FilePolicy;
 use toolhost::vfs::Storage;
+use toolhost_plugin::lock::PluginLock;
 use toolhost_plugin::{
     format_bytes, CompileSource, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
 };
@@ -94,18 +95,31 @@ pub(crate) fn host_config(
 }
 
 /// Starts a plugin host and loads every plugin in `dir` into `registry`, logging one line
-/// per plugin loaded and one per plugin that failed (the others still load).
+/// per plugin loaded and one per plugin that failed (the others still load). When `dir`
+/// holds a `plugins.lock`, only the components and manifests it pins load.
 ///
 /// # Errors
-/// When the plugin host cannot start (the engine's settings were refused).
+/// When the plugin host cannot start (the engine's settings were refused), the lock file
+/// cannot be read or is invalid, or there is none and `require_lock` is set.
 pub(crate) fn load(
     dir: &Path,
     registry: &Registry,
     config: PluginHostConfig,
+    require_lock: bool,
 ) -> anyhow::Result<Host> {
+    // A lock that cannot be read is a set-up error, never "no pins". Its errors name it.
+    let lock = PluginLock::read(dir)?;
+    if lock.is_none() && require_lock {
+        bail!(
+            "--require-lock: {} does not exist; pin the plugins of {} with `host lock --plugins {}`, or fetch them with `host pull`",
+            PluginLock::path_in(dir).display(),
+            dir.display(),
+            dir.display()
+        );
+    }
     // PluginError::Host already says "the plugin host cannot start: ...".
     let host = PluginHost::new(config)?;
-    let report = host.load_dir(dir, registry);
+    let report = host.load_dir_pinned(dir, registry, lock.as_ref());
     log_report(dir, &report);
     Ok(host)
 }
@@ -131,8 +145,12 @@ fn log_report(dir: &Path, report: &LoadReport) {
             failure.error
         );
     }
+    let pins = match &report.lock {
+        Some(lock) => format!(" (pinned by {})", lock.display()),
+        None => String::new(),
+    };
     info!(
-        "{} plugin(s) loaded, {} failed, from {}",
+        "{} plugin(s) loaded, {} failed, from {}{pins}",
         report.loaded.len(),
         report.failed.len(),
         dir.display()

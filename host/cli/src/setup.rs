@@ -106,7 +106,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             if args.no_cache {
                 config.cache_dir = None;
             }
-            Some(plugins::load(dir, &registry, config)?)
+            Some(plugins::load(dir, &registry, config, args.require_lock)?)
         }
         None => None,
     };

@@ -1,0 +1,125 @@
+//! The command line of shipping plugins: `host lock`, `host pull`, `host push`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::units::{parse_duration, parse_size};
+
+pub(crate) const LOCK_EXAMPLES: &str = "\
+Examples:
+  # Pin every plugin in ./plugins (writes ./plugins/plugins.lock)
+  host lock --plugins ./plugins
+
+  # From now on, only those exact bytes load; make a missing lock an error
+  host run --plugins ./plugins --require-lock
+
+Prints one line per plugin: + pinned, ~ re-pinned (old -> new digest), = unchanged,
+- dropped (no longer in the directory). A component keeps the source it was pulled from
+while its bytes are unchanged.
+
+Exit codes: 0, 2 for a bad command line, 3 when a plugin cannot be read or the lock
+cannot be written.";
+
+pub(crate) const PULL_EXAMPLES: &str = "\
+Examples:
+  # Fetch a plugin into ./plugins as greet.wasm (+ greet.toml), verified and pinned
+  host pull oci://ghcr.io/acme/greet:1 --plugins ./plugins
+
+  # Exactly this digest (nothing else can be served for it)
+  host pull oci://ghcr.io/acme/greet@sha256:4f1c... --plugins ./plugins
+
+  # The tag moved: take the new digest (refused without --update)
+  host pull oci://ghcr.io/acme/greet:1 --plugins ./plugins --update
+
+  # A registry on this machine (plain HTTP is used for loopback only)
+  host pull oci://127.0.0.1:5000/tools/greet:1 --plugins ./plugins
+
+The component is written as NAME.wasm, NAME being the repository's last segment
+(greet for acme/greet) or --name. Credentials come from --registry-user and
+--registry-password-env, else ~/.docker/config.json ($DOCKER_CONFIG), else none.
+
+Exit codes: 0, 2 for a bad command line, 3 when the pull fails (nothing in the
+directory is changed then).";
+
+pub(crate) const PUSH_EXAMPLES: &str = "\
+Examples:
+  # Publish a component (with greet.toml, if it sits next to it); prints the digest
+  host push plugins/dist/greet.wasm oci://ghcr.io/acme/greet:1
+
+  # To a registry on this machine
+  host push greet.wasm oci://127.0.0.1:5000/tools/greet:1
+
+The artifact is the Wasm OCI layout (config application/vnd.wasm.config.v0+json, one
+application/wasm layer); a manifest travels as a second layer of type
+application/vnd.wasm-toolhost.manifest.v1+toml.
+
+Exit codes: 0, 2 for a bad command line, 3 when the push fails.";
+
+/// `host lock`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The plugin directory whose components to pin (writes DIR/plugins.lock).
+    #[arg(long, value_name = "DIR")]
+    pub plugins: PathBuf,
+}
+
+/// `host pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// What to fetch: oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST.
+    #[arg(value_name = "REFERENCE")]
+    pub reference: String,
+    /// The plugin directory to write the component into (and whose lock to update).
+    #[arg(long, value_name = "DIR")]
+    pub plugins: PathBuf,
+    /// The plugin's name in DIR (NAME.wasm) [default: the repository's last segment].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Replace the plugin when its tag now points to another digest than the one pinned.
+    #[arg(long)]
+    pub update: bool,
+    /// How to reach the registry.
+    #[command(flatten)]
+    pub registry: OciArgs,
+}
+
+/// `host push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The component to publish; NAME.toml next to it goes along as its manifest.
+    #[arg(value_name = "FILE.wasm")]
+    pub file: PathBuf,
+    /// Where: oci://HOST[:PORT]/REPO:TAG.
+    #[arg(value_name = "REFERENCE")]
+    pub reference: String,
+    /// How to reach the registry.
+    #[command(flatten)]
+    pub registry: OciArgs,
+}
+
+/// How `pull` and `push` reach a registry.
+#[derive(Debug, Clone, Args)]
+pub struct OciArgs {
+    /// The user name to log in with (with --registry-password-env) [default: from
+    /// ~/.docker/config.json, else anonymous].
+    #[arg(long, value_name = "USER", requires = "registry_password_env")]
+    pub registry_user: Option<String>,
+    /// The environment variable holding the password or token for --registry-user
+    /// (never the password itself on the command line, where `ps` shows it).
+    #[arg(long, value_name = "VAR", requires = "registry_user")]
+    pub registry_password_env: Option<String>,
+    /// Speak plain HTTP to this registry (HOST or HOST:PORT; repeat for more). Loopback
+    /// registries (127.0.0.1, ::1, localhost) always use plain HTTP; every other one
+    /// HTTPS unless named here.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
+    /// Largest component (layer) fetched; reading stops there.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub max_plugin_bytes: u64,
+    /// Time limit of each request to the registry (connect, and each wait for data); a
+    /// request that fails or times out is tried once more.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub registry_timeout: Duration,
+}

@@ -1,0 +1,34 @@
+//! Running the `host` binary.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The exit code of a set-up error.
+pub const EXIT_SETUP: i32 = 3;
+
+/// Runs `host ARGS` with no RUST_LOG, stdin closed, plus `env`.
+pub fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    command
+        .env_remove("RUST_LOG")
+        .env_remove("DOCKER_CONFIG")
+        .args(args)
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("run host")
+}
+
+/// The path as text (temporary paths are UTF-8).
+pub fn text(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 temp path")
+}
+
+/// stdout and stderr, lossily.
+pub fn outputs(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
