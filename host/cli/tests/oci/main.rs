@@ -6,5 +6,8 @@
 //! missing. The interoperability tests drive `oras` (oras-py, from PyPI) from a venv that
 //! `scripts/test` prepares (see [`registry::oras_python`]).
 
+mod interop;
 mod lock;
+mod registry;
+mod ship;
 mod support;
