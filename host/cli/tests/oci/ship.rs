@@ -290,6 +290,49 @@ fn a_plugin_with_a_manifest_travels_with_it() {
         stderr.contains("its manifest's digest is sha256:"),
         "{stderr}"
     );
+
+    // The tag moves to a version without a manifest: --update removes the old one, and
+    // the lock pins "no manifest".
+    let plain = self::dist(&["greet"]);
+    ok(
+        &["push", text(&plain.path().join("greet.wasm")), &reference],
+        &env,
+    );
+    ok(
+        &[
+            "pull",
+            &reference,
+            "--plugins",
+            text(plugins.path()),
+            "--update",
+        ],
+        &env,
+    );
+    assert!(!plugins.path().join("wordcount.toml").exists());
+    let lock = std::fs::read_to_string(plugins.path().join("plugins.lock")).unwrap();
+    assert!(!lock.contains("manifest_digest"), "{lock}");
+    let tools = ok(
+        &[
+            "tools",
+            "--no-builtins",
+            "--no-cache",
+            "--plugins",
+            text(plugins.path()),
+            "--require-lock",
+        ],
+        &[],
+    );
+    assert!(tools.starts_with("greet"), "{tools}");
+    let mut names: Vec<String> = std::fs::read_dir(plugins.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["plugins.lock", "wordcount.wasm"],
+        "nothing left aside"
+    );
 }
 
 #[test]
