@@ -305,27 +305,33 @@ const PROGRESS_THRESHOLD: u64 = 1024 * 1024;
 fn progress_line() -> ProgressFn {
     let last = std::sync::Mutex::new(None::<std::time::Instant>);
     std::sync::Arc::new(move |what: &str, done: u64, total: u64| {
-        if total <= PROGRESS_THRESHOLD {
-            return;
-        }
-        let finished = done >= total;
         let mut last = last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let due = last.is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(100));
-        if !due && !finished {
+        if !due && done < total {
             return;
         }
-        *last = Some(std::time::Instant::now());
-        let percent = done.saturating_mul(100) / total.max(1);
-        let end = if finished { "\n" } else { "" };
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\rpulling {what}: {} of {} ({percent}%){end}",
-            format_bytes(done),
-            format_bytes(total)
-        );
-        let _ = stderr.flush();
+        if let Some(text) = progress_text(what, done, total) {
+            *last = Some(std::time::Instant::now());
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(text.as_bytes());
+            let _ = stderr.flush();
+        }
     })
+}
+
+/// The progress line's text (redrawn over itself; a newline when done), or nothing for
+/// a download of at most [`PROGRESS_THRESHOLD`].
+fn progress_text(what: &str, done: u64, total: u64) -> Option<String> {
+    if total <= PROGRESS_THRESHOLD {
+        return None;
+    }
+    let percent = done.saturating_mul(100) / total;
+    let end = if done >= total { "\n" } else { "" };
+    Some(format!(
+        "\rpulling {what}: {} of {} ({percent}%){end}",
+        format_bytes(done),
+        format_bytes(total)
+    ))
 }
 
 /// `host push`: publishes FILE.wasm (with FILE.toml beside it, if any) and prints the
@@ -405,4 +411,38 @@ fn read_capped(path: &Path, max: u64, flag: &str) -> anyhow::Result<Vec<u8>> {
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_only_over_1_mib_and_ends_its_line() {
+        assert_eq!(progress_text("greet.wasm", 10, 1 << 20), None);
+        assert_eq!(
+            progress_text("big.wasm", 3 << 20, 12 << 20).as_deref(),
+            Some("\rpulling big.wasm: 3 MiB of 12 MiB (25%)")
+        );
+        assert_eq!(
+            progress_text("big.wasm", 12 << 20, 12 << 20).as_deref(),
+            Some("\rpulling big.wasm: 12 MiB of 12 MiB (100%)\n")
+        );
+    }
+
+    #[test]
+    fn plugin_names() {
+        assert_eq!(check_plugin_name("greet-2.x").unwrap(), "greet-2.x");
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            ".hidden",
+            "-flag",
+            "a b",
+            &"x".repeat(65),
+        ] {
+            assert!(check_plugin_name(bad).is_err(), "{bad}");
+        }
+    }
 }
