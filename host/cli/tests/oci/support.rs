@@ -6,12 +6,17 @@ use std::process::{Command, Output, Stdio};
 /// The exit code of a set-up error.
 pub const EXIT_SETUP: i32 = 3;
 
-/// Runs `host ARGS` with no RUST_LOG, stdin closed, plus `env`.
+/// Runs `host ARGS` with no RUST_LOG, stdin closed, plus `env`. DOCKER_CONFIG points at
+/// a directory that does not exist (anonymous) unless `env` sets it: the user's own
+/// `~/.docker/config.json` never takes part in a test.
 pub fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
     command
         .env_remove("RUST_LOG")
-        .env_remove("DOCKER_CONFIG")
+        .env(
+            "DOCKER_CONFIG",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/no-docker-config"),
+        )
         .args(args)
         .stdin(Stdio::null());
     for (name, value) in env {
