@@ -154,7 +154,7 @@ pub fn returned(
         });
     }
     match serde_json::from_str(&text) {
-        Ok(value) => Ok(ToolResult { content: value }),
+        Ok(value) => Ok(ToolResult::new(value)),
         Err(err) => Err(ToolError::Failed {
             tool,
             message: format!(
