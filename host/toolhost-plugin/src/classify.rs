@@ -153,7 +153,7 @@ pub fn returned(
             ),
         });
     }
-    match serde_json::from_str(&text) {
+    match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(value) => Ok(ToolResult::new(value)),
         Err(err) => Err(ToolError::Failed {
             tool,
