@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tracing::{error, info};
 
 use toolhost::registry::{format_duration, Registry};
-use toolhost::tools::FilePolicy;
+use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 use toolhost_plugin::{
     format_bytes, CompileSource, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,

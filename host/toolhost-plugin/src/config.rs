@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolhost::tools::FilePolicy;
+use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 
 use super::{DefinitionLimits, PluginLimits};

@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use toolhost::tools::{FilePolicy, PolicyError};
+use toolhost::vfs::{FilePolicy, PolicyError};
 
 use super::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
 
@@ -494,9 +494,9 @@ mod tests {
     #[test]
     fn a_root_the_path_policy_refuses_is_a_load_error() {
         let hiding = PluginHostConfig {
-            file_policy: toolhost::tools::FilePolicy {
+            file_policy: toolhost::vfs::FilePolicy {
                 hide_hidden_paths: true,
-                ..toolhost::tools::FilePolicy::default()
+                ..toolhost::vfs::FilePolicy::default()
             },
             ..config(FileAccess::ReadWrite)
         };

@@ -37,8 +37,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use toolhost::tools::{FilePolicy, PolicyError};
-use toolhost::vfs::{content_type_for, Storage, StorageError};
+use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
 use super::super::state::ImportCtx;

@@ -3,9 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::FilePolicy;
 use crate::registry::{Arguments, ToolError};
-use crate::vfs::StorageError;
+use crate::vfs::{FilePolicy, PolicyError, StorageError};
 
 /// The tool error for a failed storage call, naming `tool`.
 ///
@@ -36,6 +35,24 @@ pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
     }
 }
 
+/// The tool error for a path or size the [`FilePolicy`] refused, naming `tool`: path
+/// refusals are [`ToolError::InvalidArguments`], the size cap is
+/// [`ToolError::FileTooLarge`].
+pub(crate) fn policy_error(tool: &str, err: PolicyError) -> ToolError {
+    match err {
+        PolicyError::TooLarge { path, size, limit } => ToolError::FileTooLarge {
+            tool: tool.to_owned(),
+            path,
+            size,
+            limit,
+        },
+        other => ToolError::InvalidArguments {
+            tool: tool.to_owned(),
+            message: other.to_string(),
+        },
+    }
+}
+
 /// The required string argument `argument`, checked by `policy` (path rules, hidden paths,
 /// allowed extensions).
 ///
@@ -49,7 +66,7 @@ pub(crate) fn checked_path(
     let path = args.required_str(argument)?;
     policy
         .check(argument, path)
-        .map_err(|err| err.into_tool_error(args.tool()))?;
+        .map_err(|err| policy_error(args.tool(), err))?;
     Ok(path.to_owned())
 }
 
@@ -188,6 +205,34 @@ mod tests {
         assert!(!is_binary(&late));
         late[BINARY_SNIFF_BYTES - 1] = 0;
         assert!(is_binary(&late));
+    }
+
+    #[test]
+    fn policy_errors_map_to_tool_errors() {
+        let policy = FilePolicy {
+            maximum_file_bytes: 10,
+            hide_hidden_paths: true,
+            ..FilePolicy::default()
+        };
+        let too_large = policy.check_size("a", 11).unwrap_err();
+        assert_eq!(
+            policy_error("write_file", too_large),
+            ToolError::FileTooLarge {
+                tool: "write_file".into(),
+                path: "a".into(),
+                size: 11,
+                limit: 10
+            }
+        );
+        let hidden = policy.check("path", ".env").unwrap_err();
+        let message = hidden.to_string();
+        assert_eq!(
+            policy_error("read_file", hidden),
+            ToolError::InvalidArguments {
+                tool: "read_file".into(),
+                message
+            }
+        );
     }
 
     #[test]

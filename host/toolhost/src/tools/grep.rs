@@ -42,11 +42,11 @@ use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::{is_binary, storage_error};
 use super::register_file_tool;
-use super::{blocking, FilePolicy, FileTools};
+use super::{blocking, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
-use crate::vfs::{FileEntry, Storage, StorageError};
+use crate::vfs::{FileEntry, FilePolicy, Storage, StorageError};
 
 mod lines;
 

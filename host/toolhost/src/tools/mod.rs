@@ -27,7 +27,7 @@ use crate::registry::{
     Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
     ToolResult,
 };
-use crate::vfs::Storage;
+use crate::vfs::{FilePolicy, Storage, DEFAULT_MAXIMUM_FILE_BYTES};
 
 mod common;
 mod delete_file;
@@ -38,7 +38,6 @@ mod list_files;
 mod move_file;
 mod multi_edit;
 mod pattern;
-mod policy;
 mod read_file;
 mod search;
 #[cfg(test)]
@@ -47,7 +46,6 @@ mod todo_write;
 mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
-pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use read_file::DEFAULT_MAX_READ_BYTES;
 pub use todo_write::register_plan_tool;
 

@@ -32,6 +32,7 @@ mod error;
 mod memory;
 mod os;
 mod path;
+mod policy;
 mod scope;
 
 pub use content_type::content_type_for;
@@ -39,6 +40,7 @@ pub use error::{PathError, PathErrorReason, StorageError};
 pub use memory::MemoryStorage;
 pub use os::OsStorage;
 pub use path::{validate_path, MAX_PATH_LEN, MAX_SEGMENT_LEN};
+pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use scope::{scope, ScopedStorage};
 
 /// The most bytes a plain [`Storage::read`] returns: 256 MiB. A larger file is

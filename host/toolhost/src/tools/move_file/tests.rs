@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::registry::ToolCall;
 use crate::tools::testutil::{backend_tests, failed, invalid_arguments, Backend};
-use crate::tools::{register_vfs_tools, FilePolicy, VfsToolOptions};
+use crate::tools::{register_vfs_tools, VfsToolOptions};
+use crate::vfs::FilePolicy;
 use crate::vfs::{FileContent, FileEntry, MemoryStorage};
 
 async fn moves_a_file(backend: Backend) {
