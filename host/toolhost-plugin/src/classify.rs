@@ -29,8 +29,8 @@ use toolhost::registry::{ToolError, ToolResult};
 
 use super::bindings::toolhost::plugin::types::ToolError as GuestError;
 use super::error::error_chain;
-use super::limits::format_bytes;
 use super::output::Captured;
+use super::units::format_bytes;
 use super::PluginLimits;
 
 /// Stderr lines appended to an error that is not a panic.

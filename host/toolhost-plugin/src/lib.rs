@@ -82,8 +82,10 @@ mod limits;
 mod loader;
 pub mod manifest;
 mod output;
+mod read;
 mod runtime;
 mod state;
+mod units;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{
@@ -99,17 +101,19 @@ pub use host::quota::{
     HOST_READ_CAP,
 };
 pub use limits::{
-    format_bytes, DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
+    DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
     DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
     DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MAX_TOOLS,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
 };
 pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+pub use units::format_bytes;
 
 use cache::CompileCache;
+use host::Imports;
 use runtime::Shared;
-use state::{Imports, PluginState};
+use state::PluginState;
 
 /// Loads plugins and runs their calls: one wasmtime engine (epoch interruption, fuel
 /// metering, pooling allocator) with its epoch ticker thread, a linker with WASI p2 and

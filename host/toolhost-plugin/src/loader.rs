@@ -10,9 +10,7 @@
 //! [`DefinitionLimits`].
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::future::Future;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,6 +23,7 @@ use super::bindings::PluginPre;
 use super::error::error_chain;
 use super::host::files::FileGrant;
 use super::manifest::{self, Resolved};
+use super::read::read_regular_file;
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
@@ -437,107 +436,13 @@ async fn ask_definitions(
                 path,
                 message: format!(
                 "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
-                super::limits::format_duration(caps.timeout)
+                super::units::format_duration(caps.timeout)
             ),
             })
         }
     };
     let definitions = validate(&path, raw, &caps)?;
     Ok(compiled.with(definitions))
-}
-
-/// Reads the regular file at `path` (the plugin's `what`: `component` or `manifest`),
-/// refusing anything else and anything over `max` bytes before reading it.
-///
-/// # Sandbox
-/// The file is opened with `O_NONBLOCK` (on Linux), so a FIFO does not block the open
-/// waiting for a writer, and checked with `fstat` on the open handle, so it cannot be
-/// swapped between the check and the read. The read is bounded by `take(max + 1)`, so a
-/// file growing meanwhile cannot pass the cap either. (Elsewhere the type is checked
-/// with a `stat` before the open.)
-///
-/// # Errors
-/// [`PluginError::Io`] (a missing file is `NotFound`), [`PluginError::NotAFile`],
-/// [`PluginError::FileTooLarge`].
-pub(super) fn read_regular_file(
-    path: &Path,
-    what: &'static str,
-    max: u64,
-) -> Result<Vec<u8>, PluginError> {
-    let io = |source: std::io::Error| PluginError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let not_a_file = |file_type: std::fs::FileType| PluginError::NotAFile {
-        path: path.to_owned(),
-        found: describe_file_type(file_type),
-    };
-    let too_large = |size: u64| PluginError::FileTooLarge {
-        path: path.to_owned(),
-        what,
-        size,
-        limit: max,
-    };
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let metadata = std::fs::metadata(path).map_err(io)?;
-        if !metadata.is_file() {
-            return Err(not_a_file(metadata.file_type()));
-        }
-    }
-    let file: File = options.open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    if !metadata.is_file() {
-        return Err(not_a_file(metadata.file_type()));
-    }
-    if metadata.len() > max {
-        return Err(too_large(metadata.len()));
-    }
-    let mut bytes = Vec::new();
-    // Within the cap, so at most MAX_COMPONENT_BYTES; still, never abort on it.
-    bytes
-        .try_reserve_exact(usize::try_from(metadata.len()).unwrap_or(usize::MAX))
-        .map_err(|_| io(std::io::ErrorKind::OutOfMemory.into()))?;
-    (&file)
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// `a FIFO`, `a directory`, ...: what a path that is not a regular file is.
-fn describe_file_type(file_type: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO";
-        }
-        if file_type.is_char_device() {
-            return "a character device";
-        }
-        if file_type.is_block_device() {
-            return "a block device";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-    }
-    if file_type.is_dir() {
-        "a directory"
-    } else {
-        "something other than a file"
-    }
 }
 
 fn taken(path: &Path, name: &str) -> PluginError {
@@ -555,7 +460,7 @@ fn definitions_failure(err: ToolError) -> String {
         ToolError::ToolPanicked { message, .. } => format!("it crashed: {message}"),
         ToolError::TimedOut { limit, .. } => format!(
             "it did not answer within {} (its timeout)",
-            super::limits::format_duration(limit)
+            super::units::format_duration(limit)
         ),
         ToolError::LimitExceeded { limit, message, .. } => {
             format!("it hit its {limit} limit: {message}")

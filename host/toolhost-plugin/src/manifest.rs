@@ -146,8 +146,7 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginError::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    let bytes = match super::loader::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES)
-    {
+    let bytes = match super::read::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES) {
         Ok(bytes) => bytes,
         Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None)

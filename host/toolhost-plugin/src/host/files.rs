@@ -40,9 +40,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
-use super::super::state::ImportCtx;
 use super::super::FileAccess;
 use super::quota::ReadCap;
+use super::ImportCtx;
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
 pub struct FileGrant {

@@ -10,7 +10,7 @@
 //! cannot flood the host log, however many calls it gets.
 
 use super::super::bindings::toolhost::plugin::log::{Host, Level};
-use super::super::state::ImportCtx;
+use super::ImportCtx;
 
 /// Longest message kept, in bytes; the rest is cut (a plugin cannot flood one line).
 pub const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;

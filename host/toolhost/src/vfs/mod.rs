@@ -34,12 +34,13 @@ mod os;
 mod path;
 mod policy;
 mod scope;
+mod shown;
 
 pub use content_type::content_type_for;
-pub use error::{PathError, PathErrorReason, StorageError};
+pub use error::StorageError;
 pub use memory::MemoryStorage;
 pub use os::OsStorage;
-pub use path::{validate_path, MAX_PATH_LEN, MAX_SEGMENT_LEN};
+pub use path::{validate_path, PathError, PathErrorReason, MAX_PATH_LEN, MAX_SEGMENT_LEN};
 pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use scope::{scope, ScopedStorage};
 
