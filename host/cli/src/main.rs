@@ -54,6 +54,10 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_SETUP: u8 = 3;
 
 /// The `host` binary: parses the command line, sets up logging, runs the subcommand.
+#[allow(
+    clippy::print_stderr,
+    reason = "the one place a set-up error reaches the user"
+)]
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -1,5 +1,10 @@
 //! End to end: the `host` binary as a child process, driven over real JSON-RPC on its
 //! stdin/stdout (`host run`), and the one-shot commands (`host call`, `host tools`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

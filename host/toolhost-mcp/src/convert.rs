@@ -58,7 +58,7 @@ pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
 
 /// What a `tools/call` asks for: the tool name and the arguments as JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallParams {
+pub(crate) struct CallParams {
     /// The tool's name.
     pub name: String,
     /// The arguments as the JSON text the client sent; empty when absent or null (the
@@ -74,7 +74,7 @@ pub struct CallParams {
 /// # Errors
 /// [`INVALID_PARAMS`] when `name` is missing or not a string: without it there is no
 /// tool call to report an error for.
-pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
+pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
     let Some(name) = params.str("name") else {
         let got = params.raw("name").map_or("nothing", raw_type_name);
         return Err(RpcError::new(

@@ -24,7 +24,7 @@ use wasmtime::Engine;
 use super::error::error_chain;
 use super::PluginError;
 
-pub mod dir;
+pub(crate) mod dir;
 
 pub use dir::{check_cache_dir, CacheError, Placement};
 
@@ -75,7 +75,7 @@ impl fmt::Display for CompileSource {
 
 /// The compile cache of one engine.
 #[derive(Clone)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     dir: Option<CacheDir>,
     fingerprint: [u8; 32],
 }
@@ -112,7 +112,7 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`CacheError`] naming the path and the fix.
-    pub fn open(
+    pub(crate) fn open(
         dir: Option<&Path>,
         roots: &[PathBuf],
         engine: &Engine,
@@ -141,7 +141,7 @@ impl CompileCache {
 
     /// The cache file for a component of these bytes, if the cache is on.
     #[cfg(test)]
-    pub fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
+    pub(crate) fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         Some(entry_path(&dir.path, &self.key(bytes)))
     }
@@ -153,7 +153,7 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`PluginError::Compile`] when the bytes do not compile.
-    pub fn load(
+    pub(crate) fn load(
         &self,
         engine: &Engine,
         path: &Path,
@@ -276,7 +276,10 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Deserialises an authenticated artifact.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "Component::deserialize of bytes whose HMAC was just checked; see SAFETY"
+)]
 fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
     // wasmtime (it becomes native code). These bytes are: their HMAC-SHA256 tag was

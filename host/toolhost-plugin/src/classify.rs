@@ -7,18 +7,7 @@
 //! refused memory grow), never by matching the text of the top-level error, which is
 //! "error while executing at wasm backtrace ...".
 //!
-//! | what happened | error |
-//! |---|---|
-//! | epoch deadline (CPU-bound guest) or timer (waiting guest) | [`ToolError::TimedOut`] with the limit that applied |
-//! | fuel ran out | [`ToolError::LimitExceeded`] `fuel (N)` |
-//! | a memory grow over the cap was refused, then the guest trapped | [`ToolError::LimitExceeded`] `memory (64 MiB)` |
-//! | any other trap (Rust panic, stack overflow, unreachable, out-of-bounds) | [`ToolError::ToolPanicked`]: panic message from stderr, else the trap |
-//! | the instance pool is exhausted | [`ToolError::LimitExceeded`] `concurrent plugin instances` |
-//! | the store's resource table is full (`max_handles`) | [`ToolError::LimitExceeded`] `host handles (1024)` |
-//! | any other host-side error | [`ToolError::ToolPanicked`] with the error's causes |
-//! | result text over `max_output_bytes` | [`ToolError::LimitExceeded`] `output (1 MiB)` |
-//! | result text not JSON | [`ToolError::Failed`] `the plugin returned invalid JSON: ...` |
-//! | guest `invalid-arguments(m)` / `failed(m)` | [`ToolError::InvalidArguments`] / [`ToolError::Failed`] with `m` |
+//! The table of which failure becomes which error is in the crate docs (`# Errors`).
 
 use std::time::Duration;
 
@@ -40,7 +29,7 @@ const STDERR_TAIL_BYTES: usize = 1024;
 
 /// What is known about a call besides its error.
 #[derive(Debug, Clone, Copy)]
-pub struct CallFacts<'a> {
+pub(crate) struct CallFacts<'a> {
     /// The tool called.
     pub tool: &'a str,
     /// The plugin's limits.
@@ -54,7 +43,7 @@ pub struct CallFacts<'a> {
 }
 
 /// The [`ToolError`] for a call that trapped or failed on the host side.
-pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
+pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
     let tool = facts.tool.to_owned();
     let trap = err.downcast_ref::<Trap>().copied();
     if trap == Some(Trap::Interrupt) {
@@ -104,7 +93,7 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
 }
 
 /// The error for a call stopped at its deadline.
-pub fn timed_out(facts: &CallFacts<'_>) -> ToolError {
+pub(crate) fn timed_out(facts: &CallFacts<'_>) -> ToolError {
     ToolError::TimedOut {
         tool: facts.tool.to_owned(),
         limit: facts.time_limit,
@@ -128,7 +117,7 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
 
 /// The result of a call whose guest returned: its own error, or its result text checked
 /// for size and parsed as JSON.
-pub fn returned(
+pub(crate) fn returned(
     result: Result<String, GuestError>,
     tool: &str,
     limits: &PluginLimits,
@@ -167,7 +156,7 @@ pub fn returned(
 /// The Rust panic message in a guest's stderr, as `panicked at src/lib.rs:3:5: message`:
 /// the last `thread '…' panicked at` line and what follows it, minus the
 /// `note: run with RUST_BACKTRACE` hint.
-pub fn panic_message(stderr: &str) -> Option<String> {
+pub(crate) fn panic_message(stderr: &str) -> Option<String> {
     let start = stderr.rfind("panicked at ")?;
     let text = &stderr[start..];
     let mut parts: Vec<&str> = Vec::new();

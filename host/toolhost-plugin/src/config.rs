@@ -218,7 +218,7 @@ mod tests {
             Some(PathBuf::from("/x/wasm-toolhost"))
         );
         assert_eq!(
-            cache_dir_from(Some(PathBuf::from("rel")), home.clone()),
+            cache_dir_from(Some(PathBuf::from("rel")), home),
             Some(PathBuf::from("/home/u/.cache/wasm-toolhost"))
         );
         assert_eq!(cache_dir_from(None, None), None);

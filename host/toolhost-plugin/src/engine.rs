@@ -100,7 +100,7 @@ impl PoolPlan {
 /// # Errors
 /// As [`PoolPlan::for_config`] and [`build_with`].
 #[cfg(test)]
-pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
+pub(crate) fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
     build_with(&PoolPlan::for_config(config)?)
 }
 
@@ -112,7 +112,7 @@ pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
 ///
 /// # Errors
 /// [`PluginError::Host`] when wasmtime refuses the configuration.
-pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
+pub(crate) fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
@@ -160,7 +160,7 @@ pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
 ///
 /// # Errors
 /// [`PluginError::Host`] when the thread cannot be spawned.
-pub fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
+pub(crate) fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
     let weak = engine.weak();
     std::thread::Builder::new()
         .name("plugin-epoch".into())
@@ -180,7 +180,7 @@ pub fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
 /// A digest of everything that makes a compiled artifact usable by `engine`: the
 /// wasmtime version, target, compiler flags and tunables (wasmtime's
 /// `precompile_compatibility_hash`), plus this host's cache format version.
-pub fn fingerprint(engine: &Engine) -> [u8; 32] {
+pub(crate) fn fingerprint(engine: &Engine) -> [u8; 32] {
     struct Sha(Sha256);
     impl Hasher for Sha {
         fn write(&mut self, bytes: &[u8]) {

@@ -28,7 +28,7 @@
 //! runs in a fresh instance (by default) under a wall-time limit enforced by epoch
 //! interruption, a memory cap, optional fuel, instance/table counts and an output cap;
 //! whatever the plugin does, the call ends with a result or a [`ToolError`] and the host
-//! keeps serving. See [`classify`] for which failure becomes which error.
+//! keeps serving. Which failure becomes which error is under [Errors](#errors).
 //!
 //! A manifest may lower its limits but not raise them past
 //! [`PluginHostConfig::max_limits`], which is the default limits unless the operator
@@ -60,7 +60,33 @@
 //! ([`EPOCH_TICK`], 10 ms) of its deadline when it has a thread to itself, and shares
 //! its thread fairly with other tasks meanwhile (it yields at every tick).
 //!
+//! # Errors
+//! Loading fails with a [`PluginError`] naming the file. A call fails with a
+//! [`ToolError`], and the plugin's two channels are kept apart, as wasmtime's
+//! `TrappableError` does: the guest *returned* (a result, or its own `tool-error`), or
+//! the call *failed* (trap, interrupt, limit, host error). Failures are told apart by
+//! downcasting (`wasmtime::Trap`, `PoolConcurrencyLimitError`) and by what the store
+//! recorded (a refused memory grow), never by matching the text of the top-level error:
+//!
+//! | what happened | error |
+//! |---|---|
+//! | epoch deadline (CPU-bound guest) or timer (waiting guest) | [`ToolError::TimedOut`] with the limit that applied |
+//! | fuel ran out | [`ToolError::LimitExceeded`] `fuel (N)` |
+//! | a memory grow over the cap was refused, then the guest trapped | [`ToolError::LimitExceeded`] `memory (64 MiB)` |
+//! | any other trap (Rust panic, stack overflow, unreachable, out-of-bounds) | [`ToolError::ToolPanicked`]: panic message from stderr, else the trap |
+//! | the instance pool is exhausted | [`ToolError::LimitExceeded`] `concurrent plugin instances` |
+//! | the store's resource table is full (`max_handles`) | [`ToolError::LimitExceeded`] `host handles (1024)` |
+//! | any other host-side error | [`ToolError::ToolPanicked`] with the error's causes |
+//! | result text over `max_output_bytes` | [`ToolError::LimitExceeded`] `output (1 MiB)` |
+//! | result text not JSON | [`ToolError::Failed`] `the plugin returned invalid JSON: ...` |
+//! | guest `invalid-arguments(m)` / `failed(m)` | [`ToolError::InvalidArguments`] / [`ToolError::Failed`] with `m` |
+//!
 //! [`ToolError`]: toolhost::registry::ToolError
+//! [`ToolError::TimedOut`]: toolhost::registry::ToolError::TimedOut
+//! [`ToolError::LimitExceeded`]: toolhost::registry::ToolError::LimitExceeded
+//! [`ToolError::ToolPanicked`]: toolhost::registry::ToolError::ToolPanicked
+//! [`ToolError::Failed`]: toolhost::registry::ToolError::Failed
+//! [`ToolError::InvalidArguments`]: toolhost::registry::ToolError::InvalidArguments
 
 use std::fmt;
 use std::path::PathBuf;
@@ -73,7 +99,7 @@ use toolhost::registry::ToolDefinition;
 
 mod bindings;
 mod cache;
-pub mod classify;
+mod classify;
 mod config;
 mod engine;
 mod error;

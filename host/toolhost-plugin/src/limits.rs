@@ -182,7 +182,7 @@ impl PluginLimits {
 /// that keeps creating pollables or streams without dropping them gets an error (a trap,
 /// reported as [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded))
 /// instead of growing host memory outside its memory cap.
-pub fn resource_table(limits: &PluginLimits) -> ResourceTable {
+pub(crate) fn resource_table(limits: &PluginLimits) -> ResourceTable {
     let mut table = ResourceTable::new();
     table.set_max_capacity(usize::try_from(limits.max_handles).unwrap_or(usize::MAX));
     table
@@ -345,14 +345,14 @@ impl DefinitionCap {
 /// guests do: the allocation error handler traps) is reported as hitting the memory
 /// limit rather than as a crash.
 #[derive(Debug)]
-pub struct Limiter {
+pub(crate) struct Limiter {
     inner: StoreLimits,
     refused: Option<usize>,
 }
 
 impl Limiter {
     /// A limiter for `limits`.
-    pub fn new(limits: &PluginLimits) -> Self {
+    pub(crate) fn new(limits: &PluginLimits) -> Self {
         let memory = usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX);
         let count = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
         Self {
@@ -367,12 +367,12 @@ impl Limiter {
     }
 
     /// The size in bytes of the first memory grow refused for the limit, if any.
-    pub fn refused_grow(&self) -> Option<usize> {
+    pub(crate) fn refused_grow(&self) -> Option<usize> {
         self.refused
     }
 
     /// Forgets a refused grow (a reused instance starts a new call).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.refused = None;
     }
 }
@@ -458,7 +458,7 @@ mod tests {
         );
         let capped = PluginLimits {
             fuel: Some(10),
-            ..max.clone()
+            ..max
         };
         assert_eq!(
             PluginLimits::default().first_above(&capped),

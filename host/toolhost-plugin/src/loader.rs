@@ -108,7 +108,7 @@ impl PluginHost {
         files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
         let prepared = self.prepare_all(&files);
         for (path, prepared) in files.into_iter().zip(prepared) {
-            match prepared.and_then(|prepared| self.register_prepared(&path, prepared, registry)) {
+            match prepared.and_then(|prepared| Self::register_prepared(&path, prepared, registry)) {
                 Ok(plugin) => {
                     tracing::debug!(
                         target: "plugin",
@@ -140,7 +140,7 @@ impl PluginHost {
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
     pub fn load_file(&self, path: &Path, registry: &Registry) -> Result<LoadedPlugin, PluginError> {
-        self.register_prepared(path, self.prepare(path)?, registry)
+        Self::register_prepared(path, self.prepare(path)?, registry)
     }
 
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
@@ -158,6 +158,10 @@ impl PluginHost {
             .clamp(1, files.len().max(1));
         let per_thread = files.len().div_ceil(threads).max(1);
         std::thread::scope(|scope| {
+            #[allow(
+                clippy::needless_collect,
+                reason = "every worker must be spawned before the first is joined"
+            )]
             let workers: Vec<_> = files
                 .chunks(per_thread)
                 .map(|chunk| {
@@ -193,7 +197,6 @@ impl PluginHost {
 
     /// Registers a prepared plugin's tools, all or none.
     fn register_prepared(
-        &self,
         path: &Path,
         prepared: Prepared,
         registry: &Registry,

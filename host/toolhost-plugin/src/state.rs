@@ -16,7 +16,7 @@ use super::output::Capture;
 use super::PluginLimits;
 
 /// The data of one plugin store.
-pub struct PluginState {
+pub(crate) struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
     /// Memory, table and instance limits, with the record of a refused grow.
@@ -26,7 +26,7 @@ pub struct PluginState {
 }
 
 /// A store's state with its captured stdout and stderr.
-pub struct NewState {
+pub(crate) struct NewState {
     /// The state to put in the store.
     pub state: PluginState,
     /// The guest's stdout.
@@ -41,7 +41,7 @@ impl NewState {
     /// # Sandbox
     /// The WASI context gives clocks and random numbers only: no preopened directory,
     /// TCP, UDP or name lookup off, no environment variable, no argument, stdin closed.
-    pub fn new(
+    pub(crate) fn new(
         plugin: Arc<str>,
         limits: &PluginLimits,
         files: Arc<FileGrant>,

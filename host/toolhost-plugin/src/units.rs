@@ -18,6 +18,6 @@ pub fn format_bytes(bytes: u64) -> String {
 }
 
 /// `10s`, `1.5s`, `250ms`.
-pub fn format_duration(duration: Duration) -> String {
+pub(crate) fn format_duration(duration: Duration) -> String {
     toolhost::registry::format_duration(duration)
 }

@@ -10,7 +10,7 @@ use super::files::FileGrant;
 use super::quota::{CallBudget, PluginMeter};
 
 /// The context of the host-implemented imports (`log`, `files`) of one store.
-pub struct ImportCtx {
+pub(crate) struct ImportCtx {
     /// The plugin's name, attached to its log lines.
     pub plugin: Arc<str>,
     /// The tool being called (empty while loading).
@@ -30,7 +30,7 @@ pub struct ImportCtx {
 
 impl ImportCtx {
     /// Resets the per-call state for a call of `tool`.
-    pub fn begin_call(&mut self, tool: &str) {
+    pub(crate) fn begin_call(&mut self, tool: &str) {
         tool.clone_into(&mut self.tool);
         self.budget = CallBudget::default();
     }
@@ -40,10 +40,10 @@ impl ImportCtx {
 impl ImportCtx {
     /// A context for tool `t` of plugin `p` with `files`, its own meter under `limits`,
     /// the default memory cap and `io` storage permits.
-    pub fn for_test(files: FileGrant, limits: crate::ImportLimits, io: usize) -> Self {
+    pub(crate) fn for_test(files: FileGrant, limits: crate::ImportLimits, io: usize) -> Self {
         let plugin: Arc<str> = Arc::from("p");
         Self {
-            meter: Arc::new(PluginMeter::new(plugin.clone(), limits)),
+            meter: Arc::new(PluginMeter::new(Arc::clone(&plugin), limits)),
             plugin,
             tool: "t".into(),
             files: Arc::new(files),
@@ -55,7 +55,7 @@ impl ImportCtx {
 }
 
 /// The [`HasData`] marker that hands the generated import bindings an [`ImportCtx`].
-pub struct Imports;
+pub(crate) struct Imports;
 
 impl HasData for Imports {
     type Data<'a> = &'a mut ImportCtx;

@@ -45,7 +45,7 @@ use super::quota::ReadCap;
 use super::ImportCtx;
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
-pub struct FileGrant {
+pub(crate) struct FileGrant {
     plugin: String,
     access: FileAccess,
     storage: Option<Arc<dyn Storage>>,
@@ -57,7 +57,7 @@ pub struct FileGrant {
 impl FileGrant {
     /// No access at all.
     #[cfg(test)]
-    pub fn none(plugin: &str) -> Self {
+    pub(crate) fn none(plugin: &str) -> Self {
         Self {
             plugin: plugin.to_owned(),
             access: FileAccess::None,
@@ -73,7 +73,7 @@ impl FileGrant {
     /// [`PolicyError::InvalidPath`] when `root` breaks the path rules,
     /// [`PolicyError::Hidden`] when it has a hidden segment and `policy` hides them
     /// (argument `"root"`).
-    pub fn new(
+    pub(crate) fn new(
         plugin: &str,
         access: FileAccess,
         storage: Option<Arc<dyn Storage>>,
@@ -152,7 +152,7 @@ impl FileGrant {
 
     /// `read`: the whole file at `path`, refused (`too-large`, naming the file, its size
     /// and `cap`) when it is larger than `cap`.
-    pub fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
+    pub(crate) fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         self.check_path(path, false)?;
         let file = storage
@@ -170,7 +170,7 @@ impl FileGrant {
     }
 
     /// `list`: every file the policy shows, sorted by path.
-    pub fn list(&self) -> Result<Vec<FileInfo>, FileError> {
+    pub(crate) fn list(&self) -> Result<Vec<FileInfo>, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         let entries = storage.list().map_err(storage_error)?;
         Ok(entries
@@ -190,7 +190,7 @@ impl FileGrant {
     ///
     /// # Errors
     /// As [`FileGrant::write`], before the storage is called.
-    pub fn check_write(&self, path: &str, size: u64) -> Result<&dyn Storage, FileError> {
+    pub(crate) fn check_write(&self, path: &str, size: u64) -> Result<&dyn Storage, FileError> {
         let storage = self.storage(FileAccess::ReadWrite)?;
         self.check_path(path, true)?;
         self.policy.check_size(path, size).map_err(policy_error)?;
@@ -198,7 +198,7 @@ impl FileGrant {
     }
 
     /// `write`: creates or replaces the file at `path`.
-    pub fn write(
+    pub(crate) fn write(
         &self,
         path: &str,
         content: &[u8],
@@ -212,7 +212,7 @@ impl FileGrant {
     }
 
     /// `delete`: removes the file at `path`.
-    pub fn delete(&self, path: &str) -> Result<(), FileError> {
+    pub(crate) fn delete(&self, path: &str) -> Result<(), FileError> {
         let storage = self.storage(FileAccess::ReadWrite)?;
         self.check_path(path, true)?;
         storage.delete(path).map_err(storage_error)
@@ -646,7 +646,7 @@ mod tests {
             hide_hidden_paths: true,
             ..FilePolicy::default()
         };
-        match FileGrant::new("wc", FileAccess::ReadWrite, Some(storage.clone()), Some(".git"), policy) {
+        match FileGrant::new("wc", FileAccess::ReadWrite, Some(Arc::clone(&storage)), Some(".git"), policy) {
             Err(err) => assert_eq!(
                 err.to_string(),
                 "argument \"root\" is \".git\", a hidden path (a segment starts with _ or .); hidden paths are not available here, use another path"
@@ -782,7 +782,7 @@ mod tests {
 
         /// Every policy combination: hidden paths on/off, extensions none/one/two,
         /// read-only on/off.
-        pub fn policies() -> Vec<FilePolicy> {
+        pub(super) fn policies() -> Vec<FilePolicy> {
             let mut out = Vec::new();
             for hide in [false, true] {
                 for read_only in [false, true] {
@@ -804,7 +804,7 @@ mod tests {
         }
 
         /// `root/path`, or `path` without a root.
-        pub fn full(root: Option<&str>, path: &str) -> String {
+        pub(super) fn full(root: Option<&str>, path: &str) -> String {
             match root {
                 Some(root) => format!("{root}/{path}"),
                 None => path.to_owned(),
@@ -813,7 +813,7 @@ mod tests {
 
         /// Whether the built-in tools may write at all (their writing tools are not
         /// registered under read-only).
-        pub fn read_only(policy: &FilePolicy) -> bool {
+        pub(super) fn read_only(policy: &FilePolicy) -> bool {
             policy.read_only
         }
 
@@ -843,7 +843,7 @@ mod tests {
         }
 
         /// Roots (none, and generated ones) with the paths tried under each.
-        pub fn cases() -> Vec<(Option<String>, Vec<String>)> {
+        pub(super) fn cases() -> Vec<(Option<String>, Vec<String>)> {
             let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
             let mut roots: Vec<Option<String>> = vec![
                 None,
@@ -869,12 +869,12 @@ mod tests {
 
         /// The grant of a plugin asking for `root`, or `None` when such a plugin is not
         /// loaded.
-        pub fn grant(
+        pub(super) fn grant(
             storage: &Arc<MemoryStorage>,
             root: Option<&str>,
             policy: &FilePolicy,
         ) -> Option<FileGrant> {
-            let storage: Arc<dyn Storage> = storage.clone();
+            let storage: Arc<dyn Storage> = Arc::clone(storage) as Arc<dyn Storage>;
             let config = crate::PluginHostConfig {
                 cache_dir: None,
                 max_file_access: FileAccess::ReadWrite,
@@ -912,7 +912,7 @@ mod tests {
 
         /// Whether the call reached the store: `Ok`, `not-found` or `too-large` (a size,
         /// not a path, decision) versus `denied` / `invalid-path`.
-        pub fn allowed<T: std::fmt::Debug>(result: Result<T, FileError>) -> bool {
+        pub(super) fn allowed<T: std::fmt::Debug>(result: Result<T, FileError>) -> bool {
             match result {
                 Ok(_) | Err(FileError::NotFound(_)) => true,
                 Err(FileError::Denied(_) | FileError::InvalidPath(_)) => false,

@@ -4,12 +4,12 @@
 //! here depends on the store's state (`state.rs`), which holds an [`ImportCtx`].
 
 mod ctx;
-pub mod files;
-pub mod log;
-pub mod quota;
+pub(crate) mod files;
+pub(crate) mod log;
+pub(crate) mod quota;
 
 use super::bindings::toolhost::plugin::types;
-pub use ctx::{ImportCtx, Imports};
+pub(crate) use ctx::{ImportCtx, Imports};
 
 // `types` declares only types; its `Host` trait has no function.
 impl types::Host for ImportCtx {}

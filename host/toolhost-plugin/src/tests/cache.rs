@@ -74,7 +74,7 @@ fn an_entry_holding_another_components_artifact_is_not_loaded() {
 
     // A bare wasmtime artifact of the other component (the format entries had before
     // they were authenticated).
-    let engine = PluginHost::new(config()).unwrap().engine.clone();
+    let engine = PluginHost::new(config()).unwrap().engine;
     let artifact = wasmtime::component::Component::new(&engine, one_tool("beta"))
         .unwrap()
         .serialize()
@@ -287,7 +287,7 @@ fn the_library_refuses_a_cache_inside_equal_to_or_above_a_storage_root() {
             Placement::Inside,
         ),
         (root.clone(), real_root.clone(), Placement::Same),
-        (top.path().to_owned(), real_top.clone(), Placement::Parent),
+        (top.path().to_owned(), real_top, Placement::Parent),
     ] {
         let err = PluginHost::new(PluginHostConfig {
             cache_dir: Some(cache.clone()),

@@ -412,7 +412,7 @@ fn a_fifo_manifest_or_component_is_refused_without_hanging() {
     mkfifo(&manifest);
     let host = Arc::new(PluginHost::new(config()).unwrap());
     let started = Instant::now();
-    let (h, w) = (Arc::clone(&host), wasm.clone());
+    let (h, w) = (Arc::clone(&host), wasm);
     let err = answers_within(Duration::from_secs(5), &manifest, move || {
         h.load_file(&w, &Registry::new())
     })
@@ -478,16 +478,13 @@ fn a_fifo_in_a_plugin_directory_does_not_stop_the_others() {
     std::thread::spawn(move || {
         let _ = send.send(h.load_dir(&d, &r));
     });
-    let report = match receive.recv_timeout(Duration::from_secs(5)) {
-        Ok(report) => report,
-        Err(_) => {
-            drop(
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(dir.path().join("a.toml")),
-            );
-            panic!("load_dir hung on a FIFO manifest");
-        }
+    let Ok(report) = receive.recv_timeout(Duration::from_secs(5)) else {
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.path().join("a.toml")),
+        );
+        panic!("load_dir hung on a FIFO manifest");
     };
     assert_eq!(report.loaded.len(), 1, "{report:?}");
     assert_eq!(report.loaded[0].name, "b");

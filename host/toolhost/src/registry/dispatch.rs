@@ -76,7 +76,7 @@ impl Registry {
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
-        .map_err(|panic| panicked(name, panic))?;
+        .map_err(|panic| panicked(name, &*panic))?;
         let guarded = AssertUnwindSafe(future).catch_unwind();
 
         let outcome = tokio::select! {
@@ -90,7 +90,7 @@ impl Registry {
             }
         };
         let result = outcome
-            .map_err(|panic| panicked(name, panic))?
+            .map_err(|panic| panicked(name, &*panic))?
             .map_err(|err| err.with_tool(name))?;
 
         let size = encoded_len(&result.content);
@@ -123,7 +123,7 @@ fn encoded_len(value: &serde_json::Value) -> usize {
     counter.0
 }
 
-fn panicked(tool: &str, panic: Box<dyn Any + Send>) -> ToolError {
+fn panicked(tool: &str, panic: &(dyn Any + Send)) -> ToolError {
     let message = if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

@@ -246,8 +246,7 @@ impl Hits {
         match self {
             Hits::Lines(lines) => (lines.len(), lines.iter().map(|line| line.len() + 3).sum()),
             Hits::Count(0) | Hits::Nothing | Hits::Unreadable => (0, 0),
-            Hits::Count(_) => (1, path.len() + 3),
-            Hits::Matched => (1, path.len() + 3),
+            Hits::Count(_) | Hits::Matched => (1, path.len() + 3),
         }
     }
 }

@@ -142,13 +142,22 @@ pub fn register_vfs_tools(
     registry: &Registry,
     options: VfsToolOptions,
 ) -> Result<(), RegisterError> {
+    let policy = options.policy();
+    let VfsToolOptions {
+        storage,
+        read_only,
+        disable_extended,
+        max_read_bytes,
+        ..
+    } = options;
+    let searchable = storage.searchable().is_some();
     let tools = Arc::new(FileTools {
-        policy: options.policy(),
-        storage: Arc::clone(&options.storage),
-        max_read_bytes: options.max_read_bytes,
+        policy,
+        storage,
+        max_read_bytes,
     });
-    let writes = !options.read_only;
-    let extended = !options.disable_extended;
+    let writes = !read_only;
+    let extended = !disable_extended;
     read_file::register(registry, &tools)?;
     list_files::register(registry, &tools)?;
     if writes {
@@ -164,7 +173,7 @@ pub fn register_vfs_tools(
         multi_edit::register(registry, &tools)?;
         move_file::register(registry, &tools)?;
     }
-    if options.storage.searchable().is_some() {
+    if searchable {
         search::register(registry, &tools)?;
     }
     Ok(())

@@ -232,7 +232,7 @@ impl Move {
                     self.source
                 );
             }
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         if let Err(err) = self.storage.delete(&self.source) {
             let outcome = match cleanup.remove_staging() {
@@ -251,7 +251,7 @@ impl Move {
                 "stopped while renaming \"{}\": {outcome}",
                 self.source
             );
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         if let Err(err) = self
             .storage
@@ -290,12 +290,12 @@ impl Move {
 
     fn stop_if_expired(&self) -> Result<(), ToolError> {
         if self.ctx.expired() {
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         Ok(())
     }
 
-    fn stopped(&self) -> ToolError {
+    fn stopped() -> ToolError {
         ToolError::Cancelled {
             tool: NAME.to_owned(),
         }

@@ -168,7 +168,7 @@ impl OsStorage {
 
     /// The directory this store was opened at, canonicalised at [`OsStorage::open`] (the
     /// store keeps working through its handle if the directory is moved later; this path
-    /// does not follow). For [`PluginHostConfig::storage_roots`](crate::plugin::PluginHostConfig::storage_roots).
+    /// does not follow). For `toolhost_plugin::PluginHostConfig::storage_roots`.
     pub fn root(&self) -> &Path {
         &self.root_path
     }
@@ -426,13 +426,12 @@ impl OsStorage {
                 None if expected.is_some() => {
                     return Err(StorageError::Changed { path: path.into() })
                 }
-                None => {}
                 Some(md) if md.is_symlink() => return Err(symlink_denied(path, path)),
                 Some(md) if md.is_dir() => {
                     return Err(StorageError::IsDirectory { path: path.into() })
                 }
                 Some(md) if !md.is_file() => return Err(not_regular(path)),
-                Some(_) => {}
+                None | Some(_) => {}
             }
             match self.write_temp(path, content) {
                 Err(StorageError::NotFound { .. }) if attempts < 3 => continue,

@@ -310,7 +310,11 @@ fn faulty(
             .expect("seed");
     }
     let registry = Registry::new();
-    register_vfs_tools(&registry, VfsToolOptions::new(storage.clone())).expect("register");
+    register_vfs_tools(
+        &registry,
+        VfsToolOptions::new(Arc::clone(&storage) as Arc<dyn Storage>),
+    )
+    .expect("register");
     (registry, storage)
 }
 
@@ -439,11 +443,11 @@ fn a_stopped_call_changes_nothing() {
         let job = Move {
             ctx: CallContext::new().with_cancellation(token),
             tools: Arc::new(FileTools {
-                storage: storage.clone(),
+                storage: Arc::clone(&storage) as Arc<dyn Storage>,
                 policy: FilePolicy::default(),
                 max_read_bytes: crate::tools::DEFAULT_MAX_READ_BYTES,
             }),
-            storage: storage.clone(),
+            storage: Arc::clone(&storage) as Arc<dyn Storage>,
             source: "a.md".into(),
             destination: destination.into(),
             overwrite: false,
@@ -523,7 +527,11 @@ fn kill_child() {
         storage.force_case_staging(true);
     }
     let registry = Registry::new();
-    register_vfs_tools(&registry, VfsToolOptions::new(storage.clone())).expect("register");
+    register_vfs_tools(
+        &registry,
+        VfsToolOptions::new(Arc::clone(&storage) as Arc<dyn Storage>),
+    )
+    .expect("register");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -534,8 +542,7 @@ fn kill_child() {
     }
     // libtest prints the test's name on the same line first.
     println!("{READY}");
-    use std::io::Write as _;
-    std::io::stdout().flush().expect("flush");
+    std::io::Write::flush(&mut std::io::stdout()).expect("flush");
     for round in 0u64.. {
         runtime.block_on(async {
             call(&registry, json!({"source": from, "destination": to}))

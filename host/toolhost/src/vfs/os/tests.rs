@@ -115,7 +115,10 @@ fn summary(content: &[u8]) -> String {
 
 /// A tree with one of each thing `read` must tell apart, and the exact outcome of
 /// reading each, with whether the `openat2` path answers it (on Linux).
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "a table of cases, read right where it is built"
+)]
 fn read_cases(root: &Path) -> Vec<(&'static str, Result<(String, String, u64), String>, bool)> {
     std::fs::create_dir_all(root.join("d/sub")).unwrap();
     std::fs::write(root.join("d/a.md"), b"alpha\n").unwrap();
@@ -528,7 +531,7 @@ fn a_file_growing_during_the_read_cannot_pass_the_cap() {
     assert_eq!(file.metadata().unwrap().len(), 0);
     match read_open("status", file, 10) {
         Err(StorageError::FileTooLarge { path, size, limit }) => {
-            assert_eq!((path.as_str(), size, limit), ("status", 11, 10))
+            assert_eq!((path.as_str(), size, limit), ("status", 11, 10));
         }
         other => panic!("{other:?}"),
     }
