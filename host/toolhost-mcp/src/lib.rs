@@ -87,15 +87,17 @@ pub use server::{
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
 };
 
-/// Why serving stopped before the input ended.
+/// Why serving stopped before the input ended. The OS error is the
+/// [`source`](std::error::Error::source), not repeated in the text: print the chain
+/// (`anyhow`'s `{:#}`) to show it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// Reading the input failed.
-    #[error("reading MCP input failed: {0}")]
+    #[error("reading MCP input failed")]
     Read(#[source] std::io::Error),
     /// Writing a response failed (the client closed its end).
-    #[error("writing an MCP response failed (did the client exit?): {0}")]
+    #[error("writing an MCP response failed (did the client exit?)")]
     Write(#[source] std::io::Error),
 }
 

@@ -22,7 +22,7 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::error::error_chain;
-use super::PluginError;
+use super::{PluginError, PluginErrorKind};
 
 pub(crate) mod dir;
 
@@ -152,7 +152,7 @@ impl CompileCache {
     /// skipped, never an error.
     ///
     /// # Errors
-    /// [`PluginError::Compile`] when the bytes do not compile.
+    /// [`PluginErrorKind::Compile`] when the bytes do not compile.
     pub(crate) fn load(
         &self,
         engine: &Engine,
@@ -181,9 +181,11 @@ impl CompileCache {
                 }
             }
         }
-        let component = Component::new(engine, bytes).map_err(|err| PluginError::Compile {
-            path: path.to_owned(),
-            message: error_chain(&err),
+        let component = Component::new(engine, bytes).map_err(|err| {
+            PluginErrorKind::Compile {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
         })?;
         let compiled = CompileSource::Compiled(started.elapsed());
         if let Some((dir, key, file)) = cached {
@@ -460,7 +462,7 @@ mod tests {
         let err = cache
             .load(&engine, Path::new("bad.wasm"), b"\0asm\x0d\0\x01\0\xff")
             .unwrap_err();
-        assert!(matches!(err, PluginError::Compile { .. }));
+        assert!(matches!(err.kind(), PluginErrorKind::Compile { .. }));
         assert!(
             err.to_string()
                 .starts_with("bad.wasm: the component does not compile: "),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use wasmtime::component::ResourceTableError;
 use wasmtime::{PoolConcurrencyLimitError, Trap};
 
-use toolhost::registry::{ToolError, ToolResult};
+use toolhost::registry::{Limit, ToolError, ToolResult};
 
 use super::bindings::toolhost::plugin::types::ToolError as GuestError;
 use super::error::error_chain;
@@ -53,7 +53,7 @@ pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError 
         let fuel = facts.limits.fuel.unwrap_or(u64::MAX);
         return ToolError::LimitExceeded {
             tool,
-            limit: format!("fuel ({fuel})"),
+            limit: Limit::Fuel { units: fuel },
             message: with_stderr(
                 format!("the plugin used all its fuel ({fuel} units) before it finished; ask for less work per call"),
                 facts.stderr,
@@ -66,7 +66,7 @@ pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError 
     if err.is::<PoolConcurrencyLimitError>() {
         return ToolError::LimitExceeded {
             tool,
-            limit: "concurrent plugin instances".into(),
+            limit: Limit::ConcurrentInstances,
             message: "too many plugin calls are running at once; try again shortly".into(),
         };
     }
@@ -77,7 +77,7 @@ pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError 
         let cap = facts.limits.max_handles;
         return ToolError::LimitExceeded {
             tool,
-            limit: format!("host handles ({cap})"),
+            limit: Limit::Handles { count: cap.into() },
             message: with_stderr(
                 format!("the plugin held more than {cap} host handles (pollables, streams) at once and was stopped; drop each handle when done with it"),
                 facts.stderr,
@@ -104,7 +104,9 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
     let cap = format_bytes(facts.limits.memory_bytes);
     ToolError::LimitExceeded {
         tool: facts.tool.to_owned(),
-        limit: format!("memory ({cap})"),
+        limit: Limit::Memory {
+            bytes: facts.limits.memory_bytes,
+        },
         message: with_stderr(
             format!(
                 "the plugin tried to grow its memory to {}, over its {cap} limit, and stopped; ask for less data per call",
@@ -134,7 +136,7 @@ pub(crate) fn returned(
     if text.len() > cap {
         return Err(ToolError::LimitExceeded {
             tool,
-            limit: format!("output ({})", format_bytes(cap as u64)),
+            limit: Limit::Output { bytes: cap as u64 },
             message: format!(
                 "the plugin returned {} of result JSON, over its limit of {}; ask for less (a smaller range, a narrower query)",
                 format_bytes(text.len() as u64),
@@ -290,7 +292,7 @@ mod tests {
             err,
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "memory (64 MiB)".into(),
+                limit: Limit::Memory { bytes: 64 << 20 },
                 message: "the plugin tried to grow its memory to 65 MiB, over its 64 MiB limit, and stopped; ask for less data per call; last stderr lines: memory allocation of 1048576 bytes failed".into()
             }
         );
@@ -309,7 +311,7 @@ mod tests {
             failed(&err, &facts(&limits, &stderr)),
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "host handles (8)".into(),
+                limit: Limit::Handles { count: 8 },
                 message: "the plugin held more than 8 host handles (pollables, streams) at once and was stopped; drop each handle when done with it".into()
             }
         );
@@ -324,7 +326,13 @@ mod tests {
         let stderr = Captured::default();
         let err = failed(&trap(Trap::OutOfFuel), &facts(&limits, &stderr));
         assert!(
-            matches!(&err, ToolError::LimitExceeded { limit, .. } if limit == "fuel (1000)"),
+            matches!(
+                &err,
+                ToolError::LimitExceeded {
+                    limit: Limit::Fuel { units: 1000 },
+                    ..
+                }
+            ),
             "{err:?}"
         );
     }
@@ -356,7 +364,7 @@ mod tests {
             err,
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "output (10 bytes)".into(),
+                limit: Limit::Output { bytes: 10 },
                 message: "the plugin returned 13 bytes of result JSON, over its limit of 10 bytes; ask for less (a smaller range, a narrower query)".into()
             }
         );

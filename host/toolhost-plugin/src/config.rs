@@ -87,7 +87,7 @@ pub struct PluginHostConfig {
     /// Limits of a plugin whose manifest sets none.
     pub default_limits: PluginLimits,
     /// The most a manifest may ask for; a manifest asking more is refused at load
-    /// ([`PluginError::LimitTooHigh`](super::PluginError::LimitTooHigh)). The default is
+    /// ([`PluginErrorKind::LimitTooHigh`](super::PluginErrorKind::LimitTooHigh)). The default is
     /// [`PluginLimits::default`], the same as `default_limits`: a manifest may only lower
     /// its limits unless the operator raises this ceiling (the CLI's
     /// `--plugin-max-memory`, `--plugin-max-timeout`).
@@ -109,7 +109,7 @@ pub struct PluginHostConfig {
     /// call, as for the built-in file tools.
     pub file_policy: FilePolicy,
     /// The most file access any plugin may get. A plugin whose manifest asks for more is
-    /// not loaded ([`PluginError::GrantDenied`](super::PluginError::GrantDenied)).
+    /// not loaded ([`PluginErrorKind::GrantDenied`](super::PluginErrorKind::GrantDenied)).
     ///
     /// # Sandbox
     /// Anything above [`FileAccess::None`] lets plugin code read (or change) the files

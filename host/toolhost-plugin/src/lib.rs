@@ -95,7 +95,7 @@ use std::sync::Arc;
 use wasmtime::component::Linker;
 use wasmtime::Engine;
 
-use toolhost::registry::ToolDefinition;
+use toolhost::registry::{format_bytes, ToolDefinition};
 
 mod bindings;
 mod cache;
@@ -119,7 +119,7 @@ pub use config::{
     DEFAULT_MAX_POOL_MEMORY,
 };
 pub use engine::{PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
-pub use error::PluginError;
+pub use error::{PluginError, PluginErrorKind};
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
     DEFAULT_MAX_FILES_WRITTEN_PER_CALL, DEFAULT_MAX_FILES_WRITTEN_TOTAL, DEFAULT_MAX_FILE_CALLS,
@@ -127,14 +127,13 @@ pub use host::quota::{
     HOST_READ_CAP,
 };
 pub use limits::{
-    DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
+    DefinitionCap, DefinitionLimits, LimitValue, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
     DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
     DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MAX_TOOLS,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
 };
 pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
-pub use units::format_bytes;
 
 use cache::CompileCache;
 use host::Imports;
@@ -171,17 +170,15 @@ impl PluginHost {
     /// pool's memory cap lowered the calls that may run at once.
     ///
     /// # Errors
-    /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`, one
+    /// [`PluginErrorKind::Host`] when `config.default_limits` exceed `config.max_limits`, one
     /// call does not fit `config.max_pool_memory`, or wasmtime refuses the configuration;
-    /// [`PluginError::Cache`] when the compile cache directory may not be used (see
+    /// [`PluginErrorKind::Cache`] when the compile cache directory may not be used (see
     /// [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
-            return Err(PluginError::Host {
-                message: format!(
+            return Err(PluginError::from(PluginErrorKind::Host { message: format!(
                     "the default {limit} limit ({default}) is above the maximum ({max}); raise max_limits or lower default_limits"
-                ),
-            });
+                ) }));
         }
         let pool = PoolPlan::for_config(&config)?;
         tracing::info!(
@@ -206,8 +203,10 @@ impl PluginHost {
         let engine = engine::build_with(&pool)?;
         engine::start_ticker(&engine)?;
         let mut linker = Linker::new(&engine);
-        let link_error = |err: wasmtime::Error| PluginError::Host {
-            message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+        let link_error = |err: wasmtime::Error| {
+            PluginError::from(PluginErrorKind::Host {
+                message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+            })
         };
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
@@ -289,7 +288,7 @@ pub struct PluginInfo {
     /// The file access the manifest asks for.
     pub grants: FileAccess,
     /// Whether this host allows that access (if not, loading fails with
-    /// [`PluginError::GrantDenied`]).
+    /// [`PluginErrorKind::GrantDenied`]).
     pub grant_allowed: bool,
     /// The sub-tree file access is confined to, if any.
     pub root: Option<String>,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use toolhost::error::ErrorChain;
 use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
 
 use super::bindings::PluginPre;
@@ -27,7 +28,7 @@ use super::read::read_regular_file;
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
-    PluginError, PluginHost, PluginInfo,
+    PluginError, PluginErrorKind, PluginHost, PluginInfo,
 };
 
 /// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
@@ -93,10 +94,7 @@ impl PluginHost {
                 .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && !path.is_dir())
                 .collect(),
             Err(source) => {
-                let error = PluginError::Io {
-                    path: dir.to_owned(),
-                    source,
-                };
+                let error = PluginErrorKind::Io(source).at(dir.to_owned());
                 tracing::warn!(target: "plugin", "no plugins loaded: {error}");
                 report.failed.push(LoadFailure {
                     path: dir.to_owned(),
@@ -122,7 +120,7 @@ impl PluginHost {
                     report.loaded.push(plugin);
                 }
                 Err(error) => {
-                    tracing::debug!(target: "plugin", kind = error.kind(), "plugin not loaded: {error}");
+                    tracing::debug!(target: "plugin", kind = error.name(), "plugin not loaded: {}", ErrorChain(&error));
                     report.failed.push(LoadFailure { path, error });
                 }
             }
@@ -181,12 +179,12 @@ impl PluginHost {
                         chunk
                             .iter()
                             .map(|path| {
-                                Err(PluginError::Host {
+                                Err(PluginError::from(PluginErrorKind::Host {
                                     message: format!(
                                         "loading {} crashed the loader thread",
                                         path.display()
                                     ),
-                                })
+                                }))
                             })
                             .collect()
                     })
@@ -225,17 +223,9 @@ impl PluginHost {
         registry.register_all(batch).map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => taken(path, &name),
-            RegisterError::LookAlike { name, existing } => PluginError::DuplicateTool {
-                path: path.to_owned(),
-                name,
-                taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)"),
-            },
+            RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
             // Reserved for a built-in, or not a valid name.
-            other => PluginError::BadDefinition {
-                path: path.to_owned(),
-                tool: other.name().unwrap_or_default().to_owned(),
-                reason: other.to_string(),
-            },
+            other => PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason: other.to_string() }.at(path.to_owned()),
         })?;
         Ok(LoadedPlugin {
             name: prepared.name,
@@ -256,8 +246,8 @@ impl PluginHost {
     /// error, so the operator sees what the plugin asks for.
     ///
     /// # Errors
-    /// As [`PluginHost::load_file`], except [`PluginError::GrantDenied`] and
-    /// [`PluginError::DuplicateTool`] for a name taken in a registry.
+    /// As [`PluginHost::load_file`], except [`PluginErrorKind::GrantDenied`] and
+    /// [`PluginErrorKind::DuplicateTool`] for a name taken in a registry.
     pub fn inspect(&self, path: &Path) -> Result<PluginInfo, PluginError> {
         let prepared = self.prepare_with(path, true)?;
         Ok(PluginInfo {
@@ -316,12 +306,12 @@ impl PluginHost {
             for (path, task) in tasks {
                 answers.push(match task {
                     Ok(task) => task.await.unwrap_or_else(|_| {
-                        Err(PluginError::Host {
+                        Err(PluginError::from(PluginErrorKind::Host {
                             message: format!(
                                 "asking {} for its definitions crashed the loader task",
                                 path.display()
                             ),
-                        })
+                        }))
                     }),
                     Err(err) => Err(err),
                 });
@@ -332,12 +322,12 @@ impl PluginHost {
             paths
                 .iter()
                 .map(|path| {
-                    Err(PluginError::Host {
+                    Err(PluginError::from(PluginErrorKind::Host {
                         message: format!(
                             "cannot start a tokio runtime to load {}: {err}",
                             path.display()
                         ),
-                    })
+                    }))
                 })
                 .collect()
         })
@@ -349,9 +339,11 @@ impl PluginHost {
         let name = path
             .file_stem()
             .and_then(|stem| stem.to_str())
-            .ok_or_else(|| PluginError::NotAComponent {
-                path: path.to_owned(),
-                reason: "the file name is not valid UTF-8; rename it".into(),
+            .ok_or_else(|| {
+                PluginErrorKind::NotAComponent {
+                    reason: "the file name is not valid UTF-8; rename it".into(),
+                }
+                .at(path.to_owned())
             })?
             .to_owned();
         let resolved = if any_grant {
@@ -364,9 +356,11 @@ impl PluginHost {
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
         let (component, compile) = self.cache.load(&self.engine, path, &bytes)?;
-        let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
-            path: path.to_owned(),
-            message: error_chain(&err),
+        let wrong_world = |err: wasmtime::Error| {
+            PluginErrorKind::WrongWorld {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
         };
         let instance_pre = self
             .linker
@@ -381,9 +375,11 @@ impl PluginHost {
             resolved.root.as_deref(),
             self.config.file_policy.clone(),
         )
-        .map_err(|err| PluginError::Manifest {
-            path: manifest::manifest_path(path),
-            message: format!("grants.root: {err}"),
+        .map_err(|err| {
+            PluginErrorKind::Manifest {
+                message: format!("grants.root: {err}"),
+            }
+            .at(manifest::manifest_path(path))
         })?;
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
@@ -429,19 +425,19 @@ async fn ask_definitions(
     let raw = match tokio::time::timeout(caps.timeout, compiled.runtime.definitions()).await {
         Ok(Ok(raw)) => raw,
         Ok(Err(err)) => {
-            return Err(PluginError::Definitions {
-                path,
+            return Err(PluginErrorKind::Definitions {
                 message: definitions_failure(err),
-            })
+            }
+            .at(path))
         }
         Err(_elapsed) => {
-            return Err(PluginError::Definitions {
-                path,
+            return Err(PluginErrorKind::Definitions {
                 message: format!(
                 "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
                 super::units::format_duration(caps.timeout)
             ),
-            })
+            }
+            .at(path))
         }
     };
     let definitions = validate(&path, raw, &caps)?;
@@ -449,11 +445,11 @@ async fn ask_definitions(
 }
 
 fn taken(path: &Path, name: &str) -> PluginError {
-    PluginError::DuplicateTool {
-        path: path.to_owned(),
+    PluginErrorKind::DuplicateTool {
         name: name.to_owned(),
         taken_by: "a tool of that name is already registered".into(),
     }
+    .at(path.to_owned())
 }
 
 /// What went wrong asking for the definitions, for the operator (the [`ToolError`]
@@ -474,9 +470,11 @@ fn definitions_failure(err: ToolError) -> String {
 
 /// Checks the WebAssembly header: a component, not a core module or something else.
 fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
-    let not = |reason: &str| PluginError::NotAComponent {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
+    let not = |reason: &str| {
+        PluginErrorKind::NotAComponent {
+            reason: reason.to_owned(),
+        }
+        .at(path)
     };
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(not("the file does not start with the WebAssembly magic bytes (\\0asm); is it a .wasm file?"));
@@ -497,21 +495,21 @@ fn validate(
     caps: &DefinitionLimits,
 ) -> Result<Vec<ToolDefinition>, PluginError> {
     if raw.is_empty() {
-        return Err(PluginError::Definitions {
-            path: path.to_owned(),
+        return Err(PluginErrorKind::Definitions {
             message:
                 "the plugin declares no tools; export at least one (export_plugin! in the SDK)"
                     .into(),
-        });
+        }
+        .at(path.to_owned()));
     }
     let over = |tool: Option<&str>, cap: DefinitionCap, actual: usize, limit: usize| {
-        PluginError::DefinitionsTooLarge {
-            path: path.to_owned(),
+        PluginErrorKind::DefinitionsTooLarge {
             tool: tool.map(str::to_owned),
             cap,
             actual: actual as u64,
             limit: limit as u64,
         }
+        .at(path.to_owned())
     };
     if raw.len() > caps.max_tools {
         return Err(over(None, DefinitionCap::Tools, raw.len(), caps.max_tools));
@@ -550,10 +548,12 @@ fn validate(
             caps.max_total_bytes,
         ));
     }
-    let bad = |tool: &str, reason: String| PluginError::BadDefinition {
-        path: path.to_owned(),
-        tool: tool.to_owned(),
-        reason,
+    let bad = |tool: &str, reason: String| {
+        PluginErrorKind::BadDefinition {
+            tool: tool.to_owned(),
+            reason,
+        }
+        .at(path.to_owned())
     };
     let mut seen = HashSet::new();
     let mut definitions = Vec::with_capacity(raw.len());
@@ -561,11 +561,11 @@ fn validate(
         let name = definition.name;
         check_name(&name).map_err(|err| bad(&name, err.to_string()))?;
         if !seen.insert(name.clone()) {
-            return Err(PluginError::DuplicateTool {
-                path: path.to_owned(),
+            return Err(PluginErrorKind::DuplicateTool {
                 name,
                 taken_by: "the plugin declares it twice".into(),
-            });
+            }
+            .at(path.to_owned()));
         }
         let parameters: Value = serde_json::from_str(&definition.parameters).map_err(|err| {
             bad(&name, format!("parameters are not valid JSON ({err}); give a JSON Schema object as text, e.g. {{\"type\":\"object\",\"properties\":{{}}}}"))

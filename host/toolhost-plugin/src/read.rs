@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use super::PluginError;
+use super::{PluginError, PluginErrorKind};
 
 /// Reads the regular file at `path` (the plugin's `what`: `component` or `manifest`),
 /// refusing anything else and anything over `max` bytes before reading it.
@@ -18,26 +18,27 @@ use super::PluginError;
 /// with a `stat` before the open.)
 ///
 /// # Errors
-/// [`PluginError::Io`] (a missing file is `NotFound`), [`PluginError::NotAFile`],
-/// [`PluginError::FileTooLarge`].
+/// [`PluginErrorKind::Io`] (a missing file is `NotFound`), [`PluginErrorKind::NotAFile`],
+/// [`PluginErrorKind::FileTooLarge`].
 pub(crate) fn read_regular_file(
     path: &Path,
     what: &'static str,
     max: u64,
 ) -> Result<Vec<u8>, PluginError> {
-    let io = |source: std::io::Error| PluginError::Io {
-        path: path.to_owned(),
-        source,
+    let io = |source: std::io::Error| PluginErrorKind::Io(source).at(path.to_owned());
+    let not_a_file = |file_type: std::fs::FileType| {
+        PluginErrorKind::NotAFile {
+            found: describe_file_type(file_type),
+        }
+        .at(path.to_owned())
     };
-    let not_a_file = |file_type: std::fs::FileType| PluginError::NotAFile {
-        path: path.to_owned(),
-        found: describe_file_type(file_type),
-    };
-    let too_large = |size: u64| PluginError::FileTooLarge {
-        path: path.to_owned(),
-        what,
-        size,
-        limit: max,
+    let too_large = |size: u64| {
+        PluginErrorKind::FileTooLarge {
+            what,
+            size,
+            limit: max,
+        }
+        .at(path.to_owned())
     };
     let mut options = std::fs::OpenOptions::new();
     options.read(true);

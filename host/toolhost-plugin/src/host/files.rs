@@ -37,6 +37,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use toolhost::error::ErrorChain;
 use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
@@ -240,7 +241,7 @@ fn storage_error(err: StorageError) -> FileError {
         StorageError::InvalidPath(_) => FileError::InvalidPath(err.to_string()),
         StorageError::Denied { .. } => FileError::Denied(err.to_string()),
         StorageError::FileTooLarge { .. } => FileError::TooLarge(err.to_string()),
-        other => FileError::Other(other.to_string()),
+        other => FileError::Other(ErrorChain(&other).to_string()),
     }
 }
 

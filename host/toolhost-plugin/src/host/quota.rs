@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use super::super::bindings::toolhost::plugin::files::FileError;
 use super::super::units::format_bytes;
+use crate::LimitValue;
 
 /// Default of [`ImportLimits::max_file_calls`]: 1000 `files` calls per tool call. Each
 /// is a hop to the blocking pool plus at least one system call; a tool call that
@@ -123,11 +124,14 @@ impl ImportLimits {
 
     /// The first limit of `self` above the same limit of `max`, as
     /// `(manifest key, asked, max)`.
-    pub(crate) fn first_above(&self, max: &ImportLimits) -> Option<(&'static str, String, String)> {
-        /// (manifest key, asked, max, how to show a value)
-        type Check = (&'static str, u64, u64, fn(u64) -> String);
-        let bytes: fn(u64) -> String = format_bytes;
-        let count: fn(u64) -> String = |n| n.to_string();
+    pub(crate) fn first_above(
+        &self,
+        max: &ImportLimits,
+    ) -> Option<(&'static str, LimitValue, LimitValue)> {
+        /// (manifest key, asked, max, what kind of value)
+        type Check = (&'static str, u64, u64, fn(u64) -> LimitValue);
+        let bytes: fn(u64) -> LimitValue = LimitValue::Bytes;
+        let count: fn(u64) -> LimitValue = LimitValue::Count;
         let checks: [Check; 8] = [
             (
                 "max_file_calls",
@@ -602,7 +606,11 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&max),
-            Some(("max_write_bytes_per_call", "32 MiB".into(), "16 MiB".into()))
+            Some((
+                "max_write_bytes_per_call",
+                LimitValue::Bytes(32 << 20),
+                LimitValue::Bytes(16 << 20)
+            ))
         );
         let asked = ImportLimits {
             log_burst: 1001,
@@ -610,7 +618,11 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&max),
-            Some(("log_burst", "1001".into(), "1000".into()))
+            Some((
+                "log_burst",
+                LimitValue::Count(1001),
+                LimitValue::Count(1000)
+            ))
         );
     }
 }

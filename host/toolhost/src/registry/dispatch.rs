@@ -493,7 +493,7 @@ mod tests {
                         Some("panic") => panic!("cannot handle {text}"),
                         Some("limit") => Err(ToolError::LimitExceeded {
                             tool: String::new(),
-                            limit: text.clone(),
+                            limit: crate::registry::Limit::Fuel { units: 1 },
                             message: text,
                         }),
                         Some("file") => Err(ToolError::FileTooLarge {

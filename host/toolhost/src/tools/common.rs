@@ -3,6 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::error::ErrorChain;
 use crate::registry::{Arguments, ToolError};
 use crate::vfs::{FilePolicy, PolicyError, StorageError};
 
@@ -11,8 +12,11 @@ use crate::vfs::{FilePolicy, PolicyError, StorageError};
 /// - `InvalidPath` and `InvalidQuery` are the caller's argument: [`ToolError::InvalidArguments`].
 /// - `FileTooLarge` is [`ToolError::FileTooLarge`], the error callers match for the size
 ///   caps (of writes, and of reads).
+/// - `Io` is [`ToolError::Failed`] with the error and its OS cause, and what the model
+///   can do about it (try again, or another path): that hint is for a model only, so it
+///   is added here and not in the storage's own text.
 /// - Everything else (`NotFound`, `Denied`, `IsDirectory`, `ParentIsFile`, `Changed`,
-///   `AlreadyExists`, `Io`, ...) is [`ToolError::Failed`] with the storage's own message,
+///   `AlreadyExists`, ...) is [`ToolError::Failed`] with the storage's own message,
 ///   which already says what to do.
 pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
     match err {
@@ -27,6 +31,10 @@ pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
             path,
             size,
             limit,
+        },
+        StorageError::Io { .. } => ToolError::Failed {
+            tool: tool.to_owned(),
+            message: format!("{}; try again, or try another path", ErrorChain(&err)),
         },
         other => ToolError::Failed {
             tool: tool.to_owned(),
@@ -174,6 +182,18 @@ mod tests {
             ToolError::Failed {
                 tool: "edit_file".into(),
                 message: "\"a.md\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit".into()
+            }
+        );
+        assert_eq!(
+            storage_error(
+                "read_file",
+                StorageError::io("a.md", std::io::Error::other("disk on fire"))
+            ),
+            ToolError::Failed {
+                tool: "read_file".into(),
+                message:
+                    "input/output error on \"a.md\": disk on fire; try again, or try another path"
+                        .into()
             }
         );
         let too_large = storage_error(

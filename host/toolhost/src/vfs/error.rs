@@ -1,4 +1,7 @@
-//! [`StorageError`]: what every [`Storage`](super::Storage) method returns.
+//! [`StorageError`]: what every [`Storage`](super::Storage) method returns, and
+//! [`OpenError`]: why [`OsStorage::open`](super::OsStorage::open) failed.
+
+use std::path::PathBuf;
 
 use super::path::PathError;
 use super::shown::Shown;
@@ -99,11 +102,10 @@ pub enum StorageError {
         /// What is wrong with it, and what to do instead.
         reason: String,
     },
-    /// Any other I/O failure.
-    #[error(
-        "input/output error on \"{}\": {source}; try again, or try another path",
-        Shown(path)
-    )]
+    /// Any other I/O failure. Its text names the path; the OS error is its
+    /// [`source`](std::error::Error::source), not repeated in the text (print the chain,
+    /// e.g. with [`ErrorChain`](crate::error::ErrorChain), to show both).
+    #[error("input/output error on \"{}\"", Shown(path))]
     Io {
         /// The path being accessed.
         path: String,
@@ -123,6 +125,48 @@ impl StorageError {
     }
 }
 
+/// Why [`OsStorage::open`](super::OsStorage::open) could not open a directory as a store.
+///
+/// A set-up error for whoever chose the directory (an operator, a config file), not for a
+/// model: it says what is wrong with the directory, once. The OS error of
+/// [`OpenError::Io`] is its [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Nothing exists at the path.
+    #[error("{} does not exist", path.display())]
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The path exists but is not a directory.
+    #[error("{} is not a directory", path.display())]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The directory could not be opened (permissions, a broken symlink, ...).
+    #[error("cannot open {}", path.display())]
+    Io {
+        /// The path given.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OpenError {
+    /// The path that could not be opened.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            OpenError::NotFound { path }
+            | OpenError::NotADirectory { path }
+            | OpenError::Io { path, .. } => path,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +181,14 @@ mod tests {
             err.to_string(),
             "no file at \"x.md\"; call list_files to see what exists"
         );
+    }
+
+    #[test]
+    fn io_shows_the_path_and_returns_the_os_error_as_source() {
+        let err = StorageError::io("a.md", std::io::Error::other("disk on fire"));
+        assert_eq!(err.to_string(), "input/output error on \"a.md\"");
+        let source = std::error::Error::source(&err).expect("a source");
+        assert_eq!(source.to_string(), "disk on fire");
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod scope;
 mod shown;
 
 pub use content_type::content_type_for;
-pub use error::StorageError;
+pub use error::{OpenError, StorageError};
 pub use memory::MemoryStorage;
 pub use os::OsStorage;
 pub use path::{validate_path, PathError, PathErrorReason, MAX_PATH_LEN, MAX_SEGMENT_LEN};

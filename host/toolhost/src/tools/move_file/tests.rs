@@ -352,7 +352,7 @@ async fn a_failed_delete_leaves_both_and_says_so() {
     let (registry, storage) = faulty(&[("a.md", "x")], |_| false, |p| p == "a.md");
     assert_eq!(
         failed(call(&registry, json!({"source": "a.md", "destination": "b.md"})).await),
-        "wrote \"b.md\", but could not delete \"a.md\" (input/output error on \"a.md\": injected fault; try again, or try another path); both files now exist with the same content. Delete \"a.md\" with delete_file to finish the move"
+        "wrote \"b.md\", but could not delete \"a.md\" (input/output error on \"a.md\": injected fault); both files now exist with the same content. Delete \"a.md\" with delete_file to finish the move"
     );
     assert_eq!(files(&storage), pairs(&[("a.md", "x"), ("b.md", "x")]));
 }
@@ -397,7 +397,7 @@ async fn case_only_failures_restore_the_source() {
     let (registry, storage) = faulty(&[("Readme.md", "x")], |p| p == "README.md", |_| false);
     assert_eq!(
         failed(call(&registry, rename.clone()).await),
-        "could not write \"README.md\" (input/output error on \"README.md\": injected fault; try again, or try another path); \"Readme.md\" was restored, so nothing was changed"
+        "could not write \"README.md\" (input/output error on \"README.md\": injected fault); \"Readme.md\" was restored, so nothing was changed"
     );
     assert_eq!(files(&storage), pairs(&[("Readme.md", "x")]));
 
@@ -417,7 +417,7 @@ async fn case_only_failures_restore_the_source() {
     );
     assert_eq!(content, "x");
     assert!(
-        message.ends_with(&format!("restoring \"Readme.md\" failed too (input/output error on \"Readme.md\": injected fault; try again, or try another path); its content is kept in \"{staging}\"")),
+        message.ends_with(&format!("restoring \"Readme.md\" failed too (input/output error on \"Readme.md\": injected fault); its content is kept in \"{staging}\"")),
         "{message}"
     );
 

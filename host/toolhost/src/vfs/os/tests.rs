@@ -303,10 +303,32 @@ fn openat2_errors_are_classified() {
 }
 
 #[test]
-fn open_refuses_a_missing_root() {
+fn open_says_what_is_wrong_with_the_root_once() {
     let dir = tempfile::tempdir().unwrap();
-    let err = OsStorage::open(dir.path().join("nope")).unwrap_err();
-    assert!(matches!(err, StorageError::Io { .. }), "{err:?}");
+    let missing = dir.path().join("nope");
+    let err = OsStorage::open(&missing).unwrap_err();
+    assert!(
+        matches!(&err, OpenError::NotFound { path } if *path == missing),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("{} does not exist", missing.display())
+    );
+    // Nothing else to say: no OS error to print a second time, no hint for a model.
+    assert!(std::error::Error::source(&err).is_none());
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = OsStorage::open(&file).unwrap_err();
+    assert!(
+        matches!(&err, OpenError::NotADirectory { path } if *path == file),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("{} is not a directory", file.display())
+    );
+    assert_eq!(err.path(), file);
 }
 
 /// Every name under `dir`, recursively, relative to it, sorted.
