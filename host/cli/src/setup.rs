@@ -183,6 +183,32 @@ mod tests {
         );
     }
 
+    /// Issue 10 / 13: a bad --root is said once, with no OS error repeated and no hint
+    /// written for a model.
+    #[test]
+    fn a_bad_root_is_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = build_registry(&args(&["--root", missing.to_str().unwrap()])).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "--root {} does not exist; pass an existing directory (it defaults to the current one)",
+                missing.display()
+            )
+        );
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = build_registry(&args(&["--root", file.to_str().unwrap()])).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "--root {} is not a directory; pass a directory",
+                file.display()
+            )
+        );
+    }
+
     #[test]
     fn no_builtins_opens_nothing() {
         let set = build_registry(&args(&[

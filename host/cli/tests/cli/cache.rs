@@ -1,10 +1,5 @@
 //! End to end: the `host` binary refuses a compile cache the tools could write into
 //! (exit 3, naming both directories), whether chosen with `--cache-dir` or by default.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a failed unwrap is a failed test, with its location"
-)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,11 +2,6 @@
 //! pattern (which made globset panic, printing 32 MB of stderr per call) and a 15 MiB
 //! argument echoed in an error come back as short argument errors, and stderr stays
 //! small.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a failed unwrap is a failed test, with its location"
-)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};
