@@ -17,7 +17,7 @@ pub const SERVER_NAME: &str = "wasm-toolhost";
 
 /// The version to answer a client that asked for `requested`: the same if supported,
 /// else the newest supported one (the client then decides whether it can go on).
-pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+pub(crate) fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested
         .and_then(|requested| {
             SUPPORTED_PROTOCOL_VERSIONS
@@ -29,7 +29,7 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
 }
 
 /// The `initialize` result for a client that asked for `requested`.
-pub fn initialize_result(requested: Option<&str>) -> Value {
+pub(crate) fn initialize_result(requested: Option<&str>) -> Value {
     json!({
         "protocolVersion": negotiate_version(requested),
         "capabilities": { "tools": { "listChanged": false } },
@@ -39,7 +39,7 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
 
 /// One `tools/list` entry. MCP requires `inputSchema` to be an object schema; a
 /// definition whose parameters are not a JSON object is offered as taking any object.
-pub fn tool_json(definition: &ToolDefinition) -> Value {
+pub(crate) fn tool_json(definition: &ToolDefinition) -> Value {
     let input_schema = match &definition.parameters {
         Value::Object(_) => definition.parameters.clone(),
         _ => json!({ "type": "object" }),
@@ -52,7 +52,7 @@ pub fn tool_json(definition: &ToolDefinition) -> Value {
 }
 
 /// The `tools/list` result.
-pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
+pub(crate) fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
     json!({ "tools": definitions.iter().map(tool_json).collect::<Vec<_>>() })
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams,
 /// The `tools/call` result for a dispatch outcome. A result's content is JSON-encoded
 /// into one text block (a JSON string is given as its text); a [`ToolError`] becomes
 /// `isError: true` with the model-facing message, never a protocol error.
-pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
+pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
     let (text, is_error) = match outcome {
         Ok(result) => (content_text(&result.content), false),
         Err(err) => (err.to_string(), true),
@@ -107,7 +107,7 @@ pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
 }
 
 /// A result's content as the text the model reads.
-pub fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         other => other.to_string(),
