@@ -1,38 +1,7 @@
 //! `toolhost:plugin/files`: the host's [`Storage`] as far as the plugin was granted.
 //!
-//! Every call checks, in order: the grant ([`FileAccess::Read`] for `read` and `list`,
-//! [`FileAccess::ReadWrite`] for `write` and `delete`), that the host has a storage, the
-//! path policy ([`FilePolicy::check`], as the built-in file tools; for `write` and
-//! `delete` also [`FilePolicy::read_only`]), the size cap for writes. A manifest `root`
-//! confines the plugin to that sub-tree through [`toolhost::vfs::scope`]: paths are
-//! relative to it, and nothing outside is reachable. Denials are logged (target
-//! `plugin`).
-//!
-//! # Sandbox
-//! The policy decides on the full store path, `root/path`, exactly as a built-in tool
-//! decides on its path argument: the root is checked when the grant is made
-//! ([`FilePolicy::check_root`]: a hidden root such as `.git` is refused when the host
-//! hides hidden paths), each path is checked relative to the root (so errors name the
-//! plugin's own path) and then in full (so no rule of the policy can depend on where
-//! the root is), and a listing shows what the policy shows of the full paths. The
-//! property test below checks, for every policy combination and thousands of
-//! generated roots and paths, that a plugin addresses exactly what the built-in tools
-//! allow.
-//!
-//! # Time and budgets
-//! The storage is blocking; the import is async (`bindgen` `imports`), and each call
-//! runs the storage work on tokio's blocking pool ([`ImportCtx::blocking`]) while the
-//! guest waits. So a slow storage holds no async worker, and the call's deadline (a
-//! timer around the whole guest call) fires while the plugin waits in the host: the
-//! call is answered `TimedOut`, the storage call ends in the background and its result
-//! is dropped. Storage calls in flight are bounded host-wide, abandoned ones included
-//! ([`Shared::io`](super::super::runtime::Shared::io)).
-//!
-//! Before it reaches the storage, each call is counted against the call's budget
-//! ([`super::quota`]): file calls per call; a read is capped at the smallest of the
-//! plugin's memory, the host's read cap and what is left of the call's read budget
-//! (listings count too); a write reserves its bytes and one file against the call's and
-//! the plugin's lifetime quotas after the grant and the policy accepted it.
+//! The rules this import follows (grant, policy, root, time, budgets) are on
+//! [`FileAccess`], the public face of this module.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,17 +1,8 @@
 //! Budgets of the host imports: what one call, and one plugin over the host's lifetime,
 //! may do through `files` and `log`.
 //!
-//! The guest's own limits (time, memory, fuel) do not bound the work it makes the host
-//! do: a loop of `files.write` costs the guest nothing but fills the disk, and a loop of
-//! `log` fills the host log. So each call has a budget ([`CallBudget`]) of file calls,
-//! bytes read, bytes and files written; each plugin has lifetime totals of bytes and
-//! files written and a log rate limit ([`PluginMeter`], shared by all its calls). Every
-//! number is an [`ImportLimits`] field: the host's default, lowered per plugin in its
-//! manifest's `[limits]`, within the host's maximum.
-//!
-//! A refusal is a file error the plugin can report (`denied` for a count, `too-large`
-//! for bytes) naming the limit and its manifest key; excess log lines are dropped and
-//! counted, and one line says how many when logging resumes or at the end of the call.
+//! The why and how of these budgets is on [`ImportLimits`], the public face of this
+//! module.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,6 +45,18 @@ pub const HOST_READ_CAP: u64 = toolhost::tools::DEFAULT_MAX_READ_BYTES;
 
 /// What a plugin may do through its imports: per tool call, and in total over the
 /// host's lifetime. Part of [`PluginLimits`](super::super::PluginLimits).
+///
+/// The guest's own limits (time, memory, fuel) do not bound the work it makes the host
+/// do: a loop of `files.write` costs the guest nothing but fills the disk, and a loop of
+/// `log` fills the host log. So each call has a budget (`CallBudget`) of file calls,
+/// bytes read, bytes and files written; each plugin has lifetime totals of bytes and
+/// files written and a log rate limit (`PluginMeter`, shared by all its calls). Every
+/// number is a field of this struct: the host's default, lowered per plugin in its
+/// manifest's `[limits]`, within the host's maximum.
+///
+/// A refusal is a file error the plugin can report (`denied` for a count, `too-large`
+/// for bytes) naming the limit and its manifest key; excess log lines are dropped and
+/// counted, and one line says how many when logging resumes or at the end of the call.
 ///
 /// ```
 /// use toolhost_plugin::ImportLimits;

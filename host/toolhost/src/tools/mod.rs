@@ -5,6 +5,12 @@
 //! `multi_edit`, `move_file`, and `search` when the storage is
 //! [`Searchable`](crate::vfs::Searchable). [`register_plan_tool`] adds `todo_write`.
 //!
+//! Each tool's rules (result shape, windows and caps, error kinds, and the choices made
+//! where the tools reference is silent) are the docs of its module below: [`read_file`],
+//! [`list_files`], [`write_file`], [`delete_file`], [`grep`], [`glob`], [`edit_file`],
+//! [`multi_edit`], [`move_file`], [`search`], [`todo_write`]. The modules hold no API of
+//! their own: the tools are reached through the [`Registry`].
+//!
 //! ```
 //! use std::sync::Arc;
 //! use toolhost::registry::Registry;
@@ -30,20 +36,20 @@ use crate::registry::{
 use crate::vfs::{FilePolicy, Storage, DEFAULT_MAXIMUM_FILE_BYTES};
 
 mod common;
-mod delete_file;
-mod edit_file;
-mod glob;
-mod grep;
-mod list_files;
-mod move_file;
-mod multi_edit;
+pub mod delete_file;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod list_files;
+pub mod move_file;
+pub mod multi_edit;
 mod pattern;
-mod read_file;
-mod search;
+pub mod read_file;
+pub mod search;
 #[cfg(test)]
 pub(crate) mod testutil;
-mod todo_write;
-mod write_file;
+pub mod todo_write;
+pub mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use read_file::DEFAULT_MAX_READ_BYTES;

@@ -45,7 +45,7 @@ const NAME: &str = "move_file";
 
 /// How long one cleanup step (removing the staging file, restoring the source) may take
 /// before the tool gives up on it and reports what is left.
-pub(crate) const CLEANUP_STEP_LIMIT: Duration = Duration::from_secs(30);
+pub const CLEANUP_STEP_LIMIT: Duration = Duration::from_secs(30);
 
 /// Registers `move_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
