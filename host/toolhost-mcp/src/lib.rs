@@ -69,6 +69,7 @@
 //! all; and a notification arriving before `initialize` ended the session. Fixing that meant
 //! validating every message's JSON-RPC shape ourselves in front of it, at which point the
 //! SDK only routed five methods. This layer is that validation plus the five methods.
+#![deny(missing_docs)]
 
 mod convert;
 mod jsonrpc;

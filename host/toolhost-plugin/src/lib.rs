@@ -87,6 +87,7 @@
 //! [`ToolError::ToolPanicked`]: toolhost::registry::ToolError::ToolPanicked
 //! [`ToolError::Failed`]: toolhost::registry::ToolError::Failed
 //! [`ToolError::InvalidArguments`]: toolhost::registry::ToolError::InvalidArguments
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::path::PathBuf;
