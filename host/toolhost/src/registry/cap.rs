@@ -108,6 +108,7 @@ fn text_fields(err: &mut ToolError) -> Vec<&mut String> {
         ToolError::InvalidArguments { tool, message }
         | ToolError::ToolPanicked { tool, message }
         | ToolError::Failed { tool, message }
+        | ToolError::InvalidOutput { tool, message }
         | ToolError::LimitExceeded { tool, message, .. } => vec![tool, message],
         ToolError::TimedOut { tool, .. }
         | ToolError::Cancelled { tool }
