@@ -108,6 +108,7 @@ pub fn docker_config_path() -> Option<PathBuf> {
 /// [`OciError::Credentials`] when the file exists but cannot be read or parsed, or a
 /// credential helper fails.
 pub fn from_docker_config(path: &Path, registry: &str) -> Result<Credentials, OciError> {
+    use docker_credential::{CredentialRetrievalError as E, DockerCredential};
     let bad = |message: String| {
         OciError::Credentials {
         message: format!(
@@ -136,7 +137,6 @@ pub fn from_docker_config(path: &Path, registry: &str) -> Result<Credentials, Oc
     if text.len() as u64 > MAX_DOCKER_CONFIG_BYTES {
         return Err(bad("it is larger than 1 MiB".into()));
     }
-    use docker_credential::{CredentialRetrievalError as E, DockerCredential};
     match docker_credential::get_credential_from_reader(text.as_slice(), registry) {
         Ok(DockerCredential::UsernamePassword(user, password)) => {
             Ok(Credentials::Basic { user, password })

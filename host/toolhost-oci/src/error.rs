@@ -56,7 +56,7 @@ pub enum OciError {
         after: Duration,
     },
     /// 401: credentials are needed, or the ones given were refused.
-    #[error("the registry {registry} refused to let us {} {repository} without valid credentials (401 Unauthorized){}; {}", operation.verb(), detail_text(detail), if *had_credentials { "check the user name and password (--registry-user, --registry-password-env, or docker login)" } else { "log in with `docker login` (read from ~/.docker/config.json), or pass --registry-user and --registry-password-env" })]
+    #[error("the registry {registry} refused to let us {} {repository} without valid credentials (401 Unauthorized){}; {}", operation.verb(), detail_text(detail.as_deref()), if *had_credentials { "check the user name and password (--registry-user, --registry-password-env, or docker login)" } else { "log in with `docker login` (read from ~/.docker/config.json), or pass --registry-user and --registry-password-env" })]
     Unauthorized {
         /// `HOST[:PORT]`.
         registry: String,
@@ -70,7 +70,7 @@ pub enum OciError {
         detail: Option<String>,
     },
     /// 403: the credentials are valid but may not do this.
-    #[error("the registry {registry} denied access to {repository} (403 Forbidden){}; these credentials may not {} it: ask its owner for access, or use another account", detail_text(detail), operation.verb())]
+    #[error("the registry {registry} denied access to {repository} (403 Forbidden){}; these credentials may not {} it: ask its owner for access, or use another account", detail_text(detail.as_deref()), operation.verb())]
     Forbidden {
         /// `HOST[:PORT]`.
         registry: String,
@@ -82,7 +82,7 @@ pub enum OciError {
         detail: Option<String>,
     },
     /// 404: no such repository, tag or digest (or blob).
-    #[error("{what} was not found in the registry {registry} (404 Not Found){}; check the repository and tag (`host push` publishes one)", detail_text(detail))]
+    #[error("{what} was not found in the registry {registry} (404 Not Found){}; check the repository and tag (`host push` publishes one)", detail_text(detail.as_deref()))]
     NotFound {
         /// `HOST[:PORT]`.
         registry: String,
@@ -94,7 +94,7 @@ pub enum OciError {
     /// Any other HTTP error status.
     #[error(
         "the registry {registry} answered {status} to {what}{}",
-        detail_text(detail)
+        detail_text(detail.as_deref())
     )]
     Status {
         /// `HOST[:PORT]`.
@@ -203,7 +203,7 @@ impl OciError {
     }
 }
 
-fn detail_text(detail: &Option<String>) -> String {
+fn detail_text(detail: Option<&str>) -> String {
     match detail {
         Some(detail) if !detail.is_empty() => format!(" ({detail})"),
         _ => String::new(),

@@ -298,7 +298,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(pick_from_index(&index).unwrap(), "sha256:w");
-        let mut containers = index.clone();
+        let mut containers = index;
         containers.manifests.remove(1);
         containers.manifests.push(containers.manifests[0].clone());
         assert!(pick_from_index(&containers)

@@ -56,8 +56,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::loader::read_regular_file;
-use super::{PluginError, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+use super::read::read_regular_file;
+use super::{PluginError, PluginErrorKind, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 /// The lock file's name inside a plugin directory.
 pub const LOCK_FILE_NAME: &str = "plugins.lock";
@@ -185,7 +185,8 @@ impl Default for PluginLock {
 }
 
 /// Why a component was refused by the lock. Its `Display` says what differs (both
-/// digests) and what to do; [`PluginError::Unpinned`] adds the file and the lock's path.
+/// digests) and what to do; [`PluginErrorKind::Unpinned`] adds the lock's path and
+/// [`PluginError`] the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LockMismatch {
@@ -338,8 +339,9 @@ impl PluginLock {
         let path = Self::path_in(dir);
         let bytes = match read_regular_file(&path, "lock file", MAX_LOCK_BYTES) {
             Ok(bytes) => bytes,
-            Err(PluginError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
+            Err(err)
+                if matches!(err.kind(), PluginErrorKind::Io(source)
+                    if source.kind() == std::io::ErrorKind::NotFound) =>
             {
                 return Ok(None)
             }
@@ -498,10 +500,7 @@ impl PluginLock {
         previous: Option<&PluginLock>,
     ) -> Result<(PluginLock, Vec<LockChange>), LockError> {
         let entries = std::fs::read_dir(dir).map_err(|source| {
-            LockError::Read(Box::new(PluginError::Io {
-                path: dir.to_owned(),
-                source,
-            }))
+            LockError::Read(Box::new(PluginErrorKind::Io(source).at(dir.to_owned())))
         })?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
@@ -572,7 +571,10 @@ impl PluginLock {
 pub fn read_manifest_bytes(path: &Path) -> Result<Option<Vec<u8>>, PluginError> {
     match read_regular_file(path, "manifest", MAX_MANIFEST_BYTES) {
         Ok(bytes) => Ok(Some(bytes)),
-        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(err)
+            if matches!(err.kind(), PluginErrorKind::Io(source)
+                if source.kind() == std::io::ErrorKind::NotFound) =>
+        {
             Ok(None)
         }
         Err(err) => Err(err),
@@ -824,7 +826,7 @@ mod tests {
                 },
             ]
         );
-        let mut pulled = first.clone();
+        let mut pulled = first;
         for entry in &mut pulled.plugins {
             entry.source = Some("oci://r/x:1".into());
             entry.source_digest = Some(Sha256Digest::of(b"m").to_string());

@@ -12,14 +12,14 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// A request as the fake saw it.
 #[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub headers: HashMap<String, String>,
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: HashMap<String, String>,
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
@@ -27,7 +27,7 @@ impl Request {
 }
 
 /// What the fake answers.
-pub enum Reply {
+pub(crate) enum Reply {
     /// A complete answer.
     Full {
         status: u16,
@@ -44,7 +44,7 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn json(status: u16, body: &serde_json::Value) -> Self {
+    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Self {
         Reply::Full {
             status,
             headers: vec![(
@@ -55,7 +55,7 @@ impl Reply {
         }
     }
 
-    pub fn bytes(body: &[u8]) -> Self {
+    pub(crate) fn bytes(body: &[u8]) -> Self {
         Reply::Full {
             status: 200,
             headers: vec![("Content-Type".into(), "application/octet-stream".into())],
@@ -63,7 +63,7 @@ impl Reply {
         }
     }
 
-    pub fn status(status: u16, body: &str) -> Self {
+    pub(crate) fn status(status: u16, body: &str) -> Self {
         Reply::Full {
             status,
             headers: vec![("Content-Type".into(), "application/json".into())],
@@ -71,7 +71,7 @@ impl Reply {
         }
     }
 
-    pub fn redirect(location: &str) -> Self {
+    pub(crate) fn redirect(location: &str) -> Self {
         Reply::Full {
             status: 307,
             headers: vec![("Location".into(), location.into())],
@@ -83,16 +83,16 @@ impl Reply {
 type Route = dyn Fn(&Request) -> Reply + Send + Sync;
 
 /// A running fake registry.
-pub struct Fake {
-    pub address: String,
-    pub requests: Arc<Mutex<Vec<Request>>>,
+pub(crate) struct Fake {
+    pub(crate) address: String,
+    pub(crate) requests: Arc<Mutex<Vec<Request>>>,
     /// Body bytes written by `Endless` answers, all together.
-    pub endless_bytes: Arc<AtomicU64>,
+    pub(crate) endless_bytes: Arc<AtomicU64>,
 }
 
 impl Fake {
     /// Starts serving `route` on a free port of 127.0.0.1.
-    pub async fn start(route: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Fake {
+    pub(crate) async fn start(route: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Fake {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -116,12 +116,12 @@ impl Fake {
     }
 
     /// The requests so far.
-    pub fn seen(&self) -> Vec<Request> {
+    pub(crate) fn seen(&self) -> Vec<Request> {
         self.requests.lock().unwrap().clone()
     }
 
     /// The requests whose path starts with `prefix`.
-    pub fn seen_at(&self, prefix: &str) -> Vec<Request> {
+    pub(crate) fn seen_at(&self, prefix: &str) -> Vec<Request> {
         self.seen()
             .into_iter()
             .filter(|r| r.path.starts_with(prefix))
@@ -206,7 +206,7 @@ async fn serve(
 }
 
 /// `sha256:` and the hex digest.
-pub fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -216,7 +216,7 @@ pub fn digest(bytes: &[u8]) -> String {
 
 /// A plugin artifact's manifest: a config of `config_type` and these layers
 /// (media type, digest, size, alternate urls).
-pub fn manifest(
+pub(crate) fn manifest(
     config: &[u8],
     layers: &[(&str, String, u64, Option<Vec<String>>)],
 ) -> serde_json::Value {

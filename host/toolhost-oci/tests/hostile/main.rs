@@ -2,6 +2,11 @@
 //! endless layers and manifests, redirects to another host, alternate layer URLs, core
 //! modules, and never answers. Each pull must end with a clear error, in bounded time and
 //! memory, with nothing left in the plugin directory (and a good one must still work).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
 
 mod fake;
 

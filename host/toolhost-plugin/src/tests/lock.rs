@@ -64,13 +64,12 @@ fn one_flipped_byte_refuses_that_plugin_naming_both_digests() {
     };
     let pinned = lock.entry("one.wasm").unwrap().digest;
     let actual = Sha256Digest::of(&bytes);
-    match &failure.error {
-        PluginError::Unpinned {
-            path,
+    assert_eq!(failure.error.path(), Some(wasm.as_path()));
+    match failure.error.kind() {
+        PluginErrorKind::Unpinned {
             lock: lock_path,
             mismatch,
         } => {
-            assert_eq!(path, &wasm);
             assert_eq!(lock_path, &dir.path().join("plugins.lock"));
             assert_eq!(mismatch, &LockMismatch::Component { pinned, actual });
         }
@@ -86,7 +85,7 @@ fn one_flipped_byte_refuses_that_plugin_naming_both_digests() {
         )),
         "{text}"
     );
-    assert_eq!(failure.error.kind(), "unpinned");
+    assert_eq!(failure.error.name(), "unpinned");
 }
 
 #[test]
@@ -100,8 +99,8 @@ fn a_changed_added_or_removed_manifest_is_refused() {
     let error = &report.failed[0].error;
     assert_eq!(error.path(), Some(manifest.as_path()));
     assert!(matches!(
-        error,
-        PluginError::Unpinned {
+        error.kind(),
+        PluginErrorKind::Unpinned {
             mismatch: LockMismatch::Manifest {
                 pinned: Some(_),
                 actual: Some(_)
@@ -151,8 +150,8 @@ fn a_component_missing_from_the_lock_is_refused_and_the_rest_load() {
     };
     assert_eq!(failure.path, extra);
     assert!(matches!(
-        &failure.error,
-        PluginError::Unpinned { mismatch: LockMismatch::NotListed { actual }, .. }
+        failure.error.kind(),
+        PluginErrorKind::Unpinned { mismatch: LockMismatch::NotListed { actual }, .. }
             if *actual == Sha256Digest::of(&bytes)
     ));
     assert!(
@@ -177,11 +176,18 @@ fn a_broken_lock_loads_nothing() {
     };
     assert_eq!(failure.path, dir.path().join("plugins.lock"));
     assert!(
-        matches!(&failure.error, PluginError::Lock(LockError::Invalid { .. })),
+        matches!(
+            failure.error.kind(),
+            PluginErrorKind::Lock(LockError::Invalid { .. })
+        ),
         "{:?}",
         failure.error
     );
-    assert_eq!(failure.error.kind(), "lock");
+    assert_eq!(failure.error.name(), "lock");
+    assert_eq!(
+        failure.error.path(),
+        Some(dir.path().join("plugins.lock").as_path())
+    );
 }
 
 #[test]

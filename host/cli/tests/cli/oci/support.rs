@@ -4,12 +4,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// The exit code of a set-up error.
-pub const EXIT_SETUP: i32 = 3;
+pub(crate) const EXIT_SETUP: i32 = 3;
 
 /// Runs `host ARGS` with no RUST_LOG, stdin closed, plus `env`. DOCKER_CONFIG points at
 /// a directory that does not exist (anonymous) unless `env` sets it: the user's own
 /// `~/.docker/config.json` never takes part in a test.
-pub fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
     command
         .env_remove("RUST_LOG")
@@ -26,12 +26,12 @@ pub fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// The path as text (temporary paths are UTF-8).
-pub fn text(path: &Path) -> &str {
+pub(crate) fn text(path: &Path) -> &str {
     path.to_str().expect("UTF-8 temp path")
 }
 
 /// stdout and stderr, lossily.
-pub fn outputs(out: &Output) -> (String, String) {
+pub(crate) fn outputs(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -9,29 +9,29 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// The user and password of the registries started [`Registry::with_auth`].
-pub const USER: &str = "ada";
+pub(crate) const USER: &str = "ada";
 /// See [`USER`].
-pub const PASSWORD: &str = "toolhost-test-password";
+pub(crate) const PASSWORD: &str = "toolhost-test-password";
 /// bcrypt of [`PASSWORD`] (cost 5, made once with Python's bcrypt): the registry's
 /// htpasswd only takes bcrypt.
 const PASSWORD_BCRYPT: &str = "$2b$05$Ef0C728nOawyxRpgJsNeQeVSdTW0sLtNohletsFKOUQBRmx3dUIEO";
 
 /// A running registry; stopped (its process killed) when dropped.
-pub struct Registry {
+pub(crate) struct Registry {
     child: Child,
     /// `127.0.0.1:PORT`.
-    pub address: String,
+    pub(crate) address: String,
     _dir: tempfile::TempDir,
 }
 
 impl Registry {
     /// An open registry (anonymous pulls and pushes).
-    pub fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         Registry::launch(false)
     }
 
     /// A registry that wants [`USER`] and [`PASSWORD`] for everything.
-    pub fn with_auth() -> Registry {
+    pub(crate) fn with_auth() -> Registry {
         Registry::launch(true)
     }
 
@@ -73,15 +73,12 @@ impl Registry {
                 }
             }
         });
-        let port = match port.recv_timeout(Duration::from_secs(20)) {
-            Ok(port) => port,
-            Err(_) => {
-                let _ = child.kill();
-                panic!(
-                    "{} did not say where it listens within 20 s",
-                    binary.display()
-                );
-            }
+        let Ok(port) = port.recv_timeout(Duration::from_secs(20)) else {
+            let _ = child.kill();
+            panic!(
+                "{} did not say where it listens within 20 s",
+                binary.display()
+            );
         };
         Registry {
             child,
@@ -91,7 +88,7 @@ impl Registry {
     }
 
     /// `oci://127.0.0.1:PORT/PATH`.
-    pub fn oci(&self, path: &str) -> String {
+    pub(crate) fn oci(&self, path: &str) -> String {
         format!("oci://{}/{path}", self.address)
     }
 }
@@ -122,7 +119,7 @@ fn registry_binary() -> PathBuf {
 
 /// The Python that has `oras` (oras-py): `$TOOLHOST_ORAS_PYTHON`, else the venv
 /// `scripts/test` makes in `${TOOLHOST_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/wasm-toolhost-tools}/oras`.
-pub fn oras_python() -> PathBuf {
+pub(crate) fn oras_python() -> PathBuf {
     if let Some(path) = std::env::var_os("TOOLHOST_ORAS_PYTHON") {
         return PathBuf::from(path);
     }
@@ -150,8 +147,8 @@ pub fn oras_python() -> PathBuf {
 }
 
 /// Runs the oras-py helper (`oras_client.py`) with `args`; returns its stdout as JSON.
-pub fn oras(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oci/oras_client.py");
+pub(crate) fn oras(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/oci/oras_client.py");
     let mut command = Command::new(oras_python());
     command.arg(script).args(args).stdin(Stdio::null());
     for (name, value) in env {
