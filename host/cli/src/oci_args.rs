@@ -68,7 +68,8 @@ pub struct LockArgs {
 /// `host pull`.
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// What to fetch: oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST.
+    /// What to fetch: oci://HOST/REPO:TAG or oci://HOST/REPO@sha256:DIGEST (HOST may end
+    /// with :PORT).
     #[arg(value_name = "REFERENCE")]
     pub reference: String,
     /// The plugin directory to write the component into (and whose lock to update).
@@ -91,7 +92,7 @@ pub struct PushArgs {
     /// The component to publish; NAME.toml next to it goes along as its manifest.
     #[arg(value_name = "FILE.wasm")]
     pub file: PathBuf,
-    /// Where: oci://HOST[:PORT]/REPO:TAG.
+    /// Where: oci://HOST/REPO:TAG (HOST may end with :PORT).
     #[arg(value_name = "REFERENCE")]
     pub reference: String,
     /// How to reach the registry.
