@@ -74,6 +74,11 @@ pub mod __private {
                 parameters: tool.parameters().to_string(),
                 name: tool.name().to_owned(),
                 description: tool.description().to_owned(),
+                // Filled by the metadata builders on `Tool` (title, annotations, output
+                // schema) once they exist; WIT 0.2.0 carries them.
+                title: None,
+                annotations: None,
+                output_schema: None,
             })
             .collect()
     }

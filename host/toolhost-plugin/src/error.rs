@@ -39,7 +39,7 @@ pub enum PluginError {
     },
     /// The component does not implement the `toolhost:plugin/plugin` world: an export
     /// is missing or has another type, or it imports something the host does not give.
-    #[error("{}: the component does not implement the toolhost:plugin@0.1.0 `plugin` world: {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit", path.display())]
+    #[error("{}: the component does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit", path.display())]
     WrongWorld {
         /// The file.
         path: PathBuf,
@@ -77,6 +77,26 @@ pub enum PluginError {
         asked: FileAccess,
         /// What the host allows.
         allowed: FileAccess,
+    },
+    /// The manifest asks for an HTTP host the operator does not allow.
+    #[error("{}: the manifest asks for HTTP access to {host}, which the host does not allow; the plugin was not loaded. To allow it, start the host with `--plugin-http {host}` (PluginHostConfig::http), or remove it from [grants] http", path.display())]
+    HttpDenied {
+        /// The manifest file.
+        path: PathBuf,
+        /// The pattern asked for, in its canonical spelling.
+        host: String,
+    },
+    /// The manifest declares a required configuration key the operator gave no value.
+    #[error("{}: the plugin needs the config key {key}{} and no value was given; the plugin was not loaded. Give it with `--plugin-config {plugin}.{key}=VALUE`, `--plugin-config-env {plugin}.{key}=ENV_VAR` or in a --plugin-config-file ([{plugin}] {key} = ...), or mark it `required = false` in the manifest", path.display(), description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    ConfigMissing {
+        /// The manifest file.
+        path: PathBuf,
+        /// The plugin's name.
+        plugin: String,
+        /// The key.
+        key: String,
+        /// The key's description in the manifest.
+        description: Option<String>,
     },
     /// A tool definition is invalid: bad name, or parameters that are not a JSON object
     /// schema.
@@ -172,6 +192,8 @@ impl PluginError {
             | PluginError::Manifest { path, .. }
             | PluginError::LimitTooHigh { path, .. }
             | PluginError::GrantDenied { path, .. }
+            | PluginError::HttpDenied { path, .. }
+            | PluginError::ConfigMissing { path, .. }
             | PluginError::BadDefinition { path, .. }
             | PluginError::DuplicateTool { path, .. }
             | PluginError::DefinitionsTooLarge { path, .. }
@@ -193,6 +215,8 @@ impl PluginError {
             PluginError::Manifest { .. } => "manifest",
             PluginError::LimitTooHigh { .. } => "limit_too_high",
             PluginError::GrantDenied { .. } => "grant_denied",
+            PluginError::HttpDenied { .. } => "http_denied",
+            PluginError::ConfigMissing { .. } => "config_missing",
             PluginError::BadDefinition { .. } => "bad_definition",
             PluginError::DuplicateTool { .. } => "duplicate_tool",
             PluginError::DefinitionsTooLarge { .. } => "definitions_too_large",
