@@ -3,6 +3,7 @@
 
 mod cache;
 mod fixture;
+mod http;
 mod imports;
 mod load;
 mod load_fixture;
