@@ -341,7 +341,20 @@ async fn send(
                     Error::ConnectionTimeout,
                 ))
             }
-            Ok(Err(err)) => return Err(Error::Tls(err)),
+            Ok(Err(err)) => {
+                let invalid = err
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                    .filter(|tls| matches!(tls, rustls::Error::InvalidCertificate(_)))
+                    .map(ToString::to_string);
+                return Err(match invalid {
+                    Some(why) => refuse(
+                        &format!("its TLS certificate is not valid for the host ({why})"),
+                        Error::TlsCertificateError,
+                    ),
+                    None => Error::Tls(err),
+                });
+            }
             Ok(Ok(tls)) => Box::new(tls),
         }
     } else {

@@ -696,3 +696,77 @@ async fn tool_metadata_of_a_0_2_0_plugin_reaches_the_registry() {
         json!({"celsius": 21.5})
     );
 }
+
+/// A self-signed certificate for `localhost.test` (made with openssl for this test; no
+/// public root signs it).
+const SELF_SIGNED_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBpDCCAUqgAwIBAgIUILLPBVi9DyOjrwRoZZX/gD9zxscwCgYIKoZIzj0EAwIw
+GTEXMBUGA1UEAwwObG9jYWxob3N0LnRlc3QwIBcNMjYxMjAzMDk0NzI4WhgPMjEy
+NjExMDkwOTQ3MjhaMBkxFzAVBgNVBAMMDmxvY2FsaG9zdC50ZXN0MFkwEwYHKoZI
+zj0CAQYIKoZIzj0DAQcDQgAEo/fY4lpGehZHxbrvnMuQ4jLfjFzvbwZFK6WcwEI5
+cpKDvHdavatPQ6Sca688MSUSdpeNKENiKe6ySSfNydOBJqNuMGwwHQYDVR0OBBYE
+FO63vV91o50PVuIDZYiQ2iY/5jm7MB8GA1UdIwQYMBaAFO63vV91o50PVuIDZYiQ
+2iY/5jm7MA8GA1UdEwEB/wQFMAMBAf8wGQYDVR0RBBIwEIIObG9jYWxob3N0LnRl
+c3QwCgYIKoZIzj0EAwIDSAAwRQIgY9GMRmfbyEeImqGzRfscj0F9LKKP5VTJojRW
+Ve6eliYCIQClmACx1IzM/XjLnhBbmQtuFLi6qDXrL4ERtFWufA9Sgg==
+-----END CERTIFICATE-----
+";
+const SELF_SIGNED_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgaCQvqboZlXaB1f91
+N7gBn47NMPIL2A7zpykNiyBOcumhRANCAASj99jiWkZ6FkfFuu+cy5DiMt+MXO9v
+BkUrpZzAQjlykoO8d1q9q09DpJxrrzwxJRJ2l40oQ2Ip7rJJJ83J04Em
+-----END PRIVATE KEY-----
+";
+
+/// HTTPS is TLS with certificate checks: a server whose certificate no trusted root
+/// signs is refused during the handshake, before any HTTP is sent.
+#[tokio::test]
+async fn https_refuses_a_certificate_no_trusted_root_signed() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let certs = vec![CertificateDer::from_pem_slice(SELF_SIGNED_CERT.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(SELF_SIGNED_KEY.as_bytes()).unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handshakes: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let seen = Arc::clone(&handshakes);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let ok = acceptor.accept(stream).await.is_ok();
+            seen.lock().unwrap().push(ok);
+        }
+    });
+
+    let pattern: &'static str = Box::leak(format!("localhost.test:{port}").into_boxed_str());
+    let operator = Operator {
+        allow: vec![pattern],
+        allow_nets: vec!["127.0.0.1"],
+        resolver: FakeResolver::with("localhost.test", "127.0.0.1"),
+        ..Operator::default()
+    };
+    let manifest = format!("[grants]\nhttp = [\"{pattern}\"]\n");
+    let (_dir, registry) = load("hostile_http", &manifest, &operator);
+    let registry = registry.unwrap();
+    let message =
+        failed_message(call(&registry, "send", json!({"url": format!("https://{pattern}/")})).await);
+    assert_eq!(
+        message,
+        format!("the request to https://{pattern} failed: its TLS certificate is not valid for that host")
+    );
+    // The server's side of the refused handshake may land just after the call returns.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while handshakes.lock().unwrap().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*handshakes.lock().unwrap(), [false], "one handshake, refused");
+}
