@@ -46,4 +46,8 @@ export_plugin!(|| vec![Tool::new(
         ["url"],
     ),
     fetch,
-)]);
+)
+// Metadata for clients (MCP title and hints): it changes nothing and reaches the web.
+.with_title("Fetch a web page")
+.read_only()
+.open_world(true)]);

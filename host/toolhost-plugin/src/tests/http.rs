@@ -695,6 +695,22 @@ async fn tool_metadata_of_a_0_2_0_plugin_reaches_the_registry() {
         call(&registry, "weather", json!({})).await.unwrap(),
         json!({"celsius": 21.5})
     );
+
+    // Through the SDK's builders on `Tool` (webfetch sets a title and two hints).
+    let (_dir, registry) = load("webfetch", "", &Operator::default());
+    let definitions = registry.unwrap().definitions();
+    let fetch = definitions.iter().find(|d| d.name == "fetch").unwrap();
+    assert_eq!(fetch.title.as_deref(), Some("Fetch a web page"));
+    assert_eq!(
+        fetch.annotations,
+        toolhost::registry::ToolAnnotations {
+            read_only_hint: Some(true),
+            destructive_hint: None,
+            idempotent_hint: None,
+            open_world_hint: Some(true),
+        }
+    );
+    assert_eq!(fetch.output_schema, None);
 }
 
 /// A self-signed certificate for `localhost.test` (made with openssl for this test; no
