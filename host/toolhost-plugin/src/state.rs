@@ -147,6 +147,7 @@ impl NewState {
                     plugin.clone(),
                     Arc::clone(&grants.http),
                     Arc::clone(&meter),
+                    Arc::clone(&grants.redactor),
                 ),
                 limiter: Limiter::new(limits),
                 imports: ImportCtx {

@@ -35,6 +35,7 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::super::http_policy::{forbidden_address, unmap, HostPattern, HttpLimits, HttpPolicy};
+use super::super::plugin_config::Redactor;
 use super::log::clean;
 use super::quota::PluginMeter;
 
@@ -56,6 +57,7 @@ pub struct HttpHooks {
     tool: String,
     grant: Arc<HttpGrant>,
     meter: Arc<PluginMeter>,
+    redactor: Arc<Redactor>,
     requests: u32,
     deadline: Option<Instant>,
 }
@@ -88,13 +90,20 @@ type SendFuture = Box<
 >;
 
 impl HttpHooks {
-    /// Hooks for `plugin` under `grant`, logging within `meter`'s rate.
-    pub fn new(plugin: Arc<str>, grant: Arc<HttpGrant>, meter: Arc<PluginMeter>) -> Self {
+    /// Hooks for `plugin` under `grant`, logging within `meter`'s rate with the
+    /// plugin's secrets replaced by `redactor` (a plugin could put one in a host name).
+    pub fn new(
+        plugin: Arc<str>,
+        grant: Arc<HttpGrant>,
+        meter: Arc<PluginMeter>,
+        redactor: Arc<Redactor>,
+    ) -> Self {
         Self {
             plugin,
             tool: String::new(),
             grant,
             meter,
+            redactor,
             requests: 0,
             deadline: None,
         }
@@ -107,9 +116,19 @@ impl HttpHooks {
         self.deadline = Some(deadline);
     }
 
+    /// What a refusal of the current call is logged with.
+    fn log(&self) -> LogCtx {
+        (
+            Arc::clone(&self.plugin),
+            self.tool.clone(),
+            Arc::clone(&self.meter),
+            Arc::clone(&self.redactor),
+        )
+    }
+
     /// Logs a refusal (within the plugin's log rate) and returns its error.
     fn refuse(&self, target: &str, why: &str, error: Error) -> Error {
-        refused(&self.plugin, &self.tool, &self.meter, target, why);
+        refused(&self.log(), target, why);
         error
     }
 
@@ -130,7 +149,7 @@ impl HttpHooks {
             // Logged once per call, not once per refused request.
             if self.requests == max.saturating_add(1) {
                 let why = format!("the plugin's limit of {max} HTTP requests per call (max_http_requests) is reached; later requests of this call are refused too");
-                refused(&self.plugin, &self.tool, &self.meter, &shown(), &why);
+                refused(&self.log(), &shown(), &why);
             }
             return Err(Error::ConnectionLimitReached);
         }
@@ -194,9 +213,16 @@ impl HttpHooks {
 }
 
 /// Logs one refused request (within the plugin's log rate).
-fn refused(plugin: &str, tool: &str, meter: &PluginMeter, target: &str, why: &str) {
+/// What a refusal is logged with: plugin, tool, the plugin's log rate, its secrets.
+type LogCtx = (Arc<str>, String, Arc<PluginMeter>, Arc<Redactor>);
+
+/// Logs that a request to `target` was refused because of `why`, within the plugin's
+/// log rate, with its secrets redacted (the host name comes from the plugin).
+fn refused((plugin, tool, meter, redactor): &LogCtx, target: &str, why: &str) {
     if meter.admit_log(tool) {
-        tracing::warn!(target: "plugin", plugin, tool, "HTTP request to {target} refused: {why}");
+        let target = redactor.redact(target);
+        let why = redactor.redact(why);
+        tracing::warn!(target: "plugin", plugin = &**plugin, tool = tool.as_str(), "HTTP request to {target} refused: {why}");
     }
 }
 
@@ -219,11 +245,7 @@ impl WasiHttpHooks for HttpHooks {
         let checked = self.check(&request);
         let grant = Arc::clone(&self.grant);
         let deadline = self.deadline;
-        let log = (
-            Arc::clone(&self.plugin),
-            self.tool.clone(),
-            Arc::clone(&self.meter),
-        );
+        let log = self.log();
         Box::new(async move {
             let target = checked?;
             send(&grant, &target, request, options, deadline, log).await
@@ -252,7 +274,7 @@ async fn send(
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     deadline: Option<Instant>,
-    (plugin, tool, meter): (Arc<str>, String, Arc<PluginMeter>),
+    log: LogCtx,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -261,7 +283,7 @@ async fn send(
     Error,
 > {
     let refuse = |why: &str, error: Error| {
-        refused(&plugin, &tool, &meter, &target.to_string(), why);
+        refused(&log, &target.to_string(), why);
         error
     };
     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -556,7 +578,7 @@ mod tests {
             Arc::from("p"),
             super::super::quota::ImportLimits::default(),
         ));
-        let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter);
+        let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter, Arc::default());
         hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
         hooks
     }

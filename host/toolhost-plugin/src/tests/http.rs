@@ -47,7 +47,12 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Server::bind("127.0.0.1:0").unwrap()
+    }
+
+    /// A server on `addr` (any 127/8 address works on Linux, without configuration).
+    fn bind(addr: &str) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let log = Arc::clone(&seen);
@@ -59,7 +64,7 @@ impl Server {
                 });
             }
         });
-        Server { addr, seen }
+        Ok(Server { addr, seen })
     }
 
     fn port(&self) -> u16 {
@@ -176,6 +181,26 @@ impl Resolve for FakeResolver {
             .cloned()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such name"));
         Box::pin(async move { answer })
+    }
+}
+
+/// A resolver whose answers change from one lookup to the next (DNS rebinding): the
+/// `n`th lookup of any name gets `answers[n]` (the last one once they run out).
+struct Rebinding {
+    answers: Vec<Vec<IpAddr>>,
+    asked: Mutex<usize>,
+}
+
+impl Resolve for Rebinding {
+    fn lookup(
+        &self,
+        _host: &str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>
+    {
+        let mut asked = self.asked.lock().unwrap();
+        let answer = self.answers[(*asked).min(self.answers.len() - 1)].clone();
+        *asked += 1;
+        Box::pin(async move { Ok(answer) })
     }
 }
 
@@ -548,11 +573,28 @@ impl<S: tracing::Subscriber> Layer<S> for Capture {
     }
 }
 
+/// Every event of threads without their own subscriber, for the whole test process:
+/// wasmtime-wasi-http sends a request (and the host logs its refusal) on a thread a
+/// test's `set_default` does not reach. Tests running in parallel log here too, so a
+/// test looks only for what is its own.
+fn global_capture() -> &'static Capture {
+    static GLOBAL: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
+    GLOBAL.get_or_init(|| {
+        let capture = Capture::default();
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(capture.clone()),
+        )
+        .expect("no other global subscriber in this test process");
+        capture
+    })
+}
+
 const SECRETS: &str =
     "[config]\nkeys = [\"REGION\"]\n[config.SECRET]\ndescription = \"A token\"\nsecret = true\n";
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_plugin_sees_exactly_its_config_and_its_secret_never_reaches_a_log_or_error() {
+    let global = global_capture();
     let capture = Capture::default();
     let _guard =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
@@ -581,9 +623,28 @@ async fn a_plugin_sees_exactly_its_config_and_its_secret_never_reaches_a_log_or_
             message: "the error has [REDACTED]".into()
         })
     );
-    let messages = capture.0.lock().unwrap().clone();
+    // A secret put into a host name (and a query) of a refused request: the refusal's
+    // log line and the error the model gets name the host with the secret redacted.
+    let message = failed_message(
+        call(
+            &registry,
+            "send",
+            json!({"url": "http://hunter2-s3cr3t.denied.test/x?k=hunter2-s3cr3t"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        message,
+        "the request to http://[REDACTED].denied.test was refused: this tool may only reach the hosts its plugin was granted; use a URL on one of those hosts"
+    );
+    let mut messages = capture.0.lock().unwrap().clone();
+    messages.extend(global.0.lock().unwrap().iter().cloned());
     let all = messages.join("\n");
     assert!(!all.contains("hunter2"), "a secret reached the log:\n{all}");
+    assert!(
+        messages.iter().any(|m| m.starts_with("HTTP request to http://[REDACTED].denied.test:80 refused: ")),
+        "no refusal line in:\n{all}"
+    );
     for line in [
         "stdout has [REDACTED]",
         "stderr has [REDACTED]",
@@ -785,4 +846,64 @@ async fn https_refuses_a_certificate_no_trusted_root_signed() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(*handshakes.lock().unwrap(), [false], "one handshake, refused");
+}
+
+/// DNS rebinding: a name first resolves to an allowed address, then to a forbidden one
+/// (127.0.0.2 here, standing for an internal service). Each request is looked up once
+/// and the connection goes to the address that was checked, so the second answer is
+/// refused and never reached, and an answer mixing both reaches only the allowed one.
+#[tokio::test]
+async fn dns_rebinding_cannot_reach_an_address_that_was_not_checked() {
+    let public = Server::start();
+    let port = public.port();
+    let Ok(internal) = Server::bind(&format!("127.0.0.2:{port}")) else {
+        panic!("cannot listen on 127.0.0.2:{port}; this test needs Linux's 127/8 loopback");
+    };
+    let pattern: &'static str = Box::leak(format!("http://rebind.test:{port}").into_boxed_str());
+    let manifest = format!("[grants]\nhttp = [\"{pattern}\"]\n");
+    let allowed: IpAddr = "127.0.0.1".parse().unwrap();
+    let forbidden: IpAddr = "127.0.0.2".parse().unwrap();
+    let resolver = Arc::new(Rebinding {
+        answers: vec![vec![allowed], vec![forbidden], vec![forbidden, allowed]],
+        asked: Mutex::new(0),
+    });
+    let operator = Operator {
+        allow: vec![pattern],
+        // Only 127.0.0.1 is opened; 127.0.0.2 stays a forbidden loopback address.
+        allow_nets: vec!["127.0.0.1/32"],
+        ..Operator::default()
+    };
+    let mut config = operator.config();
+    config.http.resolver = resolver.clone();
+    let dir = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(dir.path(), &["hostile_http"]).unwrap();
+    std::fs::write(dir.path().join("hostile_http.toml"), manifest).unwrap();
+    let registry = Registry::new();
+    PluginHost::new(config)
+        .unwrap()
+        .load_file(&dir.path().join("hostile_http.wasm"), &registry)
+        .unwrap();
+    let url = format!("{pattern}/hello");
+
+    let answer = call(&registry, "send", json!({ "url": url })).await.unwrap();
+    assert_eq!(answer["status"], 200);
+    assert_eq!(*resolver.asked.lock().unwrap(), 1, "one lookup per request");
+    assert_eq!(public.seen().len(), 1);
+
+    let message = failed_message(call(&registry, "send", json!({ "url": url })).await);
+    assert_eq!(
+        message,
+        format!("the request to {pattern} was refused: its address is on a private or local network, which this tool may not reach")
+    );
+    assert_eq!(*resolver.asked.lock().unwrap(), 2);
+
+    let answer = call(&registry, "send", json!({ "url": url })).await.unwrap();
+    assert_eq!(answer["status"], 200);
+    assert_eq!(*resolver.asked.lock().unwrap(), 3);
+    assert_eq!(public.seen().len(), 2);
+    assert!(
+        internal.seen().is_empty(),
+        "the rebound address was reached: {:?}",
+        internal.seen()
+    );
 }
