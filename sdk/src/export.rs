@@ -194,7 +194,9 @@ mod tests {
         );
         assert_eq!(
             definition.output_schema.as_deref(),
-            Some(r#"{"properties":{"loud":{"description":"The text.","type":"string"}},"required":["loud"],"type":"object"}"#)
+            Some(
+                r#"{"properties":{"loud":{"description":"The text.","type":"string"}},"required":["loud"],"type":"object"}"#
+            )
         );
     }
 

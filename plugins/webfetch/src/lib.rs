@@ -38,16 +38,21 @@ fn fetch(args: Args, _env: Env) -> Result<serde_json::Value, ToolError> {
     }))
 }
 
-export_plugin!(|| vec![Tool::new(
-    "fetch",
-    "Fetch a web page (GET) and return its status, content type and text (the first 16 KiB characters). Only the hosts this tool was granted can be reached.",
-    schema::object(
-        [("url", schema::string("The http:// or https:// URL to fetch."))],
-        ["url"],
-    ),
-    fetch,
-)
-// Metadata for clients (MCP title and hints): it changes nothing and reaches the web.
-.with_title("Fetch a web page")
-.read_only()
-.open_world(true)]);
+fn tools() -> Vec<Tool> {
+    let fetch = Tool::new(
+        "fetch",
+        "Fetch a web page (GET) and return its status, content type and text (the first 16 KiB characters). Only the hosts this tool was granted can be reached.",
+        schema::object(
+            [("url", schema::string("The http:// or https:// URL to fetch."))],
+            ["url"],
+        ),
+        fetch,
+    );
+    // Metadata for clients (MCP title and hints): it changes nothing and reaches the web.
+    vec![fetch
+        .with_title("Fetch a web page")
+        .read_only()
+        .open_world(true)]
+}
+
+export_plugin!(tools);

@@ -642,7 +642,9 @@ async fn a_plugin_sees_exactly_its_config_and_its_secret_never_reaches_a_log_or_
     let all = messages.join("\n");
     assert!(!all.contains("hunter2"), "a secret reached the log:\n{all}");
     assert!(
-        messages.iter().any(|m| m.starts_with("HTTP request to http://[REDACTED].denied.test:80 refused: ")),
+        messages
+            .iter()
+            .any(|m| m.starts_with("HTTP request to http://[REDACTED].denied.test:80 refused: ")),
         "no refusal line in:\n{all}"
     );
     for line in [
@@ -834,8 +836,14 @@ async fn https_refuses_a_certificate_no_trusted_root_signed() {
     let manifest = format!("[grants]\nhttp = [\"{pattern}\"]\n");
     let (_dir, registry) = load("hostile_http", &manifest, &operator);
     let registry = registry.unwrap();
-    let message =
-        failed_message(call(&registry, "send", json!({"url": format!("https://{pattern}/")})).await);
+    let message = failed_message(
+        call(
+            &registry,
+            "send",
+            json!({"url": format!("https://{pattern}/")}),
+        )
+        .await,
+    );
     assert_eq!(
         message,
         format!("the request to https://{pattern} failed: its TLS certificate is not valid for that host")
@@ -845,7 +853,11 @@ async fn https_refuses_a_certificate_no_trusted_root_signed() {
     while handshakes.lock().unwrap().is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(*handshakes.lock().unwrap(), [false], "one handshake, refused");
+    assert_eq!(
+        *handshakes.lock().unwrap(),
+        [false],
+        "one handshake, refused"
+    );
 }
 
 /// DNS rebinding: a name first resolves to an allowed address, then to a forbidden one
@@ -885,7 +897,9 @@ async fn dns_rebinding_cannot_reach_an_address_that_was_not_checked() {
         .unwrap();
     let url = format!("{pattern}/hello");
 
-    let answer = call(&registry, "send", json!({ "url": url })).await.unwrap();
+    let answer = call(&registry, "send", json!({ "url": url }))
+        .await
+        .unwrap();
     assert_eq!(answer["status"], 200);
     assert_eq!(*resolver.asked.lock().unwrap(), 1, "one lookup per request");
     assert_eq!(public.seen().len(), 1);
@@ -897,7 +911,9 @@ async fn dns_rebinding_cannot_reach_an_address_that_was_not_checked() {
     );
     assert_eq!(*resolver.asked.lock().unwrap(), 2);
 
-    let answer = call(&registry, "send", json!({ "url": url })).await.unwrap();
+    let answer = call(&registry, "send", json!({ "url": url }))
+        .await
+        .unwrap();
     assert_eq!(answer["status"], 200);
     assert_eq!(*resolver.asked.lock().unwrap(), 3);
     assert_eq!(public.seen().len(), 2);
@@ -906,4 +922,51 @@ async fn dns_rebinding_cannot_reach_an_address_that_was_not_checked() {
         "the rebound address was reached: {:?}",
         internal.seen()
     );
+}
+
+/// The connect limit (`http_connect_timeout_ms`, lowered to 300 ms here) bounds resolve,
+/// connect and TLS handshake: a server that accepts the connection and never answers the
+/// handshake is given up on after it, long before the call's deadline (10 s).
+#[tokio::test]
+async fn a_silent_server_is_given_up_on_at_the_connect_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+    let keep = Arc::clone(&held);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            keep.lock().unwrap().push(stream); // accepted, never read or written
+        }
+    });
+    let pattern: &'static str = Box::leak(format!("silent.test:{port}").into_boxed_str());
+    let operator = Operator {
+        allow: vec![pattern],
+        allow_nets: vec!["127.0.0.1"],
+        resolver: FakeResolver::with("silent.test", "127.0.0.1"),
+        ..Operator::default()
+    };
+    let manifest = format!(
+        "[grants]\nhttp = [\"{pattern}\"]\n[limits]\ntimeout_ms = 10000\nhttp_connect_timeout_ms = 300\n"
+    );
+    let (_dir, registry) = load("hostile_http", &manifest, &operator);
+    let registry = registry.unwrap();
+    let started = Instant::now();
+    let message = failed_message(
+        call(
+            &registry,
+            "send",
+            json!({"url": format!("https://{pattern}/")}),
+        )
+        .await,
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(
+        message,
+        format!("the request to https://{pattern} timed out; the service may be slow or down, try again later or ask for less")
+    );
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(5),
+        "took {elapsed:?}"
+    );
+    assert_eq!(held.lock().unwrap().len(), 1, "one connection was made");
 }
