@@ -15,7 +15,7 @@ wasmtime::component::bindgen!({
 
 /// `toolhost:plugin@0.1.0`: its imports are served by the 0.2.0 implementations
 /// (host/legacy.rs converts the types), its exports are converted to 0.2.0's.
-pub mod v0_1 {
+pub(crate) mod v0_1 {
     wasmtime::component::bindgen!({
         world: "toolhost:plugin/plugin@0.1.0",
         path: "../../wit/legacy/plugin-0.1.0.wit",

@@ -16,7 +16,7 @@
 //! sub-domain of `example.org` (not `example.org` itself), and `*` alone any host. The
 //! operator allows patterns the same way ([`HttpPolicy::allow`], the CLI's
 //! `--plugin-http`); a manifest pattern no operator pattern covers stops the plugin
-//! from loading ([`PluginError::HttpDenied`](super::PluginError::HttpDenied)), naming
+//! from loading ([`PluginErrorKind::HttpDenied`](super::PluginErrorKind::HttpDenied)), naming
 //! the host. Nothing is allowed by default.
 //!
 //! ```
@@ -57,7 +57,7 @@ use std::time::Duration;
 
 pub use ipnet::IpNet;
 
-use super::limits::format_bytes;
+use super::limits::LimitValue;
 
 /// Default of [`HttpLimits::max_requests`]: 16 requests per call, enough for a few
 /// redirects and a paginated API; more is a crawler, not a tool call.
@@ -126,30 +126,33 @@ impl HttpLimits {
 
     /// The first limit of `self` above the same limit of `max`, as
     /// `(manifest key, asked, max)`.
-    pub(crate) fn first_above(&self, max: &HttpLimits) -> Option<(&'static str, String, String)> {
+    pub(crate) fn first_above(
+        &self,
+        max: &HttpLimits,
+    ) -> Option<(&'static str, LimitValue, LimitValue)> {
         if self.max_requests > max.max_requests {
             Some((
                 "max_http_requests",
-                self.max_requests.to_string(),
-                max.max_requests.to_string(),
+                LimitValue::Count(u64::from(self.max_requests)),
+                LimitValue::Count(u64::from(max.max_requests)),
             ))
         } else if self.max_request_bytes > max.max_request_bytes {
             Some((
                 "max_http_request_bytes",
-                format_bytes(self.max_request_bytes),
-                format_bytes(max.max_request_bytes),
+                LimitValue::Bytes(self.max_request_bytes),
+                LimitValue::Bytes(max.max_request_bytes),
             ))
         } else if self.max_response_bytes > max.max_response_bytes {
             Some((
                 "max_http_response_bytes",
-                format_bytes(self.max_response_bytes),
-                format_bytes(max.max_response_bytes),
+                LimitValue::Bytes(self.max_response_bytes),
+                LimitValue::Bytes(max.max_response_bytes),
             ))
         } else if self.connect_timeout > max.connect_timeout {
             Some((
                 "http_connect_timeout_ms",
-                toolhost::registry::format_duration(self.connect_timeout),
-                toolhost::registry::format_duration(max.connect_timeout),
+                LimitValue::Duration(self.connect_timeout),
+                LimitValue::Duration(max.connect_timeout),
             ))
         } else {
             None
@@ -196,9 +199,8 @@ impl HostPattern {
         }
         match (&self.host, &other.host) {
             (HostMatch::Any, _) => true,
-            (_, HostMatch::Any) => false,
+            (_, HostMatch::Any) | (HostMatch::Exact(_), HostMatch::SubdomainOf(_)) => false,
             (HostMatch::Exact(a), HostMatch::Exact(b)) => a == b,
-            (HostMatch::Exact(_), HostMatch::SubdomainOf(_)) => false,
             (HostMatch::SubdomainOf(domain), HostMatch::Exact(host))
             | (HostMatch::SubdomainOf(domain), HostMatch::SubdomainOf(host)) => {
                 is_subdomain(host, domain)
@@ -542,8 +544,7 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
     Some(match (a, b, c) {
         (0, ..) => "unspecified (\"this network\", 0.0.0.0/8)",
         (127, ..) => "loopback",
-        (10, ..) | (192, 168, _) => "private",
-        (172, 16..=31, _) => "private",
+        (10, ..) | (192, 168, _) | (172, 16..=31, _) => "private",
         (169, 254, _) => "link-local (cloud metadata)",
         (100, 64..=127, _) => "shared address space (carrier-grade NAT, 100.64.0.0/10)",
         (192, 0, 0) => "IETF protocol assignments (192.0.0.0/24)",

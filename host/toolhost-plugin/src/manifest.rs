@@ -43,17 +43,18 @@
 //!
 //! No manifest means no grant and the default limits. An unknown key is an error naming
 //! it. A manifest asking for more file access than the host allows is refused
-//! ([`PluginError::GrantDenied`]): the plugin is not loaded, and the log says how to
+//! ([`PluginErrorKind::GrantDenied`]): the plugin is not loaded, and the log says how to
 //! allow it; so is one asking for an HTTP host the operator does not allow
-//! ([`PluginError::HttpDenied`]), and one declaring a required config key the operator
-//! gave no value ([`PluginError::ConfigMissing`]). Refusing, rather than loading with less, keeps a tool that could never work
+//! ([`PluginErrorKind::HttpDenied`]), and one declaring a required config key the
+//! operator gave no value ([`PluginErrorKind::ConfigMissing`]). Refusing, rather than
+//! loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
-//! way ([`PluginError::LimitTooHigh`]). The host's maximum is, unless the operator raises
+//! way ([`PluginErrorKind::LimitTooHigh`]). The host's maximum is, unless the operator raises
 //! it, its default: a manifest may lower its limits, not raise them.
 //!
 //! The manifest must be a regular file of at most
 //! [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES): a FIFO, device or directory is
-//! refused without being read ([`PluginError::NotAFile`]), so it cannot block start-up.
+//! refused without being read ([`PluginErrorKind::NotAFile`]), so it cannot block start-up.
 //!
 //! # Sandbox
 //! `grants.root` is checked with the host's path policy, as any path argument of a
@@ -67,10 +68,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use toolhost::tools::{FilePolicy, PolicyError};
+use toolhost::vfs::{FilePolicy, PolicyError};
 
 use super::plugin_config::{check_key, ConfigKey, PluginConfig, MAX_CONFIG_KEYS};
-use super::{FileAccess, HostPattern, PluginError, PluginHostConfig, PluginLimits};
+use super::{
+    FileAccess, HostPattern, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits,
+};
 
 /// The manifest as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -257,25 +260,29 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 /// Reads and parses `path`; `Ok(None)` when there is no such file.
 ///
 /// # Errors
-/// [`PluginError::Io`] when it exists but cannot be read, [`PluginError::NotAFile`] when
-/// it is not a regular file, [`PluginError::FileTooLarge`] over
-/// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginError::Manifest`] when it
+/// [`PluginErrorKind::Io`] when it exists but cannot be read, [`PluginErrorKind::NotAFile`] when
+/// it is not a regular file, [`PluginErrorKind::FileTooLarge`] over
+/// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginErrorKind::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    let bytes = match super::loader::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES)
-    {
+    let bytes = match super::read::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES) {
         Ok(bytes) => bytes,
-        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(err)
+            if matches!(err.kind(), PluginErrorKind::Io(source)
+                if source.kind() == std::io::ErrorKind::NotFound) =>
+        {
             return Ok(None)
         }
         Err(err) => return Err(err),
     };
-    let text = String::from_utf8(bytes).map_err(|err| PluginError::Manifest {
-        path: path.to_owned(),
-        message: format!(
-            "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
-            err.utf8_error().valid_up_to()
-        ),
+    let text = String::from_utf8(bytes).map_err(|err| {
+        PluginErrorKind::Manifest {
+            message: format!(
+                "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
+                err.utf8_error().valid_up_to()
+            ),
+        }
+        .at(path.to_owned())
     })?;
     parse(path, &text).map(Some)
 }
@@ -283,28 +290,25 @@ pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
 /// Parses manifest text; `path` is for the error message.
 ///
 /// # Errors
-/// [`PluginError::Manifest`] naming the bad or unknown key.
+/// [`PluginErrorKind::Manifest`] naming the bad or unknown key.
 pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
     toml::from_str(text).map_err(|err| {
         let line = err
             .span()
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
-        PluginError::Manifest {
-            path: path.to_owned(),
-            message: format!(
+        PluginErrorKind::Manifest { message: format!(
                 "{line}{}; the keys are [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
-            ),
-        }
+            ) }.at(path.to_owned())
     })
 }
 
 /// Resolves the manifest of the plugin at `wasm` (if any) against `config`.
 ///
 /// # Errors
-/// [`PluginError::Manifest`], [`PluginError::GrantDenied`], [`PluginError::LimitTooHigh`],
-/// [`PluginError::Io`].
+/// [`PluginErrorKind::Manifest`], [`PluginErrorKind::GrantDenied`], [`PluginErrorKind::LimitTooHigh`],
+/// [`PluginErrorKind::Io`].
 pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
     match read(&path)? {
@@ -399,8 +403,8 @@ pub(crate) enum Check {
 /// grant the host would refuse and a missing config value are not errors.
 ///
 /// # Errors
-/// As [`resolve`], except [`PluginError::GrantDenied`], [`PluginError::HttpDenied`] and
-/// [`PluginError::ConfigMissing`].
+/// As [`resolve`], except [`PluginErrorKind::GrantDenied`], [`PluginErrorKind::HttpDenied`] and
+/// [`PluginErrorKind::ConfigMissing`].
 pub fn resolve_for_inspection(
     wasm: &Path,
     config: &PluginHostConfig,
@@ -418,10 +422,7 @@ fn apply_with(
     config: &PluginHostConfig,
     check: Check,
 ) -> Result<Resolved, PluginError> {
-    let invalid = |message: String| PluginError::Manifest {
-        path: path.to_owned(),
-        message,
-    };
+    let invalid = |message: String| PluginErrorKind::Manifest { message }.at(path.to_owned());
     let files = match manifest.grants.files.as_deref() {
         None => FileAccess::None,
         Some(text) => FileAccess::parse(text).ok_or_else(|| {
@@ -439,11 +440,11 @@ fn apply_with(
         ));
     }
     if files > config.max_file_access && check == Check::Load {
-        return Err(PluginError::GrantDenied {
-            path: path.to_owned(),
+        return Err(PluginErrorKind::GrantDenied {
             asked: files,
             allowed: config.max_file_access,
-        });
+        }
+        .at(path.to_owned()));
     }
 
     let overrides = &manifest.limits;
@@ -488,12 +489,7 @@ fn apply_with(
     }
     apply_http_limits(overrides, &mut limits.http).map_err(invalid)?;
     if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
-        return Err(PluginError::LimitTooHigh {
-            path: path.to_owned(),
-            limit,
-            asked,
-            max,
-        });
+        return Err(PluginErrorKind::LimitTooHigh { limit, asked, max }.at(path.to_owned()));
     }
     let mut http = Vec::with_capacity(manifest.grants.http.len());
     for text in &manifest.grants.http {
@@ -506,10 +502,10 @@ fn apply_with(
     }
     match config.http.first_denied(&http) {
         Some(denied) if check == Check::Load => {
-            return Err(PluginError::HttpDenied {
-                path: path.to_owned(),
+            return Err(PluginErrorKind::HttpDenied {
                 host: denied.to_string(),
-            })
+            }
+            .at(path.to_owned()))
         }
         _ => {}
     }
@@ -572,11 +568,13 @@ fn apply_config(
         .unwrap_or_default();
     let (plugin_config, undeclared) =
         PluginConfig::resolve(plugin, declared, &config.config, check == Check::Load).map_err(
-            |key| PluginError::ConfigMissing {
-                path: path.to_owned(),
-                plugin: plugin.to_owned(),
-                key: key.name,
-                description: key.description,
+            |key| {
+                PluginErrorKind::ConfigMissing {
+                    plugin: plugin.to_owned(),
+                    key: key.name,
+                    description: key.description,
+                }
+                .at(path.to_owned())
             },
         )?;
     resolved.config = plugin_config;
@@ -641,7 +639,10 @@ mod tests {
             ("[extra]\n", 1, "extra"),
         ] {
             let err = resolve_text(text, &config(FileAccess::None)).unwrap_err();
-            assert!(matches!(err, PluginError::Manifest { .. }), "{err:?}");
+            assert!(
+                matches!(err.kind(), PluginErrorKind::Manifest { .. }),
+                "{err:?}"
+            );
             let message = err.to_string();
             let start = format!(
                 "plugins/p.toml: invalid plugin manifest: line {line}: unknown field `{key}`"
@@ -665,7 +666,7 @@ mod tests {
         assert!(err.contains("grants.root: argument \"root\""), "{err}");
         let err =
             resolve_text("[limits]\ntimeout_ms = \"5s\"\n", &config(FileAccess::None)).unwrap_err();
-        assert!(matches!(err, PluginError::Manifest { .. }));
+        assert!(matches!(err.kind(), PluginErrorKind::Manifest { .. }));
         let err = resolve_text("[limits]\nfuel = 0\n", &config(FileAccess::None)).unwrap_err();
         assert!(err.to_string().contains("limits.fuel is 0"), "{err}");
     }
@@ -674,10 +675,10 @@ mod tests {
     fn deny_by_default_refuses_a_read_grant() {
         let err =
             resolve_text("[grants]\nfiles = \"read\"\n", &PluginHostConfig::default()).unwrap_err();
-        match err {
-            PluginError::GrantDenied { asked, allowed, .. } => {
-                assert_eq!(asked, FileAccess::Read);
-                assert_eq!(allowed, FileAccess::None);
+        match err.kind() {
+            PluginErrorKind::GrantDenied { asked, allowed } => {
+                assert_eq!(*asked, FileAccess::Read);
+                assert_eq!(*allowed, FileAccess::None);
             }
             other => panic!("expected GrantDenied, got {other:?}"),
         }
@@ -687,8 +688,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(
-            err,
-            PluginError::GrantDenied {
+            err.kind(),
+            PluginErrorKind::GrantDenied {
                 asked: FileAccess::ReadWrite,
                 allowed: FileAccess::Read,
                 ..
@@ -720,8 +721,8 @@ mod tests {
             resolve_text("[limits]\nmemory_mib = 1024\n", &config(FileAccess::None)).unwrap_err();
         assert!(
             matches!(
-                err,
-                PluginError::LimitTooHigh {
+                err.kind(),
+                PluginErrorKind::LimitTooHigh {
                     limit: "memory",
                     ..
                 }
@@ -735,16 +736,16 @@ mod tests {
     #[test]
     fn a_root_the_path_policy_refuses_is_a_load_error() {
         let hiding = PluginHostConfig {
-            file_policy: toolhost::tools::FilePolicy {
+            file_policy: toolhost::vfs::FilePolicy {
                 hide_hidden_paths: true,
-                ..toolhost::tools::FilePolicy::default()
+                ..toolhost::vfs::FilePolicy::default()
             },
             ..config(FileAccess::ReadWrite)
         };
         for root in [".git", ".ssh", "docs/_private", "a/.config/b"] {
             let text = format!("[grants]\nfiles = \"read-write\"\nroot = \"{root}\"\n");
             match resolve_text(&text, &hiding) {
-                Err(err @ PluginError::Manifest { .. }) => assert_eq!(
+                Err(err) if matches!(err.kind(), PluginErrorKind::Manifest { .. }) => assert_eq!(
                     err.to_string(),
                     format!("plugins/p.toml: invalid plugin manifest: grants.root is \"{root}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden")
                 ),
@@ -800,7 +801,7 @@ mod tests {
         assert_eq!(hosts, ["api.example.org", "*.cdn.example.org"]);
         let err = resolve_text("[grants]\nhttp = [\"example.org\"]\n", &allowing).unwrap_err();
         assert!(
-            matches!(&err, PluginError::HttpDenied { host, .. } if host == "example.org"),
+            matches!(err.kind(), PluginErrorKind::HttpDenied { host } if host == "example.org"),
             "{err:?}"
         );
         let err = resolve_text("[grants]\nhttp = [\"a b\"]\n", &allowing).unwrap_err();
@@ -854,12 +855,15 @@ mod tests {
             ),
         ] {
             let err = resolve_text(text, &with_values).unwrap_err();
-            assert!(matches!(err, PluginError::Manifest { .. }), "{err:?}");
+            assert!(
+                matches!(err.kind(), PluginErrorKind::Manifest { .. }),
+                "{err:?}"
+            );
             assert!(err.to_string().contains(expected), "{text}: {err}");
         }
         let err = resolve_text("[config]\nkeys = [\"NEEDED\"]\n", &with_values).unwrap_err();
         assert!(
-            matches!(&err, PluginError::ConfigMissing { key, plugin, .. } if key == "NEEDED" && plugin == "p"),
+            matches!(err.kind(), PluginErrorKind::ConfigMissing { key, plugin, .. } if key == "NEEDED" && plugin == "p"),
             "{err:?}"
         );
     }

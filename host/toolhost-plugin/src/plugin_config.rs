@@ -18,7 +18,7 @@
 //! `--plugin-config-env NAME.KEY=ENV_VAR` (the host's environment, only when named
 //! like this), or a file (`--plugin-config-file FILE`, see [`ConfigValues::parse_file`]).
 //! A required key without a value stops the plugin from loading
-//! ([`PluginError::ConfigMissing`](super::PluginError::ConfigMissing)), naming the key.
+//! ([`PluginErrorKind::ConfigMissing`](super::PluginErrorKind::ConfigMissing)), naming the key.
 //!
 //! ```
 //! use toolhost_plugin::ConfigValues;

@@ -2,7 +2,7 @@
 //! manifest declares ([`PluginConfig`](super::super::PluginConfig)).
 
 use super::super::bindings::toolhost::plugin::config::Host;
-use super::super::state::ImportCtx;
+use super::ImportCtx;
 
 impl Host for ImportCtx {
     fn get(&mut self, key: String) -> Option<String> {

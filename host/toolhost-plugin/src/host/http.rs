@@ -42,7 +42,7 @@ use super::quota::PluginMeter;
 /// What a plugin may reach over HTTP: its manifest's patterns (each covered by the
 /// operator's), the operator's policy (allowed private networks, resolver), its limits.
 #[derive(Debug, Clone, Default)]
-pub struct HttpGrant {
+pub(crate) struct HttpGrant {
     /// The manifest's `[grants] http` patterns; empty denies every request.
     pub allow: Vec<HostPattern>,
     /// The operator's policy.
@@ -52,7 +52,7 @@ pub struct HttpGrant {
 }
 
 /// The `wasi:http` hooks of one store: the grant, and what the current call has sent.
-pub struct HttpHooks {
+pub(crate) struct HttpHooks {
     plugin: Arc<str>,
     tool: String,
     grant: Arc<HttpGrant>,
@@ -92,7 +92,7 @@ type SendFuture = Box<
 impl HttpHooks {
     /// Hooks for `plugin` under `grant`, logging within `meter`'s rate with the
     /// plugin's secrets replaced by `redactor` (a plugin could put one in a host name).
-    pub fn new(
+    pub(crate) fn new(
         plugin: Arc<str>,
         grant: Arc<HttpGrant>,
         meter: Arc<PluginMeter>,
@@ -110,7 +110,7 @@ impl HttpHooks {
     }
 
     /// Resets the per-call count for a call of `tool` ending at `deadline`.
-    pub fn begin_call(&mut self, tool: &str, deadline: Instant) {
+    pub(crate) fn begin_call(&mut self, tool: &str, deadline: Instant) {
         tool.clone_into(&mut self.tool);
         self.requests = 0;
         self.deadline = Some(deadline);

@@ -4,7 +4,7 @@
 
 use super::super::bindings::toolhost::plugin as v2;
 use super::super::bindings::v0_1::toolhost::plugin as v1;
-use super::super::state::ImportCtx;
+use super::ImportCtx;
 
 impl v1::types::Host for ImportCtx {}
 

@@ -1,8 +1,7 @@
-//! End to end through the `host` binary: `host inspect` shows a plugin's HTTP hosts,
-//! config keys (never a value) and tool metadata; `host call` with `--plugin-http`,
-//! `--plugin-http-allow-net` and `--plugin-config-env` lets webfetch reach a local server
-//! (allowed explicitly) with its secret, and nowhere else; the secret reaches only the
-//! server, never the host's output.
+//! `host inspect` shows a plugin's HTTP hosts, config keys (never a value) and tool
+//! metadata; `host call` with `--plugin-http`, `--plugin-http-allow-net` and
+//! `--plugin-config-env` lets webfetch reach a local server (allowed explicitly) with its
+//! secret, and nowhere else; the secret reaches only the server, never the host's output.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -29,12 +28,14 @@ fn text(path: &Path) -> &str {
     path.to_str().expect("UTF-8 temp path")
 }
 
-/// A server on 127.0.0.1 answering every GET with `hello`; it records each request's
-/// first line and `authorization` header.
-fn server() -> (u16, Arc<Mutex<Vec<(String, String)>>>) {
+/// Each request a [`server`] got: its first line and its `authorization` header.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A server on 127.0.0.1 answering every GET with `hello`; it records each request.
+fn server() -> (u16, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let log = Arc::clone(&seen);
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
