@@ -243,7 +243,7 @@ pub struct RegistryArgs {
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
     /// A host plugins may send HTTP requests to, when their manifest asks for it
-    /// (repeatable): [http://]host[:port], `*.example.org` for its sub-domains, e.g.
+    /// (repeatable): `[http://]host[:port]`, `*.example.org` for its sub-domains, e.g.
     /// `api.github.com`, `http://127.0.0.1:8080`. https unless http:// is written. None by
     /// default: plugins get no network.
     #[arg(long = "plugin-http", value_name = "HOST", value_parser = parse_host_pattern)]
@@ -264,8 +264,8 @@ pub struct RegistryArgs {
     /// plugin.
     #[arg(long = "plugin-config-env", value_name = "NAME.KEY[=ENV_VAR]")]
     pub plugin_config_env: Vec<String>,
-    /// A TOML file of configuration values: one [NAME] table per plugin, with
-    /// KEY = "value" or KEY = { env = "ENV_VAR" } lines.
+    /// A TOML file of configuration values: one `[NAME]` table per plugin, with
+    /// `KEY = "value"` or `KEY = { env = "ENV_VAR" }` lines.
     #[arg(long = "plugin-config-file", value_name = "FILE")]
     pub plugin_config_file: Option<PathBuf>,
 }

@@ -182,7 +182,10 @@ enum HostMatch {
     SubdomainOf(String),
 }
 
-/// A `[scheme://]host[:port]` pattern of an HTTP grant (see the [module](self) docs).
+/// A `[scheme://]host[:port]` pattern of an HTTP grant: https unless `http://` is
+/// written, the scheme's port unless given, `*.example.org` for any sub-domain of
+/// `example.org` (not `example.org` itself), `*` alone for any host. Parsed with
+/// [`str::parse`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostPattern {
     https: bool,
