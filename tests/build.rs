@@ -25,8 +25,8 @@ const TARGET: &str = "wasm32-wasip2";
 /// Which group a plugin belongs to (`Kind` in `src/lib.rs`).
 fn classify(name: &str) -> &'static str {
     match name {
-        "greet" | "divide" | "wordcount" => "Example",
-        "multi" | "dupname" | "wrong_world" => "Fixture",
+        "greet" | "divide" | "wordcount" | "webfetch" => "Example",
+        "multi" | "dupname" | "wrong_world" | "metadata" => "Fixture",
         hostile if hostile.starts_with("hostile_") => "Hostile",
         other => panic!(
             "don't know how to classify plugin `{other}` (plugins/{other}): add it to \

@@ -65,15 +65,29 @@ macro_rules! export_plugin {
 pub mod __private {
     pub use super::wit::{Environment, Guest, ToolDefinition, ToolError as WitToolError};
     use super::{find, Env, Tool, ToolError};
+    use crate::bindings::toolhost::plugin::types::ToolAnnotations;
 
-    /// The definitions of `tools`, in order, with the schemas as JSON text.
+    /// The definitions of `tools`, in order, with the schemas as JSON text and the
+    /// metadata (title, hints, output schema) as WIT 0.2.0 carries it: no hint set is
+    /// `annotations: None`.
     pub fn definitions(tools: Vec<Tool>) -> Vec<ToolDefinition> {
         tools
             .into_iter()
-            .map(|tool| ToolDefinition {
-                parameters: tool.parameters().to_string(),
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
+            .map(|tool| {
+                let hints = tool.annotations();
+                ToolDefinition {
+                    parameters: tool.parameters().to_string(),
+                    name: tool.name().to_owned(),
+                    description: tool.description().to_owned(),
+                    title: tool.title().map(str::to_owned),
+                    annotations: (!hints.is_empty()).then_some(ToolAnnotations {
+                        read_only_hint: hints.read_only,
+                        destructive_hint: hints.destructive,
+                        idempotent_hint: hints.idempotent,
+                        open_world_hint: hints.open_world,
+                    }),
+                    output_schema: tool.output_schema().map(ToString::to_string),
+                }
             })
             .collect()
     }
@@ -148,6 +162,41 @@ mod tests {
         assert_eq!(
             definitions[1].parameters,
             r#"{"properties":{},"type":"object"}"#
+        );
+        // No metadata set: none sent.
+        assert_eq!(definitions[0].title, None);
+        assert!(definitions[0].annotations.is_none());
+        assert_eq!(definitions[0].output_schema, None);
+    }
+
+    #[test]
+    fn definitions_carry_title_hints_and_output_schema() {
+        let tool = tools()
+            .remove(0)
+            .with_title("Shout it")
+            .read_only()
+            .open_world(false)
+            .with_output_schema(schema::object(
+                [("loud", schema::string("The text."))],
+                ["loud"],
+            ));
+        let definition = definitions(vec![tool]).remove(0);
+        assert_eq!(definition.title.as_deref(), Some("Shout it"));
+        let hints = definition.annotations.expect("hints set");
+        assert_eq!(
+            (
+                hints.read_only_hint,
+                hints.destructive_hint,
+                hints.idempotent_hint,
+                hints.open_world_hint
+            ),
+            (Some(true), None, None, Some(false))
+        );
+        assert_eq!(
+            definition.output_schema.as_deref(),
+            Some(
+                r#"{"properties":{"loud":{"description":"The text.","type":"string"}},"required":["loud"],"type":"object"}"#
+            )
         );
     }
 

@@ -74,9 +74,14 @@
 //! - A panic aborts the instance; the host reports it as a panicked tool with the panic
 //!   message (it reads the plugin's stderr), and the next call gets a fresh instance.
 //! - [`files`] reaches the host's file system as far as the manifest granted; [`log`]
-//!   writes to the host's log.
-//! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`] and [`log`],
-//!   only work inside the host).
+//!   writes to the host's log; [`http`] sends HTTP requests to the hosts the manifest
+//!   was granted; [`config`] reads the values the operator set for the keys the
+//!   manifest declares (secrets included).
+//! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`], [`log`],
+//!   [`http`] and [`config`], only work inside the host).
+//!
+//! The crate targets `toolhost:plugin@0.2.0` (`wit/plugin.wit`); the host still loads
+//! plugins built against 0.1.0.
 #![deny(missing_docs)]
 
 pub mod arguments;
@@ -86,9 +91,13 @@ pub mod schema;
 #[doc(hidden)]
 pub mod bindings;
 #[cfg(feature = "guest")]
+pub mod config;
+#[cfg(feature = "guest")]
 mod export;
 #[cfg(feature = "guest")]
 pub mod files;
+#[cfg(feature = "guest")]
+pub mod http;
 #[cfg(feature = "guest")]
 pub mod log;
 #[cfg(feature = "guest")]

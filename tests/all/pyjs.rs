@@ -12,12 +12,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
-use toolhost_plugin::{CompileSource, LoadReport, PluginHost, PluginHostConfig};
+use toolhost::registry::{
+    CallContext, Environment, Registry, ToolAnnotations, ToolCall, ToolError,
+};
+use toolhost_plugin::{
+    parse_allowed_net, CompileSource, HttpPolicy, LoadReport, PluginHost, PluginHostConfig,
+};
 
 use crate::common::cache_dir;
 
@@ -53,14 +58,30 @@ fn built_components() -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// A registry with only the two plugins, loaded through the shared compile cache.
-fn load(textstats: &Path, greeting: &Path) -> (Arc<Registry>, LoadReport, tempfile::TempDir) {
+/// A registry with only the two plugins, loaded through the shared compile cache;
+/// greeting may reach `origin` over HTTP (its manifest asks, the operator allows it and
+/// the loopback network, as an operator would for a local service).
+fn load(
+    textstats: &Path,
+    greeting: &Path,
+    origin: &str,
+) -> (Arc<Registry>, LoadReport, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("plugins dir");
     std::fs::copy(textstats, dir.path().join("textstats.wasm")).expect("copy textstats");
     std::fs::copy(greeting, dir.path().join("greeting.wasm")).expect("copy greeting");
+    std::fs::write(
+        dir.path().join("greeting.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n[config.ACCEPT]\nrequired = false\n"),
+    )
+    .expect("greeting.toml");
     let registry = Arc::new(Registry::new());
     let host = PluginHost::new(PluginHostConfig {
         cache_dir: Some(cache_dir()),
+        http: HttpPolicy {
+            allow: vec![origin.parse().expect("host pattern")],
+            allow_nets: vec![parse_allowed_net("127.0.0.1").expect("net")],
+            ..HttpPolicy::default()
+        },
         ..PluginHostConfig::default()
     })
     .expect("plugin host");
@@ -102,15 +123,56 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     let Some((textstats, greeting)) = built_components() else {
         return;
     };
-    let (registry, report, _first_dir) = load(&textstats, &greeting);
+    let (port, seen) = hello_server();
+    let origin = format!("http://127.0.0.1:{port}");
+    let (registry, report, _first_dir) = load(&textstats, &greeting, &origin);
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    assert_eq!(registry.names(), ["greeting", "text_stats"]);
+    assert_eq!(registry.names(), ["greeting", "js_fetch", "text_stats"]);
     let definitions = registry.definitions();
-    assert_eq!(definitions[1].parameters["required"], json!(["text"]));
+    assert_eq!(definitions[2].parameters["required"], json!(["text"]));
     assert_eq!(
         definitions[0].parameters["properties"]["language"]["enum"],
         json!(["en", "fr", "de", "es"])
     );
+    // WIT 0.2.0's metadata, from each language's bindings.
+    assert_eq!(definitions[0].title.as_deref(), Some("Greet someone"));
+    assert_eq!(
+        definitions[0].annotations,
+        ToolAnnotations {
+            read_only_hint: Some(true),
+            destructive_hint: None,
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        }
+    );
+    assert_eq!(definitions[0].output_schema, None);
+    assert_eq!(definitions[1].title.as_deref(), Some("Fetch a URL"));
+    assert_eq!(definitions[2].title.as_deref(), Some("Text statistics"));
+    assert_eq!(definitions[2].annotations.read_only_hint, Some(true));
+    assert_eq!(
+        definitions[2]
+            .output_schema
+            .as_ref()
+            .map(|s| &s["required"]),
+        Some(&json!(["characters", "words", "lines", "top_words"]))
+    );
+    // ComponentizeJS's default build (fetch included) imports wasi:http and loads; with
+    // no [grants] http its requests would all be refused.
+    let info = PluginHost::new(PluginHostConfig {
+        cache_dir: Some(cache_dir()),
+        ..PluginHostConfig::default()
+    })
+    .expect("plugin host")
+    .inspect(&greeting)
+    .expect("inspect greeting");
+    assert!(
+        info.imports
+            .iter()
+            .any(|i| i.starts_with("wasi:http/outgoing-handler@0.2.")),
+        "{:?}",
+        info.imports
+    );
+    assert!(info.http.is_empty(), "no manifest next to it: no grant");
 
     // Python.
     assert_eq!(
@@ -181,6 +243,39 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
         )
     );
 
+    // JavaScript's standard fetch, through the same wasi:http grant as a Rust plugin's:
+    // the granted local server answers; another host is refused (the host's log says
+    // why) with nothing sent. ComponentizeJS's fetch does not follow redirects: it
+    // returns the 302, and the host the redirect names is never asked.
+    assert_eq!(
+        call(
+            &registry,
+            "js_fetch",
+            json!({ "url": format!("{origin}/hello") })
+        )
+        .await,
+        Ok(json!({"status": 200, "body": "hello"}))
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        call(&registry, "js_fetch", json!({"url": "http://10.1.2.3/"})).await,
+        Err(ToolError::Failed {
+            tool: "js_fetch".into(),
+            message: "the request failed or the host refused it (this tool may only reach the hosts it was granted): NetworkError when attempting to fetch resource".into()
+        })
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "nothing reached the server");
+    assert_eq!(
+        call(
+            &registry,
+            "js_fetch",
+            json!({ "url": format!("{origin}/away") })
+        )
+        .await,
+        Ok(json!({"status": 302, "body": ""}))
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+
     // Calls in parallel each get their own instance and the right answer.
     let calls = (0..8).map(|i| {
         let registry = Arc::clone(&registry);
@@ -200,7 +295,7 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     // A Python component is ~18 MB of WebAssembly (an interpreter and its standard
     // library); compiling it takes tens of seconds, so a second load must come from the
     // compile cache. (One test, so a cold run compiles each component once.)
-    let (_, again, _dir) = load(&textstats, &greeting);
+    let (_, again, _dir) = load(&textstats, &greeting, &origin);
     assert!(again.failed.is_empty(), "{:?}", again.failed);
     assert_eq!(again.loaded.len(), 2);
     for plugin in &again.loaded {
@@ -211,4 +306,38 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
             plugin.compile
         );
     }
+}
+
+/// A server on 127.0.0.1 answering `/hello` with `hello` and `/away` with a redirect to
+/// `http://denied.test/`; it counts the requests it gets.
+fn hello_server() -> (u16, Arc<AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let port = listener.local_addr().expect("local addr").port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            loop {
+                let mut header = String::new();
+                match reader.read_line(&mut header) {
+                    Ok(n) if n > 0 && !header.trim().is_empty() => {}
+                    _ => break,
+                }
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+            let answer = if line.starts_with("GET /hello ") {
+                "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello"
+            } else if line.starts_with("GET /away ") {
+                "HTTP/1.1 302 Found\r\nlocation: http://denied.test/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, seen)
 }

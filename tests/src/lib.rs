@@ -20,9 +20,9 @@ include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
 /// What a plugin is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Shipped to users (greet, divide, wordcount).
+    /// Shipped to users (greet, divide, wordcount, webfetch).
     Example,
-    /// A loader test case that behaves (multi, dupname, wrong_world).
+    /// A loader test case that behaves (multi, dupname, wrong_world, metadata).
     Fixture,
     /// Misbehaves on purpose (`hostile_*`).
     Hostile,
@@ -120,6 +120,7 @@ mod tests {
                 "hostile_alloc",
                 "hostile_badjson",
                 "hostile_handles",
+                "hostile_http",
                 "hostile_imports",
                 "hostile_loop",
                 "hostile_output",
@@ -128,7 +129,9 @@ mod tests {
                 "hostile_stderr",
                 "hostile_vfs_escape",
                 "hostile_wasi_escape",
+                "metadata",
                 "multi",
+                "webfetch",
                 "wordcount",
                 "wrong_world",
             ]
@@ -140,7 +143,7 @@ mod tests {
         }
         assert_eq!(GREET, plugin("greet").wasm);
         let examples: Vec<&str> = of_kind(Kind::Example).map(|p| p.name).collect();
-        assert_eq!(examples, ["divide", "greet", "wordcount"]);
+        assert_eq!(examples, ["divide", "greet", "webfetch", "wordcount"]);
     }
 
     #[test]

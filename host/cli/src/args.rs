@@ -256,6 +256,43 @@ pub struct RegistryArgs {
     /// lock file, only the components (and manifests) it pins load, with or without this.
     #[arg(long, requires = "plugins")]
     pub require_lock: bool,
+    /// A host plugins may send HTTP requests to, when their manifest asks for it
+    /// (repeatable): `[http://]host[:port]`, `*.example.org` for its sub-domains, e.g.
+    /// `api.github.com`, `http://127.0.0.1:8080`. https unless http:// is written. None by
+    /// default: plugins get no network.
+    #[arg(long = "plugin-http", value_name = "HOST", value_parser = parse_host_pattern)]
+    pub plugin_http: Vec<toolhost_plugin::HostPattern>,
+    /// A private network plugins may reach (repeatable): loopback, private, link-local
+    /// and other local addresses are refused unless listed, e.g. `127.0.0.1` or
+    /// `10.0.0.0/8`. Checked on the address each request connects to.
+    #[arg(long = "plugin-http-allow-net", value_name = "NET", value_parser = parse_allowed_net)]
+    pub plugin_http_allow_net: Vec<toolhost_plugin::IpNet>,
+    /// A configuration value for a plugin (repeatable): NAME.KEY=VALUE, where NAME is the
+    /// plugin's file name without .wasm and KEY a key its manifest declares. Visible to
+    /// other local users in the process list: give secrets with --plugin-config-env or
+    /// --plugin-config-file.
+    #[arg(long = "plugin-config", value_name = "NAME.KEY=VALUE")]
+    pub plugin_config: Vec<String>,
+    /// A configuration value from the host's environment (repeatable): NAME.KEY=ENV_VAR,
+    /// or NAME.KEY to read the variable KEY. No other environment variable reaches a
+    /// plugin.
+    #[arg(long = "plugin-config-env", value_name = "NAME.KEY[=ENV_VAR]")]
+    pub plugin_config_env: Vec<String>,
+    /// A TOML file of configuration values: one `[NAME]` table per plugin, with
+    /// `KEY = "value"` or `KEY = { env = "ENV_VAR" }` lines.
+    #[arg(long = "plugin-config-file", value_name = "FILE")]
+    pub plugin_config_file: Option<PathBuf>,
+}
+
+/// `--plugin-http`: a host pattern.
+fn parse_host_pattern(text: &str) -> Result<toolhost_plugin::HostPattern, String> {
+    text.parse()
+        .map_err(|err: toolhost_plugin::HostPatternError| err.to_string())
+}
+
+/// `--plugin-http-allow-net`: an address or network.
+fn parse_allowed_net(text: &str) -> Result<toolhost_plugin::IpNet, String> {
+    toolhost_plugin::parse_allowed_net(text)
 }
 
 impl RegistryArgs {

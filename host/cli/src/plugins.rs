@@ -15,7 +15,7 @@ use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 use toolhost_plugin::lock::PluginLock;
 use toolhost_plugin::{
-    CompileSource, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
+    CompileSource, ConfigValues, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
 };
 
 use super::args::{PluginFiles, RegistryArgs};
@@ -93,7 +93,61 @@ pub(crate) fn host_config(
         config.storage = storage;
     }
     config.file_policy = policy;
+    config.http.allow = args.plugin_http.clone();
+    config.http.allow_nets = args.plugin_http_allow_net.clone();
+    config.config = config_values(args, |var| std::env::var(var).ok())?;
     Ok(config)
+}
+
+/// The plugins' configuration values from `--plugin-config-file`, then
+/// `--plugin-config-env`, then `--plugin-config` (a later source replaces an earlier
+/// one's value for the same key). `env` reads the host's environment, only for the
+/// variables these flags name.
+///
+/// # Errors
+/// A value that is not valid, a variable that is not set, a file that cannot be read;
+/// no error shows a value.
+fn config_values(
+    args: &RegistryArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<ConfigValues> {
+    let mut values = ConfigValues::default();
+    if let Some(file) = &args.plugin_config_file {
+        warn_if_others_may_read(file);
+        values
+            .parse_file(file, &env)
+            .map_err(|err| anyhow::anyhow!("--plugin-config-file {err}"))?;
+    }
+    for text in &args.plugin_config_env {
+        values
+            .set_from_env(text, &env)
+            .map_err(|err| anyhow::anyhow!("--plugin-config-env: {err}"))?;
+    }
+    for text in &args.plugin_config {
+        values
+            .set_assignment(text)
+            .map_err(|err| anyhow::anyhow!("--plugin-config: {err}"))?;
+    }
+    Ok(values)
+}
+
+/// A configuration file may hold secrets: say so when other users may read it.
+fn warn_if_others_may_read(file: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(metadata) = std::fs::metadata(file) {
+            if metadata.permissions().mode() & 0o044 != 0 {
+                tracing::warn!(
+                    "--plugin-config-file {} may be read by other users (mode {:o}); if it holds secrets, chmod 600 it",
+                    file.display(),
+                    metadata.permissions().mode() & 0o777
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
 }
 
 /// Starts a plugin host and loads every plugin in `dir` into `registry`, logging one line
@@ -129,12 +183,29 @@ pub(crate) fn load(
 fn log_report(dir: &Path, report: &LoadReport) {
     for plugin in &report.loaded {
         let compile = compile_text(plugin.compile);
+        let http = if plugin.http.is_empty() {
+            "none".to_owned()
+        } else {
+            plugin
+                .http
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let keys: Vec<String> = plugin
+            .config
+            .entries()
+            .iter()
+            .map(|entry| entry.key.name.clone())
+            .collect();
         info!(
-            "plugin {} loaded: {} tool(s) [{}], {compile}; files: {}, limits: {} per call, {} memory ({})",
+            "plugin {} loaded: {} tool(s) [{}], {compile}; files: {}, http: {http}, config: [{}], limits: {} per call, {} memory ({})",
             plugin.name,
             plugin.tools.len(),
             plugin.tools.join(", "),
             plugin.grants,
+            keys.join(", "),
             format_duration(plugin.limits.timeout),
             format_bytes(plugin.limits.memory_bytes),
             plugin.path.display(),
@@ -192,6 +263,18 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "max_tables": limits.max_tables,
             "max_handles": limits.max_handles,
         },
+        "http": {
+            "hosts": info.http,
+            "allowed_by_default_host": info.http_allowed,
+        },
+        // Keys only: whether a value is set, never the value.
+        "config": info.config.entries().iter().map(|entry| json!({
+            "key": entry.key.name,
+            "description": entry.key.description,
+            "secret": entry.key.secret,
+            "required": entry.key.required,
+            "set": entry.value.is_some(),
+        })).collect::<Vec<_>>(),
         "tools": info.tools,
         "imports": info.imports,
         "exports": info.exports,
@@ -226,6 +309,49 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
         );
     }
     out += &format!("  file access: {files}\n");
+    if info.http.is_empty() {
+        out += "  http: none\n";
+    } else {
+        let hosts: Vec<String> = info.http.iter().map(ToString::to_string).collect();
+        let flags: Vec<String> = info
+            .http
+            .iter()
+            .map(|h| format!("--plugin-http {h}"))
+            .collect();
+        out += &format!(
+            "  http: {} (the host must allow each: {})\n",
+            hosts.join(", "),
+            flags.join(" ")
+        );
+    }
+    if info.config.entries().is_empty() {
+        out += "  config: none\n";
+    } else {
+        out += &format!("  config ({}):\n", info.config.entries().len());
+        for entry in info.config.entries() {
+            let key = &entry.key;
+            let mut what = vec![if key.required { "required" } else { "optional" }];
+            if key.secret {
+                what.push("secret");
+            }
+            let description = key
+                .description
+                .as_deref()
+                .map(|d| format!("  {d}"))
+                .unwrap_or_default();
+            // Never a value: whether one is set is all inspect says.
+            out += &format!(
+                "    {} ({}; {}){description}\n",
+                key.name,
+                what.join(", "),
+                if entry.value.is_some() {
+                    "set"
+                } else {
+                    "not set"
+                }
+            );
+        }
+    }
     let limits = &info.limits;
     let fuel = limits
         .fuel
@@ -242,6 +368,27 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
         let summary = tool.description.lines().next().unwrap_or_default().trim();
         out += format!("    {:width$}  {summary}", tool.name).trim_end();
         out += "\n";
+        let mut meta = Vec::new();
+        if let Some(title) = &tool.title {
+            meta.push(format!("title \"{title}\""));
+        }
+        let hints = &tool.annotations;
+        for (name, hint) in [
+            ("read-only", hints.read_only_hint),
+            ("destructive", hints.destructive_hint),
+            ("idempotent", hints.idempotent_hint),
+            ("open-world", hints.open_world_hint),
+        ] {
+            if let Some(value) = hint {
+                meta.push(format!("{name}: {value}"));
+            }
+        }
+        if tool.output_schema.is_some() {
+            meta.push("output schema".to_owned());
+        }
+        if !meta.is_empty() {
+            out += &format!("    {:width$}  ({})\n", "", meta.join(", "));
+        }
     }
     for (title, items) in [("imports", &info.imports), ("exports", &info.exports)] {
         out += &format!("  {title} ({}):\n", items.len());
@@ -355,6 +502,90 @@ mod tests {
         )
         .unwrap();
         assert_eq!(allowed.limits.memory_bytes, 128 << 20);
+    }
+
+    #[test]
+    fn http_and_config_flags_reach_the_plugin_host_and_errors_hide_values() {
+        let host = config_of(&[
+            "--plugin-http",
+            "api.github.com",
+            "--plugin-http",
+            "http://127.0.0.1:8080",
+            "--plugin-http-allow-net",
+            "127.0.0.1",
+            "--plugin-config",
+            "gh.REPO=octo/hello",
+        ]);
+        let allow: Vec<String> = host.http.allow.iter().map(ToString::to_string).collect();
+        assert_eq!(allow, ["api.github.com", "http://127.0.0.1:8080"]);
+        assert_eq!(host.http.allow_nets[0].to_string(), "127.0.0.1/32");
+        assert_eq!(
+            host.config.get("gh", "REPO").unwrap().expose(),
+            "octo/hello"
+        );
+        // Nothing by default.
+        let default = config_of(&[]);
+        assert!(default.http.allow.is_empty() && default.http.allow_nets.is_empty());
+        assert!(default.config.is_empty());
+
+        let bad =
+            Cli::try_parse_from(["host", "tools", "--plugin-http", "x.org/path"]).unwrap_err();
+        assert!(
+            bad.to_string().contains(
+                "\"x.org/path\" is not a host pattern: give a host, not a URL with a path or query"
+            ),
+            "{bad}"
+        );
+        let bad =
+            Cli::try_parse_from(["host", "tools", "--plugin-http-allow-net", "lan"]).unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("\"lan\" is not an IP address or network"),
+            "{bad}"
+        );
+        let err = config(&["--plugin-config", "gh.bad-key=hunter2"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--plugin-config: config key \"bad-key\" is not a valid name: use letters, digits and _, not starting with a digit (like an environment variable, e.g. GITHUB_TOKEN)"
+        );
+    }
+
+    #[test]
+    fn config_comes_from_the_environment_only_when_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[gh]\nREPO = \"from-file\"\nTOKEN = { env = \"GH_TOKEN\" }\n",
+        )
+        .unwrap();
+        let env = |var: &str| match var {
+            "GH_TOKEN" => Some("tok-from-env".to_owned()),
+            "REGION" => Some("eu".to_owned()),
+            _ => None,
+        };
+        let values = config_values(
+            &args(&[
+                "--plugin-config-file",
+                file.to_str().unwrap(),
+                "--plugin-config-env",
+                "gh.REGION",
+                "--plugin-config",
+                "gh.REPO=from-flag",
+            ]),
+            env,
+        )
+        .unwrap();
+        assert_eq!(values.keys("gh"), ["REGION", "REPO", "TOKEN"]);
+        assert_eq!(values.get("gh", "TOKEN").unwrap().expose(), "tok-from-env");
+        // A later source wins: the flag over the file.
+        assert_eq!(values.get("gh", "REPO").unwrap().expose(), "from-flag");
+        let err =
+            config_values(&args(&["--plugin-config-env", "gh.MISSING=NOPE"]), env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--plugin-config-env: gh.MISSING is to come from the environment variable NOPE, which is not set (or not UTF-8); export it, or give the value another way"
+        );
     }
 
     #[test]

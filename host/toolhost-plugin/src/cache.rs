@@ -203,6 +203,15 @@ impl CompileCache {
                 }
             }
         }
+        // A large component (a Python one is ~18 MB) takes a while to compile: say so
+        // before, so a slow first start is not mistaken for a hang.
+        tracing::info!(
+            target: "plugin",
+            "{}: compiling the component ({}; first load{}) ...",
+            path.display(),
+            super::format_bytes(bytes.len() as u64),
+            if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
+        );
         let component = Component::new(engine, bytes).map_err(|err| {
             PluginErrorKind::Compile {
                 message: error_chain(&err),

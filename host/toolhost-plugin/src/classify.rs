@@ -42,6 +42,36 @@ pub(crate) struct CallFacts<'a> {
     pub stderr: &'a Captured,
 }
 
+/// `error` with the plugin's secret values replaced in its messages (a guest's error
+/// text, a panic message, a stderr tail): an error reaches the model and the log.
+pub(crate) fn redacted(error: ToolError, redactor: &crate::Redactor) -> ToolError {
+    let clean = |message: String| redactor.redact(&message).into_owned();
+    match error {
+        ToolError::InvalidArguments { tool, message } => ToolError::InvalidArguments {
+            tool,
+            message: clean(message),
+        },
+        ToolError::Failed { tool, message } => ToolError::Failed {
+            tool,
+            message: clean(message),
+        },
+        ToolError::ToolPanicked { tool, message } => ToolError::ToolPanicked {
+            tool,
+            message: clean(message),
+        },
+        ToolError::LimitExceeded {
+            tool,
+            limit,
+            message,
+        } => ToolError::LimitExceeded {
+            tool,
+            limit,
+            message: clean(message),
+        },
+        other => other,
+    }
+}
+
 /// The [`ToolError`] for a call that trapped or failed on the host side.
 pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
     let tool = facts.tool.to_owned();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 
-use super::{DefinitionLimits, PluginLimits};
+use super::{ConfigValues, DefinitionLimits, HttpPolicy, PluginLimits};
 
 /// How much of the host's storage a plugin may touch, through the `files` import.
 ///
@@ -157,6 +157,15 @@ pub struct PluginHostConfig {
     /// Calls running at once across all plugins; more wait for a slot. The pooling
     /// allocator is sized from it.
     pub max_concurrent_calls: u32,
+    /// Outbound HTTP: the hosts a plugin's manifest may ask for, the private networks
+    /// plugins may reach, the resolver. The default allows no host.
+    ///
+    /// # Sandbox
+    /// See [`HttpPolicy::allow`] and [`HttpPolicy::allow_nets`].
+    pub http: HttpPolicy,
+    /// Configuration values per plugin (`--plugin-config`); a plugin gets those of the
+    /// keys its manifest declares. Empty by default.
+    pub config: ConfigValues,
 }
 
 /// Default of [`PluginHostConfig::max_concurrent_calls`].
@@ -181,6 +190,8 @@ impl Default for PluginHostConfig {
             max_file_access: FileAccess::None,
             fresh_instance_per_call: true,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+            http: HttpPolicy::default(),
+            config: ConfigValues::default(),
         }
     }
 }
@@ -199,6 +210,8 @@ impl fmt::Debug for PluginHostConfig {
             .field("max_file_access", &self.max_file_access)
             .field("fresh_instance_per_call", &self.fresh_instance_per_call)
             .field("max_concurrent_calls", &self.max_concurrent_calls)
+            .field("http", &self.http)
+            .field("config", &self.config)
             .finish()
     }
 }
@@ -242,6 +255,8 @@ mod tests {
         assert!(config.storage.is_none());
         assert_eq!(config.default_limits, PluginLimits::default());
         assert!(config.fresh_instance_per_call);
+        assert!(config.http.allow.is_empty() && config.http.allow_nets.is_empty());
+        assert!(config.config.is_empty());
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub enum PluginErrorKind {
     },
     /// The component does not implement the `toolhost:plugin/plugin` world: an export
     /// is missing or has another type, or it imports something the host does not give.
-    #[error("the component does not implement the toolhost:plugin@0.1.0 `plugin` world: {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
+    #[error("the component does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
     WrongWorld {
         /// What does not match.
         message: String,
@@ -155,6 +155,22 @@ pub enum PluginErrorKind {
         asked: FileAccess,
         /// What the host allows.
         allowed: FileAccess,
+    },
+    /// The manifest asks for an HTTP host the operator does not allow.
+    #[error("the manifest asks for HTTP access to {host}, which the host does not allow; the plugin was not loaded. To allow it, start the host with `--plugin-http {host}` (PluginHostConfig::http), or remove it from [grants] http")]
+    HttpDenied {
+        /// The pattern asked for, in its canonical spelling.
+        host: String,
+    },
+    /// The manifest declares a required configuration key the operator gave no value.
+    #[error("the plugin needs the config key {key}{} and no value was given; the plugin was not loaded. Give it with `--plugin-config {plugin}.{key}=VALUE`, `--plugin-config-env {plugin}.{key}=ENV_VAR` or in a --plugin-config-file ([{plugin}] {key} = ...), or mark it `required = false` in the manifest", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    ConfigMissing {
+        /// The plugin's name.
+        plugin: String,
+        /// The key.
+        key: String,
+        /// The key's description in the manifest.
+        description: Option<String>,
     },
     /// A tool definition is invalid: bad name, or parameters that are not a JSON object
     /// schema.
@@ -262,6 +278,8 @@ impl PluginErrorKind {
             Self::Manifest { .. } => "manifest",
             Self::LimitTooHigh { .. } => "limit_too_high",
             Self::GrantDenied { .. } => "grant_denied",
+            Self::HttpDenied { .. } => "http_denied",
+            Self::ConfigMissing { .. } => "config_missing",
             Self::BadDefinition { .. } => "bad_definition",
             Self::DuplicateTool { .. } => "duplicate_tool",
             Self::DefinitionsTooLarge { .. } => "definitions_too_large",

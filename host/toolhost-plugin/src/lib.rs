@@ -21,10 +21,20 @@
 //!
 //! # Sandbox
 //! A plugin is untrusted code. It gets a WASI context with clocks and random numbers
-//! only: no preopened directory, no socket, no environment variable, no argument, no
-//! stdin; its stdout and stderr are captured (bounded) and logged. It reaches the host's
-//! files only through the `files` import, and only when its manifest asks for a grant
-//! the host allows ([`PluginHostConfig::max_file_access`], deny by default). Each call
+//! only: no preopened directory, no socket, no argument, no stdin, and as environment
+//! variables exactly the configuration values of the keys its manifest declares
+//! ([`plugin_config`](PluginConfig)); its stdout and stderr are captured (bounded,
+//! secrets redacted) and logged. It reaches the host's files only through the `files`
+//! import, and only when its manifest asks for a grant the host allows
+//! ([`PluginHostConfig::max_file_access`], deny by default); and the network only
+//! through `wasi:http/outgoing-handler`, to the hosts its manifest asks for and the
+//! operator allows ([`PluginHostConfig::http`], none by default), never to a private,
+//! loopback or link-local address unless the operator allows that network (see
+//! [`HttpPolicy`]).
+//!
+//! Components built against `toolhost:plugin@0.2.0` (`wit/plugin.wit`) and against the
+//! earlier 0.1.0 (`wit/legacy/plugin-0.1.0.wit`) both load: the linker serves the
+//! imports of both. Each call
 //! runs in a fresh instance (by default) under a wall-time limit enforced by epoch
 //! interruption, a memory cap, optional fuel, instance/table counts and an output cap;
 //! whatever the plugin does, the call ends with a result or a [`ToolError`] and the host
@@ -105,11 +115,13 @@ mod config;
 mod engine;
 mod error;
 mod host;
+mod http_policy;
 mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
 mod output;
+mod plugin_config;
 mod read;
 mod runtime;
 mod state;
@@ -128,14 +140,23 @@ pub use host::quota::{
     DEFAULT_MAX_READ_BYTES, DEFAULT_MAX_WRITE_BYTES_PER_CALL, DEFAULT_MAX_WRITE_BYTES_TOTAL,
     HOST_READ_CAP,
 };
+pub use http_policy::{
+    forbidden_address, parse_allowed_net, unmap, HostPattern, HostPatternError, HttpLimits,
+    HttpPolicy, IpNet, Resolve, SystemResolver, DEFAULT_HTTP_CONNECT_TIMEOUT,
+    DEFAULT_MAX_HTTP_REQUESTS, DEFAULT_MAX_HTTP_REQUEST_BYTES, DEFAULT_MAX_HTTP_RESPONSE_BYTES,
+};
 pub use limits::{
     DefinitionCap, DefinitionLimits, LimitValue, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
     DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
     DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
-    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MAX_TOOLS,
-    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES,
+    DEFAULT_MAX_TITLE_BYTES, DEFAULT_MAX_TOOLS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
 };
 pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+pub use plugin_config::{
+    check_key, ConfigEntry, ConfigError, ConfigKey, ConfigValue, ConfigValues, PluginConfig,
+    Redactor, MAX_CONFIG_KEYS, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, REDACTED,
+};
 
 use cache::CompileCache;
 use host::Imports;
@@ -215,6 +236,14 @@ impl PluginHost {
             &mut state.imports
         })
         .map_err(link_error)?;
+        // The imports of toolhost:plugin@0.1.0 too, so components built against it load.
+        bindings::v0_1::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
+            &mut state.imports
+        })
+        .map_err(link_error)?;
+        // wasi:http/types and outgoing-handler; every request goes through
+        // host/http.rs's checks.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         Ok(Self {
             cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
             shared: Arc::new(Shared::new(
@@ -269,6 +298,10 @@ pub struct LoadedPlugin {
     pub manifest: Option<PathBuf>,
     /// The limits every call runs under.
     pub limits: PluginLimits,
+    /// The hosts it may send HTTP requests to.
+    pub http: Vec<HostPattern>,
+    /// Its configuration keys (values hidden from `Debug`).
+    pub config: PluginConfig,
 }
 
 /// A file [`PluginHost::load_dir`] could not load.
@@ -296,11 +329,24 @@ pub struct PluginInfo {
     pub grant_allowed: bool,
     /// The sub-tree file access is confined to, if any.
     pub root: Option<String>,
+    /// The hosts the manifest asks to send HTTP requests to.
+    pub http: Vec<HostPattern>,
+    /// Whether this host allows all of them (if not, loading fails with
+    /// [`PluginErrorKind::HttpDenied`]).
+    pub http_allowed: bool,
+    /// The configuration keys the manifest declares, with this host's values (a key the
+    /// operator set no value for has none; loading fails with
+    /// [`PluginErrorKind::ConfigMissing`] if it is required).
+    ///
+    /// # Sandbox
+    /// Holds secret values: show [`ConfigEntry::key`](crate::ConfigEntry::key) and
+    /// whether a value is set, never a secret's value.
+    pub config: PluginConfig,
     /// The limits calls would run under.
     pub limits: PluginLimits,
     /// The tools it declares.
     pub tools: Vec<ToolDefinition>,
-    /// The component's imports (`wasi:cli/stderr@0.2.x`, `toolhost:plugin/files@0.1.0`, ...).
+    /// The component's imports (`wasi:cli/stderr@0.2.x`, `toolhost:plugin/files@0.2.0`, ...).
     pub imports: Vec<String>,
     /// The component's exports.
     pub exports: Vec<String>,

@@ -13,6 +13,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 
 use super::host::quota::ImportLimits;
+use super::http_policy::HttpLimits;
 
 /// Default wall time of one plugin call (10 s). The registry's own per-call deadline
 /// still applies; the earlier of the two wins.
@@ -78,6 +79,8 @@ pub struct PluginLimits {
     /// held at once. One more becomes
     /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `host handles (1024)`.
     pub max_handles: u32,
+    /// What the plugin may send over HTTP per call (requests, body sizes, connect time).
+    pub http: HttpLimits,
 }
 
 impl Default for PluginLimits {
@@ -92,6 +95,7 @@ impl Default for PluginLimits {
             max_tables: DEFAULT_MAX_TABLES,
             imports: ImportLimits::default(),
             max_handles: DEFAULT_MAX_HANDLES,
+            http: HttpLimits::default(),
         }
     }
 }
@@ -115,6 +119,7 @@ impl PluginLimits {
             max_tables: 10_000,
             imports: ImportLimits::unlimited(),
             max_handles: 1_000_000,
+            http: HttpLimits::unlimited(),
         }
     }
 
@@ -176,7 +181,9 @@ impl PluginLimits {
                 LimitValue::Count(max.max_handles.into()),
             ))
         } else {
-            self.imports.first_above(&max.imports)
+            self.imports
+                .first_above(&max.imports)
+                .or_else(|| self.http.first_above(&max.http))
         }
     }
 }
@@ -239,6 +246,9 @@ pub const DEFAULT_MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Default of [`DefinitionLimits::max_description_bytes`]: 4 KiB per description, a
 /// page of text (the built-ins' longest is under 2 KiB).
 pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+/// Default of [`DefinitionLimits::max_title_bytes`]: 256 bytes, a line of a user
+/// interface (MCP titles are short display names such as "Read file").
+pub const DEFAULT_MAX_TITLE_BYTES: usize = 256;
 /// Default of [`DefinitionLimits::max_schema_depth`]: 32 levels of nested JSON, far
 /// more than any argument object needs (the built-ins nest 4), and well under
 /// serde_json's recursion limit of 128, so a schema that passes is safe to walk
@@ -268,11 +278,14 @@ pub const DEFAULT_DEFINITIONS_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct DefinitionLimits {
     /// Tools one plugin may declare.
     pub max_tools: usize,
-    /// Bytes of one tool's parameters schema (its JSON text).
+    /// Bytes of one tool's parameters schema (its JSON text), and of its output schema.
     pub max_schema_bytes: usize,
+    /// Bytes of one tool's title.
+    pub max_title_bytes: usize,
     /// Bytes of one tool's description.
     pub max_description_bytes: usize,
-    /// Nesting depth of one tool's parameters schema (an empty object is depth 1).
+    /// Nesting depth of one tool's parameters schema, and of its output schema (an
+    /// empty object is depth 1).
     pub max_schema_depth: usize,
     /// Bytes of all names, descriptions and schemas of one plugin together.
     pub max_total_bytes: usize,
@@ -286,6 +299,7 @@ impl Default for DefinitionLimits {
         Self {
             max_tools: DEFAULT_MAX_TOOLS,
             max_schema_bytes: DEFAULT_MAX_SCHEMA_BYTES,
+            max_title_bytes: DEFAULT_MAX_TITLE_BYTES,
             max_description_bytes: DEFAULT_MAX_DESCRIPTION_BYTES,
             max_schema_depth: DEFAULT_MAX_SCHEMA_DEPTH,
             max_total_bytes: DEFAULT_MAX_DEFINITIONS_BYTES,
@@ -308,6 +322,12 @@ pub enum DefinitionCap {
     SchemaDepth,
     /// [`DefinitionLimits::max_total_bytes`].
     Total,
+    /// [`DefinitionLimits::max_title_bytes`].
+    Title,
+    /// [`DefinitionLimits::max_schema_bytes`], for the output schema.
+    OutputSchema,
+    /// [`DefinitionLimits::max_schema_depth`], for the output schema.
+    OutputSchemaDepth,
 }
 
 impl DefinitionCap {
@@ -315,10 +335,11 @@ impl DefinitionCap {
     pub fn field(self) -> &'static str {
         match self {
             DefinitionCap::Tools => "max_tools",
-            DefinitionCap::Schema => "max_schema_bytes",
+            DefinitionCap::Schema | DefinitionCap::OutputSchema => "max_schema_bytes",
             DefinitionCap::Description => "max_description_bytes",
-            DefinitionCap::SchemaDepth => "max_schema_depth",
+            DefinitionCap::SchemaDepth | DefinitionCap::OutputSchemaDepth => "max_schema_depth",
             DefinitionCap::Total => "max_total_bytes",
+            DefinitionCap::Title => "max_title_bytes",
         }
     }
 
@@ -330,6 +351,9 @@ impl DefinitionCap {
             DefinitionCap::Description => "Shorten the description",
             DefinitionCap::SchemaDepth => "Flatten the schema",
             DefinitionCap::Total => "Shorten the descriptions and schemas, or split the plugin",
+            DefinitionCap::Title => "Shorten the title (a few words)",
+            DefinitionCap::OutputSchema => "Describe the result more briefly",
+            DefinitionCap::OutputSchemaDepth => "Flatten the output schema",
         }
     }
 
@@ -361,6 +385,21 @@ impl DefinitionCap {
                 "the plugin's tool definitions total".to_owned(),
                 format_bytes(actual),
                 format_bytes(limit),
+            ),
+            DefinitionCap::Title => (
+                "its title is".to_owned(),
+                format_bytes(actual),
+                format_bytes(limit),
+            ),
+            DefinitionCap::OutputSchema => (
+                "its output schema is".to_owned(),
+                format_bytes(actual),
+                format_bytes(limit),
+            ),
+            DefinitionCap::OutputSchemaDepth => (
+                format!("its output schema nests {actual} levels deep"),
+                String::new(),
+                limit.to_string(),
             ),
         };
         let subject = match tool {

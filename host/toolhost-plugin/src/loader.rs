@@ -18,15 +18,19 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use toolhost::error::ErrorChain;
-use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
+use toolhost::registry::{
+    check_name, Handler, RegisterError, Registry, ToolAnnotations, ToolDefinition, ToolError,
+};
 
-use super::bindings::PluginPre;
+use super::bindings::{v0_1, PluginPre};
 use super::error::error_chain;
 use super::host::files::FileGrant;
+use super::host::http::HttpGrant;
 use super::lock::{read_manifest_bytes, LockMismatch, PluginLock, Sha256Digest};
 use super::manifest::{self, Resolved};
 use super::read::read_regular_file;
-use super::runtime::{PluginRuntime, PluginTool};
+use super::runtime::{PluginRuntime, PluginTool, WorldPre};
+use super::state::Grants;
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
     PluginError, PluginErrorKind, PluginHost, PluginInfo,
@@ -46,6 +50,11 @@ struct Pins<'a> {
     lock: &'a PluginLock,
     path: &'a Path,
 }
+
+/// The `tools` export of `toolhost:plugin@0.2.0`.
+pub(crate) const TOOLS_V0_2: &str = "toolhost:plugin/tools@0.2.0";
+/// The `tools` export of `toolhost:plugin@0.1.0`.
+pub(crate) const TOOLS_V0_1: &str = "toolhost:plugin/tools@0.1.0";
 
 /// A plugin compiled and pre-instantiated, not yet asked for its tools.
 struct Compiled {
@@ -309,6 +318,8 @@ impl PluginHost {
             root: prepared.resolved.root,
             manifest: prepared.resolved.manifest_path,
             limits: prepared.resolved.limits,
+            http: prepared.resolved.http,
+            config: prepared.resolved.config,
         })
     }
 
@@ -330,6 +341,13 @@ impl PluginHost {
             grants: prepared.resolved.files,
             grant_allowed: prepared.resolved.files <= self.config.max_file_access,
             root: prepared.resolved.root,
+            http_allowed: self
+                .config
+                .http
+                .first_denied(&prepared.resolved.http)
+                .is_none(),
+            http: prepared.resolved.http,
+            config: prepared.resolved.config,
             limits: prepared.resolved.limits,
             tools: prepared.definitions,
             imports: prepared.imports,
@@ -434,9 +452,12 @@ impl PluginHost {
             check_pins(pins, path, &digest, manifest_bytes.as_deref())?;
         }
         let resolved = if any_grant {
-            let mut config = self.config.clone();
-            config.max_file_access = super::FileAccess::ReadWrite;
-            manifest::resolve_bytes(path, manifest_bytes, &config)?
+            manifest::resolve_bytes_with(
+                path,
+                manifest_bytes,
+                &self.config,
+                manifest::Check::Inspect,
+            )?
         } else {
             manifest::resolve_bytes(path, manifest_bytes, &self.config)?
         };
@@ -454,7 +475,20 @@ impl PluginHost {
             .linker
             .instantiate_pre(&component)
             .map_err(wrong_world)?;
-        let pre = PluginPre::new(instance_pre).map_err(wrong_world)?;
+        let component_type = component.component_type();
+        let exports: Vec<String> = component_type
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        // The world is the `tools` export the component carries; with neither, 0.2.0's
+        // check names what is missing.
+        let pre = if exports.iter().any(|e| e == TOOLS_V0_1)
+            && !exports.iter().any(|e| e == TOOLS_V0_2)
+        {
+            WorldPre::V0_1(v0_1::PluginPre::new(instance_pre).map_err(wrong_world)?)
+        } else {
+            WorldPre::V0_2(PluginPre::new(instance_pre).map_err(wrong_world)?)
+        };
 
         let files = FileGrant::new(
             &name,
@@ -469,21 +503,34 @@ impl PluginHost {
             }
             .at(manifest::manifest_path(path))
         })?;
+        if !resolved.undeclared_config.is_empty() && !any_grant {
+            tracing::warn!(
+                target: "plugin",
+                plugin = %name,
+                "config values given for {name} that its manifest does not declare are not passed to it: {}",
+                resolved.undeclared_config.join(", ")
+            );
+        }
+        let grants = Grants {
+            redactor: Arc::new(resolved.config.redactor()),
+            config: Arc::new(resolved.config.clone()),
+            http: Arc::new(HttpGrant {
+                allow: resolved.http.clone(),
+                policy: self.config.http.clone(),
+                limits: resolved.limits.http.clone(),
+            }),
+        };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
             pre,
             resolved.limits.clone(),
             Arc::new(files),
+            grants,
             Arc::clone(&self.shared),
         ));
 
-        let component_type = component.component_type();
         let imports = component_type
             .imports(&self.engine)
-            .map(|(name, _)| name.to_owned())
-            .collect();
-        let exports = component_type
-            .exports(&self.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         Ok(Compiled {
@@ -651,10 +698,30 @@ fn validate(
                 caps.max_schema_bytes,
             ));
         }
+        let title = definition.title.as_deref().map_or(0, str::len);
+        if title > caps.max_title_bytes {
+            return Err(over(
+                name,
+                DefinitionCap::Title,
+                title,
+                caps.max_title_bytes,
+            ));
+        }
+        let output = definition.output_schema.as_deref().map_or(0, str::len);
+        if output > caps.max_schema_bytes {
+            return Err(over(
+                name,
+                DefinitionCap::OutputSchema,
+                output,
+                caps.max_schema_bytes,
+            ));
+        }
         total = total
             .saturating_add(definition.name.len())
             .saturating_add(definition.description.len())
-            .saturating_add(definition.parameters.len());
+            .saturating_add(definition.parameters.len())
+            .saturating_add(title)
+            .saturating_add(output);
     }
     if total > caps.max_total_bytes {
         return Err(over(
@@ -704,13 +771,64 @@ fn validate(
         {
             return Err(bad(&name, format!("parameters have \"type\": {kind}; the arguments of a tool are an object, so use \"type\": \"object\"")));
         }
-        definitions.push(ToolDefinition::new(
-            name,
-            definition.description,
-            parameters,
-        ));
+        let mut tool = ToolDefinition::new(name, definition.description, parameters);
+        if let Some(title) = definition.title {
+            if title.trim().is_empty() || title.contains(|c: char| c.is_control()) {
+                return Err(bad(&tool.name, "its title is empty or holds control characters (a line break, a tab); give a short one-line name such as \"Get weather\", or none".into()));
+            }
+            tool = tool.with_title(title);
+        }
+        if let Some(hints) = definition.annotations {
+            tool = tool.with_annotations(ToolAnnotations {
+                read_only_hint: hints.read_only_hint,
+                destructive_hint: hints.destructive_hint,
+                idempotent_hint: hints.idempotent_hint,
+                open_world_hint: hints.open_world_hint,
+            });
+        }
+        if let Some(text) = definition.output_schema {
+            let schema = output_schema(&text, caps).map_err(|err| match err {
+                OutputSchemaError::TooDeep(depth) => over(
+                    Some(&tool.name),
+                    DefinitionCap::OutputSchemaDepth,
+                    depth,
+                    caps.max_schema_depth,
+                ),
+                OutputSchemaError::Invalid(reason) => bad(&tool.name, reason),
+            })?;
+            tool = tool.with_output_schema(schema);
+        }
+        definitions.push(tool);
     }
     Ok(definitions)
+}
+
+/// An output schema's text as JSON: an object schema (`"type": "object"`, as MCP
+/// requires of `outputSchema`) within the depth cap.
+///
+/// # Errors
+/// `Err(Ok(reason))` when it is not such a schema, `Err(Err((depth, cap)))` when it
+/// nests too deep.
+fn output_schema(text: &str, caps: &DefinitionLimits) -> Result<Value, OutputSchemaError> {
+    let schema: Value = serde_json::from_str(text).map_err(|err| {
+        OutputSchemaError::Invalid(format!("its output schema is not valid JSON ({err}); give a JSON Schema object as text, e.g. {{\"type\":\"object\",\"properties\":{{}}}}"))
+    })?;
+    let depth = json_depth(&schema);
+    if depth > caps.max_schema_depth {
+        return Err(OutputSchemaError::TooDeep(depth));
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => Ok(schema),
+        _ => Err(OutputSchemaError::Invalid("its output schema must be a JSON Schema object with \"type\": \"object\" (MCP structured results are objects); return an object and describe it, or declare no output schema".into())),
+    }
+}
+
+/// Why an output schema was refused.
+enum OutputSchemaError {
+    /// Not an object schema (the reason).
+    Invalid(String),
+    /// Nested this deep, over the cap.
+    TooDeep(usize),
 }
 
 /// The nesting depth of `value`: 1 for a scalar or an empty container, one more per

@@ -6,6 +6,15 @@
 //! [grants]
 //! files = "read"          # "none" (default), "read" or "read-write"
 //! root = "docs"           # optional: the plugin sees only this sub-tree, as its root
+//! http = ["api.example.org", "*.example.net:8443", "http://localhost:8080"]
+//!                         # hosts it may send HTTP requests to (see http_policy)
+//!
+//! [config]                # keys the operator gives values for (see plugin_config)
+//! keys = ["REGION"]       # short form: required, not secret
+//! [config.API_TOKEN]
+//! description = "Token for api.example.org"
+//! secret = true           # kept out of logs and errors
+//! required = true         # default true: the plugin does not load without it
 //!
 //! [limits]                # each optional; the host's default applies otherwise
 //! timeout_ms = 5000       # wall time per call
@@ -26,12 +35,19 @@
 //! log_lines_per_second = 100          # log lines a second, all calls together
 //! log_burst = 1000                    # log lines at once before the rate applies
 //! max_handles = 256       # host handles (pollables, streams) held at once
+//! max_http_requests = 16              # HTTP requests per tool call
+//! max_http_request_bytes = 1048576    # request body bytes
+//! max_http_response_bytes = 8388608   # response body bytes
+//! http_connect_timeout_ms = 5000      # resolve + connect + TLS handshake
 //! ```
 //!
 //! No manifest means no grant and the default limits. An unknown key is an error naming
 //! it. A manifest asking for more file access than the host allows is refused
 //! ([`PluginErrorKind::GrantDenied`]): the plugin is not loaded, and the log says how to
-//! allow it. Refusing, rather than loading with less, keeps a tool that could never work
+//! allow it; so is one asking for an HTTP host the operator does not allow
+//! ([`PluginErrorKind::HttpDenied`]), and one declaring a required config key the
+//! operator gave no value ([`PluginErrorKind::ConfigMissing`]). Refusing, rather than
+//! loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
 //! way ([`PluginErrorKind::LimitTooHigh`]). The host's maximum is, unless the operator raises
 //! it, its default: a manifest may lower its limits, not raise them.
@@ -54,7 +70,10 @@ use serde::Deserialize;
 
 use toolhost::vfs::{FilePolicy, PolicyError};
 
-use super::{FileAccess, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits};
+use super::plugin_config::{check_key, ConfigKey, PluginConfig, MAX_CONFIG_KEYS};
+use super::{
+    FileAccess, HostPattern, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits,
+};
 
 /// The manifest as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -66,6 +85,86 @@ pub struct Manifest {
     /// `[limits]`.
     #[serde(default)]
     pub limits: LimitOverrides,
+    /// `[config]`: the keys the plugin reads, sorted by name.
+    #[serde(default, deserialize_with = "config_keys")]
+    pub config: Vec<ConfigKey>,
+}
+
+/// Parses `[config]`: `keys = ["A", "B"]` (required, not secret) and `[config.KEY]`
+/// tables with `description`, `secret` and `required`.
+fn config_keys<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Vec<ConfigKey>, D::Error> {
+    use serde::de::Error;
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Spec {
+        description: Option<String>,
+        #[serde(default)]
+        secret: bool,
+        #[serde(default = "yes")]
+        required: bool,
+    }
+    fn yes() -> bool {
+        true
+    }
+    let table = toml::Table::deserialize(de)?;
+    let mut keys: Vec<ConfigKey> = Vec::new();
+    let mut add = |key: ConfigKey| -> Result<(), D::Error> {
+        check_key(&key.name).map_err(D::Error::custom)?;
+        if keys.iter().any(|k| k.name == key.name) {
+            return Err(D::Error::custom(format!(
+                "config key {} is declared twice",
+                key.name
+            )));
+        }
+        keys.push(key);
+        Ok(())
+    };
+    for (name, value) in table {
+        match value {
+            toml::Value::Array(list) if name == "keys" => {
+                for item in list {
+                    let toml::Value::String(key) = item else {
+                        return Err(D::Error::custom(
+                            "config.keys must be a list of key names, e.g. keys = [\"API_TOKEN\"]",
+                        ));
+                    };
+                    add(ConfigKey {
+                        name: key,
+                        description: None,
+                        secret: false,
+                        required: true,
+                    })?;
+                }
+            }
+            toml::Value::Table(spec) => {
+                let spec: Spec = toml::Value::Table(spec).try_into().map_err(|err: toml::de::Error| {
+                    D::Error::custom(format!(
+                        "config.{name}: {}; give description, secret and required",
+                        err.message().trim()
+                    ))
+                })?;
+                add(ConfigKey {
+                    name,
+                    description: spec.description,
+                    secret: spec.secret,
+                    required: spec.required,
+                })?;
+            }
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "config.{name} must be a table ([config.{name}] with description, secret, required) or the list config.keys"
+                )))
+            }
+        }
+    }
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
+    if keys.len() > MAX_CONFIG_KEYS {
+        return Err(D::Error::custom(format!(
+            "{} config keys declared; at most {MAX_CONFIG_KEYS}",
+            keys.len()
+        )));
+    }
+    Ok(keys)
 }
 
 /// The `[grants]` table.
@@ -78,6 +177,10 @@ pub struct Grants {
     /// `root = "sub/dir"`: confines file access to that sub-tree.
     #[serde(default)]
     pub root: Option<String>,
+    /// `http = ["host", "*.domain:port", "http://host"]`: the hosts the plugin may send
+    /// HTTP requests to ([`HostPattern`]).
+    #[serde(default)]
+    pub http: Vec<String>,
 }
 
 /// The `[limits]` table; each key overrides the host's default.
@@ -116,6 +219,14 @@ pub struct LimitOverrides {
     pub log_burst: Option<u32>,
     /// Host handles (pollables, streams) held at once.
     pub max_handles: Option<u32>,
+    /// HTTP requests per tool call.
+    pub max_http_requests: Option<u32>,
+    /// Bytes of one HTTP request body.
+    pub max_http_request_bytes: Option<u64>,
+    /// Bytes of one HTTP response body.
+    pub max_http_response_bytes: Option<u64>,
+    /// Time to resolve, connect and handshake, in milliseconds.
+    pub http_connect_timeout_ms: Option<u64>,
 }
 
 /// What a plugin gets: the manifest resolved against the host's policy.
@@ -131,6 +242,14 @@ pub struct Resolved {
     pub root: Option<String>,
     /// The limits every call runs under.
     pub limits: PluginLimits,
+    /// The hosts the plugin may send HTTP requests to (each covered by the operator's
+    /// [`HttpPolicy::allow`](super::HttpPolicy::allow)).
+    pub http: Vec<HostPattern>,
+    /// The plugin's configuration: its declared keys with the operator's values.
+    pub config: PluginConfig,
+    /// Keys the operator set for this plugin that its manifest does not declare (not
+    /// given to it; the loader warns, naming them).
+    pub undeclared_config: Vec<String>,
 }
 
 /// The manifest path of a plugin: `NAME.toml` next to `NAME.wasm`.
@@ -180,7 +299,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
         PluginErrorKind::Manifest { message: format!(
-                "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles",
+                "{line}{}; the keys are [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
             ) }.at(path.to_owned())
     })
@@ -201,23 +320,40 @@ pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, Plugi
 /// lock file, and resolves those very bytes.
 ///
 /// # Errors
-/// [`PluginErrorKind::Manifest`], [`PluginErrorKind::GrantDenied`],
-/// [`PluginErrorKind::LimitTooHigh`].
+/// As [`resolve`].
 pub fn resolve_bytes(
     wasm: &Path,
     bytes: Option<Vec<u8>>,
     config: &PluginHostConfig,
 ) -> Result<Resolved, PluginError> {
+    resolve_bytes_with(wasm, bytes, config, Check::Load)
+}
+
+/// [`resolve_bytes`] for loading ([`Check::Load`]) or inspecting ([`Check::Inspect`]).
+pub(crate) fn resolve_bytes_with(
+    wasm: &Path,
+    bytes: Option<Vec<u8>>,
+    config: &PluginHostConfig,
+    check: Check,
+) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
     match bytes {
-        None => Ok(Resolved {
-            manifest_path: None,
-            manifest: None,
-            files: FileAccess::None,
-            root: None,
-            limits: config.default_limits.clone(),
-        }),
-        Some(bytes) => apply(&path, parse_bytes(&path, bytes)?, config),
+        None => apply_config(
+            &path,
+            Resolved {
+                manifest_path: None,
+                manifest: None,
+                files: FileAccess::None,
+                root: None,
+                limits: config.default_limits.clone(),
+                http: Vec::new(),
+                config: PluginConfig::default(),
+                undeclared_config: Vec::new(),
+            },
+            config,
+            check,
+        ),
+        Some(bytes) => apply_with(&path, parse_bytes(&path, bytes)?, config, check),
     }
 }
 
@@ -276,6 +412,44 @@ pub fn apply(
     manifest: Manifest,
     config: &PluginHostConfig,
 ) -> Result<Resolved, PluginError> {
+    apply_with(path, manifest, config, Check::Load)
+}
+
+/// What [`apply_with`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Loading: everything the host does not allow is an error.
+    Load,
+    /// Inspecting: show what the manifest asks for, even beyond what the host allows
+    /// (file and HTTP grants, missing config values); the caller reports those.
+    Inspect,
+}
+
+/// Resolves the manifest of the plugin at `wasm` for inspection: as [`resolve`], but a
+/// grant the host would refuse and a missing config value are not errors.
+///
+/// # Errors
+/// As [`resolve`], except [`PluginErrorKind::GrantDenied`], [`PluginErrorKind::HttpDenied`] and
+/// [`PluginErrorKind::ConfigMissing`].
+pub fn resolve_for_inspection(
+    wasm: &Path,
+    config: &PluginHostConfig,
+) -> Result<Resolved, PluginError> {
+    let path = manifest_path(wasm);
+    resolve_bytes_with(
+        wasm,
+        super::lock::read_manifest_bytes(&path)?,
+        config,
+        Check::Inspect,
+    )
+}
+
+fn apply_with(
+    path: &Path,
+    manifest: Manifest,
+    config: &PluginHostConfig,
+    check: Check,
+) -> Result<Resolved, PluginError> {
     let invalid = |message: String| PluginErrorKind::Manifest { message }.at(path.to_owned());
     let files = match manifest.grants.files.as_deref() {
         None => FileAccess::None,
@@ -293,7 +467,7 @@ pub fn apply(
             "grants.files is \"read-write\", but this host is read-only (--read-only): no tool may write files; ask for \"read\", or start the host without --read-only".into(),
         ));
     }
-    if files > config.max_file_access {
+    if files > config.max_file_access && check == Check::Load {
         return Err(PluginErrorKind::GrantDenied {
             asked: files,
             allowed: config.max_file_access,
@@ -341,16 +515,99 @@ pub fn apply(
     if let Some(n) = overrides.max_handles {
         limits.max_handles = n;
     }
+    apply_http_limits(overrides, &mut limits.http).map_err(invalid)?;
     if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
         return Err(PluginErrorKind::LimitTooHigh { limit, asked, max }.at(path.to_owned()));
     }
-    Ok(Resolved {
-        manifest_path: Some(path.to_owned()),
-        root: manifest.grants.root.clone(),
-        manifest: Some(manifest),
-        files,
-        limits,
-    })
+    let mut http = Vec::with_capacity(manifest.grants.http.len());
+    for text in &manifest.grants.http {
+        let pattern: HostPattern = text
+            .parse()
+            .map_err(|err| invalid(format!("grants.http: {err}")))?;
+        if !http.contains(&pattern) {
+            http.push(pattern);
+        }
+    }
+    match config.http.first_denied(&http) {
+        Some(denied) if check == Check::Load => {
+            return Err(PluginErrorKind::HttpDenied {
+                host: denied.to_string(),
+            }
+            .at(path.to_owned()))
+        }
+        _ => {}
+    }
+    apply_config(
+        path,
+        Resolved {
+            manifest_path: Some(path.to_owned()),
+            root: manifest.grants.root.clone(),
+            config: PluginConfig::default(),
+            undeclared_config: Vec::new(),
+            manifest: Some(manifest),
+            files,
+            limits,
+            http,
+        },
+        config,
+        check,
+    )
+}
+
+/// The `[limits]` keys of HTTP ([`HttpLimits`](super::HttpLimits)).
+fn apply_http_limits(
+    overrides: &LimitOverrides,
+    http: &mut super::HttpLimits,
+) -> Result<(), String> {
+    if let Some(n) = overrides.max_http_requests {
+        http.max_requests = n;
+    }
+    if let Some(n) = overrides.max_http_request_bytes {
+        http.max_request_bytes = n;
+    }
+    if let Some(n) = overrides.max_http_response_bytes {
+        http.max_response_bytes = n;
+    }
+    if let Some(ms) = overrides.http_connect_timeout_ms {
+        if ms == 0 {
+            return Err("limits.http_connect_timeout_ms is 0; give at least 1".into());
+        }
+        http.connect_timeout = Duration::from_millis(ms);
+    }
+    Ok(())
+}
+
+/// Resolves the manifest's `[config]` keys against the operator's values for the plugin
+/// (named by the `.toml`/`.wasm` file stem).
+fn apply_config(
+    path: &Path,
+    mut resolved: Resolved,
+    config: &PluginHostConfig,
+    check: Check,
+) -> Result<Resolved, PluginError> {
+    let plugin = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_default();
+    let declared = resolved
+        .manifest
+        .as_ref()
+        .map(|manifest| manifest.config.as_slice())
+        .unwrap_or_default();
+    let (plugin_config, undeclared) =
+        PluginConfig::resolve(plugin, declared, &config.config, check == Check::Load).map_err(
+            |key| {
+                PluginErrorKind::ConfigMissing {
+                    plugin: plugin.to_owned(),
+                    key: key.name,
+                    description: key.description,
+                }
+                .at(path.to_owned())
+            },
+        )?;
+    resolved.config = plugin_config;
+    resolved.undeclared_config = undeclared;
+    Ok(resolved)
 }
 
 #[cfg(test)]
@@ -560,6 +817,117 @@ mod tests {
         let resolved =
             resolve_text("[limits]\nmax_files_written_per_call = 1000\n", &raised).unwrap();
         assert_eq!(resolved.limits.imports.max_files_written_per_call, 1000);
+    }
+
+    #[test]
+    fn http_grants_are_parsed_deduplicated_and_checked_against_the_operator() {
+        let mut allowing = config(FileAccess::None);
+        allowing.http.allow = vec!["*.example.org".parse().unwrap()];
+        let text = "[grants]\nhttp = [\"api.example.org\", \"API.example.org:443\", \"*.cdn.example.org\"]\n";
+        let resolved = resolve_text(text, &allowing).unwrap();
+        let hosts: Vec<String> = resolved.http.iter().map(ToString::to_string).collect();
+        assert_eq!(hosts, ["api.example.org", "*.cdn.example.org"]);
+        let err = resolve_text("[grants]\nhttp = [\"example.org\"]\n", &allowing).unwrap_err();
+        assert!(
+            matches!(err.kind(), PluginErrorKind::HttpDenied { host } if host == "example.org"),
+            "{err:?}"
+        );
+        let err = resolve_text("[grants]\nhttp = [\"a b\"]\n", &allowing).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("grants.http: \"a b\" is not a host pattern"),
+            "{err}"
+        );
+        // No http key: no grant, nothing to allow.
+        assert!(resolve_text("", &config(FileAccess::None))
+            .unwrap()
+            .http
+            .is_empty());
+    }
+
+    #[test]
+    fn config_keys_parse_in_both_forms() {
+        let mut with_values = config(FileAccess::None);
+        with_values.config.set_assignment("p.REGION=eu").unwrap();
+        with_values.config.set_assignment("p.TOKEN=t").unwrap();
+        let text = "[config]\nkeys = [\"REGION\"]\n[config.TOKEN]\ndescription = \"API token\"\nsecret = true\n[config.OPTIONAL]\nrequired = false\n";
+        let resolved = resolve_text(text, &with_values).unwrap();
+        let keys: Vec<(&str, bool, bool)> = resolved
+            .config
+            .entries()
+            .iter()
+            .map(|e| (e.key.name.as_str(), e.key.secret, e.key.required))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("OPTIONAL", false, false),
+                ("REGION", false, true),
+                ("TOKEN", true, true)
+            ]
+        );
+        assert_eq!(resolved.config.get("TOKEN"), Some("t"));
+        for (text, expected) in [
+            (
+                "[config]\nkeys = [\"bad-key\"]\n",
+                "config key \"bad-key\" is not a valid name",
+            ),
+            (
+                "[config]\nkeys = [\"A\", \"A\"]\n",
+                "config key A is declared twice",
+            ),
+            ("[config]\nA = 5\n", "config.A must be a table"),
+            (
+                "[config.A]\nsecrett = true\n",
+                "config.A: unknown field `secrett`",
+            ),
+        ] {
+            let err = resolve_text(text, &with_values).unwrap_err();
+            assert!(
+                matches!(err.kind(), PluginErrorKind::Manifest { .. }),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains(expected), "{text}: {err}");
+        }
+        let err = resolve_text("[config]\nkeys = [\"NEEDED\"]\n", &with_values).unwrap_err();
+        assert!(
+            matches!(err.kind(), PluginErrorKind::ConfigMissing { key, plugin, .. } if key == "NEEDED" && plugin == "p"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn http_limits_can_be_lowered_but_not_raised() {
+        let text = "[limits]\nmax_http_requests = 2\nmax_http_request_bytes = 10\nmax_http_response_bytes = 20\nhttp_connect_timeout_ms = 300\n";
+        let resolved = resolve_text(text, &config(FileAccess::None)).unwrap();
+        assert_eq!(
+            resolved.limits.http,
+            super::super::HttpLimits {
+                max_requests: 2,
+                max_request_bytes: 10,
+                max_response_bytes: 20,
+                connect_timeout: Duration::from_millis(300),
+            }
+        );
+        let err = resolve_text(
+            "[limits]\nmax_http_requests = 100\n",
+            &config(FileAccess::None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plugins/p.toml: the manifest asks for max_http_requests 100, above the host's maximum of 16; lower it in the manifest, or have the operator raise the maximum (PluginHostConfig::max_limits)"
+        );
+        let err = resolve_text(
+            "[limits]\nhttp_connect_timeout_ms = 0\n",
+            &config(FileAccess::None),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("limits.http_connect_timeout_ms is 0"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -28,13 +28,14 @@ use toolhost::registry::{
 use super::bindings::exports::toolhost::plugin::tools::{
     Environment as WitEnvironment, ToolDefinition as WitDefinition, ToolError as GuestError,
 };
+use super::bindings::v0_1;
 use super::bindings::{Plugin, PluginPre};
 use super::classify::{self, CallFacts};
 use super::host::files::FileGrant;
 use super::host::log::clean;
 use super::host::quota::PluginMeter;
 use super::output::{Capture, Captured};
-use super::state::{NewState, PluginState};
+use super::state::{Grants, NewState, PluginState};
 use super::PluginLimits;
 
 /// Idle instances kept per plugin in reuse mode.
@@ -78,14 +79,105 @@ impl Shared {
     }
 }
 
+/// A component pre-instantiated for the world it targets.
+pub(crate) enum WorldPre {
+    /// `toolhost:plugin@0.2.0`.
+    V0_2(PluginPre<PluginState>),
+    /// `toolhost:plugin@0.1.0`.
+    V0_1(v0_1::PluginPre<PluginState>),
+}
+
+impl WorldPre {
+    fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            WorldPre::V0_2(pre) => pre.engine(),
+            WorldPre::V0_1(pre) => pre.engine(),
+        }
+    }
+
+    async fn instantiate(&self, store: &mut Store<PluginState>) -> wasmtime::Result<Bound> {
+        Ok(match self {
+            WorldPre::V0_2(pre) => Bound::V0_2(pre.instantiate_async(store).await?),
+            WorldPre::V0_1(pre) => Bound::V0_1(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+/// An instance of either world.
+enum Bound {
+    V0_2(Plugin),
+    V0_1(v0_1::Plugin),
+}
+
+impl Bound {
+    async fn definitions(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Vec<WitDefinition>> {
+        match self {
+            Bound::V0_2(plugin) => plugin.toolhost_plugin_tools().call_definitions(store).await,
+            Bound::V0_1(plugin) => {
+                let old = plugin
+                    .toolhost_plugin_tools()
+                    .call_definitions(store)
+                    .await?;
+                Ok(old
+                    .into_iter()
+                    .map(|d| WitDefinition {
+                        name: d.name,
+                        description: d.description,
+                        parameters: d.parameters,
+                        title: None,
+                        annotations: None,
+                        output_schema: None,
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        store: &mut Store<PluginState>,
+        name: &str,
+        arguments: &str,
+        env: &WitEnvironment,
+    ) -> wasmtime::Result<Result<String, GuestError>> {
+        match self {
+            Bound::V0_2(plugin) => {
+                plugin
+                    .toolhost_plugin_tools()
+                    .call_call(store, name, arguments, env)
+                    .await
+            }
+            Bound::V0_1(plugin) => {
+                use v0_1::exports::toolhost::plugin::tools as old;
+                let env = old::Environment {
+                    session_id: env.session_id.clone(),
+                    turn_id: env.turn_id.clone(),
+                };
+                let result = plugin
+                    .toolhost_plugin_tools()
+                    .call_call(store, name, arguments, &env)
+                    .await?;
+                Ok(result.map_err(|error| match error {
+                    old::ToolError::InvalidArguments(m) => GuestError::InvalidArguments(m),
+                    old::ToolError::Failed(m) => GuestError::Failed(m),
+                }))
+            }
+        }
+    }
+}
+
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
 pub(crate) struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
-    pre: PluginPre<PluginState>,
+    pre: WorldPre,
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
+    grants: Grants,
     meter: Arc<PluginMeter>,
     shared: Arc<Shared>,
     idle: Mutex<Vec<Instance>>,
@@ -94,7 +186,7 @@ pub(crate) struct PluginRuntime {
 /// A store with (once instantiated) the plugin in it.
 struct Instance {
     store: Store<PluginState>,
-    plugin: Option<Plugin>,
+    plugin: Option<Bound>,
     stdout: Capture,
     stderr: Capture,
 }
@@ -119,9 +211,10 @@ impl PluginRuntime {
     /// A runtime for a component pre-instantiated as `pre`.
     pub(crate) fn new(
         name: Arc<str>,
-        pre: PluginPre<PluginState>,
+        pre: WorldPre,
         limits: PluginLimits,
         files: Arc<FileGrant>,
+        grants: Grants,
         shared: Arc<Shared>,
     ) -> Self {
         Self {
@@ -130,6 +223,7 @@ impl PluginRuntime {
             pre,
             limits,
             files,
+            grants,
             shared,
             idle: Mutex::new(Vec::new()),
         }
@@ -169,8 +263,16 @@ impl PluginRuntime {
         let started = Instant::now();
         let result = self.run(name, ctx.remaining(), op).await;
         tracing::trace!(target: "plugin", plugin = %self.name, tool = name, elapsed = ?started.elapsed(), "call done");
-        match result? {
-            Out::Call(result) => classify::returned(result, name, &self.limits),
+        let redactor = &self.grants.redactor;
+        let redact = |error: ToolError| {
+            if redactor.is_empty() {
+                error
+            } else {
+                classify::redacted(error, redactor)
+            }
+        };
+        match result.map_err(redact)? {
+            Out::Call(result) => classify::returned(result, name, &self.limits).map_err(redact),
             Out::Definitions(_) => unreachable!("a tool call returns a call result"),
         }
     }
@@ -206,28 +308,25 @@ impl PluginRuntime {
         let outcome = tokio::time::timeout_at(deadline.into(), async {
             let plugin = match plugin {
                 Some(plugin) => plugin,
-                None => plugin.insert(self.pre.instantiate_async(&mut *store).await?),
+                None => plugin.insert(self.pre.instantiate(&mut *store).await?),
             };
-            let tools = plugin.toolhost_plugin_tools();
             match op {
-                Op::Definitions => tools
-                    .call_definitions(&mut *store)
-                    .await
-                    .map(Out::Definitions),
+                Op::Definitions => plugin.definitions(&mut *store).await.map(Out::Definitions),
                 Op::Call {
                     name,
                     arguments,
                     env,
-                } => tools
-                    .call_call(&mut *store, name, arguments, env)
+                } => plugin
+                    .call(&mut *store, name, arguments, env)
                     .await
                     .map(Out::Call),
             }
         })
         .await;
 
-        let stderr = instance.stderr.take();
-        self.log_output(tool, "stdout", &instance.stdout.take());
+        // Secrets out before anything reads the output (the log, an error's stderr tail).
+        let stderr = self.redacted(instance.stderr.take());
+        self.log_output(tool, "stdout", &self.redacted(instance.stdout.take()));
         self.log_output(tool, "stderr", &stderr);
         self.meter.flush_dropped(tool);
         let facts = CallFacts {
@@ -260,6 +359,7 @@ impl PluginRuntime {
             Arc::clone(&self.files),
             Arc::clone(&self.meter),
             Arc::clone(&self.shared.io),
+            &self.grants,
         );
         let mut store = Store::new(self.pre.engine(), new.state);
         store.limiter(|state| &mut state.limiter);
@@ -285,6 +385,21 @@ impl PluginRuntime {
             return;
         }
         idle.push(instance);
+    }
+
+    /// `captured` with the plugin's secret values replaced (and, when its start was
+    /// dropped, its cut first line removed: it could hold the end of a secret).
+    fn redacted(&self, captured: Captured) -> Captured {
+        let redactor = &self.grants.redactor;
+        if redactor.is_empty() {
+            return captured;
+        }
+        Captured {
+            text: redactor
+                .redact_tail(&captured.text, captured.dropped > 0)
+                .into_owned(),
+            dropped: captured.dropped,
+        }
     }
 
     /// Sends a call's captured output to the host log, one event per line, within the
@@ -322,6 +437,7 @@ impl Instance {
         let state = self.store.data_mut();
         state.limiter.reset();
         state.imports.begin_call(tool);
+        state.http_hooks.begin_call(tool, deadline);
         // Fuel metering is always on in our engine, so this cannot fail.
         let _ = self.store.set_fuel(limits.fuel.unwrap_or(u64::MAX));
         self.store.set_epoch_deadline(1);

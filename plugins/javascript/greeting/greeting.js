@@ -1,10 +1,12 @@
 // greeting: a wasm-toolhost plugin written in JavaScript (built with ComponentizeJS / jco).
 //
-// One tool, `greeting`: greets a person in one of a few languages. It shows the three
-// things every plugin does:
+// Two tools: `greeting` greets a person in one of a few languages; `js_fetch` GETs a URL
+// with the standard `fetch` (see below). They show the three things every plugin does:
 //
 // - `tools.definitions()` says which tools the plugin offers: a name, a description for
-//   the model and a JSON Schema of the arguments, as JSON text;
+//   the model and a JSON Schema of the arguments, as JSON text (and optionally a
+//   `title`, behaviour hints in `annotations` and an `outputSchema`; leave one out or
+//   set it to `undefined` to say nothing);
 // - `tools.call()` runs one, gets the arguments as JSON text and returns the result as
 //   JSON text;
 // - errors are thrown as `{ tag: 'invalid-arguments', val: message }` (the model sent
@@ -13,8 +15,17 @@
 //   the tool crashed.
 //
 // The imports are the WIT interfaces of ../../../wit/plugin.wit, by their full names.
+//
+// HTTP: ComponentizeJS's `fetch` sends through wasi:http/outgoing-handler, which the host
+// checks against the plugin's `[grants] http` (greeting.toml) and the operator's
+// `--plugin-http`: without both, every request is refused. `call` is async so a tool may
+// `await fetch(...)`: ComponentizeJS runs the event loop until the promise settles. A
+// refused request rejects with a TypeError ("NetworkError when attempting to fetch
+// resource"); the host's log says which rule refused it. An optional config key, ACCEPT,
+// is read through the `config` import.
 
-import { log } from 'toolhost:plugin/log@0.1.0';
+import { log } from 'toolhost:plugin/log@0.2.0';
+import { get } from 'toolhost:plugin/config@0.2.0';
 
 const GREETINGS = {
   en: 'Hello',
@@ -62,10 +73,49 @@ function greeting(args) {
   return `${GREETINGS[language]}, ${name.trim()}!`;
 }
 
+const FETCH_PARAMETERS = {
+  type: 'object',
+  properties: {
+    url: { type: 'string', description: 'The http:// or https:// URL to fetch.' },
+  },
+  required: ['url'],
+};
+
+const MAX_BODY_CHARS = 4096;
+
+async function jsFetch(args) {
+  const { url } = args;
+  if (typeof url !== 'string') {
+    throw invalid(`argument "url" must be a string, got ${jsonType(url)}`);
+  }
+  let response;
+  try {
+    response = await fetch(url, { headers: { accept: get('ACCEPT') ?? '*/*' } });
+  } catch (err) {
+    throw {
+      tag: 'failed',
+      val: `the request failed or the host refused it (this tool may only reach the hosts it was granted): ${err.message}`,
+    };
+  }
+  const body = await response.text();
+  return { status: response.status, body: body.slice(0, MAX_BODY_CHARS) };
+}
+
 const TOOLS = {
   greeting: {
+    title: 'Greet someone',
     description: 'Greet a person by name, in English, French, German or Spanish.',
+    parameters: PARAMETERS,
+    // It changes nothing, and the same arguments give the same answer.
+    annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     run: greeting,
+  },
+  js_fetch: {
+    title: 'Fetch a URL',
+    description: 'Fetch a URL (GET) and return its status and the start of its text. Only the hosts this tool was granted can be reached.',
+    parameters: FETCH_PARAMETERS,
+    annotations: { readOnlyHint: true, openWorldHint: true },
+    run: jsFetch,
   },
 };
 
@@ -74,11 +124,13 @@ export const tools = {
     return Object.entries(TOOLS).map(([name, tool]) => ({
       name,
       description: tool.description,
-      parameters: JSON.stringify(PARAMETERS),
+      parameters: JSON.stringify(tool.parameters),
+      title: tool.title,
+      annotations: tool.annotations,
     }));
   },
 
-  call(name, argumentsJson, _env) {
+  async call(name, argumentsJson, _env) {
     const tool = TOOLS[name];
     if (tool === undefined) {
       throw { tag: 'failed', val: `this plugin has no tool named "${name}"; it offers: ${Object.keys(TOOLS).join(', ')}` };
@@ -92,6 +144,6 @@ export const tools = {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) {
       throw invalid(`the arguments must be an object, got ${jsonType(args)}`);
     }
-    return JSON.stringify(tool.run(args));
+    return JSON.stringify(await tool.run(args));
   },
 };

@@ -23,6 +23,7 @@ from wit_world import exports
 from wit_world.imports import log
 from wit_world.imports.types import (
     Environment,
+    ToolAnnotations,
     ToolDefinition,
     ToolError_Failed,
     ToolError_InvalidArguments,
@@ -40,6 +41,19 @@ PARAMETERS = {
         },
     },
     "required": ["text"],
+}
+
+# The result's JSON Schema (WIT `output-schema`): clients get the result as structured
+# content too, and the host checks each result against it.
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "characters": {"type": "integer"},
+        "words": {"type": "integer"},
+        "lines": {"type": "integer"},
+        "top_words": {"type": "array", "items": {"type": "array"}},
+    },
+    "required": ["characters", "words", "lines", "top_words"],
 }
 
 WORD = re.compile(r"[\w']+")
@@ -100,8 +114,24 @@ TOOLS = {
 
 class Tools(exports.Tools):
     def definitions(self) -> list[ToolDefinition]:
+        # title, annotations and output_schema are optional (None says nothing): here a
+        # title for people, hints for clients (it only reads its arguments), the result's
+        # schema.
+        hints = ToolAnnotations(
+            read_only_hint=True,
+            destructive_hint=None,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
         return [
-            ToolDefinition(name=name, description=description, parameters=json.dumps(PARAMETERS))
+            ToolDefinition(
+                name=name,
+                description=description,
+                parameters=json.dumps(PARAMETERS),
+                title="Text statistics",
+                annotations=hints,
+                output_schema=json.dumps(OUTPUT_SCHEMA),
+            )
             for name, (description, _) in TOOLS.items()
         ]
 

@@ -23,7 +23,7 @@ mod bindings {
 }
 
 use bindings::exports::toolhost::plugin::tools::Environment;
-use bindings::toolhost::plugin::{files, log, types};
+use bindings::toolhost::plugin::{config, files, log, types};
 use bindings::PluginPre;
 
 /// What a bare store holds: WASI and nothing else.
@@ -42,6 +42,15 @@ impl WasiView for BareState {
 }
 
 impl types::Host for BareState {}
+
+impl config::Host for BareState {
+    fn get(&mut self, _key: String) -> Option<String> {
+        None
+    }
+    fn keys(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
 
 impl log::Host for BareState {
     fn log(&mut self, _level: log::Level, _message: String) {}

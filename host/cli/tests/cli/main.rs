@@ -10,5 +10,6 @@
 
 mod cache;
 mod hostile_args;
+mod http;
 mod mcp;
 mod oci;

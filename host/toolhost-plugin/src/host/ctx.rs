@@ -1,5 +1,5 @@
-//! [`ImportCtx`]: what the host-implemented imports (`log`, `files`) of one store work
-//! with, and the [`Imports`] marker that hands it to the generated bindings.
+//! [`ImportCtx`]: what the host-implemented imports (`log`, `files`, `config`) of one
+//! store work with, and the [`Imports`] marker that hands it to the generated bindings.
 
 use std::sync::Arc;
 
@@ -8,8 +8,9 @@ use wasmtime::component::HasData;
 
 use super::files::FileGrant;
 use super::quota::{CallBudget, PluginMeter};
+use crate::plugin_config::{PluginConfig, Redactor};
 
-/// The context of the host-implemented imports (`log`, `files`) of one store.
+/// The context of the host-implemented imports (`log`, `files`, `config`) of one store.
 pub(crate) struct ImportCtx {
     /// The plugin's name, attached to its log lines.
     pub plugin: Arc<str>,
@@ -26,6 +27,10 @@ pub(crate) struct ImportCtx {
     /// Storage calls of plugins in flight on the blocking pool, host-wide (see
     /// [`Shared::io`](crate::runtime::Shared::io)).
     pub io: Arc<Semaphore>,
+    /// The plugin's configuration values (the `config` import).
+    pub config: Arc<PluginConfig>,
+    /// Replaces the plugin's secret values in its log lines.
+    pub redactor: Arc<Redactor>,
 }
 
 impl ImportCtx {
@@ -50,6 +55,8 @@ impl ImportCtx {
             budget: CallBudget::default(),
             memory_bytes: crate::DEFAULT_MEMORY_BYTES,
             io: Arc::new(Semaphore::new(io)),
+            config: Arc::default(),
+            redactor: Arc::default(),
         }
     }
 }

@@ -863,6 +863,7 @@ mod tests {
                         .into(),
                     ),
                     root: root.map(str::to_owned),
+                    ..Default::default()
                 },
                 ..Default::default()
             };

@@ -7,7 +7,8 @@
 //! ([`PluginMeter::admit_log`](super::quota::PluginMeter::admit_log): by default 100
 //! lines a second, bursts of 1000). Lines over the rate are dropped and counted; one
 //! warning says how many when logging resumes or at the end of the call. So a plugin
-//! cannot flood the host log, however many calls it gets.
+//! cannot flood the host log, however many calls it gets. The plugin's secret
+//! configuration values are replaced by `[REDACTED]` before a line is cut or logged.
 
 use super::super::bindings::toolhost::plugin::log::{Host, Level};
 use super::ImportCtx;
@@ -20,7 +21,8 @@ impl Host for ImportCtx {
         if !self.meter.admit_log(&self.tool) {
             return;
         }
-        let message = clean(&message, MAX_LOG_MESSAGE_BYTES);
+        // Secrets out first, then cut: a cut could leave part of a secret behind.
+        let message = clean(&self.redactor.redact(&message), MAX_LOG_MESSAGE_BYTES);
         let (plugin, tool) = (&*self.plugin, self.tool.as_str());
         match level {
             Level::Debug => tracing::debug!(target: "plugin", plugin, tool, "{message}"),

@@ -52,8 +52,14 @@ pub(super) fn broken_definitions() -> Vec<u8> {
 
 fn encode(mut module: Vec<u8>) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
-    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit");
-    let (package, _) = resolve.push_path(wit).expect("wit/ parses");
+    // The fixtures target the frozen 0.1.0 world: they exercise the loader's 0.1.0 path.
+    let wit = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../wit/legacy/plugin-0.1.0.wit"
+    );
+    let (package, _) = resolve
+        .push_path(wit)
+        .expect("wit/legacy/plugin-0.1.0.wit parses");
     let world = resolve
         .select_world(&[package], Some("plugin"))
         .expect("the plugin world");

@@ -71,8 +71,14 @@ package wasi:clocks@0.2.0 {
 
 fn encode(mut module: Vec<u8>, handles: bool) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
-    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit");
-    let (plugin, _) = resolve.push_path(wit).expect("wit/ parses");
+    // The fixtures target the frozen 0.1.0 world: they exercise the loader's 0.1.0 path.
+    let wit = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../wit/legacy/plugin-0.1.0.wit"
+    );
+    let (plugin, _) = resolve
+        .push_path(wit)
+        .expect("wit/legacy/plugin-0.1.0.wit parses");
     let world = if handles {
         let package = resolve
             .push_str("handles.wit", HANDLES_WIT)

@@ -3,6 +3,7 @@
 
 mod cache;
 mod fixture;
+mod http;
 mod imports;
 mod load;
 mod load_fixture;
@@ -440,7 +441,7 @@ fn broken_files_fail_by_name_and_the_rest_load() {
     assert!(
         wrong
             .to_string()
-            .contains("no exported instance named `toolhost:plugin/tools@0.1.0`"),
+            .contains("does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): no exported instance named `toolhost:plugin/tools@0.2.0`"),
         "{wrong}"
     );
     assert!(matches!(
