@@ -206,6 +206,14 @@ pub enum RegisterError {
         /// The registered tool it looks like.
         existing: String,
     },
+    /// [`Registry::replace_all`](super::Registry::replace_all) was asked to take away a
+    /// tool that is not registered, or one of the host's own tools (which never change
+    /// while the host runs).
+    #[error("tool \"{name}\" cannot be replaced or removed: it is not registered, or it is one of the host's built-in tools; only tools added with register, register_shared or register_all can be")]
+    NotRemovable {
+        /// The tool's name.
+        name: String,
+    },
 }
 
 impl RegisterError {
@@ -217,7 +225,8 @@ impl RegisterError {
             | Self::MissingHandler { name }
             | Self::DuplicateTool { name }
             | Self::Reserved { name, .. }
-            | Self::LookAlike { name, .. } => Some(name),
+            | Self::LookAlike { name, .. }
+            | Self::NotRemovable { name } => Some(name),
         }
     }
 }
