@@ -359,7 +359,7 @@ async fn reports_progress_per_file_when_asked(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(result.content["truncated"], false);
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     // One report per file scanned, counting up to the total, whichever thread scanned it.
     let mut done: Vec<f64> = seen.iter().map(|p| p.progress).collect();
     done.sort_by(f64::total_cmp);
