@@ -37,11 +37,15 @@ use tracing::{debug, error, info, warn};
 
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall};
 
-use super::convert::{call_params, call_result, initialize_result, tools_list_result, CallParams};
+use super::convert::{call_params, call_result, initialize_result_with, CallParams};
 use super::jsonrpc::{
-    parse_line, response_head, Incoming, Params, RequestId, RpcError, INVALID_REQUEST,
-    METHOD_NOT_FOUND,
+    parse_batch, parse_line, response_head, Incoming, Params, RequestId, RpcError, INVALID_REQUEST,
 };
+use super::logging::{self, SinkGuard};
+use super::pagination::DEFAULT_PAGE_SIZE;
+use super::protocol::{self, RequestMeta};
+use super::revision::Revision;
+use super::session::{Conn, EncodedTools};
 use super::ServeError;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -127,7 +131,7 @@ pub struct McpStats {
 }
 
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     queued_bytes: AtomicUsize,
     queued_answers: AtomicUsize,
     peak_queued_bytes: AtomicUsize,
@@ -135,13 +139,6 @@ struct Counters {
     peak_calls_running: AtomicUsize,
     call_argument_bytes: AtomicUsize,
     tools_list_encodings: AtomicUsize,
-}
-
-/// The encoded `tools/list` result and how many tools it lists.
-#[derive(Debug)]
-struct EncodedList {
-    tools: usize,
-    result: Bytes,
 }
 
 /// An MCP server over one registry. One server is one session: its session id is fixed,
@@ -152,7 +149,11 @@ pub struct McpServer {
     session: Environment,
     limits: McpLimits,
     counters: Arc<Counters>,
-    tools_list: Arc<Mutex<Option<EncodedList>>>,
+    tools_list: Arc<Mutex<Option<Arc<EncodedTools>>>>,
+    /// Whether clients are told when the tool list changes (hot reload).
+    list_changed: bool,
+    /// Tools per `tools/list` page.
+    page_size: usize,
 }
 
 /// In-flight tool calls by request id key, so `notifications/cancelled` can stop them.
@@ -167,7 +168,24 @@ impl McpServer {
             limits: McpLimits::default(),
             counters: Arc::default(),
             tools_list: Arc::default(),
+            list_changed: false,
+            page_size: DEFAULT_PAGE_SIZE,
         }
+    }
+
+    /// This server telling clients when the registry's tools change
+    /// (`notifications/tools/list_changed`, capability `listChanged: true`): for a
+    /// registry whose plugins are reloaded while it serves. Off by default.
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.list_changed = list_changed;
+        self
+    }
+
+    /// This server listing at most `tools` tools per `tools/list` page (at least 1;
+    /// default [`DEFAULT_PAGE_SIZE`]); the rest follow through `nextCursor`.
+    pub fn with_page_size(mut self, tools: usize) -> Self {
+        self.page_size = tools.max(1);
+        self
     }
 
     /// This server with `session` as its session (its turn id is replaced per call).
@@ -273,6 +291,15 @@ impl McpServer {
         let mut tasks = JoinSet::new();
         let in_flight = InFlight::default();
         let slots = Slots::new(&self.limits);
+        let conn = self.connection(&outbox);
+        // Tells an initialized legacy client when the tools change; ends with the input.
+        let announcer = self.list_changed.then(|| {
+            tokio::spawn(announce_changes(
+                self.registry.changes(),
+                Arc::clone(&conn),
+                outbox.clone(),
+            ))
+        });
         let mut line = Vec::new();
         let mut discarding = false;
         let max_line = self.limits.max_line_bytes;
@@ -296,24 +323,41 @@ impl McpServer {
                 }
                 Line::Complete => {
                     let text = trim_line(&line);
-                    let message = (!text.is_empty()).then(|| parse_line(text));
-                    line.clear();
-                    match message {
-                        Some(message) => message,
-                        None => continue,
+                    if text.is_empty() {
+                        line.clear();
+                        continue;
                     }
+                    if conn.accepts_batches() {
+                        if let Some(batch) = parse_batch(text) {
+                            line.clear();
+                            tokio::select! {
+                                () = self.handle_batch(batch, &outbox, &mut tasks, &in_flight, &slots, &conn) => {}
+                                () = writer_failed.cancelled() => break,
+                            }
+                            continue;
+                        }
+                    }
+                    let message = parse_line(text);
+                    line.clear();
+                    message
                 }
             };
             // Handling may wait (room in the response queue, a free call slot): that is
             // the backpressure, and no further line is read meanwhile.
             tokio::select! {
-                () = self.handle(message, &outbox, &mut tasks, &in_flight, &slots) => {}
+                () = self.handle(message, &outbox, &mut tasks, &in_flight, &slots, &conn) => {}
                 () = writer_failed.cancelled() => break,
             }
             while let Some(joined) = tasks.try_join_next() {
                 report_join(joined);
             }
         }
+        if let Some(announcer) = announcer {
+            announcer.abort();
+            let _ = announcer.await;
+        }
+        // Open subscriptions end now, answered as the spec asks of a server closing them.
+        conn.closing.cancel();
         if writer_failed.is_cancelled() {
             tasks.abort_all();
             return Ok(());
@@ -339,6 +383,15 @@ impl McpServer {
         Ok(())
     }
 
+    /// This connection's protocol state, with its log sink sending through `outbox`.
+    fn connection(&self, outbox: &Outbox) -> Arc<Conn> {
+        let sender = outbox.clone();
+        let sink = SinkGuard::new(None, true, move |line| {
+            sender.try_line(line);
+        });
+        Arc::new(Conn::new(sink))
+    }
+
     async fn handle(
         &self,
         message: Result<Incoming, RpcError>,
@@ -346,37 +399,63 @@ impl McpServer {
         tasks: &mut JoinSet<()>,
         in_flight: &InFlight,
         slots: &Slots,
+        conn: &Arc<Conn>,
     ) {
         let message = match message {
             Ok(message) => message,
             Err(err) => {
                 debug!(code = err.code, "{}", err.message);
-                return outbox.error(&err).await;
+                return outbox.error(&err, conn.null_error_id()).await;
             }
         };
         match message {
             Incoming::Request { id, method, params } => {
                 debug!(%id, %method, "request");
-                let reply = match method.as_str() {
-                    "initialize" => Ok(Bytes::from(self.initialize(&params).to_string())),
-                    "ping" => Ok(Bytes::from_static(b"{}")),
-                    "tools/list" => Ok(self.tools_list()),
-                    "tools/call" => match call_params(&id, &params) {
+                let meta = match protocol::read_meta(&id, &method, &params, conn.negotiated()) {
+                    Ok(meta) => meta,
+                    Err(err) => return outbox.error(&err, conn.null_error_id()).await,
+                };
+                let reply = match (method.as_str(), meta.modern) {
+                    ("initialize", false) => {
+                        Ok(Bytes::from(self.initialize(&params, conn).to_string()))
+                    }
+                    ("ping", false) => Ok(Bytes::from_static(b"{}")),
+                    ("logging/setLevel", false) => conn
+                        .set_level(&id, &params)
+                        .map(|()| Bytes::from_static(b"{}")),
+                    ("server/discover", true) => Ok(Bytes::from(
+                        protocol::discover_result(&meta, self.list_changed).to_string(),
+                    )),
+                    ("tools/list", _) => self.tools_list(&id, &params, &meta),
+                    ("tools/call", _) => match call_params(&id, &params) {
                         Ok(call) => {
                             let slot = self.call_slot(&id, &call, slots).await;
-                            return self.spawn_call(id, call, slot, outbox, tasks, in_flight);
+                            return self
+                                .spawn_call(id, call, meta, slot, outbox, tasks, in_flight, conn);
                         }
                         Err(err) => Err(err),
                     },
-                    _ => Err(RpcError::new(
-                        id.clone(),
-                        METHOD_NOT_FOUND,
-                        format!("Method not found: {method}; this server answers initialize, ping, tools/list and tools/call"),
-                    )),
+                    ("subscriptions/listen", true) => {
+                        match conn.listen(&id, &params, &meta, self.list_changed) {
+                            Ok(subscription) => {
+                                let changes = self.registry.changes();
+                                let token = CancellationToken::new();
+                                lock(in_flight).insert(id.key(), token.clone());
+                                let (outbox, in_flight) = (outbox.clone(), Arc::clone(in_flight));
+                                tasks.spawn(async move {
+                                    subscription.run(changes, &outbox, token).await;
+                                    lock(&in_flight).remove(&id.key());
+                                });
+                                return;
+                            }
+                            Err(err) => Err(err),
+                        }
+                    }
+                    _ => Err(protocol::method_not_found(&id, &method, &meta)),
                 };
                 match reply {
                     Ok(result) => outbox.answer(&id, result).await,
-                    Err(err) => outbox.error(&err).await,
+                    Err(err) => outbox.error(&err, conn.null_error_id()).await,
                 }
             }
             Incoming::Notification { method, params } => match method.as_str() {
@@ -390,9 +469,59 @@ impl McpServer {
         }
     }
 
-    fn initialize(&self, params: &Params) -> serde_json::Value {
+    /// Serves one batch (2025-03-26): each member as if it came alone, and one array line
+    /// of their answers once all are in (none when the batch held only notifications).
+    async fn handle_batch(
+        &self,
+        batch: Result<Vec<Result<Incoming, RpcError>>, RpcError>,
+        outbox: &Outbox,
+        tasks: &mut JoinSet<()>,
+        in_flight: &InFlight,
+        slots: &Slots,
+        conn: &Arc<Conn>,
+    ) {
+        let members = match batch {
+            Ok(members) => members,
+            Err(err) => return outbox.error(&err, conn.null_error_id()).await,
+        };
+        // The members answer into a queue of their own; its answers are copied out as
+        // they come (freeing their room), so a batch cannot wait on itself.
+        let (collect, mut answers) = Outbox::new(self.limits.max_queued_bytes, &self.counters);
+        for member in members {
+            self.handle(member, &collect, tasks, in_flight, slots, conn)
+                .await;
+        }
+        drop(collect);
+        let outbox = outbox.clone();
+        tasks.spawn(async move {
+            let mut lines: Vec<Bytes> = Vec::new();
+            while let Some(answer) = answers.recv().await {
+                let mut line: Vec<u8> = answer
+                    .parts
+                    .iter()
+                    .flat_map(|part| part.iter().copied())
+                    .collect();
+                while line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                lines.push(Bytes::from(line));
+            }
+            if lines.is_empty() {
+                return;
+            }
+            let mut parts = Vec::with_capacity(lines.len() * 2 + 1);
+            for (at, line) in lines.into_iter().enumerate() {
+                parts.push(Bytes::from_static(if at == 0 { b"[" } else { b"," }));
+                parts.push(line);
+            }
+            parts.push(Bytes::from_static(b"]\n"));
+            outbox.send(parts).await;
+        });
+    }
+
+    fn initialize(&self, params: &Params, conn: &Conn) -> serde_json::Value {
         let requested = params.str("protocolVersion");
-        let result = initialize_result(requested.as_deref());
+        let result = initialize_result_with(requested.as_deref(), self.list_changed);
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()
@@ -403,6 +532,9 @@ impl McpServer {
         };
         let (name, version) = (client("name"), client("version"));
         let protocol = result["protocolVersion"].as_str().unwrap_or_default();
+        if let Some(revision) = Revision::parse(protocol) {
+            conn.negotiate(revision);
+        }
         info!(
             client = %name,
             client_version = %version,
@@ -413,28 +545,37 @@ impl McpServer {
         result
     }
 
-    /// The `tools/list` result's JSON, encoded the first time and shared after. The
-    /// registry only grows (a tool is never replaced or removed), so the number of tools
-    /// tells whether the encoded list is still the registry's.
-    fn tools_list(&self) -> Bytes {
+    /// The tool set encoded, once per registry generation and shared after.
+    fn encoded_tools(&self) -> Arc<EncodedTools> {
         let mut cached = self
             .tools_list
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let tools = self.registry.len();
-        if let Some(list) = cached.as_ref().filter(|list| list.tools == tools) {
-            return list.result.clone();
+        let generation = self.registry.generation();
+        if let Some(tools) = cached
+            .as_ref()
+            .filter(|tools| tools.generation == generation)
+        {
+            return Arc::clone(tools);
         }
-        let definitions = self.registry.definitions();
-        let result = Bytes::from(tools_list_result(&definitions).to_string());
+        // Read after the generation: a change in between makes the next list encode again.
+        let tools = Arc::new(EncodedTools::new(generation, &self.registry.definitions()));
         self.counters
             .tools_list_encodings
             .fetch_add(1, Ordering::SeqCst);
-        *cached = Some(EncodedList {
-            tools: definitions.len(),
-            result: result.clone(),
-        });
-        result
+        *cached = Some(Arc::clone(&tools));
+        tools
+    }
+
+    /// The `tools/list` page `params` asks for, shaped for the request's revision.
+    fn tools_list(
+        &self,
+        id: &RequestId,
+        params: &Params,
+        meta: &RequestMeta,
+    ) -> Result<Bytes, RpcError> {
+        self.encoded_tools()
+            .page(id, params, meta, self.page_size, self.list_changed)
     }
 
     /// A place for one more tool call, waiting (and so holding up the reading) while
@@ -480,14 +621,17 @@ impl McpServer {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn spawn_call(
         &self,
         id: RequestId,
         call: CallParams,
+        meta: RequestMeta,
         slot: CallSlot,
         outbox: &Outbox,
         tasks: &mut JoinSet<()>,
         in_flight: &InFlight,
+        conn: &Conn,
     ) {
         let env = self.session.next_turn();
         let key = id.key();
@@ -498,37 +642,68 @@ impl McpServer {
             outbox.clone(),
             Arc::clone(in_flight),
         );
-        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
-        tasks.spawn(async move {
-            // The slot is given back when this task ends: after the answer is queued.
-            let _slot = slot;
-            let started = Instant::now();
-            let call = ToolCall {
-                id: id.as_json().to_owned(),
-                name: call.name,
-                arguments: call.arguments,
-            };
-            let ctx = CallContext::new().with_cancellation(token.clone());
-            let outcome = registry.dispatch(&ctx, &call, &env).await;
-            lock(&in_flight).remove(&key);
-            let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-            match &outcome {
-                Ok(_) => {
-                    info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok")
-                }
-                Err(err) => info!(
-                    turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),
-                    "tool call failed: {err}"
-                ),
+        // Log lines of this call go to the client that asked: in the modern era to this
+        // request alone, at its own level; in the legacy era to the session's level.
+        let request_sink = match (meta.modern, meta.log_level) {
+            (true, Some(level)) => {
+                let sender = outbox.clone();
+                Some(SinkGuard::new(Some(level), false, move |line| {
+                    sender.try_line(line);
+                }))
             }
-            if token.is_cancelled() {
-                // MCP: the receiver of a cancellation should not answer the cancelled request.
-                debug!(request = %id, "not answering a cancelled call");
-                return;
-            }
-            let result = Bytes::from(call_result(&outcome).to_string());
-            outbox.answer(&id, result).await;
+            _ => None,
+        };
+        let sink = match (&request_sink, meta.modern) {
+            (Some(sink), _) => sink.id(),
+            (None, true) => 0,
+            (None, false) => conn.sink_id(),
+        };
+        let progress = meta.progress_token.clone().map(|progress_token| {
+            super::session::progress_hook(progress_token, outbox.clone(), token.clone())
         });
+        let span = logging::call_span(sink);
+        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
+        tasks.spawn(tracing::Instrument::instrument(
+            async move {
+                // The slot is given back when this task ends: after the answer is queued.
+                let _slot = slot;
+                let _sink = request_sink;
+                let started = Instant::now();
+                let call = ToolCall {
+                    id: id.as_json().to_owned(),
+                    name: call.name,
+                    arguments: call.arguments,
+                };
+                let mut ctx = CallContext::new().with_cancellation(token.clone());
+                if let Some((hook, _)) = &progress {
+                    ctx = ctx.with_progress(hook.clone());
+                }
+                let outcome = registry.dispatch(&ctx, &call, &env).await;
+                // Progress stops with the call, whatever its threads still do.
+                if let Some((_, done)) = &progress {
+                    done.cancel();
+                }
+                lock(&in_flight).remove(&key);
+                let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+                match &outcome {
+                    Ok(_) => {
+                        info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok")
+                    }
+                    Err(err) => info!(
+                        turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),
+                        "tool call failed: {err}"
+                    ),
+                }
+                if token.is_cancelled() {
+                    // MCP: the receiver of a cancellation should not answer the cancelled request.
+                    debug!(request = %id, "not answering a cancelled call");
+                    return;
+                }
+                let result = protocol::complete(&meta, call_result(&outcome));
+                outbox.answer(&id, Bytes::from(result.to_string())).await;
+            },
+            span,
+        ));
     }
 }
 
@@ -606,7 +781,7 @@ fn report_join(joined: Result<(), tokio::task::JoinError>) {
 /// [`McpLimits::max_queued_bytes`] of them. Every sender (the reader, each tool call)
 /// waits for room before queueing.
 #[derive(Clone)]
-struct Outbox {
+pub(crate) struct Outbox {
     sender: mpsc::UnboundedSender<Answer>,
     /// Free bytes; closed when the writer failed, so no sender waits for it forever.
     space: Arc<Semaphore>,
@@ -616,7 +791,7 @@ struct Outbox {
 
 /// One answer line in parts (a cached `tools/list` result is shared, not copied), holding
 /// its room in the queue until it is written.
-struct Answer {
+pub(crate) struct Answer {
     parts: Vec<Bytes>,
     _room: Room,
 }
@@ -637,7 +812,7 @@ impl Drop for Room {
 }
 
 impl Outbox {
-    fn new(
+    pub(crate) fn new(
         capacity: NonZeroUsize,
         counters: &Arc<Counters>,
     ) -> (Self, mpsc::UnboundedReceiver<Answer>) {
@@ -653,22 +828,57 @@ impl Outbox {
     }
 
     /// Queues a success response answering `id` with `result` (its JSON text).
-    async fn answer(&self, id: &RequestId, result: Bytes) {
+    pub(crate) async fn answer(&self, id: &RequestId, result: Bytes) {
         // The response's tail (`}`) and the line's end.
         let tail = Bytes::from_static(b"}\n");
         self.send(vec![Bytes::from(response_head(id)), result, tail])
             .await;
     }
 
-    /// Queues an error response.
-    async fn error(&self, err: &RpcError) {
-        self.send(vec![Bytes::from(err.encode() + "\n")]).await;
+    /// Queues an error response; `null_id` says how an unreadable id is given
+    /// ([`RpcError::encode_with`]).
+    async fn error(&self, err: &RpcError, null_id: bool) {
+        self.send(vec![Bytes::from(err.encode_with(null_id) + "\n")])
+            .await;
+    }
+
+    /// Queues a notification line if there is room now; drops it otherwise (progress and
+    /// log lines must never hold up a call or the reading). Logs nothing: it runs inside
+    /// the log layer.
+    pub(crate) fn try_line(&self, line: String) -> bool {
+        let mut line = line.into_bytes();
+        line.push(b'\n');
+        let bytes = line.len();
+        let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
+        let Ok(permit) = Arc::clone(&self.space).try_acquire_many_owned(permits) else {
+            return false;
+        };
+        let queued = self
+            .counters
+            .queued_bytes
+            .fetch_add(bytes, Ordering::SeqCst)
+            + bytes;
+        self.counters
+            .peak_queued_bytes
+            .fetch_max(queued, Ordering::SeqCst);
+        self.counters.queued_answers.fetch_add(1, Ordering::SeqCst);
+        let room = Room {
+            _permit: permit,
+            bytes,
+            counters: Arc::clone(&self.counters),
+        };
+        self.sender
+            .send(Answer {
+                parts: vec![Bytes::from(line)],
+                _room: room,
+            })
+            .is_ok()
     }
 
     /// Queues one line, waiting for room. An answer larger than the whole queue takes all
     /// of it: it waits for the queue to empty and then goes alone. Nothing is queued once
     /// the writer has failed (the session is over).
-    async fn send(&self, parts: Vec<Bytes>) {
+    pub(crate) async fn send(&self, parts: Vec<Bytes>) {
         let bytes: usize = parts.iter().map(Bytes::len).sum();
         let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
         let permit = match Arc::clone(&self.space).try_acquire_many_owned(permits) {
@@ -733,6 +943,27 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         drop(answer);
     }
     output.flush().await.map_err(ServeError::Write)
+}
+
+/// Sends `notifications/tools/list_changed` to an initialized legacy client each time the
+/// registry's tools change, until aborted (when the input ends).
+async fn announce_changes(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    conn: Arc<Conn>,
+    outbox: Outbox,
+) {
+    changes.borrow_and_update();
+    while changes.changed().await.is_ok() {
+        changes.borrow_and_update();
+        if conn.negotiated().is_some() {
+            debug!("tools changed: telling the client");
+            outbox
+                .send(vec![Bytes::from_static(
+                    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
+                )])
+                .await;
+        }
+    }
 }
 
 /// What one bounded line read produced.
@@ -905,7 +1136,7 @@ mod tests {
         assert_eq!(
             out[2],
             json!({"jsonrpc":"2.0","id":2,"error":{"code":-32601,
-                "message":"Method not found: nope; this server answers initialize, ping, tools/list and tools/call"}})
+                "message":"Method not found: nope; this server answers initialize, ping, tools/list, tools/call, logging/setLevel"}})
         );
         assert_eq!(out[3], json!({"jsonrpc":"2.0","id":3,"result":{}}));
     }
