@@ -3,6 +3,8 @@
 
 mod common;
 mod hostile;
+mod hot_reload;
 mod imports;
+mod mcp_schema;
 mod plugins;
 mod vfs_backends;

@@ -111,6 +111,11 @@ pub struct RunArgs {
     /// until one call ends (nothing is refused; the client's writes wait).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT, value_parser = parse_max_in_flight)]
     pub max_in_flight: NonZeroUsize,
+    /// Watch --plugins: load a plugin added, reload one changed (its .wasm or manifest),
+    /// unload one removed, without a restart; clients hear of it
+    /// (notifications/tools/list_changed). A broken new version leaves the old serving.
+    #[arg(long, requires = "plugins")]
+    pub watch: bool,
 }
 
 /// `--max-in-flight`: a whole number of at least 1.

@@ -25,14 +25,34 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_registry(&args.registry)?;
-    let server = McpServer::new(toolset.registry.clone()).with_max_in_flight(args.max_in_flight);
+    let server = McpServer::new(toolset.registry.clone())
+        .with_max_in_flight(args.max_in_flight)
+        .with_list_changed(args.watch);
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",
         toolset.registry.len(),
         toolset.registry.names().join(", ")
     );
-    server.serve_stdio().await?;
+    // --watch: the plugins directory is polled while the server runs.
+    let watching = match (args.watch, toolset.watcher()) {
+        (true, Some(watcher)) => {
+            info!(
+                dir = %args.registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
+                "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
+            );
+            Some(tokio::spawn(watcher.run(
+                toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
+                plugins::log_watch_event,
+            )))
+        }
+        _ => None,
+    };
+    let served = server.serve_stdio().await;
+    if let Some(watching) = watching {
+        watching.abort();
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -31,7 +31,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 mod args;
 mod commands;
@@ -105,10 +107,15 @@ fn init_logging(default_level: &str) {
         .filter(|value| !value.trim().is_empty())
         .and_then(|value| EnvFilter::try_new(value).ok())
         .unwrap_or_else(|| EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // stderr as RUST_LOG (or -v) says, and, beside it with its own filter, the layer that
+    // forwards log lines to MCP clients that asked for them (logging/setLevel).
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(toolhost_mcp::log_layer())
         .try_init();
 }

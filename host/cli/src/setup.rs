@@ -10,7 +10,8 @@ use tracing::info;
 use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OsStorage, Storage};
-use toolhost_plugin::check_cache_dir;
+use toolhost_plugin::watch::PluginWatcher;
+use toolhost_plugin::{check_cache_dir, LoadReport};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -22,8 +23,23 @@ pub struct Toolset {
     pub registry: Arc<Registry>,
     /// The directory the file tools (and granted plugins) work in, when it was opened.
     pub root: Option<PathBuf>,
-    /// The plugin host whose instances run the plugin tools.
-    _plugins: Option<plugins::Host>,
+    /// The plugin host whose instances run the plugin tools, the plugins directory and
+    /// what loading it did (for `--watch`).
+    plugins: Option<(plugins::Host, PathBuf, LoadReport)>,
+}
+
+impl Toolset {
+    /// A watcher that keeps the registry's plugin tools in step with the plugins
+    /// directory (`--watch`); `None` without `--plugins`.
+    pub fn watcher(&self) -> Option<PluginWatcher> {
+        let (host, dir, report) = self.plugins.as_ref()?;
+        Some(PluginWatcher::new(
+            Arc::clone(host),
+            dir,
+            Arc::clone(&self.registry),
+            report,
+        ))
+    }
 }
 
 impl std::fmt::Debug for Toolset {
@@ -106,14 +122,15 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             if args.no_cache {
                 config.cache_dir = None;
             }
-            Some(plugins::load(dir, &registry, config)?)
+            let (host, report) = plugins::load(dir, &registry, config)?;
+            Some((host, dir.clone(), report))
         }
         None => None,
     };
     Ok(Toolset {
         registry: Arc::new(registry),
         root,
-        _plugins: plugin_host,
+        plugins: plugin_host,
     })
 }
 

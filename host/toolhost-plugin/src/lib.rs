@@ -84,6 +84,7 @@ pub mod manifest;
 mod output;
 mod runtime;
 mod state;
+pub mod watch;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{

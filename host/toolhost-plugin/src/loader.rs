@@ -109,7 +109,9 @@ impl PluginHost {
         files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
         let prepared = self.prepare_all(&files);
         for (path, prepared) in files.into_iter().zip(prepared) {
-            match prepared.and_then(|prepared| self.register_prepared(&path, prepared, registry)) {
+            match prepared
+                .and_then(|prepared| self.register_prepared(&path, prepared, registry, &[]))
+            {
                 Ok(plugin) => {
                     tracing::debug!(
                         target: "plugin",
@@ -141,7 +143,23 @@ impl PluginHost {
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
     pub fn load_file(&self, path: &Path, registry: &Registry) -> Result<LoadedPlugin, PluginError> {
-        self.register_prepared(path, self.prepare(path)?, registry)
+        self.register_prepared(path, self.prepare(path)?, registry, &[])
+    }
+
+    /// Loads one plugin in place of the tools named `replacing` (hot reload: a plugin's
+    /// previous version), in one step ([`Registry::replace_all`]): the registry has the
+    /// old tools until the new version is compiled, asked for its tools and checked,
+    /// then the new ones, never a mix. Calls already running finish on the old version.
+    ///
+    /// # Errors
+    /// As [`PluginHost::load_file`]; on error the old tools keep serving, unchanged.
+    pub fn reload_file(
+        &self,
+        path: &Path,
+        replacing: &[String],
+        registry: &Registry,
+    ) -> Result<LoadedPlugin, PluginError> {
+        self.register_prepared(path, self.prepare(path)?, registry, replacing)
     }
 
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
@@ -192,15 +210,17 @@ impl PluginHost {
         })
     }
 
-    /// Registers a prepared plugin's tools, all or none.
+    /// Registers a prepared plugin's tools, all or none, in place of the tools named
+    /// `replacing` (none for a first load).
     fn register_prepared(
         &self,
         path: &Path,
         prepared: Prepared,
         registry: &Registry,
+        replacing: &[String],
     ) -> Result<LoadedPlugin, PluginError> {
         for definition in &prepared.definitions {
-            if registry.has(&definition.name) {
+            if registry.has(&definition.name) && !replacing.contains(&definition.name) {
                 return Err(taken(path, &definition.name));
             }
         }
@@ -220,7 +240,7 @@ impl PluginHost {
                 (definition, handler)
             })
             .collect();
-        registry.register_all(batch).map_err(|err| match err {
+        registry.replace_all(replacing, batch).map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginError::DuplicateTool {
