@@ -13,8 +13,12 @@
 //!   At either limit the server reads no further message until a call ends (at the latest
 //!   at the registry's call time-out). A call keeps its place until its answer is queued,
 //!   so finished calls cannot pile up behind a full queue either;
-//! - `tools/list`: encoded once and shared by every answer (the registry only grows; a
-//!   new tool makes the next `tools/list` encode again).
+//! - `tools/list`: each tool encoded once per registry generation and every page built
+//!   once and shared (a change of the tools, hot reload, makes the next list encode
+//!   again); at most two shapes (legacy, modern) per page;
+//! - notifications (progress, log lines): queued only when there is room, else dropped,
+//!   so they never hold up a call or the reading; subscriptions: at most
+//!   [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS) open per connection.
 //!
 //! The worst case is about `max_in_flight_bytes` of arguments (a few times that once the
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
@@ -126,7 +130,8 @@ pub struct McpStats {
     pub peak_calls_running: usize,
     /// Bytes of arguments the calls holding a slot carry.
     pub call_argument_bytes: usize,
-    /// How many times `tools/list` was encoded (once, unless tools were added since).
+    /// How many times the tool set was encoded for `tools/list` (once per registry
+    /// generation that was listed).
     pub tools_list_encodings: usize,
 }
 
