@@ -318,7 +318,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Filter<S> for McpLogFilter {
         if meta.is_span() && meta.name() != CALL_SPAN && meta.name() != BROADCAST_SPAN {
             return tracing::subscriber::Interest::never();
         }
-        // Asked per event: whether anyone listens changes at run time.
+        // While no client listens, no event is wanted; the interest is asked again when
+        // one starts (refresh_hint), and then per event.
+        if !meta.is_span() && HUB.hint.load(Ordering::SeqCst) == 0 {
+            return tracing::subscriber::Interest::never();
+        }
         tracing::subscriber::Interest::sometimes()
     }
 }

@@ -569,6 +569,40 @@ async fn a_cancelled_subscription_is_not_answered() {
     assert!(client.finish().await.is_empty());
 }
 
+#[tokio::test]
+async fn open_subscriptions_are_capped_per_connection() {
+    let mut client = Client::start(McpServer::new(registry(0)).with_list_changed(true));
+    let listen = |id: usize| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {"_meta": meta(), "notifications": {"toolsListChanged": true}}})
+    };
+    for id in 0..super::MAX_SUBSCRIPTIONS {
+        client.send(listen(id)).await;
+        let ack = client.receive().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    }
+    client.send(listen(99)).await;
+    let refused = client.receive().await;
+    assert_eq!(
+        (refused["id"].clone(), refused["error"]["code"].clone()),
+        (json!(99), json!(-32602))
+    );
+    // Cancelling one frees its place.
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    client.send(listen(100)).await;
+    assert_eq!(
+        client.receive().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        100
+    );
+    // At the end every open one is closed with its result.
+    let rest = client.finish().await;
+    assert_eq!(rest.len(), super::MAX_SUBSCRIPTIONS, "{rest:?}");
+    assert!(rest.iter().all(|m| m["result"]["resultType"] == "complete"));
+}
+
 #[test]
 fn revisions_listed_match() {
     assert_eq!(
