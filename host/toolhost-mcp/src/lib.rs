@@ -92,7 +92,7 @@ pub mod pagination;
 pub mod protocol;
 mod revision;
 mod server;
-mod session;
+mod conn;
 
 pub use convert::{
     call_result, content_text, initialize_result, initialize_result_with, negotiate_version,
@@ -110,7 +110,7 @@ pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
 };
-pub use session::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
+pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 
 /// Why serving stopped before the input ended.
 #[derive(Debug, thiserror::Error)]

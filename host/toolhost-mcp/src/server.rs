@@ -49,7 +49,7 @@ use super::logging::{self, SinkGuard};
 use super::pagination::DEFAULT_PAGE_SIZE;
 use super::protocol::{self, RequestMeta};
 use super::revision::Revision;
-use super::session::{Conn, EncodedTools};
+use super::conn::{Conn, EncodedTools};
 use super::ServeError;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -664,7 +664,7 @@ impl McpServer {
             (None, false) => conn.sink_id(),
         };
         let progress = meta.progress_token.clone().map(|progress_token| {
-            super::session::progress_hook(progress_token, outbox.clone(), token.clone())
+            super::conn::progress_hook(progress_token, outbox.clone(), token.clone())
         });
         let span = logging::call_span(sink);
         info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
