@@ -28,6 +28,9 @@
 //!   reading until there is room again (backpressure: no request is refused, the client's
 //!   writes wait). `tools/list` is encoded once and shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
+//! - The methods themselves are answered by a transport-independent core, [`Session`]
+//!   (one message in, zero or one response out, plus the server's own notifications
+//!   through a [`Notifier`]); [`McpServer`] is its stdio transport.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -73,6 +76,7 @@
 mod convert;
 mod jsonrpc;
 mod server;
+mod session;
 
 pub use convert::{
     call_result, content_text, initialize_result, negotiate_version, tool_json, tools_list_result,
@@ -85,6 +89,9 @@ pub use jsonrpc::{
 pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
+};
+pub use session::{
+    Busy, CallLimiter, CallSlot, Message, Notifier, Outlet, PendingCall, Session, Step,
 };
 
 /// Why serving stopped before the input ended.
