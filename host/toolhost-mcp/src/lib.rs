@@ -74,6 +74,8 @@
 //! SDK only routed five methods. This layer is that validation plus the five methods.
 
 mod convert;
+#[cfg(feature = "http")]
+pub mod http;
 mod jsonrpc;
 mod server;
 mod session;

@@ -123,6 +123,21 @@ pub struct McpStats {
     pub tools_list_encodings: usize,
 }
 
+impl McpStats {
+    pub(crate) fn from_counters(c: &Counters) -> Self {
+        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
+        Self {
+            queued_bytes: get(&c.queued_bytes),
+            queued_answers: get(&c.queued_answers),
+            peak_queued_bytes: get(&c.peak_queued_bytes),
+            calls_running: get(&c.calls_running),
+            peak_calls_running: get(&c.peak_calls_running),
+            call_argument_bytes: get(&c.call_argument_bytes),
+            tools_list_encodings: get(&c.tools_list_encodings),
+        }
+    }
+}
+
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
 ///
@@ -180,17 +195,7 @@ impl McpServer {
 
     /// What the server holds now and held at most.
     pub fn stats(&self) -> McpStats {
-        let c = &self.counters;
-        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        McpStats {
-            queued_bytes: get(&c.queued_bytes),
-            queued_answers: get(&c.queued_answers),
-            peak_queued_bytes: get(&c.peak_queued_bytes),
-            calls_running: get(&c.calls_running),
-            peak_calls_running: get(&c.peak_calls_running),
-            call_argument_bytes: get(&c.call_argument_bytes),
-            tools_list_encodings: get(&c.tools_list_encodings),
-        }
+        McpStats::from_counters(&self.counters)
     }
 
     /// The session every call of this server belongs to.

@@ -293,6 +293,15 @@ impl Session {
 
     /// A session sharing `catalog` (and its encoded `tools/list`) with others.
     pub(crate) fn with_catalog(catalog: Arc<Catalog>, env: Environment) -> Self {
+        Self::with_catalog_under(catalog, env, CancellationToken::new())
+    }
+
+    /// A session that also ends when `closed` is cancelled (a server shutting down).
+    pub(crate) fn with_catalog_under(
+        catalog: Arc<Catalog>,
+        env: Environment,
+        closed: CancellationToken,
+    ) -> Self {
         Self(Arc::new(Inner {
             catalog,
             env,
@@ -300,7 +309,7 @@ impl Session {
             calls: AtomicU64::new(0),
             protocol: Mutex::new(None),
             notifier: Mutex::new(Notifier::none()),
-            closed: CancellationToken::new(),
+            closed,
         }))
     }
 
@@ -345,6 +354,11 @@ impl Session {
     /// Ends the session: every call it runs is cancelled (and left unanswered).
     pub fn close(&self) {
         self.0.closed.cancel();
+    }
+
+    /// Completes when the session is closed.
+    pub async fn closed(&self) {
+        self.0.closed.cancelled().await;
     }
 
     /// Whether [`Session::close`] was called.
