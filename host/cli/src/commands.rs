@@ -20,10 +20,15 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
+        Command::Serve(args) => run(args).await,
     }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = args.http.http {
+        crate::http::serve(&args.registry, &args.http, addr, args.max_in_flight).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let toolset = build_registry(&args.registry)?;
     let server = McpServer::new(toolset.registry.clone()).with_max_in_flight(args.max_in_flight);
     info!(
