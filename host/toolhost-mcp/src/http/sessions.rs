@@ -313,7 +313,7 @@ impl Sessions {
                 client: client.map(str::to_owned),
             })
             .await?;
-        debug!(session_id = %id, "session resumed from its id");
+        info!(session_id = %id, "session resumed from its id (opened by another process, or forgotten while idle)");
         // Two requests may rebuild it at once: the first one in wins.
         Ok(self.insert(id.to_owned(), session))
     }
