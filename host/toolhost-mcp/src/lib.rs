@@ -30,7 +30,9 @@
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
 //! - The methods themselves are answered by a transport-independent core, [`Session`]
 //!   (one message in, zero or one response out, plus the server's own notifications
-//!   through a [`Notifier`]); [`McpServer`] is its stdio transport.
+//!   through a [`Notifier`]); [`McpServer`] is its stdio transport, and `http` (feature
+//!   `http`) its Streamable HTTP transport, with sessions, tokens and the Host/Origin
+//!   checks (docs/deploy.md).
 //!
 //! ```
 //! use std::sync::Arc;
