@@ -20,10 +20,22 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
+        Command::Serve(args) => run(args).await,
     }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = args.http.http {
+        crate::http::serve(
+            &args.registry,
+            &args.http,
+            addr,
+            args.max_in_flight,
+            args.watch,
+        )
+        .await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let toolset = build_registry(&args.registry)?;
     let server = McpServer::new(toolset.registry.clone())
         .with_max_in_flight(args.max_in_flight)
@@ -34,26 +46,30 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         toolset.registry.len(),
         toolset.registry.names().join(", ")
     );
-    // --watch: the plugins directory is polled while the server runs.
-    let watching = match (args.watch, toolset.watcher()) {
-        (true, Some(watcher)) => {
-            info!(
-                dir = %args.registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
-                "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
-            );
-            Some(tokio::spawn(watcher.run(
-                toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
-                plugins::log_watch_event,
-            )))
-        }
-        _ => None,
-    };
+    let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;
     if let Some(watching) = watching {
         watching.abort();
     }
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--watch`: polls the plugins directory while the server runs (abort the task to stop).
+pub(crate) fn start_watching(
+    watch: bool,
+    registry: &crate::args::RegistryArgs,
+    toolset: &crate::setup::Toolset,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let watcher = toolset.watcher().filter(|_| watch)?;
+    info!(
+        dir = %registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
+        "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
+    );
+    Some(tokio::spawn(watcher.run(
+        toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
+        plugins::log_watch_event,
+    )))
 }
 
 fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {

@@ -37,6 +37,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 mod args;
 mod commands;
+mod http;
 mod setup;
 mod units;
 
@@ -44,6 +45,7 @@ mod plugins;
 pub use args::{
     CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
 };
+pub use http::HttpArgs;
 pub use setup::{build_registry, Toolset};
 pub use units::{format_elapsed, parse_duration, parse_size};
 
@@ -72,7 +74,7 @@ pub fn main() -> ExitCode {
     let default_level = match (&cli.command, cli.verbose) {
         (_, 2..) => "trace",
         (_, 1) => "debug",
-        (Command::Run(_), 0) => "info",
+        (Command::Run(_) | Command::Serve(_), 0) => "info",
         (_, 0) => "warn",
     };
     init_logging(default_level);

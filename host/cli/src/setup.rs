@@ -135,7 +135,10 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
 }
 
 /// The file tools' options from the flags, over `storage`.
-fn vfs_options(args: &RegistryArgs, storage: Option<Arc<dyn Storage>>) -> Option<VfsToolOptions> {
+pub(crate) fn vfs_options(
+    args: &RegistryArgs,
+    storage: Option<Arc<dyn Storage>>,
+) -> Option<VfsToolOptions> {
     storage.map(|storage| {
         let mut options = VfsToolOptions::new(storage);
         options.read_only = args.read_only;

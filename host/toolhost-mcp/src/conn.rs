@@ -1,4 +1,4 @@
-//! What one connection remembers (the legacy revision `initialize` settled, its log level,
+//! What one session remembers (the legacy revision `initialize` settled, its log level,
 //! its open subscriptions), the encoded tool list with its pages, and the notifications a
 //! call or a subscription sends: progress and tool-list changes.
 
@@ -19,16 +19,16 @@ use super::logging::{LogLevel, SinkGuard};
 use super::pagination::{page, Cursor};
 use super::protocol::{self, RequestMeta, META_SERVER_INFO, META_SUBSCRIPTION_ID};
 use super::revision::Revision;
-use super::server::Outbox;
+use super::session::{Message, Notifier};
 
-/// Subscriptions (`subscriptions/listen`) one connection may hold open at once.
+/// Subscriptions (`subscriptions/listen`) one session may hold open at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// The least time between two progress notifications of one call (the last one, at the
 /// total, always goes).
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
-/// One connection's protocol state.
+/// One session's protocol state.
 pub(crate) struct Conn {
     negotiated: Mutex<Option<Revision>>,
     /// The session's log sink (legacy `logging/setLevel`).
@@ -39,11 +39,13 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(sink: SinkGuard) -> Self {
+    /// State with `sink` as the session's log sink; subscriptions end when `closing` is
+    /// cancelled (the session ends).
+    pub(crate) fn new(sink: SinkGuard, closing: CancellationToken) -> Self {
         Self {
             negotiated: Mutex::new(None),
             sink,
-            closing: CancellationToken::new(),
+            closing,
             subscriptions: Arc::default(),
         }
     }
@@ -76,6 +78,11 @@ impl Conn {
 
     pub(crate) fn sink_id(&self) -> u64 {
         self.sink.id()
+    }
+
+    /// The level `logging/setLevel` set, if any.
+    pub(crate) fn level(&self) -> Option<LogLevel> {
+        self.sink.level()
     }
 
     /// `logging/setLevel`: forward this session's log lines at `params.level` and above.
@@ -134,7 +141,7 @@ impl Conn {
         let held = SubscriptionCount(Arc::clone(&self.subscriptions));
         if open >= MAX_SUBSCRIPTIONS {
             return Err(invalid(&format!(
-                "{MAX_SUBSCRIPTIONS} subscriptions are open on this connection already; cancel one first"
+                "{MAX_SUBSCRIPTIONS} subscriptions are open on this session already; cancel one first"
             )));
         }
         Ok(Subscription {
@@ -166,15 +173,20 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// Acknowledges the subscription, then sends what it asked for until the client
-    /// cancels it (no answer then) or the connection's input ends (answered with the
-    /// completion result).
+    /// The request's id.
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Acknowledges the subscription through `notifier`, then sends what it asked for
+    /// until the client cancels it (`None`: no answer then) or the session ends (the
+    /// completion result, to send as the request's response).
     pub(crate) async fn run(
         self,
         mut changes: tokio::sync::watch::Receiver<u64>,
-        outbox: &Outbox,
+        notifier: &Notifier,
         cancelled: CancellationToken,
-    ) {
+    ) -> Option<Message> {
         let tag = json!({ META_SUBSCRIPTION_ID: id_value(&self.id) });
         let acknowledged = if self.tools {
             json!({ "toolsListChanged": true })
@@ -186,11 +198,11 @@ impl Subscription {
             "method": "notifications/subscriptions/acknowledged",
             "params": { "_meta": tag, "notifications": acknowledged },
         });
-        outbox.send(vec![line(&ack)]).await;
+        notifier.send(Message::text(ack.to_string())).await;
         changes.borrow_and_update();
         loop {
             tokio::select! {
-                () = cancelled.cancelled() => return,
+                () = cancelled.cancelled() => return None,
                 () = self.closing.cancelled() => break,
                 changed = changes.changed() => {
                     if changed.is_err() {
@@ -203,7 +215,7 @@ impl Subscription {
                             "method": "notifications/tools/list_changed",
                             "params": { "_meta": tag },
                         });
-                        outbox.send(vec![line(&note)]).await;
+                        notifier.send(Message::text(note.to_string())).await;
                     }
                 }
             }
@@ -213,9 +225,7 @@ impl Subscription {
         if !self.meta.modern {
             result["_meta"][META_SERVER_INFO] = protocol::server_info();
         }
-        outbox
-            .answer(&self.id, Bytes::from(result.to_string()))
-            .await;
+        Some(Message::response(&self.id, Bytes::from(result.to_string())))
     }
 }
 
@@ -223,17 +233,13 @@ fn id_value(id: &RequestId) -> Value {
     serde_json::from_str(id.as_json()).unwrap_or(Value::Null)
 }
 
-fn line(message: &Value) -> Bytes {
-    Bytes::from(message.to_string() + "\n")
-}
-
 /// A progress hook for a call whose client sent `token`: at most one notification per
 /// [`PROGRESS_INTERVAL`] (and the last), always increasing, none once the call is
 /// cancelled or done (the returned token, cancelled by the caller when the call ends),
-/// dropped rather than waited for when the response queue is full.
+/// dropped rather than waited for when the transport has no room for it now.
 pub(crate) fn progress_hook(
     token: RequestId,
-    outbox: Outbox,
+    notifier: Notifier,
     cancelled: CancellationToken,
 ) -> (ProgressHook, CancellationToken) {
     let done = CancellationToken::new();
@@ -264,7 +270,7 @@ pub(crate) fn progress_hook(
         }
         let note =
             json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params });
-        if outbox.try_line(note.to_string()) {
+        if notifier.try_send(Message::text(note.to_string())) {
             *state = (progress.progress, Some(Instant::now()));
         }
     });

@@ -43,6 +43,11 @@
 //!   writes wait). Progress and log notifications are dropped rather than waited for. The
 //!   tool list is encoded once per registry generation and shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
+//! - The methods themselves are answered by a transport-independent core, [`Session`]
+//!   (one message in, zero or one response out, plus the server's own notifications
+//!   through a [`Notifier`]); [`McpServer`] is its stdio transport, and `http` (feature
+//!   `http`) its Streamable HTTP transport, with sessions, tokens and the Host/Origin
+//!   checks (docs/deploy.md).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -85,15 +90,19 @@
 //! validating every message's JSON-RPC shape ourselves in front of it, at which point the
 //! SDK only routed five methods. This layer is that validation plus the methods.
 
+mod conn;
 mod convert;
+#[cfg(feature = "http")]
+pub mod http;
 mod jsonrpc;
 pub mod logging;
 pub mod pagination;
 pub mod protocol;
 mod revision;
 mod server;
-mod conn;
+mod session;
 
+pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 pub use convert::{
     call_result, content_text, initialize_result, initialize_result_with, negotiate_version,
     tool_json, tools_list_result, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
@@ -110,7 +119,10 @@ pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
 };
-pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
+pub use session::{
+    Busy, CallLimiter, CallSlot, Message, Notifier, Outlet, PendingCall, PendingListen, Session,
+    Step,
+};
 
 /// Why serving stopped before the input ended.
 #[derive(Debug, thiserror::Error)]

@@ -250,6 +250,14 @@ impl SinkGuard {
         self.id
     }
 
+    /// The least severe level forwarded, `None` while off.
+    pub(crate) fn level(&self) -> Option<LogLevel> {
+        match self.sink.level.load(Ordering::SeqCst) {
+            0 => None,
+            least => LogLevel::ALL.get(usize::from(least) - 1).copied(),
+        }
+    }
+
     /// Forwards lines at `level` and above from now on.
     pub(crate) fn set_level(&self, level: LogLevel) {
         if self.sink.level.swap(level as u8 + 1, Ordering::SeqCst) == 0 {

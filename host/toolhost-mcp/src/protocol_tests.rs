@@ -460,7 +460,7 @@ async fn log_lines_follow_the_level_the_client_set() {
         ]
     );
     assert!(
-        notes[2..].contains(&(json!("toolhost_mcp::server"), json!("info"))),
+        notes[2..].contains(&(json!("toolhost_mcp::session"), json!("info"))),
         "{notes:?}"
     );
     client.finish().await;

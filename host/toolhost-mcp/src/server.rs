@@ -13,22 +13,18 @@
 //!   At either limit the server reads no further message until a call ends (at the latest
 //!   at the registry's call time-out). A call keeps its place until its answer is queued,
 //!   so finished calls cannot pile up behind a full queue either;
-//! - `tools/list`: each tool encoded once per registry generation and every page built
-//!   once and shared (a change of the tools, hot reload, makes the next list encode
-//!   again); at most two shapes (legacy, modern) per page;
-//! - notifications (progress, log lines): queued only when there is room, else dropped,
-//!   so they never hold up a call or the reading; subscriptions: at most
-//!   [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS) open per connection.
+//! - `tools/list`: encoded once and shared by every answer (the registry only grows; a
+//!   new tool makes the next `tools/list` encode again).
 //!
 //! The worst case is about `max_in_flight_bytes` of arguments (a few times that once the
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
 //! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::num::NonZeroUsize;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::io::{
@@ -39,17 +35,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use toolhost::registry::{CallContext, Environment, Registry, ToolCall};
+use toolhost::registry::{Environment, Registry};
 
-use super::convert::{call_params, call_result, initialize_result_with, CallParams};
-use super::jsonrpc::{
-    parse_batch, parse_line, response_head, Incoming, Params, RequestId, RpcError, INVALID_REQUEST,
-};
-use super::logging::{self, SinkGuard};
-use super::pagination::DEFAULT_PAGE_SIZE;
-use super::protocol::{self, RequestMeta};
-use super::revision::Revision;
-use super::conn::{Conn, EncodedTools};
+use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST};
+use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Outlet, Session, Step};
 use super::ServeError;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -130,51 +119,47 @@ pub struct McpStats {
     pub peak_calls_running: usize,
     /// Bytes of arguments the calls holding a slot carry.
     pub call_argument_bytes: usize,
-    /// How many times the tool set was encoded for `tools/list` (once per registry
-    /// generation that was listed).
+    /// How many times `tools/list` was encoded (once, unless tools were added since).
     pub tools_list_encodings: usize,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    queued_bytes: AtomicUsize,
-    queued_answers: AtomicUsize,
-    peak_queued_bytes: AtomicUsize,
-    calls_running: AtomicUsize,
-    peak_calls_running: AtomicUsize,
-    call_argument_bytes: AtomicUsize,
-    tools_list_encodings: AtomicUsize,
+impl McpStats {
+    pub(crate) fn from_counters(c: &Counters) -> Self {
+        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
+        Self {
+            queued_bytes: get(&c.queued_bytes),
+            queued_answers: get(&c.queued_answers),
+            peak_queued_bytes: get(&c.peak_queued_bytes),
+            calls_running: get(&c.calls_running),
+            peak_calls_running: get(&c.peak_calls_running),
+            call_argument_bytes: get(&c.call_argument_bytes),
+            tools_list_encodings: get(&c.tools_list_encodings),
+        }
+    }
 }
 
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
+///
+/// The messages themselves are handled by a [`Session`], the core every transport
+/// shares; this is its stdio transport.
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    registry: Arc<Registry>,
+    catalog: Arc<Catalog>,
     session: Environment,
     limits: McpLimits,
     counters: Arc<Counters>,
-    tools_list: Arc<Mutex<Option<Arc<EncodedTools>>>>,
-    /// Whether clients are told when the tool list changes (hot reload).
-    list_changed: bool,
-    /// Tools per `tools/list` page.
-    page_size: usize,
 }
-
-/// In-flight tool calls by request id key, so `notifications/cancelled` can stop them.
-type InFlight = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
 impl McpServer {
     /// A server for `registry` with a fresh session id and the default limits.
     pub fn new(registry: Arc<Registry>) -> Self {
+        let counters: Arc<Counters> = Arc::default();
         Self {
-            registry,
+            catalog: Arc::new(Catalog::new(registry, Arc::clone(&counters))),
             session: Environment::generate(),
             limits: McpLimits::default(),
-            counters: Arc::default(),
-            tools_list: Arc::default(),
-            list_changed: false,
-            page_size: DEFAULT_PAGE_SIZE,
+            counters,
         }
     }
 
@@ -182,14 +167,29 @@ impl McpServer {
     /// (`notifications/tools/list_changed`, capability `listChanged: true`): for a
     /// registry whose plugins are reloaded while it serves. Off by default.
     pub fn with_list_changed(mut self, list_changed: bool) -> Self {
-        self.list_changed = list_changed;
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(list_changed)
+            .with_page_size(self.catalog.page_size),
+        );
         self
     }
 
     /// This server listing at most `tools` tools per `tools/list` page (at least 1;
-    /// default [`DEFAULT_PAGE_SIZE`]); the rest follow through `nextCursor`.
+    /// default [`DEFAULT_PAGE_SIZE`](crate::pagination::DEFAULT_PAGE_SIZE)); the rest
+    /// follow through `nextCursor`.
     pub fn with_page_size(mut self, tools: usize) -> Self {
-        self.page_size = tools.max(1);
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(self.catalog.list_changed)
+            .with_page_size(tools),
+        );
         self
     }
 
@@ -225,17 +225,7 @@ impl McpServer {
 
     /// What the server holds now and held at most.
     pub fn stats(&self) -> McpStats {
-        let c = &self.counters;
-        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        McpStats {
-            queued_bytes: get(&c.queued_bytes),
-            queued_answers: get(&c.queued_answers),
-            peak_queued_bytes: get(&c.peak_queued_bytes),
-            calls_running: get(&c.calls_running),
-            peak_calls_running: get(&c.peak_calls_running),
-            call_argument_bytes: get(&c.call_argument_bytes),
-            tools_list_encodings: get(&c.tools_list_encodings),
-        }
+        McpStats::from_counters(&self.counters)
     }
 
     /// The session every call of this server belongs to.
@@ -268,7 +258,7 @@ impl McpServer {
     {
         info!(
             session_id = %self.session.session_id,
-            tools = self.registry.len(),
+            tools = self.catalog.registry.len(),
             max_in_flight = self.limits.max_in_flight,
             max_in_flight_bytes = self.limits.max_in_flight_bytes,
             max_queued_bytes = self.limits.max_queued_bytes,
@@ -294,16 +284,14 @@ impl McpServer {
         writer_failed: CancellationToken,
     ) -> Result<(), ServeError> {
         let mut tasks = JoinSet::new();
-        let in_flight = InFlight::default();
-        let slots = Slots::new(&self.limits);
-        let conn = self.connection(&outbox);
-        // Tells an initialized legacy client when the tools change; ends with the input.
-        let announcer = self.list_changed.then(|| {
-            tokio::spawn(announce_changes(
-                self.registry.changes(),
-                Arc::clone(&conn),
-                outbox.clone(),
-            ))
+        let session = Session::with_catalog(Arc::clone(&self.catalog), self.session.clone());
+        let notifier = Notifier::new(Arc::new(outbox.clone()));
+        session.set_notifier(notifier.clone());
+        let limiter = CallLimiter::with_counters(&self.limits, Arc::clone(&self.counters));
+        // Tells an initialized legacy client when the tools change (with --watch).
+        let announcer = tokio::spawn({
+            let session = session.clone();
+            async move { session.announce_changes().await }
         });
         let mut line = Vec::new();
         let mut discarding = false;
@@ -332,11 +320,13 @@ impl McpServer {
                         line.clear();
                         continue;
                     }
-                    if conn.accepts_batches() {
+                    if session.accepts_batches() {
                         if let Some(batch) = parse_batch(text) {
                             line.clear();
+                            let handled = self
+                                .batch(&session, batch, &outbox, &notifier, &limiter, &mut tasks);
                             tokio::select! {
-                                () = self.handle_batch(batch, &outbox, &mut tasks, &in_flight, &slots, &conn) => {}
+                                () = handled => {}
                                 () = writer_failed.cancelled() => break,
                             }
                             continue;
@@ -349,21 +339,25 @@ impl McpServer {
             };
             // Handling may wait (room in the response queue, a free call slot): that is
             // the backpressure, and no further line is read meanwhile.
+            let handled = async {
+                let step = session.receive(message);
+                let reply_to = ReplyTo::Out(notifier.clone());
+                step_task(step, &notifier, reply_to, &limiter, &mut tasks).await;
+            };
             tokio::select! {
-                () = self.handle(message, &outbox, &mut tasks, &in_flight, &slots, &conn) => {}
+                () = handled => {}
                 () = writer_failed.cancelled() => break,
             }
             while let Some(joined) = tasks.try_join_next() {
                 report_join(joined);
             }
         }
-        if let Some(announcer) = announcer {
-            announcer.abort();
-            let _ = announcer.await;
-        }
+        announcer.abort();
+        let _ = announcer.await;
         // Open subscriptions end now, answered as the spec asks of a server closing them.
-        conn.closing.cancel();
+        session.end_subscriptions();
         if writer_failed.is_cancelled() {
+            session.close();
             tasks.abort_all();
             return Ok(());
         }
@@ -380,6 +374,7 @@ impl McpServer {
                     None => break,
                 },
                 () = writer_failed.cancelled() => {
+                    session.close();
                     tasks.abort_all();
                     break;
                 }
@@ -388,390 +383,95 @@ impl McpServer {
         Ok(())
     }
 
-    /// This connection's protocol state, with its log sink sending through `outbox`.
-    fn connection(&self, outbox: &Outbox) -> Arc<Conn> {
-        let sender = outbox.clone();
-        let sink = SinkGuard::new(None, true, move |line| {
-            sender.try_line(line);
-        });
-        Arc::new(Conn::new(sink))
-    }
-
-    async fn handle(
-        &self,
-        message: Result<Incoming, RpcError>,
-        outbox: &Outbox,
-        tasks: &mut JoinSet<()>,
-        in_flight: &InFlight,
-        slots: &Slots,
-        conn: &Arc<Conn>,
-    ) {
-        let message = match message {
-            Ok(message) => message,
-            Err(err) => {
-                debug!(code = err.code, "{}", err.message);
-                return outbox.error(&err, conn.null_error_id()).await;
-            }
-        };
-        match message {
-            Incoming::Request { id, method, params } => {
-                debug!(%id, %method, "request");
-                let meta = match protocol::read_meta(&id, &method, &params, conn.negotiated()) {
-                    Ok(meta) => meta,
-                    Err(err) => return outbox.error(&err, conn.null_error_id()).await,
-                };
-                let reply = match (method.as_str(), meta.modern) {
-                    ("initialize", false) => {
-                        Ok(Bytes::from(self.initialize(&params, conn).to_string()))
-                    }
-                    ("ping", false) => Ok(Bytes::from_static(b"{}")),
-                    ("logging/setLevel", false) => conn
-                        .set_level(&id, &params)
-                        .map(|()| Bytes::from_static(b"{}")),
-                    ("server/discover", true) => Ok(Bytes::from(
-                        protocol::discover_result(&meta, self.list_changed).to_string(),
-                    )),
-                    ("tools/list", _) => self.tools_list(&id, &params, &meta),
-                    ("tools/call", _) => match call_params(&id, &params) {
-                        Ok(call) => {
-                            let slot = self.call_slot(&id, &call, slots).await;
-                            return self
-                                .spawn_call(id, call, meta, slot, outbox, tasks, in_flight, conn);
-                        }
-                        Err(err) => Err(err),
-                    },
-                    ("subscriptions/listen", true) => {
-                        match conn.listen(&id, &params, &meta, self.list_changed) {
-                            Ok(subscription) => {
-                                let changes = self.registry.changes();
-                                let token = CancellationToken::new();
-                                lock(in_flight).insert(id.key(), token.clone());
-                                let (outbox, in_flight) = (outbox.clone(), Arc::clone(in_flight));
-                                tasks.spawn(async move {
-                                    subscription.run(changes, &outbox, token).await;
-                                    lock(&in_flight).remove(&id.key());
-                                });
-                                return;
-                            }
-                            Err(err) => Err(err),
-                        }
-                    }
-                    _ => Err(protocol::method_not_found(&id, &method, &meta)),
-                };
-                match reply {
-                    Ok(result) => outbox.answer(&id, result).await,
-                    Err(err) => outbox.error(&err, conn.null_error_id()).await,
-                }
-            }
-            Incoming::Notification { method, params } => match method.as_str() {
-                "notifications/initialized" => debug!("client initialized"),
-                "notifications/cancelled" => cancel(in_flight, &params),
-                _ => debug!(%method, "ignored notification"),
-            },
-            Incoming::Response { id } => {
-                debug!(%id, "ignored a response: this server sends no requests")
-            }
-        }
-    }
-
     /// Serves one batch (2025-03-26): each member as if it came alone, and one array line
     /// of their answers once all are in (none when the batch held only notifications).
-    async fn handle_batch(
+    async fn batch(
         &self,
+        session: &Session,
         batch: Result<Vec<Result<Incoming, RpcError>>, RpcError>,
         outbox: &Outbox,
+        notifier: &Notifier,
+        limiter: &CallLimiter,
         tasks: &mut JoinSet<()>,
-        in_flight: &InFlight,
-        slots: &Slots,
-        conn: &Arc<Conn>,
     ) {
         let members = match batch {
             Ok(members) => members,
-            Err(err) => return outbox.error(&err, conn.null_error_id()).await,
-        };
-        // The members answer into a queue of their own; its answers are copied out as
-        // they come (freeing their room), so a batch cannot wait on itself.
-        let (collect, mut answers) = Outbox::new(self.limits.max_queued_bytes, &self.counters);
-        for member in members {
-            self.handle(member, &collect, tasks, in_flight, slots, conn)
-                .await;
-        }
-        drop(collect);
-        let outbox = outbox.clone();
-        tasks.spawn(async move {
-            let mut lines: Vec<Bytes> = Vec::new();
-            while let Some(answer) = answers.recv().await {
-                let mut line: Vec<u8> = answer
-                    .parts
-                    .iter()
-                    .flat_map(|part| part.iter().copied())
-                    .collect();
-                while line.last() == Some(&b'\n') {
-                    line.pop();
+            Err(err) => {
+                if let Step::Reply(reply) = session.receive(Err(err)) {
+                    outbox.send_message(reply).await;
                 }
-                lines.push(Bytes::from(line));
-            }
-            if lines.is_empty() {
                 return;
             }
-            let mut parts = Vec::with_capacity(lines.len() * 2 + 1);
-            for (at, line) in lines.into_iter().enumerate() {
-                parts.push(Bytes::from_static(if at == 0 { b"[" } else { b"," }));
-                parts.push(line);
+        };
+        // Each member's answer comes through its own channel; the calls run as tasks
+        // like any other, and one task gathers the answers in order.
+        let mut answers = Vec::with_capacity(members.len());
+        for member in members {
+            let (sender, receiver) = tokio::sync::oneshot::channel();
+            let step = session.receive(member);
+            step_task(step, notifier, ReplyTo::Batch(sender), limiter, tasks).await;
+            answers.push(receiver);
+        }
+        let outbox = outbox.clone();
+        tasks.spawn(async move {
+            let mut gathered = Vec::with_capacity(answers.len());
+            for answer in answers {
+                if let Ok(Some(reply)) = answer.await {
+                    gathered.push(reply);
+                }
             }
-            parts.push(Bytes::from_static(b"]\n"));
-            outbox.send(parts).await;
+            if let Some(reply) = Message::batch(gathered) {
+                outbox.send_message(reply).await;
+            }
         });
     }
+}
 
-    fn initialize(&self, params: &Params, conn: &Conn) -> serde_json::Value {
-        let requested = params.str("protocolVersion");
-        let result = initialize_result_with(requested.as_deref(), self.list_changed);
-        let info = params.value("clientInfo");
-        let client = |field: &str| {
-            info.as_ref()
-                .and_then(|info| info.get(field))
-                .and_then(|value| value.as_str())
-                .unwrap_or("unknown")
-                .to_owned()
-        };
-        let (name, version) = (client("name"), client("version"));
-        let protocol = result["protocolVersion"].as_str().unwrap_or_default();
-        if let Some(revision) = Revision::parse(protocol) {
-            conn.negotiate(revision);
-        }
-        info!(
-            client = %name,
-            client_version = %version,
-            requested = requested.as_deref().unwrap_or("none"),
-            protocol,
-            "initialize"
-        );
-        result
-    }
+/// Where the answer to one message goes: the output, or a batch's gathering task.
+enum ReplyTo {
+    Out(Notifier),
+    Batch(tokio::sync::oneshot::Sender<Option<Message>>),
+}
 
-    /// The tool set encoded, once per registry generation and shared after.
-    fn encoded_tools(&self) -> Arc<EncodedTools> {
-        let mut cached = self
-            .tools_list
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let generation = self.registry.generation();
-        if let Some(tools) = cached
-            .as_ref()
-            .filter(|tools| tools.generation == generation)
-        {
-            return Arc::clone(tools);
-        }
-        // Read after the generation: a change in between makes the next list encode again.
-        let tools = Arc::new(EncodedTools::new(generation, &self.registry.definitions()));
-        self.counters
-            .tools_list_encodings
-            .fetch_add(1, Ordering::SeqCst);
-        *cached = Some(Arc::clone(&tools));
-        tools
-    }
-
-    /// The `tools/list` page `params` asks for, shaped for the request's revision.
-    fn tools_list(
-        &self,
-        id: &RequestId,
-        params: &Params,
-        meta: &RequestMeta,
-    ) -> Result<Bytes, RpcError> {
-        self.encoded_tools()
-            .page(id, params, meta, self.page_size, self.list_changed)
-    }
-
-    /// A place for one more tool call, waiting (and so holding up the reading) while
-    /// [`McpLimits::max_in_flight`] calls hold one, or while its arguments do not fit in
-    /// what [`McpLimits::max_in_flight_bytes`] leaves.
-    async fn call_slot(&self, id: &RequestId, call: &CallParams, slots: &Slots) -> CallSlot {
-        let bytes = call.arguments.len();
-        let permit = match Arc::clone(&slots.calls).try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
-                info!(
-                    limit = self.limits.max_in_flight,
-                    request = %id,
-                    "tool calls at the in-flight limit: this call, and reading further messages, wait until one ends"
-                );
-                Arc::clone(&slots.calls).acquire_owned().await.ok()
+impl ReplyTo {
+    async fn reply(self, reply: Option<Message>) {
+        match self {
+            ReplyTo::Out(out) => {
+                if let Some(reply) = reply {
+                    out.send(reply).await;
+                }
             }
-        };
-        let wanted = u32::try_from(bytes.clamp(1, slots.bytes_capacity)).unwrap_or(u32::MAX);
-        let bytes_permit = match Arc::clone(&slots.bytes).try_acquire_many_owned(wanted) {
-            Ok(permit) => Some(permit),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
-                info!(
-                    limit = self.limits.max_in_flight_bytes,
-                    arguments = bytes,
-                    request = %id,
-                    "tool call arguments over the in-flight byte limit: this call, and reading further messages, wait until calls end"
-                );
-                Arc::clone(&slots.bytes)
-                    .acquire_many_owned(wanted)
-                    .await
-                    .ok()
+            ReplyTo::Batch(sender) => {
+                let _ = sender.send(reply);
             }
-        };
-        let c = &self.counters;
-        let now = c.calls_running.fetch_add(1, Ordering::SeqCst) + 1;
-        c.peak_calls_running.fetch_max(now, Ordering::SeqCst);
-        c.call_argument_bytes.fetch_add(bytes, Ordering::SeqCst);
-        CallSlot {
-            _permits: (permit, bytes_permit),
-            bytes,
-            counters: Arc::clone(&self.counters),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn spawn_call(
-        &self,
-        id: RequestId,
-        call: CallParams,
-        meta: RequestMeta,
-        slot: CallSlot,
-        outbox: &Outbox,
-        tasks: &mut JoinSet<()>,
-        in_flight: &InFlight,
-        conn: &Conn,
-    ) {
-        let env = self.session.next_turn();
-        let key = id.key();
-        let token = CancellationToken::new();
-        lock(in_flight).insert(key.clone(), token.clone());
-        let (registry, outbox, in_flight) = (
-            Arc::clone(&self.registry),
-            outbox.clone(),
-            Arc::clone(in_flight),
-        );
-        // Log lines of this call go to the client that asked: in the modern era to this
-        // request alone, at its own level; in the legacy era to the session's level.
-        let request_sink = match (meta.modern, meta.log_level) {
-            (true, Some(level)) => {
-                let sender = outbox.clone();
-                Some(SinkGuard::new(Some(level), false, move |line| {
-                    sender.try_line(line);
-                }))
-            }
-            _ => None,
-        };
-        let sink = match (&request_sink, meta.modern) {
-            (Some(sink), _) => sink.id(),
-            (None, true) => 0,
-            (None, false) => conn.sink_id(),
-        };
-        let progress = meta.progress_token.clone().map(|progress_token| {
-            super::conn::progress_hook(progress_token, outbox.clone(), token.clone())
-        });
-        let span = logging::call_span(sink);
-        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
-        tasks.spawn(tracing::Instrument::instrument(
-            async move {
-                // The slot is given back when this task ends: after the answer is queued.
-                let _slot = slot;
-                let _sink = request_sink;
-                let started = Instant::now();
-                let call = ToolCall {
-                    id: id.as_json().to_owned(),
-                    name: call.name,
-                    arguments: call.arguments,
-                };
-                let mut ctx = CallContext::new().with_cancellation(token.clone());
-                if let Some((hook, _)) = &progress {
-                    ctx = ctx.with_progress(hook.clone());
-                }
-                let outcome = registry.dispatch(&ctx, &call, &env).await;
-                // Progress stops with the call, whatever its threads still do.
-                if let Some((_, done)) = &progress {
-                    done.cancel();
-                }
-                lock(&in_flight).remove(&key);
-                let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-                match &outcome {
-                    Ok(_) => {
-                        info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok")
-                    }
-                    Err(err) => info!(
-                        turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),
-                        "tool call failed: {err}"
-                    ),
-                }
-                if token.is_cancelled() {
-                    // MCP: the receiver of a cancellation should not answer the cancelled request.
-                    debug!(request = %id, "not answering a cancelled call");
-                    return;
-                }
-                let result = protocol::complete(&meta, call_result(&outcome));
-                outbox.answer(&id, Bytes::from(result.to_string())).await;
-            },
-            span,
-        ));
-    }
-}
-
-/// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
-/// [`McpLimits::max_in_flight_bytes`] of arguments. Never closed: acquiring only waits.
-struct Slots {
-    calls: Arc<Semaphore>,
-    bytes: Arc<Semaphore>,
-    bytes_capacity: usize,
-}
-
-impl Slots {
-    fn new(limits: &McpLimits) -> Self {
-        let bytes_capacity = limits.max_in_flight_bytes.get().min(Semaphore::MAX_PERMITS);
-        Self {
-            calls: Arc::new(Semaphore::new(
-                limits.max_in_flight.get().min(Semaphore::MAX_PERMITS),
-            )),
-            bytes: Arc::new(Semaphore::new(bytes_capacity)),
-            bytes_capacity,
         }
     }
 }
 
-/// One tool call's place among the calls in flight, counted in the stats.
-struct CallSlot {
-    /// A place and its arguments' bytes (`None` only if the slots were closed, which
-    /// they never are).
-    _permits: (Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>),
-    bytes: usize,
-    counters: Arc<Counters>,
-}
-
-impl Drop for CallSlot {
-    fn drop(&mut self) {
-        self.counters.calls_running.fetch_sub(1, Ordering::SeqCst);
-        self.counters
-            .call_argument_bytes
-            .fetch_sub(self.bytes, Ordering::SeqCst);
-    }
-}
-
-fn cancel(in_flight: &InFlight, params: &Params) {
-    let Some(raw) = params.raw("requestId") else {
-        debug!("notifications/cancelled without a requestId");
-        return;
-    };
-    let Ok(id) = RequestId::from_raw(raw) else {
-        debug!("notifications/cancelled with a requestId that is not a string or a number");
-        return;
-    };
-    match lock(in_flight).get(&id.key()) {
-        Some(token) => {
-            info!(request = %id, reason = ?params.str("reason"), "client cancelled a tool call");
-            token.cancel();
+/// Does what `step` asks for: sends a reply through `reply_to`, or starts a call or a
+/// subscription as a task in `tasks` that answers through `reply_to` when it ends. A
+/// call first waits for its slot (the backpressure).
+async fn step_task(
+    step: Step,
+    notifier: &Notifier,
+    reply_to: ReplyTo,
+    limiter: &CallLimiter,
+    tasks: &mut JoinSet<()>,
+) {
+    match step {
+        Step::Nothing => reply_to.reply(None).await,
+        Step::Reply(reply) => reply_to.reply(Some(reply)).await,
+        Step::Call(call) => {
+            let slot = limiter.acquire(call.argument_bytes()).await;
+            let notifier = notifier.clone();
+            // The slot is given back when the call ends, after its answer is queued.
+            tasks.spawn(async move { reply_to.reply(call.run(slot, notifier).await).await });
         }
-        None => debug!(request = %id, "cancelled a request that is not in flight"),
+        Step::Listen(listen) => {
+            let notifier = notifier.clone();
+            tasks.spawn(async move { reply_to.reply(listen.run(notifier).await).await });
+        }
     }
-}
-
-fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
-    // The map is only inserted into and removed from; a poisoned lock leaves it usable.
-    in_flight.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn report_join(joined: Result<(), tokio::task::JoinError>) {
@@ -786,7 +486,7 @@ fn report_join(joined: Result<(), tokio::task::JoinError>) {
 /// [`McpLimits::max_queued_bytes`] of them. Every sender (the reader, each tool call)
 /// waits for room before queueing.
 #[derive(Clone)]
-pub(crate) struct Outbox {
+struct Outbox {
     sender: mpsc::UnboundedSender<Answer>,
     /// Free bytes; closed when the writer failed, so no sender waits for it forever.
     space: Arc<Semaphore>,
@@ -796,7 +496,7 @@ pub(crate) struct Outbox {
 
 /// One answer line in parts (a cached `tools/list` result is shared, not copied), holding
 /// its room in the queue until it is written.
-pub(crate) struct Answer {
+struct Answer {
     parts: Vec<Bytes>,
     _room: Room,
 }
@@ -817,7 +517,7 @@ impl Drop for Room {
 }
 
 impl Outbox {
-    pub(crate) fn new(
+    fn new(
         capacity: NonZeroUsize,
         counters: &Arc<Counters>,
     ) -> (Self, mpsc::UnboundedReceiver<Answer>) {
@@ -832,58 +532,29 @@ impl Outbox {
         (outbox, receiver)
     }
 
-    /// Queues a success response answering `id` with `result` (its JSON text).
-    pub(crate) async fn answer(&self, id: &RequestId, result: Bytes) {
-        // The response's tail (`}`) and the line's end.
-        let tail = Bytes::from_static(b"}\n");
-        self.send(vec![Bytes::from(response_head(id)), result, tail])
-            .await;
+    /// Queues one message as a line.
+    async fn send_message(&self, message: Message) {
+        let mut parts = message.parts().to_vec();
+        parts.push(Bytes::from_static(b"\n"));
+        self.queue(parts).await;
     }
 
-    /// Queues an error response; `null_id` says how an unreadable id is given
-    /// ([`RpcError::encode_with`]).
-    async fn error(&self, err: &RpcError, null_id: bool) {
-        self.send(vec![Bytes::from(err.encode_with(null_id) + "\n")])
-            .await;
-    }
-
-    /// Queues a notification line if there is room now; drops it otherwise (progress and
-    /// log lines must never hold up a call or the reading). Logs nothing: it runs inside
-    /// the log layer.
-    pub(crate) fn try_line(&self, line: String) -> bool {
-        let mut line = line.into_bytes();
-        line.push(b'\n');
-        let bytes = line.len();
+    /// Queues one line if there is room now; drops it otherwise (progress and log lines
+    /// must never hold up a call or the reading). Logs nothing: it runs inside the log
+    /// layer.
+    fn try_queue(&self, parts: Vec<Bytes>) -> bool {
+        let bytes: usize = parts.iter().map(Bytes::len).sum();
         let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
         let Ok(permit) = Arc::clone(&self.space).try_acquire_many_owned(permits) else {
             return false;
         };
-        let queued = self
-            .counters
-            .queued_bytes
-            .fetch_add(bytes, Ordering::SeqCst)
-            + bytes;
-        self.counters
-            .peak_queued_bytes
-            .fetch_max(queued, Ordering::SeqCst);
-        self.counters.queued_answers.fetch_add(1, Ordering::SeqCst);
-        let room = Room {
-            _permit: permit,
-            bytes,
-            counters: Arc::clone(&self.counters),
-        };
-        self.sender
-            .send(Answer {
-                parts: vec![Bytes::from(line)],
-                _room: room,
-            })
-            .is_ok()
+        self.queued(parts, permit, bytes)
     }
 
     /// Queues one line, waiting for room. An answer larger than the whole queue takes all
     /// of it: it waits for the queue to empty and then goes alone. Nothing is queued once
     /// the writer has failed (the session is over).
-    pub(crate) async fn send(&self, parts: Vec<Bytes>) {
+    async fn queue(&self, parts: Vec<Bytes>) {
         let bytes: usize = parts.iter().map(Bytes::len).sum();
         let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
         let permit = match Arc::clone(&self.space).try_acquire_many_owned(permits) {
@@ -900,6 +571,11 @@ impl Outbox {
                 }
             }
         };
+        self.queued(parts, permit, bytes);
+    }
+
+    /// Puts a line that got its room into the queue; `false` once the writer is gone.
+    fn queued(&self, parts: Vec<Bytes>, permit: OwnedSemaphorePermit, bytes: usize) -> bool {
         let queued = self
             .counters
             .queued_bytes
@@ -915,7 +591,19 @@ impl Outbox {
             counters: Arc::clone(&self.counters),
         };
         // The receiver is gone only when the writer failed, which ends the session anyway.
-        let _ = self.sender.send(Answer { parts, _room: room });
+        self.sender.send(Answer { parts, _room: room }).is_ok()
+    }
+}
+
+impl Outlet for Outbox {
+    fn send(&self, message: Message) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.send_message(message))
+    }
+
+    fn try_send(&self, message: Message) -> bool {
+        let mut parts = message.parts().to_vec();
+        parts.push(Bytes::from_static(b"\n"));
+        self.try_queue(parts)
     }
 }
 
@@ -948,27 +636,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         drop(answer);
     }
     output.flush().await.map_err(ServeError::Write)
-}
-
-/// Sends `notifications/tools/list_changed` to an initialized legacy client each time the
-/// registry's tools change, until aborted (when the input ends).
-async fn announce_changes(
-    mut changes: tokio::sync::watch::Receiver<u64>,
-    conn: Arc<Conn>,
-    outbox: Outbox,
-) {
-    changes.borrow_and_update();
-    while changes.changed().await.is_ok() {
-        changes.borrow_and_update();
-        if conn.negotiated().is_some() {
-            debug!("tools changed: telling the client");
-            outbox
-                .send(vec![Bytes::from_static(
-                    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
-                )])
-                .await;
-        }
-    }
 }
 
 /// What one bounded line read produced.
@@ -1030,6 +697,7 @@ fn trim_line(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+    use toolhost::registry::CallContext;
 
     async fn lines(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
         let mut reader = BufReader::with_capacity(4, input);
