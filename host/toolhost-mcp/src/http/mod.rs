@@ -517,9 +517,11 @@ impl App {
         conn: &Conn,
     ) -> Result<Option<String>, Rejection> {
         if let Some(hosts) = &self.hosts {
-            let host = header_str(headers, "host")
-                .map(str::to_owned)
-                .or_else(|| uri.authority().map(|a| a.as_str().to_owned()));
+            // The Host header when there is one (HTTP/1.1), else the authority (HTTP/2).
+            let host = match headers.get(header::HOST) {
+                Some(value) => Some(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+                None => uri.authority().map(|a| a.as_str().to_owned()),
+            };
             let name = host.as_deref().and_then(host_name);
             if !name.is_some_and(|name| hosts.contains(&name)) {
                 warn!(peer = %conn.peer, host = ?host, "refused a request for a host that is not allowed (DNS rebinding?)");
@@ -774,7 +776,7 @@ async fn post_mcp(
     };
     let mut response = match session.receive(message) {
         Step::Nothing => StatusCode::ACCEPTED.into_response(),
-        Step::Reply(reply) => json(StatusCode::OK, reply.to_bytes()),
+        Step::Reply(reply) => answer_one(&accepts, reply),
         Step::Call(call) => {
             let busy = |message: String, id: &RequestId| {
                 let mut response = json(
@@ -819,7 +821,7 @@ async fn post_mcp(
                 biased;
                 joined = &mut task => {
                     drop(guard.disarm());
-                    answer(joined)
+                    answer(&accepts, joined)
                 }
                 Some(first) = receiver.recv() => {
                     event_stream(first, receiver, task, guard)
@@ -837,9 +839,9 @@ async fn post_mcp(
 
 /// The plain answer to a call: its response, or `204` when it was cancelled (a cancelled
 /// request is not answered).
-fn answer(joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
+fn answer(accepts: &Accept, joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
     match joined {
-        Ok(Some(reply)) => json(StatusCode::OK, reply.to_bytes()),
+        Ok(Some(reply)) => answer_one(accepts, reply),
         Ok(None) => StatusCode::NO_CONTENT.into_response(),
         Err(err) => {
             warn!("a tool call task failed outside the registry: {err}");
@@ -849,6 +851,17 @@ fn answer(joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
             )
         }
     }
+}
+
+/// One answer: plain JSON, or a one-event stream for a client that takes no JSON.
+fn answer_one(accepts: &Accept, reply: Message) -> Response {
+    if accepts.json {
+        return json(StatusCode::OK, reply.to_bytes());
+    }
+    let (frames, receiver) = mpsc::channel(1);
+    // Room for one: this never waits, and the receiver is still here.
+    let _ = frames.try_send(event(&reply));
+    sse_response(receiver)
 }
 
 /// One server-sent event carrying `message`.
