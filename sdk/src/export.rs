@@ -157,12 +157,7 @@ mod tests {
         assert_eq!(run("fail", "{}"), Err((false, "always fails".into())));
         assert_eq!(
             run("shout", "{}"),
-            Err((
-                true,
-                "shout arguments: missing field `text` at line 1 column 2 (send arguments \
-                 that match the tool's parameter schema)"
-                    .into()
-            ))
+            Err((true, r#"argument "text" is required"#.into()))
         );
         assert_eq!(
             run("nope", "{}"),

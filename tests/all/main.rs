@@ -5,4 +5,5 @@ mod common;
 mod hostile;
 mod imports;
 mod plugins;
+mod pyjs;
 mod vfs_backends;

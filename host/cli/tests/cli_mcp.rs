@@ -469,10 +469,29 @@ fn host_tools_lists_definitions_in_order() {
         .map(|d| d["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, BUILTINS_AND_PLAN);
+    // Every built-in carries a title and its hints; only todo_write an output schema.
     for definition in &definitions {
         let keys: Vec<&String> = definition.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["description", "name", "parameters"], "{definition}");
+        let expected: &[&str] = if definition["name"] == "todo_write" {
+            &[
+                "annotations",
+                "description",
+                "name",
+                "output_schema",
+                "parameters",
+                "title",
+            ]
+        } else {
+            &["annotations", "description", "name", "parameters", "title"]
+        };
+        assert_eq!(keys, expected, "{definition}");
     }
+    assert_eq!(definitions[0]["title"], "Read file");
+    assert_eq!(
+        definitions[0]["annotations"],
+        serde_json::json!({"readOnlyHint": true, "destructiveHint": false,
+                           "idempotentHint": true, "openWorldHint": false})
+    );
 
     // The human form: one line per tool, name first, same order.
     let output = host()

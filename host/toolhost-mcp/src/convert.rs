@@ -39,16 +39,34 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
 
 /// One `tools/list` entry. MCP requires `inputSchema` to be an object schema; a
 /// definition whose parameters are not a JSON object is offered as taking any object.
+///
+/// The metadata goes along when the definition has it: `title`, `annotations` (the
+/// behaviour hints, plus the title again as `annotations.title`, where clients of the
+/// 2025-03-26 revision look for it) and `outputSchema`.
 pub fn tool_json(definition: &ToolDefinition) -> Value {
     let input_schema = match &definition.parameters {
         Value::Object(_) => definition.parameters.clone(),
         _ => json!({ "type": "object" }),
     };
-    json!({
+    let mut tool = json!({
         "name": definition.name,
         "description": definition.description,
         "inputSchema": input_schema,
-    })
+    });
+    if let Some(title) = &definition.title {
+        tool["title"] = json!(title);
+    }
+    if !definition.annotations.is_empty() || definition.title.is_some() {
+        let mut annotations = json!(definition.annotations);
+        if let Some(title) = &definition.title {
+            annotations["title"] = json!(title);
+        }
+        tool["annotations"] = annotations;
+    }
+    if let Some(schema) = &definition.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    tool
 }
 
 /// The `tools/list` result.
@@ -95,15 +113,27 @@ pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcErr
 /// The `tools/call` result for a dispatch outcome. A result's content is JSON-encoded
 /// into one text block (a JSON string is given as its text); a [`ToolError`] becomes
 /// `isError: true` with the model-facing message, never a protocol error.
+///
+/// A [structured](ToolResult::structured) result (the tool declares an output schema, and
+/// dispatch checked the content against it) is given twice, as MCP asks: as the text
+/// block, and as the object itself in `structuredContent`.
 pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
     let (text, is_error) = match outcome {
         Ok(result) => (content_text(&result.content), false),
         Err(err) => (err.to_string(), true),
     };
-    json!({
+    let mut result = json!({
         "content": [{ "type": "text", "text": text }],
         "isError": is_error,
-    })
+    });
+    if let Ok(ToolResult {
+        content: content @ Value::Object(_),
+        structured: true,
+    }) = outcome
+    {
+        result["structuredContent"] = content.clone();
+    }
+    result
 }
 
 /// A result's content as the text the model reads.
@@ -148,6 +178,70 @@ mod tests {
                 {"name": "b", "description": "Does b.", "inputSchema": {"type": "object"}},
             ]})
         );
+    }
+
+    #[test]
+    fn tool_entries_carry_title_hints_and_output_schema() {
+        use toolhost::registry::ToolAnnotations;
+
+        let output = json!({"type":"object","properties":{"n":{"type":"integer"}}});
+        let full = ToolDefinition::new("count", "Counts.", json!({"type":"object"}))
+            .with_title("Count things")
+            .with_annotations(ToolAnnotations {
+                read_only_hint: Some(true),
+                open_world_hint: Some(false),
+                ..ToolAnnotations::default()
+            })
+            .with_output_schema(output.clone());
+        assert_eq!(
+            tool_json(&full),
+            json!({
+                "name": "count",
+                "title": "Count things",
+                "description": "Counts.",
+                "inputSchema": {"type": "object"},
+                "annotations": {"title": "Count things", "readOnlyHint": true, "openWorldHint": false},
+                "outputSchema": output,
+            })
+        );
+        // Hints without a title; a title without hints.
+        let hints = ToolDefinition::new("a", "", json!({"type":"object"}))
+            .with_annotations(ToolAnnotations::read_only());
+        assert_eq!(
+            tool_json(&hints)["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        assert_eq!(tool_json(&hints).get("title"), None);
+        let titled = ToolDefinition::new("a", "", json!({"type":"object"})).with_title("A");
+        assert_eq!(tool_json(&titled)["annotations"], json!({"title": "A"}));
+        assert_eq!(tool_json(&titled).get("outputSchema"), None);
+    }
+
+    #[test]
+    fn structured_results_are_given_as_structured_content_too() {
+        let structured = ToolResult {
+            content: json!({"n": 1, "items": ["a"]}),
+            structured: true,
+        };
+        assert_eq!(
+            call_result(&Ok(structured)),
+            json!({
+                "content": [{"type": "text", "text": "{\"items\":[\"a\"],\"n\":1}"}],
+                "structuredContent": {"n": 1, "items": ["a"]},
+                "isError": false,
+            })
+        );
+        // Not marked structured by dispatch: text only, whatever the shape.
+        assert_eq!(
+            call_result(&Ok(ToolResult::new(json!({"n": 1})))).get("structuredContent"),
+            None
+        );
+        // MCP's structuredContent is an object: a non-object is never given as one.
+        let odd = ToolResult {
+            content: json!([1]),
+            structured: true,
+        };
+        assert_eq!(call_result(&Ok(odd)).get("structuredContent"), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! call and leaves it unanswered, as MCP asks).
 //!
 //! - A tool's result is one text block holding its content JSON-encoded (a JSON string is
-//!   given as its text), with `isError: false`.
+//!   given as its text), with `isError: false`; when the tool declares an output schema,
+//!   the checked result is also given as `structuredContent`. `tools/list` carries each
+//!   tool's `title`, `annotations` (behaviour hints) and `outputSchema` when it has them.
 //! - Every [`ToolError`](toolhost::registry::ToolError) (unknown tool, invalid arguments,
 //!   panic, time-out, failure) is a result with `isError: true` and the model-facing
 //!   message, never a protocol error: the model reads it and the session goes on.

@@ -153,8 +153,8 @@ pub fn returned(
             ),
         });
     }
-    match serde_json::from_str(&text) {
-        Ok(value) => Ok(ToolResult { content: value }),
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value) => Ok(ToolResult::new(value)),
         Err(err) => Err(ToolError::Failed {
             tool,
             message: format!(

@@ -107,7 +107,8 @@ fn text_fields(err: &mut ToolError) -> Vec<&mut String> {
         ToolError::UnknownTool { name } => vec![name],
         ToolError::InvalidArguments { tool, message }
         | ToolError::ToolPanicked { tool, message }
-        | ToolError::Failed { tool, message } => vec![tool, message],
+        | ToolError::Failed { tool, message }
+        | ToolError::InvalidOutput { tool, message } => vec![tool, message],
         ToolError::TimedOut { tool, .. }
         | ToolError::Cancelled { tool }
         | ToolError::ResultTooLarge { tool, .. } => vec![tool],

@@ -18,7 +18,10 @@ impl Registry {
     /// list must be present and not `null`. Types, enums and nested objects are left to
     /// the handler. Then the handler runs until the earlier of the caller's deadline and
     /// the registry's call timeout; a panic in it is caught; its result's JSON encoding
-    /// must fit the result cap.
+    /// must fit the result cap. When the tool declares an output schema, the result must
+    /// follow its top level ([`check_output`](super::check_output)) and comes back with
+    /// [`ToolResult::structured`] set; otherwise that flag is cleared, whatever the
+    /// handler set.
     ///
     /// Every error, whatever produced it (dispatch's own checks, the handler, a panic
     /// message, a plugin), is held to the result cap the same way: its text, measured
@@ -29,7 +32,8 @@ impl Registry {
     /// # Errors
     /// [`ToolError::UnknownTool`], [`ToolError::InvalidArguments`],
     /// [`ToolError::ToolPanicked`], [`ToolError::TimedOut`], [`ToolError::Cancelled`],
-    /// [`ToolError::ResultTooLarge`], or the handler's own error with the tool name set.
+    /// [`ToolError::ResultTooLarge`], [`ToolError::InvalidOutput`], or the handler's own
+    /// error with the tool name set.
     pub async fn dispatch(
         &self,
         ctx: &CallContext,
@@ -89,9 +93,21 @@ impl Registry {
                 return Err(ToolError::Cancelled { tool: name.to_owned() });
             }
         };
-        let result = outcome
+        let mut result = outcome
             .map_err(|panic| panicked(name, panic))?
             .map_err(|err| err.with_tool(name))?;
+        result.structured = match &entry.definition.output_schema {
+            Some(schema) => {
+                super::check_output(schema, &result.content).map_err(|message| {
+                    ToolError::InvalidOutput {
+                        tool: name.to_owned(),
+                        message,
+                    }
+                })?;
+                true
+            }
+            None => false,
+        };
 
         let size = encoded_len(&result.content);
         if size > self.result_cap {

@@ -47,6 +47,15 @@ pub enum ToolError {
         /// The tool called.
         tool: String,
     },
+    /// The result does not follow the output schema the tool declares (see
+    /// [`check_output`](super::check_output)): a fault in the tool, as a crash is.
+    #[error("{tool}: the tool's result does not match the output schema it declares ({message}). This is a fault in the tool, not in your call; do not retry the same call, try another approach")]
+    InvalidOutput {
+        /// The tool called.
+        tool: String,
+        /// What does not match, naming the property.
+        message: String,
+    },
     /// The result's JSON encoding is larger than the registry's result cap.
     #[error("{tool}: the result is {size} bytes as JSON, over the {cap}-byte limit for one tool result; ask for less (a smaller range, a narrower pattern or path)")]
     ResultTooLarge {
@@ -120,6 +129,7 @@ impl ToolError {
             Self::LimitExceeded { .. } => "limit_exceeded",
             Self::FileTooLarge { .. } => "file_too_large",
             Self::Failed { .. } => "failed",
+            Self::InvalidOutput { .. } => "invalid_output",
         }
     }
 
@@ -134,7 +144,8 @@ impl ToolError {
             | Self::ResultTooLarge { tool, .. }
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
-            | Self::Failed { tool, .. } => tool,
+            | Self::Failed { tool, .. }
+            | Self::InvalidOutput { tool, .. } => tool,
         }
     }
 
@@ -149,7 +160,8 @@ impl ToolError {
             | Self::ResultTooLarge { tool, .. }
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
-            | Self::Failed { tool, .. } => {
+            | Self::Failed { tool, .. }
+            | Self::InvalidOutput { tool, .. } => {
                 if tool.is_empty() {
                     name.clone_into(tool);
                 }
@@ -206,6 +218,56 @@ pub enum RegisterError {
         /// The registered tool it looks like.
         existing: String,
     },
+    /// The title is blank, longer than
+    /// [`MAX_TITLE_CHARS`](super::MAX_TITLE_CHARS), or holds control characters.
+    #[error(
+        "tool \"{name}\": the title is not valid: {problem}; use 1 to 100 characters on one line"
+    )]
+    InvalidTitle {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the title.
+        problem: String,
+    },
+    /// A tool from outside the host has a title that reads like a built-in tool's name or
+    /// title ([`RESERVED_TOOL_TITLES`](super::RESERVED_TOOL_TITLES)).
+    #[error("tool \"{name}\": the title \"{title}\" reads like the host's built-in tool \"{builtin}\" (titles are compared by their letters and digits only); choose a title that says what this tool does")]
+    ReservedTitle {
+        /// The tool's name.
+        name: String,
+        /// The refused title.
+        title: String,
+        /// The built-in tool it reads like.
+        builtin: String,
+    },
+    /// The title reads like a registered tool's name or title ([`title_key`](super::title_key)).
+    #[error("tool \"{name}\": the title \"{title}\" reads like the registered tool \"{existing}\" (its name or title; titles are compared by their letters and digits only); choose a clearly different title")]
+    TitleLookAlike {
+        /// The tool's name.
+        name: String,
+        /// The refused title.
+        title: String,
+        /// The registered tool it reads like.
+        existing: String,
+    },
+    /// The name reads like a registered tool's title.
+    #[error("tool name \"{name}\" reads like the title \"{title}\" of the registered tool \"{existing}\"; choose a clearly different name")]
+    NameLooksLikeTitle {
+        /// The refused name.
+        name: String,
+        /// The registered tool.
+        existing: String,
+        /// Its title.
+        title: String,
+    },
+    /// The output schema is not an object schema (`"type": "object"`).
+    #[error("tool \"{name}\": the output schema is not valid: {problem}; MCP gives structured results as objects, so declare {{\"type\": \"object\", \"properties\": ...}} or no output schema")]
+    InvalidOutputSchema {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the schema.
+        problem: String,
+    },
 }
 
 impl RegisterError {
@@ -217,7 +279,12 @@ impl RegisterError {
             | Self::MissingHandler { name }
             | Self::DuplicateTool { name }
             | Self::Reserved { name, .. }
-            | Self::LookAlike { name, .. } => Some(name),
+            | Self::LookAlike { name, .. }
+            | Self::InvalidTitle { name, .. }
+            | Self::ReservedTitle { name, .. }
+            | Self::TitleLookAlike { name, .. }
+            | Self::NameLooksLikeTitle { name, .. }
+            | Self::InvalidOutputSchema { name, .. } => Some(name),
         }
     }
 }

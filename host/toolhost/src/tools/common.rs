@@ -4,8 +4,26 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::FilePolicy;
-use crate::registry::{Arguments, ToolError};
+use crate::registry::{Arguments, ToolAnnotations, ToolError};
 use crate::vfs::StorageError;
+
+/// [`changes_files`]: calling the tool twice with the same arguments leaves the store as
+/// the first call did (write the same content, delete or move the same file).
+pub(crate) const IDEMPOTENT: bool = true;
+/// [`changes_files`]: a second call may change the store again (an edit whose new text
+/// holds its old text applies again).
+pub(crate) const NOT_IDEMPOTENT: bool = false;
+
+/// The MCP hints of a file tool that changes the store: not read-only, destructive (it
+/// overwrites, edits or removes what was there), within the host (closed world).
+pub(crate) fn changes_files(idempotent: bool) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(false),
+        destructive_hint: Some(true),
+        idempotent_hint: Some(idempotent),
+        open_world_hint: Some(false),
+    }
+}
 
 /// The tool error for a failed storage call, naming `tool`.
 ///

@@ -32,6 +32,7 @@
 //!   the blocking pool, on up to [`MAX_WORKERS`] threads, and stops between files once the
 //!   call's deadline passes.
 
+use crate::registry::ToolAnnotations;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +52,8 @@ use crate::vfs::{FileEntry, Storage, StorageError};
 mod lines;
 
 const NAME: &str = "grep";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Search file contents";
 
 /// At most this many entries in one result.
 pub(super) const MAX_ENTRIES: usize = 200;
@@ -125,7 +128,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, ctx, args| async move { run(tools, ctx, args).await },
     )
 }

@@ -297,6 +297,61 @@ mod tests {
     }
 
     #[test]
+    fn builtins_carry_titles_and_the_right_hints() {
+        use crate::registry::{ToolAnnotations, RESERVED_TOOL_NAMES, RESERVED_TOOL_TITLES};
+
+        let registry = Registry::new();
+        register_vfs_tools(
+            &registry,
+            VfsToolOptions::new(Arc::new(MemoryStorage::new())),
+        )
+        .expect("file tools");
+        register_plan_tool(&registry).expect("plan tool");
+        // (name, read-only, destructive, idempotent); every built-in stays in the host's
+        // store (closed world).
+        let expected = [
+            ("read_file", true, false, true),
+            ("list_files", true, false, true),
+            ("write_file", false, true, true),
+            ("delete_file", false, true, true),
+            ("grep", true, false, true),
+            ("glob", true, false, true),
+            ("edit_file", false, true, false),
+            ("multi_edit", false, true, false),
+            ("move_file", false, true, true),
+            ("search", true, false, true),
+            ("todo_write", true, false, true),
+        ];
+        let definitions = registry.definitions();
+        assert_eq!(definitions.len(), expected.len());
+        for (definition, (name, read_only, destructive, idempotent)) in
+            definitions.iter().zip(expected)
+        {
+            assert_eq!(definition.name, name);
+            assert_eq!(
+                definition.annotations,
+                ToolAnnotations {
+                    read_only_hint: Some(read_only),
+                    destructive_hint: Some(destructive),
+                    idempotent_hint: Some(idempotent),
+                    open_world_hint: Some(false),
+                },
+                "{name}"
+            );
+            let index = RESERVED_TOOL_NAMES.iter().position(|n| *n == name);
+            let reserved_title = index.map(|index| RESERVED_TOOL_TITLES[index]);
+            assert_eq!(definition.title.as_deref(), reserved_title, "{name}");
+            // Only the plan tool's result is worth sending twice (text and structured):
+            // the file tools' results are read by the model, and can be 40 KiB.
+            assert_eq!(
+                definition.output_schema.is_some(),
+                name == "todo_write",
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn registering_twice_is_a_duplicate() {
         let registry = Registry::new();
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());

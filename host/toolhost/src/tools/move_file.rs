@@ -26,6 +26,7 @@
 //! when only the final removal of the staging file fails, the move succeeded and the
 //! leftover is logged.
 
+use super::common::{changes_files, IDEMPOTENT};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -41,6 +42,8 @@ use crate::registry::{
 use crate::vfs::{content_type_for, Storage, StorageError, MAX_PATH_LEN, MAX_SEGMENT_LEN};
 
 const NAME: &str = "move_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Move or rename file";
 
 /// How long one cleanup step (removing the staging file, restoring the source) may take
 /// before the tool gives up on it and reports what is left.
@@ -79,7 +82,9 @@ to move a directory, move its files one by one.",
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, description, parameters),
+        ToolDefinition::new(NAME, description, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(IDEMPOTENT)),
         |tools, ctx, args| async move { run(ctx, tools, args).await },
     )
 }

@@ -20,6 +20,7 @@
 //!   [`ToolError::FileTooLarge`] names its size and the cap, checked before any memory is
 //!   taken for it.
 
+use crate::registry::ToolAnnotations;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -31,6 +32,8 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "read_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Read file";
 
 /// Default cap of the files read_file and grep read: 64 MiB
 /// ([`VfsToolOptions::max_read_bytes`](super::VfsToolOptions::max_read_bytes), the
@@ -79,7 +82,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

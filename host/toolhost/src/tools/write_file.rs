@@ -1,5 +1,6 @@
 //! The `write_file` tool: create or replace a whole file.
 
+use super::common::{changes_files, IDEMPOTENT};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -12,6 +13,8 @@ use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolEr
 use crate::vfs::content_type_for;
 
 const NAME: &str = "write_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Write file";
 
 /// Registers `write_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
@@ -41,7 +44,9 @@ an edit tool when one is offered.",
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, description, parameters),
+        ToolDefinition::new(NAME, description, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(IDEMPOTENT)),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
