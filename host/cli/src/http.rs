@@ -25,9 +25,9 @@ use super::setup::{build_registry, vfs_options, Toolset};
 use super::units::{parse_duration, parse_size};
 
 /// The placeholder for the session id in `--session-root-template`.
-pub const SESSION_PLACEHOLDER: &str = "{session}";
+pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
 /// The placeholder for the token's client name in `--session-root-template`.
-pub const CLIENT_PLACEHOLDER: &str = "{client}";
+pub(crate) const CLIENT_PLACEHOLDER: &str = "{client}";
 
 /// The flags of the HTTP transport (all but `--http` need `--http`).
 #[derive(Debug, Clone, Args)]

@@ -71,7 +71,7 @@ const fn non_zero(n: usize) -> NonZeroUsize {
     }
 }
 
-/// How much the server holds for its client at most (see [the module docs](self) for the
+/// How much the server holds for its client at most (see [the crate docs](crate) for the
 /// memory this bounds). [`Default`] gives the documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpLimits {
