@@ -1,5 +1,10 @@
 //! Integration tests: the built-in tools and the built plugins in one registry, and the
 //! `host` binary driven over MCP.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
 
 mod common;
 mod hostile;
@@ -7,4 +12,5 @@ mod hot_reload;
 mod imports;
 mod mcp_schema;
 mod plugins;
+mod pyjs;
 mod vfs_backends;

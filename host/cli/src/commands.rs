@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tracing::{debug, info};
@@ -16,11 +17,11 @@ use super::{plugins, EXIT_TOOL_ERROR};
 /// Runs one subcommand.
 pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run(args) => run(args).await,
+        // `serve` is `run` with --http required (args.rs).
+        Command::Run(args) | Command::Serve(args) => run(args).await,
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
-        Command::Serve(args) => run(args).await,
     }
 }
 
@@ -37,7 +38,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_registry(&args.registry)?;
-    let server = McpServer::new(toolset.registry.clone())
+    let server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_list_changed(args.watch);
     info!(
@@ -102,6 +103,10 @@ fn tools_table(definitions: &[ToolDefinition]) -> String {
         .collect()
 }
 
+#[allow(
+    clippy::print_stderr,
+    reason = "`host call` reports the tool's error on stderr"
+)]
 async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = if args.arguments == "-" {
         let mut text = String::new();

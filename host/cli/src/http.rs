@@ -25,15 +25,15 @@ use super::setup::{build_registry, vfs_options, Toolset};
 use super::units::{parse_duration, parse_size};
 
 /// The placeholder for the session id in `--session-root-template`.
-pub const SESSION_PLACEHOLDER: &str = "{session}";
+pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
 /// The placeholder for the token's client name in `--session-root-template`.
-pub const CLIENT_PLACEHOLDER: &str = "{client}";
+pub(crate) const CLIENT_PLACEHOLDER: &str = "{client}";
 
 /// The flags of the HTTP transport (all but `--http` need `--http`).
 #[derive(Debug, Clone, Args)]
 pub struct HttpArgs {
-    /// Serve MCP over Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks
-    /// a free one) at the path /mcp, instead of stdio.
+    /// Serve MCP over Streamable HTTP on this address (e.g. 127.0.0.1:8080, or a port
+    /// alone for loopback; port 0 picks a free one) at the path /mcp, instead of stdio.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
     /// Require `Authorization: Bearer TOKEN` with a token from this file: one per line,
@@ -93,19 +93,22 @@ pub struct HttpArgs {
     pub shutdown_grace: Duration,
 }
 
-/// `--http`: `IP:PORT`, `[IPv6]:PORT`, or `localhost:PORT` (127.0.0.1).
+/// `--http`: `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT`, or `PORT` / `:PORT` alone (both
+/// 127.0.0.1: a port without an address binds loopback, never every interface).
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     let text = text.trim();
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
-    if let Some(port) = text.strip_prefix("localhost:") {
-        if let Ok(port) = port.parse::<u16>() {
-            return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-        }
+    let port = text
+        .strip_prefix("localhost:")
+        .or_else(|| text.strip_prefix(':'))
+        .unwrap_or(text);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     Err(format!(
-        "\"{text}\" is not an address to listen on; give IP:PORT, e.g. 127.0.0.1:8080 (loopback), [::1]:8080, or 0.0.0.0:8080 (every interface, needs --auth-token-file)"
+        "\"{text}\" is not an address to listen on; give IP:PORT, e.g. 127.0.0.1:8080 or just 8080 (loopback), [::1]:8080, or 0.0.0.0:8080 (every interface, needs --auth-token-file)"
     ))
 }
 
@@ -413,11 +416,15 @@ mod tests {
             Ok("127.0.0.1:9".parse().unwrap())
         );
         assert_eq!(parse_addr("[::1]:0"), Ok("[::1]:0".parse().unwrap()));
-        let err = parse_addr("8080").unwrap_err();
+        // A port alone binds loopback: the safe default.
+        assert_eq!(parse_addr("8080"), Ok("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(parse_addr(":0"), Ok("127.0.0.1:0".parse().unwrap()));
+        let err = parse_addr("80800").unwrap_err();
         assert!(
-            err.starts_with("\"8080\" is not an address to listen on; give IP:PORT"),
+            err.starts_with("\"80800\" is not an address to listen on; give IP:PORT"),
             "{err}"
         );
+        assert!(parse_addr(":").is_err());
         assert!(parse_addr("example.com:80").is_err());
     }
 

@@ -350,7 +350,7 @@ impl EncodedTools {
             out.extend_from_slice(b"\"resultType\":\"complete\",");
         }
         out.extend_from_slice(b"\"tools\":[");
-        for (at, tool) in self.tools[page.range.clone()].iter().enumerate() {
+        for (at, tool) in self.tools[page.range].iter().enumerate() {
             if at > 0 {
                 out.push(b',');
             }

@@ -17,15 +17,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// JSON-RPC error code: the line is not valid JSON.
-pub const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC error code: valid JSON, but not a valid request object.
-pub const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC error code: no such method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC error code: the method exists but its params are wrong.
-pub const INVALID_PARAMS: i64 = -32602;
-/// JSON-RPC error code: the server failed on its side.
-pub const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// MCP error code (2026-07-28): the HTTP headers and the body disagree (`HeaderMismatch`).
 pub const HEADER_MISMATCH: i64 = -32020;
 /// MCP error code (2026-07-28): the request needs a client capability it did not declare
@@ -40,27 +38,18 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 ///
 /// Two ids are equal when their text is; the answer to a request carries its id's text
 /// byte for byte.
-///
-/// ```
-/// use toolhost_mcp::RequestId;
-///
-/// let id = RequestId::parse("18446744073709551616").unwrap();
-/// assert_eq!(id.as_json(), "18446744073709551616");
-/// assert_eq!(RequestId::from("x").as_json(), r#""x""#);
-/// assert_eq!(RequestId::null().as_json(), "null");
-/// assert!(RequestId::parse("[1]").is_none() && RequestId::parse("null").is_none());
-/// ```
+/// (The test `ids_are_kept_as_sent` shows each kind.)
 #[derive(Clone, Default)]
-pub struct RequestId(Option<Box<RawValue>>);
+pub(crate) struct RequestId(Option<Box<RawValue>>);
 
 impl RequestId {
     /// `null`, the id of an answer to a message whose own id could not be read.
-    pub fn null() -> Self {
+    pub(crate) fn null() -> Self {
         Self(None)
     }
 
     /// An id from its JSON text: `None` unless it is one JSON string or number.
-    pub fn parse(json: &str) -> Option<Self> {
+    pub(crate) fn parse(json: &str) -> Option<Self> {
         let raw: Box<RawValue> = serde_json::from_str(json).ok()?;
         Self::from_raw(&raw).ok()
     }
@@ -75,12 +64,12 @@ impl RequestId {
     }
 
     /// The id's JSON text, as the client sent it.
-    pub fn as_json(&self) -> &str {
+    pub(crate) fn as_json(&self) -> &str {
         self.0.as_deref().map_or("null", RawValue::get)
     }
 
     /// Whether this is the `null` id.
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         self.0.is_none()
     }
 
@@ -133,38 +122,34 @@ impl From<&str> for RequestId {
 /// A message's params object, each member kept as the JSON text the client sent, read into
 /// a value only where the server needs one.
 #[derive(Clone, Default)]
-pub struct Params(BTreeMap<String, Box<RawValue>>);
+pub(crate) struct Params(BTreeMap<String, Box<RawValue>>);
 
 impl Params {
     /// Params from the JSON text of an object: `None` for anything else.
-    pub fn parse(json: &str) -> Option<Self> {
+    pub(crate) fn parse(json: &str) -> Option<Self> {
         serde_json::from_str(json).ok().map(Self)
     }
 
     /// A member's JSON text, as sent (`null` included).
-    pub fn raw(&self, name: &str) -> Option<&RawValue> {
+    pub(crate) fn raw(&self, name: &str) -> Option<&RawValue> {
         self.0.get(name).map(AsRef::as_ref)
     }
 
     /// A member read as a value; `None` when absent, or when it cannot be one (a number
     /// beyond `f64`, nesting deeper than serde_json's 128 levels).
-    pub fn value(&self, name: &str) -> Option<Value> {
+    pub(crate) fn value(&self, name: &str) -> Option<Value> {
         serde_json::from_str(self.raw(name)?.get()).ok()
     }
 
     /// A member that is a JSON string, decoded.
-    pub fn str(&self, name: &str) -> Option<String> {
+    pub(crate) fn str(&self, name: &str) -> Option<String> {
         serde_json::from_str(self.raw(name)?.get()).ok()
     }
 
     /// How many members there are.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -189,7 +174,7 @@ impl std::fmt::Debug for Params {
 
 /// A JSON-RPC error object, with the id of the request it answers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     /// The request's id, [`RequestId::null`] when it could not be read.
     pub id: RequestId,
     /// One of the codes above.
@@ -203,7 +188,7 @@ pub struct RpcError {
 
 impl RpcError {
     /// An error answering `id`.
-    pub fn new(id: RequestId, code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(id: RequestId, code: i64, message: impl Into<String>) -> Self {
         Self {
             id,
             code,
@@ -213,21 +198,25 @@ impl RpcError {
     }
 
     /// This error with `data`.
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
     /// The response object's JSON text (one line, no newline), the id as the client sent
     /// it, and `"id": null` when it could not be read (JSON-RPC 2.0's rule).
-    pub fn encode(&self) -> String {
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "the HTTP transport's refusals use it")
+    )]
+    pub(crate) fn encode(&self) -> String {
         self.encode_with(true)
     }
 
     /// As [`RpcError::encode`]; with `null_id` false, an error whose id could not be read
     /// has no `id` member at all, as MCP 2025-11-25 and later ask
     /// ([`Revision::null_error_id`](crate::Revision::null_error_id)).
-    pub fn encode_with(&self, null_id: bool) -> String {
+    pub(crate) fn encode_with(&self, null_id: bool) -> String {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(data) = &self.data {
             error["data"] = data.clone();
@@ -243,7 +232,9 @@ impl RpcError {
 }
 
 /// A success response's JSON text (one line, no newline): `result` is the result's JSON text.
-pub fn encode_response(id: &RequestId, result: &str) -> String {
+/// (The server writes [`response_head`], the result and the tail itself.)
+#[cfg(test)]
+pub(crate) fn encode_response(id: &RequestId, result: &str) -> String {
     [response_head(id).as_str(), result, RESPONSE_TAIL].concat()
 }
 
@@ -254,11 +245,12 @@ pub(crate) fn response_head(id: &RequestId) -> String {
 }
 
 /// What comes after the result in a success response.
+#[cfg(test)]
 pub(crate) const RESPONSE_TAIL: &str = "}";
 
 /// One well-formed incoming message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A request: it has an id and wants a response.
     Request {
         /// A string or a number, as sent.
@@ -288,7 +280,7 @@ pub enum Incoming {
 /// The [`RpcError`] to send back: [`PARSE_ERROR`] for text that is not JSON,
 /// [`INVALID_REQUEST`] for JSON that is not a single JSON-RPC 2.0 message, and
 /// [`INVALID_PARAMS`] for params that are not an object.
-pub fn parse_line(line: &[u8]) -> Result<Incoming, RpcError> {
+pub(crate) fn parse_line(line: &[u8]) -> Result<Incoming, RpcError> {
     let message: &RawValue = serde_json::from_slice(line).map_err(|err| {
         RpcError::new(
             RequestId::null(),
@@ -389,7 +381,7 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
 }
 
 /// The longest batch read: more messages in one array are refused as a whole.
-pub const MAX_BATCH_LEN: usize = 64;
+pub(crate) const MAX_BATCH_LEN: usize = 64;
 
 /// Reads one line as a JSON-RPC batch (2025-03-26), if it is an array: `None` when it is
 /// not (read it with [`parse_line`] then). Each member is classified on its own, so one
@@ -398,7 +390,9 @@ pub const MAX_BATCH_LEN: usize = 64;
 /// # Errors
 /// [`PARSE_ERROR`] when the line is not JSON, [`INVALID_REQUEST`] for an empty batch or
 /// one longer than [`MAX_BATCH_LEN`].
-pub fn parse_batch(line: &[u8]) -> Option<Result<Vec<Result<Incoming, RpcError>>, RpcError>> {
+pub(crate) fn parse_batch(
+    line: &[u8],
+) -> Option<Result<Vec<Result<Incoming, RpcError>>, RpcError>> {
     if line.trim_ascii_start().first() != Some(&b'[') {
         return None;
     }
@@ -442,7 +436,7 @@ fn invalid_request(id: RequestId, what: &str) -> RpcError {
 }
 
 /// The JSON type of a value's text (valid JSON, as [`RawValue`] guarantees), for messages.
-pub fn raw_type_name(raw: &RawValue) -> &'static str {
+pub(crate) fn raw_type_name(raw: &RawValue) -> &'static str {
     match raw.get().trim_ascii_start().as_bytes().first() {
         Some(b'"') => "string",
         Some(b'{') => "object",
@@ -456,6 +450,15 @@ pub fn raw_type_name(raw: &RawValue) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_kept_as_sent() {
+        let id = RequestId::parse("18446744073709551616").unwrap();
+        assert_eq!(id.as_json(), "18446744073709551616");
+        assert_eq!(RequestId::from("x").as_json(), r#""x""#);
+        assert_eq!(RequestId::null().as_json(), "null");
+        assert!(RequestId::parse("[1]").is_none() && RequestId::parse("null").is_none());
+    }
 
     fn err(line: &str) -> RpcError {
         parse_line(line.as_bytes()).unwrap_err()

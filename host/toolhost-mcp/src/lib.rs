@@ -13,7 +13,9 @@
 //! leaves it unanswered, as MCP asks).
 //!
 //! - A tool's result is one text block holding its content JSON-encoded (a JSON string is
-//!   given as its text), with `isError: false`.
+//!   given as its text), with `isError: false`; when the tool declares an output schema,
+//!   the checked result is also given as `structuredContent`. `tools/list` carries each
+//!   tool's `title`, `annotations` (behaviour hints) and `outputSchema` when it has them.
 //! - Every [`ToolError`](toolhost::registry::ToolError) (unknown tool, invalid arguments,
 //!   panic, time-out, failure) is a result with `isError: true` and the model-facing
 //!   message, never a protocol error: the model reads it and the session goes on.
@@ -34,7 +36,7 @@
 //!   out through one writer, so lines never interleave. The session id is fixed per server.
 //! - Ids are answered byte for byte as sent (`18446744073709551616`, `1e400`, `"\u0078"`),
 //!   and tool arguments reach the registry as the client's own text: neither goes through
-//!   a `u64`/`f64` on the way ([`RequestId`], [`Params`]).
+//!   a `u64`/`f64` on the way (they are kept as the client's raw JSON text).
 //! - Nothing a client sends grows the host without bound ([`McpLimits`]): at most
 //!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once, holding at most
 //!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of arguments, and at most [`DEFAULT_MAX_QUEUED_BYTES`]
@@ -88,7 +90,8 @@
 //! invalid-arguments tool result; `{"jsonrpc":"2.0","id":7}` and `[1,2]` got no answer at
 //! all; and a notification arriving before `initialize` ended the session. Fixing that meant
 //! validating every message's JSON-RPC shape ourselves in front of it, at which point the
-//! SDK only routed five methods. This layer is that validation plus the methods.
+//! SDK only routed five methods. This layer is that validation plus the five methods.
+#![deny(missing_docs)]
 
 mod conn;
 mod convert;
@@ -96,43 +99,43 @@ mod convert;
 pub mod http;
 mod jsonrpc;
 pub mod logging;
-pub mod pagination;
-pub mod protocol;
+mod pagination;
+mod protocol;
 mod revision;
 mod server;
+#[cfg_attr(
+    not(feature = "http"),
+    allow(
+        dead_code,
+        reason = "the parts of the core only the HTTP transport uses"
+    )
+)]
 mod session;
 
 pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
-pub use convert::{
-    call_result, content_text, initialize_result, initialize_result_with, negotiate_version,
-    tool_json, tools_list_result, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
-};
+pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 pub use jsonrpc::{
-    encode_response, parse_batch, parse_line, raw_type_name, Incoming, Params, RequestId, RpcError,
-    HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MAX_BATCH_LEN,
-    METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use logging::{broadcast_span, log_layer, LogLevel};
+pub use pagination::DEFAULT_PAGE_SIZE;
 pub use revision::Revision;
 pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
 };
-pub use session::{
-    Busy, CallLimiter, CallSlot, Message, Notifier, Outlet, PendingCall, PendingListen, Session,
-    Step,
-};
 
-/// Why serving stopped before the input ended.
+/// Why serving stopped before the input ended. The OS error is the
+/// [`source`](std::error::Error::source), not repeated in the text: print the chain
+/// (`anyhow`'s `{:#}`) to show it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// Reading the input failed.
-    #[error("reading MCP input failed: {0}")]
+    #[error("reading MCP input failed")]
     Read(#[source] std::io::Error),
     /// Writing a response failed (the client closed its end).
-    #[error("writing an MCP response failed (did the client exit?): {0}")]
+    #[error("writing an MCP response failed (did the client exit?)")]
     Write(#[source] std::io::Error),
 }
 

@@ -342,11 +342,6 @@ thread_local! {
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for McpLogLayer {
     fn on_new_span(&self, attrs: &span::Attributes<'_>, id: &span::Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        if attrs.metadata().name() == BROADCAST_SPAN {
-            span.extensions_mut().insert(Broadcast);
-            return;
-        }
         struct Find(Option<u64>);
         impl Visit for Find {
             fn record_u64(&mut self, field: &Field, value: u64) {
@@ -355,6 +350,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for McpLogLayer {
                 }
             }
             fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+        }
+        let Some(span) = ctx.span(id) else { return };
+        if attrs.metadata().name() == BROADCAST_SPAN {
+            span.extensions_mut().insert(Broadcast);
+            return;
         }
         let mut find = Find(None);
         attrs.record(&mut find);
@@ -463,7 +463,7 @@ mod tests {
         (lines, move |line: String| {
             sink.lock()
                 .unwrap()
-                .push(serde_json::from_str(&line).unwrap())
+                .push(serde_json::from_str(&line).unwrap());
         })
     }
 

@@ -8,7 +8,10 @@
 //! naming a tool that is gone is refused with `-32602` (the client lists again from the
 //! start), as is anything this server did not hand out.
 //!
-//! ```
+//! Crate-private (the crate's API is the two servers); in outline (its unit tests run
+//! the same):
+//!
+//! ```text
 //! use toolhost_mcp::pagination::{page, Cursor};
 //!
 //! let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
@@ -30,16 +33,16 @@ const PREFIX: &str = "c1.";
 
 /// A cursor as a client sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor(String);
+pub(crate) struct Cursor(String);
 
 impl Cursor {
     /// A cursor from the client's text (checked when used).
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         Self(text.to_owned())
     }
 
     /// The cursor's text, as sent to the client.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
@@ -74,7 +77,7 @@ impl Cursor {
 /// One page: the tools it holds (a range of the list) and the cursor for the next page,
 /// if there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page {
+pub(crate) struct Page {
     /// The indexes of the page's tools in the whole list.
     pub range: Range<usize>,
     /// The cursor of the next page; `None` on the last page.
@@ -84,7 +87,7 @@ pub struct Page {
 /// Why a cursor was refused: the message for the client's `-32602` error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum CursorError {
+pub(crate) enum CursorError {
     /// Not a cursor this server hands out.
     #[error("Invalid params: \"cursor\" is not a cursor this server gave; send the nextCursor of the last page as it came, or list from the start without a cursor")]
     Unknown,
@@ -99,7 +102,11 @@ pub enum CursorError {
 /// # Errors
 /// [`CursorError`] for a cursor this server did not give, or one continuing after a tool
 /// that is no longer listed.
-pub fn page(names: &[String], cursor: Option<&Cursor>, size: usize) -> Result<Page, CursorError> {
+pub(crate) fn page(
+    names: &[String],
+    cursor: Option<&Cursor>,
+    size: usize,
+) -> Result<Page, CursorError> {
     let size = size.max(1);
     let start = match cursor {
         None => 0,

@@ -9,7 +9,10 @@
 //! the revision `initialize` settled (or, before any `initialize`, the newest legacy one:
 //! this server does not insist on the handshake).
 //!
-//! ```
+//! Crate-private (the crate's API is the two servers); in outline (its unit tests run
+//! the same):
+//!
+//! ```text
 //! use serde_json::json;
 //! use toolhost_mcp::{protocol, Params, RequestId, Revision};
 //!
@@ -43,30 +46,28 @@ use super::revision::Revision;
 use super::SERVER_NAME;
 
 /// `_meta` key: the request's protocol version (modern era, required).
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key: the client's capabilities for this request (modern era, required).
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key: the client's name and version (modern era, optional).
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key: the least severe log level to send for this request (modern era).
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key of a result: the server's name and version (modern era).
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key of a notification on a `subscriptions/listen` stream: the subscription.
-pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// How long a client may keep a `tools/list` or `server/discover` answer (`ttlMs`) when
 /// the tools never change while the server runs: 5 minutes (a restart with other
 /// plugins is the only change, and a client reconnects then anyway).
-pub const STATIC_TTL_MS: u64 = 5 * 60 * 1000;
+pub(crate) const STATIC_TTL_MS: u64 = 5 * 60 * 1000;
 /// `ttlMs` while the plugins directory is watched (hot reload): 10 seconds, so a client
 /// that does not listen for `notifications/tools/list_changed` still sees a change soon.
-pub const WATCHED_TTL_MS: u64 = 10 * 1000;
+pub(crate) const WATCHED_TTL_MS: u64 = 10 * 1000;
 
 /// What one request's envelope says.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct RequestMeta {
+pub(crate) struct RequestMeta {
     /// The revision the request is served by.
     pub revision: Revision,
     /// Whether it came in the modern envelope (per-request `_meta`): its result then
@@ -80,7 +81,7 @@ pub struct RequestMeta {
 
 impl RequestMeta {
     /// A legacy request of `revision` without a progress token or log level.
-    pub fn legacy(revision: Revision) -> Self {
+    pub(crate) fn legacy(revision: Revision) -> Self {
         Self {
             revision,
             modern: false,
@@ -101,7 +102,7 @@ const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen"];
 /// protocol version or client capabilities, a bad `progressToken` or log level;
 /// [`UNSUPPORTED_PROTOCOL_VERSION`] (with `data.supported` and `data.requested`) for a
 /// version this server does not speak.
-pub fn read_meta(
+pub(crate) fn read_meta(
     id: &RequestId,
     method: &str,
     params: &Params,
@@ -205,7 +206,7 @@ pub fn read_meta(
 }
 
 /// The `-32022` error for a request asking for `requested`.
-pub fn unsupported_version(id: &RequestId, requested: &str) -> RpcError {
+pub(crate) fn unsupported_version(id: &RequestId, requested: &str) -> RpcError {
     let supported: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
     RpcError::new(
         id.clone(),
@@ -219,7 +220,7 @@ pub fn unsupported_version(id: &RequestId, requested: &str) -> RpcError {
 }
 
 /// The methods a request of this era is answered for.
-pub fn methods(modern: bool) -> &'static [&'static str] {
+pub(crate) fn methods(modern: bool) -> &'static [&'static str] {
     if modern {
         &[
             "server/discover",
@@ -240,7 +241,7 @@ pub fn methods(modern: bool) -> &'static [&'static str] {
 
 /// The `-32601` error for `method`, naming what this server answers in the request's era
 /// (and saying so when the method was removed in 2026-07-28).
-pub fn method_not_found(id: &RequestId, method: &str, meta: &RequestMeta) -> RpcError {
+pub(crate) fn method_not_found(id: &RequestId, method: &str, meta: &RequestMeta) -> RpcError {
     let answered = methods(meta.modern).join(", ");
     let message = if meta.modern && methods(false).contains(&method) {
         format!("Method not found: {method} was removed in protocol version {}; this server answers {answered} there", meta.revision)
@@ -251,19 +252,19 @@ pub fn method_not_found(id: &RequestId, method: &str, meta: &RequestMeta) -> Rpc
 }
 
 /// The server's name and version, as `serverInfo` and `_meta`'s serverInfo give them.
-pub fn server_info() -> Value {
+pub(crate) fn server_info() -> Value {
     json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
 }
 
 /// The capabilities this server declares: tools (with `listChanged` when it tells clients
 /// of changes) and logging.
-pub fn capabilities(list_changed: bool) -> Value {
+pub(crate) fn capabilities(list_changed: bool) -> Value {
     json!({ "tools": { "listChanged": list_changed }, "logging": {} })
 }
 
 /// `result` with what a modern result carries besides its own fields: `resultType:
 /// "complete"` and the server's identity in `_meta`. A legacy result is left as it is.
-pub fn complete(meta: &RequestMeta, mut result: Value) -> Value {
+pub(crate) fn complete(meta: &RequestMeta, mut result: Value) -> Value {
     if meta.modern {
         if let Value::Object(fields) = &mut result {
             fields.insert("resultType".into(), json!("complete"));
@@ -278,7 +279,7 @@ pub fn complete(meta: &RequestMeta, mut result: Value) -> Value {
 
 /// The `server/discover` result: every revision served, the capabilities, the server's
 /// identity, and how long a client may keep it.
-pub fn discover_result(meta: &RequestMeta, list_changed: bool) -> Value {
+pub(crate) fn discover_result(meta: &RequestMeta, list_changed: bool) -> Value {
     let supported: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
     complete(
         meta,
@@ -293,7 +294,7 @@ pub fn discover_result(meta: &RequestMeta, list_changed: bool) -> Value {
 
 /// `ttlMs` for lists and discovery: [`WATCHED_TTL_MS`] while tools may change, else
 /// [`STATIC_TTL_MS`].
-pub fn ttl_ms(list_changed: bool) -> u64 {
+pub(crate) fn ttl_ms(list_changed: bool) -> u64 {
     if list_changed {
         WATCHED_TTL_MS
     } else {

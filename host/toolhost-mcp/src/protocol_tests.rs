@@ -382,7 +382,7 @@ async fn progress_reaches_a_client_that_asked_and_only_it() {
         notes,
         (1..=3)
             .map(|done| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                "progressToken": "tok", "progress": done as f64, "total": 3.0, "message": format!("step {done}")}}))
+                "progressToken": "tok", "progress": f64::from(done), "total": 3.0, "message": format!("step {done}")}}))
             .collect::<Vec<_>>()
     );
     // Without a token: the answer alone.

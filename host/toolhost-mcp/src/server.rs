@@ -71,7 +71,7 @@ const fn non_zero(n: usize) -> NonZeroUsize {
     }
 }
 
-/// How much the server holds for its client at most (see [the module docs](self) for the
+/// How much the server holds for its client at most (see [the crate docs](crate) for the
 /// memory this bounds). [`Default`] gives the documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpLimits {
@@ -179,7 +179,7 @@ impl McpServer {
     }
 
     /// This server listing at most `tools` tools per `tools/list` page (at least 1;
-    /// default [`DEFAULT_PAGE_SIZE`](crate::pagination::DEFAULT_PAGE_SIZE)); the rest
+    /// default [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE)); the rest
     /// follow through `nextCursor`.
     pub fn with_page_size(mut self, tools: usize) -> Self {
         self.catalog = Arc::new(

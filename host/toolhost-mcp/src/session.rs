@@ -13,35 +13,9 @@
 //! one for the rest ([`Session::set_notifier`]); a transport decides where they go (stdio:
 //! the same output; HTTP: the request's event stream or the session's GET stream).
 //!
-//! ```
-//! use std::sync::Arc;
-//! use toolhost::registry::{Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult};
-//! use toolhost_mcp::{parse_line, CallLimiter, McpLimits, Notifier, Session, Step};
-//!
-//! let registry = Registry::new();
-//! registry.register(
-//!     ToolDefinition::new("greet", "Greet someone.", serde_json::json!({"type": "object"})),
-//!     |_ctx: CallContext, _args: Arguments, _env: Environment| async move { Ok(ToolResult::new("Hello!")) },
-//! )?;
-//! let session = Session::new(Arc::new(registry), Environment::generate());
-//! let limiter = CallLimiter::new(&McpLimits::default());
-//! # tokio::runtime::Runtime::new()?.block_on(async {
-//! let ping = parse_line(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
-//! let Step::Reply(reply) = session.receive(ping) else { unreachable!() };
-//! assert_eq!(reply.to_bytes(), r#"{"id":1,"jsonrpc":"2.0","result":{}}"#);
-//!
-//! let call = parse_line(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet"}}"#);
-//! let Step::Call(call) = session.receive(call) else { unreachable!() };
-//! let slot = limiter.acquire(call.argument_bytes()).await;
-//! let reply = call.run(slot, Notifier::none()).await.expect("not cancelled");
-//! assert_eq!(
-//!     reply.to_bytes(),
-//!     r#"{"id":2,"jsonrpc":"2.0","result":{"content":[{"text":"Hello!","type":"text"}],"isError":false}}"#
-//! );
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # })?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Crate-private like the JSON-RPC layer it speaks (the crate's API is the two servers):
+//! `tests::steps_for_each_kind_of_message` and `tests::a_call_runs_to_its_answer` below
+//! show a message's way through it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -70,14 +44,14 @@ use super::server::McpLimits;
 /// One JSON-RPC message on its way out (a response or a notification): its JSON text in
 /// parts, without a line end. A shared part (the encoded `tools/list`) is not copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
+pub(crate) struct Message {
     parts: Vec<Bytes>,
     error_code: Option<i64>,
 }
 
 impl Message {
     /// A success response answering `id` with `result` (its JSON text).
-    pub fn response(id: &RequestId, result: Bytes) -> Self {
+    pub(crate) fn response(id: &RequestId, result: Bytes) -> Self {
         Self {
             parts: vec![
                 Bytes::from(response_head(id)),
@@ -90,13 +64,13 @@ impl Message {
 
     /// An error response (an unreadable id given as `"id": null`, JSON-RPC 2.0's rule;
     /// see [`Message::error_with`]).
-    pub fn error(err: &RpcError) -> Self {
+    pub(crate) fn error(err: &RpcError) -> Self {
         Self::error_with(err, true)
     }
 
     /// An error response; `null_id` says how an unreadable id is given
     /// ([`RpcError::encode_with`]: as `null`, or no `id` member, as 2025-11-25 on ask).
-    pub fn error_with(err: &RpcError, null_id: bool) -> Self {
+    pub(crate) fn error_with(err: &RpcError, null_id: bool) -> Self {
         Self {
             parts: vec![Bytes::from(err.encode_with(null_id))],
             error_code: Some(err.code),
@@ -113,7 +87,7 @@ impl Message {
 
     /// The answers of a JSON-RPC batch as one message, a JSON array (`None` when there is
     /// none: a batch of notifications only is not answered).
-    pub fn batch(answers: Vec<Message>) -> Option<Self> {
+    pub(crate) fn batch(answers: Vec<Message>) -> Option<Self> {
         if answers.is_empty() {
             return None;
         }
@@ -130,7 +104,7 @@ impl Message {
     }
 
     /// A notification: `method` with `params` (left out when `None`).
-    pub fn notification(method: &str, params: Option<&Value>) -> Self {
+    pub(crate) fn notification(method: &str, params: Option<&Value>) -> Self {
         let mut message = serde_json::json!({ "jsonrpc": "2.0", "method": method });
         if let Some(params) = params {
             message["params"] = params.clone();
@@ -142,27 +116,22 @@ impl Message {
     }
 
     /// The error code, when this is an error response made here.
-    pub fn error_code(&self) -> Option<i64> {
+    pub(crate) fn error_code(&self) -> Option<i64> {
         self.error_code
     }
 
     /// The JSON text in parts, in order.
-    pub fn parts(&self) -> &[Bytes] {
+    pub(crate) fn parts(&self) -> &[Bytes] {
         &self.parts
     }
 
     /// The length of the JSON text in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.parts.iter().map(Bytes::len).sum()
     }
 
-    /// Whether the text is empty (never, for a message made here).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The JSON text in one piece.
-    pub fn to_bytes(&self) -> Bytes {
+    pub(crate) fn to_bytes(&self) -> Bytes {
         match self.parts.as_slice() {
             [one] => one.clone(),
             parts => Bytes::from(parts.concat()),
@@ -173,7 +142,7 @@ impl Message {
 /// What [`Session::receive`] made of one message.
 #[derive(Debug)]
 #[must_use = "a reply must be sent and a call run"]
-pub enum Step {
+pub(crate) enum Step {
     /// Nothing to send: a notification, or a response to us.
     Nothing,
     /// The answer, ready to send.
@@ -187,7 +156,11 @@ pub enum Step {
 }
 
 /// Where messages the server sends on its own go: a transport's outlet.
-pub trait Outlet: Send + Sync + 'static {
+pub(crate) trait Outlet: Send + Sync + 'static {
+    #[allow(
+        dead_code,
+        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+    )]
     /// Sends `message`, waiting for room if the transport bounds what waits. A transport
     /// whose client is gone drops it.
     fn send(&self, message: Message) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
@@ -205,7 +178,7 @@ pub trait Outlet: Send + Sync + 'static {
 /// A handle for sending notifications through an [`Outlet`], or nowhere
 /// ([`Notifier::none`]: the client cannot take them, e.g. a plain-JSON HTTP request).
 #[derive(Clone, Default)]
-pub struct Notifier(Option<Arc<dyn Outlet>>);
+pub(crate) struct Notifier(Option<Arc<dyn Outlet>>);
 
 impl std::fmt::Debug for Notifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,29 +192,41 @@ impl std::fmt::Debug for Notifier {
 
 impl Notifier {
     /// Sends through `outlet`.
-    pub fn new(outlet: Arc<dyn Outlet>) -> Self {
+    pub(crate) fn new(outlet: Arc<dyn Outlet>) -> Self {
         Self(Some(outlet))
     }
 
     /// Sends nothing: every notification is dropped.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self(None)
     }
 
+    #[allow(
+        dead_code,
+        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+    )]
     /// Whether anything reaches a client.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         self.0.is_some()
     }
 
+    #[allow(
+        dead_code,
+        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+    )]
     /// Sends the notification `method` with `params`; nothing when not connected.
-    pub async fn notify(&self, method: &str, params: Option<&Value>) {
+    pub(crate) async fn notify(&self, method: &str, params: Option<&Value>) {
         if let Some(outlet) = &self.0 {
             outlet.send(Message::notification(method, params)).await;
         }
     }
 
+    #[allow(
+        dead_code,
+        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+    )]
     /// Sends `message` as it is; nothing when not connected.
-    pub async fn send(&self, message: Message) {
+    pub(crate) async fn send(&self, message: Message) {
         if let Some(outlet) = &self.0 {
             outlet.send(message).await;
         }
@@ -249,7 +234,7 @@ impl Notifier {
 
     /// Sends `message` if the outlet takes it without waiting ([`Outlet::try_send`]);
     /// `false` when it was dropped.
-    pub fn try_send(&self, message: Message) -> bool {
+    pub(crate) fn try_send(&self, message: Message) -> bool {
         self.0
             .as_ref()
             .is_some_and(|outlet| outlet.try_send(message))
@@ -359,7 +344,7 @@ struct Inner {
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
 /// version it settled on. Cheap to clone (shared).
 #[derive(Clone)]
-pub struct Session(Arc<Inner>);
+pub(crate) struct Session(Arc<Inner>);
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -371,9 +356,10 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    #[cfg(test)]
     /// A session over `registry` whose calls belong to `env`'s session (the turn id is
     /// replaced per call).
-    pub fn new(registry: Arc<Registry>, env: Environment) -> Self {
+    pub(crate) fn new(registry: Arc<Registry>, env: Environment) -> Self {
         let counters = Arc::default();
         Self::with_catalog(Arc::new(Catalog::new(registry, counters)), env)
     }
@@ -412,37 +398,37 @@ impl Session {
     }
 
     /// The registry this session serves.
-    pub fn registry(&self) -> &Arc<Registry> {
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.0.catalog.registry
     }
 
     /// The environment its calls run in (session id; the turn id is fresh per call).
-    pub fn environment(&self) -> &Environment {
+    pub(crate) fn environment(&self) -> &Environment {
         &self.0.env
     }
 
     /// The protocol version `initialize` settled on, `None` before it (and for a client
     /// of the modern era, which names the revision in each request instead).
-    pub fn protocol(&self) -> Option<&'static str> {
+    pub(crate) fn protocol(&self) -> Option<&'static str> {
         self.0.conn.negotiated().map(Revision::as_str)
     }
 
     /// Whether an array is read as a JSON-RPC batch: only once `initialize` settled on
     /// 2025-03-26, the one revision with batches. A transport that reads an array
     /// otherwise passes it to [`Session::receive`] as it is, which refuses it.
-    pub fn accepts_batches(&self) -> bool {
+    pub(crate) fn accepts_batches(&self) -> bool {
         self.0.conn.accepts_batches()
     }
 
     /// Whether an error whose request id could not be read says `"id": null` (a legacy
     /// revision up to 2025-06-18 negotiated) or leaves the id out (2025-11-25 on, and
     /// before any negotiation).
-    pub fn null_error_id(&self) -> bool {
+    pub(crate) fn null_error_id(&self) -> bool {
         self.0.conn.null_error_id()
     }
 
     /// Whether the session tells clients when the tool list changes (hot reload).
-    pub fn announces_changes(&self) -> bool {
+    pub(crate) fn announces_changes(&self) -> bool {
         self.0.catalog.list_changed
     }
 
@@ -452,7 +438,7 @@ impl Session {
     /// it beside the session (stdio: for the whole input; HTTP: while the session's GET
     /// stream is open). Clients of the modern era subscribe instead
     /// (`subscriptions/listen`).
-    pub async fn announce_changes(&self) {
+    pub(crate) async fn announce_changes(&self) {
         if !self.announces_changes() {
             return;
         }
@@ -481,7 +467,7 @@ impl Session {
     }
 
     /// An error response as this session's revision gives it ([`Session::null_error_id`]).
-    pub fn error_message(&self, err: &RpcError) -> Message {
+    pub(crate) fn error_message(&self, err: &RpcError) -> Message {
         Message::error_with(err, self.null_error_id())
     }
 
@@ -491,7 +477,7 @@ impl Session {
 
     /// Sends the session's own notifications (not about one request) through `notifier`
     /// from now on; [`Notifier::none`] drops them.
-    pub fn set_notifier(&self, notifier: Notifier) {
+    pub(crate) fn set_notifier(&self, notifier: Notifier) {
         *self
             .0
             .notifier
@@ -499,8 +485,12 @@ impl Session {
             .unwrap_or_else(PoisonError::into_inner) = notifier;
     }
 
+    #[allow(
+        dead_code,
+        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+    )]
     /// Where the session's own notifications go now.
-    pub fn notifier(&self) -> Notifier {
+    pub(crate) fn notifier(&self) -> Notifier {
         self.0
             .notifier
             .lock()
@@ -509,35 +499,36 @@ impl Session {
     }
 
     /// Ends the session: every call it runs is cancelled (and left unanswered).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.0.closed.cancel();
     }
 
     /// Ends the open subscriptions (`subscriptions/listen`), each answered with its
     /// completion result, as a server closing them does; calls keep running. For a
     /// transport whose input ended.
-    pub fn end_subscriptions(&self) {
+    pub(crate) fn end_subscriptions(&self) {
         self.0.conn.closing.cancel();
     }
 
     /// Completes when the session is closed.
-    pub async fn closed(&self) {
+    pub(crate) async fn closed(&self) {
         self.0.closed.cancelled().await;
     }
 
+    #[cfg(test)]
     /// Whether [`Session::close`] was called.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.0.closed.is_cancelled()
     }
 
     /// How many tool calls of this session are running.
-    pub fn calls_in_flight(&self) -> usize {
+    pub(crate) fn calls_in_flight(&self) -> usize {
         lock(&self.0.in_flight).len()
     }
 
     /// Handles one incoming message (or the error its parsing gave): what to send, or the
     /// call to run. Never waits.
-    pub fn receive(&self, message: Result<Incoming, RpcError>) -> Step {
+    pub(crate) fn receive(&self, message: Result<Incoming, RpcError>) -> Step {
         let message = match message {
             Ok(message) => message,
             Err(err) => {
@@ -697,7 +688,7 @@ impl Drop for Registration {
 
 /// A `tools/call` to run, from [`Session::receive`]. Dropping it without running drops
 /// the call (its entry among the calls in flight goes with it).
-pub struct PendingCall {
+pub(crate) struct PendingCall {
     registration: Registration,
     id: RequestId,
     call: CallParams,
@@ -715,37 +706,33 @@ impl std::fmt::Debug for PendingCall {
 
 impl PendingCall {
     /// The request's id.
-    pub fn id(&self) -> &RequestId {
+    pub(crate) fn id(&self) -> &RequestId {
         &self.id
     }
 
+    #[cfg(test)]
     /// The tool's name.
-    pub fn tool(&self) -> &str {
+    pub(crate) fn tool(&self) -> &str {
         &self.call.name
     }
 
     /// The size of the arguments' JSON text, what the call holds of
     /// [`McpLimits::max_in_flight_bytes`].
-    pub fn argument_bytes(&self) -> usize {
+    pub(crate) fn argument_bytes(&self) -> usize {
         self.call.arguments.len()
     }
 
     /// A token cancelled when the client cancels the call (or the session ends); a
     /// transport cancels it too when its client is gone.
-    pub fn cancellation(&self) -> CancellationToken {
+    pub(crate) fn cancellation(&self) -> CancellationToken {
         self.registration.token.clone()
-    }
-
-    /// Whether the client asked for progress notifications (sent a `progressToken`).
-    pub fn wants_progress(&self) -> bool {
-        self.meta.progress_token.is_some()
     }
 
     /// Runs the call, holding `slot` until it ends, and gives its response: `None` when
     /// the call was cancelled (MCP: a cancelled request is not answered). Messages about
     /// the call (progress when the client sent a `progressToken`, log lines at the level
     /// it asked for) go through `notifier`, when they fit without waiting.
-    pub async fn run(self, slot: CallSlot, notifier: Notifier) -> Option<Message> {
+    pub(crate) async fn run(self, slot: CallSlot, notifier: Notifier) -> Option<Message> {
         let _slot = slot;
         let session = self.registration.session.clone();
         let token = self.registration.token.clone();
@@ -828,7 +815,7 @@ impl PendingCall {
 /// A `subscriptions/listen` request to run, from [`Session::receive`]: it acknowledges,
 /// then sends the tool-list changes it asked for until the client cancels it or the
 /// session ends. Dropping it without running drops the subscription.
-pub struct PendingListen {
+pub(crate) struct PendingListen {
     registration: Registration,
     subscription: Subscription,
 }
@@ -843,19 +830,19 @@ impl std::fmt::Debug for PendingListen {
 
 impl PendingListen {
     /// The request's id.
-    pub fn id(&self) -> &RequestId {
+    pub(crate) fn id(&self) -> &RequestId {
         self.subscription.id()
     }
 
     /// A token cancelled when the client cancels the subscription (or the session
     /// ends); a transport cancels it too when its client is gone.
-    pub fn cancellation(&self) -> CancellationToken {
+    pub(crate) fn cancellation(&self) -> CancellationToken {
         self.registration.token.clone()
     }
 
     /// Runs the subscription, sending its notifications through `notifier`, until the
     /// client cancels it (`None`: not answered) or the session ends (its response).
-    pub async fn run(self, notifier: Notifier) -> Option<Message> {
+    pub(crate) async fn run(self, notifier: Notifier) -> Option<Message> {
         let changes = self.registration.session.registry().changes();
         let token = self.registration.token.clone();
         let closing = self.registration.session.0.conn.closing.clone();
@@ -885,7 +872,7 @@ impl PendingListen {
 /// [`McpLimits::max_in_flight_bytes`] of arguments. Share one among the sessions whose
 /// calls it bounds together. Never closed: acquiring only waits.
 #[derive(Debug, Clone)]
-pub struct CallLimiter {
+pub(crate) struct CallLimiter {
     calls: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
     bytes_capacity: usize,
@@ -896,7 +883,7 @@ pub struct CallLimiter {
 /// Why [`CallLimiter::try_acquire`] gave no slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Busy {
+pub(crate) enum Busy {
     /// As many calls as allowed are running.
     #[error("{limit} tool calls are running, the most allowed at once; retry when one ends")]
     Calls {
@@ -914,8 +901,9 @@ pub enum Busy {
 }
 
 impl CallLimiter {
+    #[cfg(test)]
     /// A limiter for `limits`' in-flight counts, with its own counters.
-    pub fn new(limits: &McpLimits) -> Self {
+    pub(crate) fn new(limits: &McpLimits) -> Self {
         Self::with_counters(limits, Arc::default())
     }
 
@@ -940,7 +928,7 @@ impl CallLimiter {
     /// [`McpLimits::max_in_flight`] calls hold one, or while the arguments do not fit in
     /// what [`McpLimits::max_in_flight_bytes`] leaves. Arguments larger than the whole
     /// budget wait until no other call runs, then go alone.
-    pub async fn acquire(&self, bytes: usize) -> CallSlot {
+    pub(crate) async fn acquire(&self, bytes: usize) -> CallSlot {
         let permit = match Arc::clone(&self.calls).try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
@@ -974,7 +962,7 @@ impl CallLimiter {
     ///
     /// # Errors
     /// [`Busy`] naming the limit that is reached.
-    pub fn try_acquire(&self, bytes: usize) -> Result<CallSlot, Busy> {
+    pub(crate) fn try_acquire(&self, bytes: usize) -> Result<CallSlot, Busy> {
         let permit = Arc::clone(&self.calls)
             .try_acquire_owned()
             .map_err(|_| Busy::Calls {
@@ -1008,7 +996,7 @@ impl CallLimiter {
 }
 
 /// One tool call's place among the calls in flight, given back when dropped.
-pub struct CallSlot {
+pub(crate) struct CallSlot {
     /// A place and its arguments' bytes (`None` only if the semaphores were closed,
     /// which they never are).
     _permits: (Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>),
@@ -1211,7 +1199,7 @@ mod tests {
         let session = session();
         assert!(!session.notifier().is_connected());
         session.notifier().notify("x", None).await;
-        session.set_notifier(Notifier::new(outlet.clone()));
+        session.set_notifier(Notifier::new(Arc::clone(&outlet) as Arc<dyn Outlet>));
         session
             .notifier()
             .notify(

@@ -225,17 +225,14 @@ impl PluginWatcher {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            let (watcher, events) = match tokio::task::spawn_blocking(move || {
+            let Ok((watcher, events)) = tokio::task::spawn_blocking(move || {
                 let events = self.poll();
                 (self, events)
             })
             .await
-            {
-                Ok(done) => done,
-                Err(_) => {
-                    tracing::error!(target: "plugin", "the plugin watcher crashed; plugins are no longer reloaded");
-                    return;
-                }
+            else {
+                tracing::error!(target: "plugin", "the plugin watcher crashed; plugins are no longer reloaded");
+                return;
             };
             self = watcher;
             for event in &events {

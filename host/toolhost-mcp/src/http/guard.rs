@@ -215,7 +215,7 @@ impl Tokens {
 
 /// The host name of a `Host` header (or an URI authority): lower-cased, without the port
 /// and, for an IPv6 literal, with its brackets. `None` when it is malformed.
-pub fn host_name(host: &str) -> Option<String> {
+pub(super) fn host_name(host: &str) -> Option<String> {
     let host = host.trim();
     let name = if let Some(rest) = host.strip_prefix('[') {
         let (inside, after) = rest.split_once(']')?;
@@ -242,7 +242,7 @@ fn is_port(text: &str) -> bool {
 }
 
 /// An origin as compared: lower-cased, without a trailing `/`.
-pub fn normalize_origin(origin: &str) -> String {
+pub(super) fn normalize_origin(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 

@@ -533,9 +533,11 @@ impl App {
         conn: &Conn,
     ) -> Result<Option<String>, Rejection> {
         if let Some(hosts) = &self.hosts {
-            let host = header_str(headers, "host")
-                .map(str::to_owned)
-                .or_else(|| uri.authority().map(|a| a.as_str().to_owned()));
+            // The Host header when there is one (HTTP/1.1), else the authority (HTTP/2).
+            let host = match headers.get(header::HOST) {
+                Some(value) => Some(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+                None => uri.authority().map(|a| a.as_str().to_owned()),
+            };
             let name = host.as_deref().and_then(host_name);
             if !name.is_some_and(|name| hosts.contains(&name)) {
                 warn!(peer = %conn.peer, host = ?host, "refused a request for a host that is not allowed (DNS rebinding?)");
@@ -1013,11 +1015,11 @@ async fn post_mcp(
                 Some(first) = receiver.recv() => event_stream(first, receiver, task, guard),
                 joined = &mut task => {
                     drop(guard.disarm());
-                    finished(joined, &mut receiver)
+                    finished(&accepts, joined, &mut receiver)
                 }
             }
         }
-        Step::Reply(reply) => json(StatusCode::OK, reply.to_bytes()),
+        Step::Reply(reply) => answer_one(&accepts, reply),
         Step::Call(call) => {
             let busy = |message: String, id: &RequestId| {
                 let mut response = json(
@@ -1062,7 +1064,7 @@ async fn post_mcp(
                 biased;
                 joined = &mut task => {
                     drop(guard.disarm());
-                    finished(joined, &mut receiver)
+                    finished(&accepts, joined, &mut receiver)
                 }
                 Some(first) = receiver.recv() => {
                     event_stream(first, receiver, task, guard)
@@ -1080,9 +1082,9 @@ async fn post_mcp(
 
 /// The plain answer to a call: its response, or `204` when it was cancelled (a cancelled
 /// request is not answered).
-fn answer(joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
+fn answer(accepts: &Accept, joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
     match joined {
-        Ok(Some(reply)) => json(StatusCode::OK, reply.to_bytes()),
+        Ok(Some(reply)) => answer_one(accepts, reply),
         Ok(None) => StatusCode::NO_CONTENT.into_response(),
         Err(err) => {
             warn!("a tool call task failed outside the registry: {err}");
@@ -1098,6 +1100,7 @@ fn answer(joined: Result<Option<Message>, tokio::task::JoinError>) -> Response {
 /// stream when the call sent messages of its own meanwhile (a quick call that logged or
 /// reported progress: those lines come first, then the answer).
 fn finished(
+    accepts: &Accept,
     joined: Result<Option<Message>, tokio::task::JoinError>,
     messages: &mut mpsc::Receiver<Message>,
 ) -> Response {
@@ -1106,7 +1109,7 @@ fn finished(
         sent.push(message);
     }
     if sent.is_empty() {
-        return answer(joined);
+        return answer(accepts, joined);
     }
     match joined {
         Ok(Some(reply)) => sent.push(reply),
@@ -1118,6 +1121,17 @@ fn finished(
         // Room for every frame: none waits.
         let _ = frames.try_send(event(message));
     }
+    sse_response(receiver)
+}
+
+/// One answer: plain JSON, or a one-event stream for a client that takes no JSON.
+fn answer_one(accepts: &Accept, reply: Message) -> Response {
+    if accepts.json {
+        return json(StatusCode::OK, reply.to_bytes());
+    }
+    let (frames, receiver) = mpsc::channel(1);
+    // Room for one: this never waits, and the receiver is still here.
+    let _ = frames.try_send(event(&reply));
     sse_response(receiver)
 }
 
@@ -1194,6 +1208,10 @@ fn event_stream(
 /// Messages into an event stream's queue. `lossy`: when the queue is full the message
 /// is dropped (a session stream must not hold up the calls that log to it); else the
 /// sender waits.
+#[allow(
+    dead_code,
+    reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
+)]
 struct ChannelOutlet {
     sender: mpsc::Sender<Message>,
     lossy: bool,

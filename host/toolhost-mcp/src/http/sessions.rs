@@ -80,8 +80,7 @@ impl SessionKey {
         if secret.len() < 32 {
             return Err(SessionKeyError::TooShort { got: secret.len() });
         }
-        use sha2::Digest;
-        Ok(Self(Sha256::digest(secret).into()))
+        Ok(Self(<Sha256 as sha2::Digest>::digest(secret).into()))
     }
 
     fn tag(&self, random: &str, client: Option<&str>) -> Hmac<Sha256> {

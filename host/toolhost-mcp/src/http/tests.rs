@@ -251,6 +251,22 @@ async fn foreign_hosts_and_origins_are_refused() {
             reply.body
         );
     }
+    // A Host that is not text does not fall back to the request line's authority.
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::post(format!("http://127.0.0.1:{port}{MCP_PATH}"))
+        .header(
+            "host",
+            axum::http::HeaderValue::from_bytes(b"evil\xff.example").unwrap(),
+        )
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(INIT)))
+        .unwrap();
+    let status = sender.send_request(request).await.unwrap().status();
+    assert_eq!(status, StatusCode::FORBIDDEN);
     // A page on another local port (another app's, or an attacker's) is refused.
     let reply = post(server.addr, &[("origin", "http://localhost:3000")], INIT).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
@@ -429,6 +445,15 @@ async fn malformed_requests_get_clear_errors() {
     assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let reply = post(server.addr, &[("accept", "text/html")], INIT).await;
     assert_eq!(reply.status, StatusCode::NOT_ACCEPTABLE);
+    // A client that takes only event streams gets its answer as one event.
+    let reply = post(server.addr, &[("accept", "text/event-stream")], INIT).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    assert!(
+        reply.body.starts_with("event: message\ndata: {\"id\":1,") && reply.body.ends_with("}\n\n"),
+        "{}",
+        reply.body
+    );
     let reply = post(server.addr, &[(PROTOCOL_HEADER, "1999-01-01")], INIT).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert_eq!(reply.json()["error"]["code"], -32022);

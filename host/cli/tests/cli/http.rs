@@ -207,10 +207,11 @@ fn plugins_with(names: &[&str]) -> tempfile::TempDir {
 fn serve_offers_the_builtins_and_plugins_over_http() {
     let (root, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let plugins = plugins_with(&["conformance"]);
+    // A port alone: loopback.
     let mut server = Server::start(&[
         "serve",
         "--http",
-        "127.0.0.1:0",
+        "0",
         "--root",
         dir_str(root.path()),
         "--plugins",
@@ -218,6 +219,7 @@ fn serve_offers_the_builtins_and_plugins_over_http() {
         "--cache-dir",
         dir_str(cache.path()),
     ]);
+    assert_eq!(server.addr.ip(), std::net::Ipv4Addr::LOCALHOST);
     let session = initialize(server.addr, &[]);
     let headers = [("Mcp-Session-Id", session.as_str())];
     let list = post(
@@ -407,7 +409,7 @@ fn bad_http_set_ups_are_refused_with_the_reason() {
     assert!(stderr.contains("--http <ADDR>"), "{stderr}");
     let (code, stderr) = run(&["run", "--stateless"]);
     assert_eq!(code, EXIT_USAGE, "HTTP flags need --http: {stderr}");
-    let (code, stderr) = run(&["serve", "--http", "8080"]);
+    let (code, stderr) = run(&["serve", "--http", "example.com:8080"]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
         stderr.contains("is not an address to listen on"),
