@@ -49,7 +49,7 @@ pub struct HttpArgs {
     /// proxy); loopback names and the bound address always pass; `*` allows any.
     #[arg(long, value_name = "NAME", value_delimiter = ',', requires = "http")]
     pub allow_host: Vec<String>,
-    /// Also accept browser requests from ORIGIN (e.g. https://app.example.com); `*`
+    /// Also accept browser requests from ORIGIN (e.g. `https://app.example.com`); `*`
     /// allows any. Requests without Origin are not browsers' and pass.
     #[arg(long, value_name = "ORIGIN", value_delimiter = ',', requires = "http")]
     pub allow_origin: Vec<String>,

@@ -5,10 +5,10 @@
 //! MCP ([`Revision`]): the legacy one, opened by `initialize` (echoing the client's
 //! version when it is a legacy one of [`SUPPORTED_PROTOCOL_VERSIONS`], else 2025-11-25),
 //! and the modern 2026-07-28, where each request carries its version in `params._meta`
-//! and the client may ask `server/discover` first ([`protocol`]). It answers `initialize`,
+//! and the client may ask `server/discover` first (docs/protocol.md). It answers `initialize`,
 //! `ping`, `logging/setLevel` (legacy), `server/discover`, `subscriptions/listen` (modern),
 //! `tools/list` (the registry's definitions in order, `parameters` as `inputSchema`, in
-//! pages: [`pagination`]) and `tools/call`, and reads the notifications
+//! pages of [`DEFAULT_PAGE_SIZE`] tools) and `tools/call`, and reads the notifications
 //! `notifications/initialized` and `notifications/cancelled` (which stops the call and
 //! leaves it unanswered, as MCP asks).
 //!
@@ -45,9 +45,9 @@
 //!   writes wait). Progress and log notifications are dropped rather than waited for. The
 //!   tool list is encoded once per registry generation and shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
-//! - The methods themselves are answered by a transport-independent core, [`Session`]
+//! - The methods themselves are answered by a transport-independent core, `Session`
 //!   (one message in, zero or one response out, plus the server's own notifications
-//!   through a [`Notifier`]); [`McpServer`] is its stdio transport, and `http` (feature
+//!   through a `Notifier`); [`McpServer`] is its stdio transport, and `http` (feature
 //!   `http`) its Streamable HTTP transport, with sessions, tokens and the Host/Origin
 //!   checks (docs/deploy.md).
 //!

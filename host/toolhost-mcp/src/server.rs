@@ -141,7 +141,7 @@ impl McpStats {
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
 ///
-/// The messages themselves are handled by a [`Session`], the core every transport
+/// The messages themselves are handled by a `Session`, the core every transport
 /// shares; this is its stdio transport.
 #[derive(Debug, Clone)]
 pub struct McpServer {

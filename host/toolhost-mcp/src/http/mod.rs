@@ -1,5 +1,5 @@
 //! MCP over Streamable HTTP (feature `http`): one endpoint, [`MCP_PATH`], that takes
-//! each JSON-RPC message as a `POST` and answers it, the same [`Session`] core as stdio.
+//! each JSON-RPC message as a `POST` and answers it, the same `Session` core as stdio.
 //!
 //! # The exchange
 //! - `POST /mcp` with one JSON-RPC message (`Content-Type: application/json`): a request
