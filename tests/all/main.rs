@@ -8,7 +8,9 @@
 
 mod common;
 mod hostile;
+mod hot_reload;
 mod imports;
+mod mcp_schema;
 mod plugins;
 mod pyjs;
 mod vfs_backends;

@@ -114,6 +114,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "conformance",
                 "divide",
                 "dupname",
                 "greet",

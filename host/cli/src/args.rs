@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+use super::http::HttpArgs;
 use super::oci_args::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
 use super::units::{parse_duration, parse_size};
 use toolhost_mcp::DEFAULT_MAX_IN_FLIGHT;
@@ -68,6 +69,21 @@ the file access and limits it asks for, and what it imports. Nothing is run.
 
 Exit codes: 0, 2 for a bad command line, 3 when the file is not a loadable plugin.";
 
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  # Serve ./notes to MCP clients on this machine at http://127.0.0.1:8080/mcp
+  host serve --http 127.0.0.1:8080 --root ./notes
+
+  # Remote clients with a token, each session in its own directory
+  host serve --http 0.0.0.0:8080 --auth-token-file tokens.txt \\
+    --session-root-template /srv/mcp/{session} --allow-host mcp.example.com
+
+SIGTERM or Ctrl-C: no new connections; running calls get --shutdown-grace to finish.
+See docs/deploy.md for several processes behind a load balancer.
+
+Exit codes: 0 after a shutdown, 2 for a bad command line, 3 when the tools cannot be set
+up or the address cannot be served (taken, or public without --auth-token-file).";
+
 /// `host`: serve built-in file tools and WebAssembly plugins to an LLM agent.
 #[derive(Debug, Parser)]
 #[command(
@@ -109,6 +125,9 @@ pub enum Command {
     /// Publish a plugin component (and its manifest) to an OCI registry; prints its digest.
     #[command(after_help = PUSH_EXAMPLES)]
     Push(PushArgs),
+    /// Serve the tools as an MCP server over Streamable HTTP (`host run --http ADDR`).
+    #[command(after_help = SERVE_EXAMPLES, mut_arg("http", |arg| arg.required(true)))]
+    Serve(RunArgs),
 }
 
 /// `host run`.
@@ -121,6 +140,14 @@ pub struct RunArgs {
     /// until one call ends (nothing is refused; the client's writes wait).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT, value_parser = parse_max_in_flight)]
     pub max_in_flight: NonZeroUsize,
+    /// Watch --plugins: load a plugin added, reload one changed (its .wasm or manifest),
+    /// unload one removed, without a restart; clients hear of it
+    /// (notifications/tools/list_changed). A broken new version leaves the old serving.
+    #[arg(long, requires = "plugins")]
+    pub watch: bool,
+    /// Streamable HTTP instead of stdio (--http ADDR and its flags).
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 /// `--max-in-flight`: a whole number of at least 1.

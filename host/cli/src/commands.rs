@@ -17,7 +17,8 @@ use super::{plugins, EXIT_TOOL_ERROR};
 /// Runs one subcommand.
 pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run(args) => run(args).await,
+        // `serve` is `run` with --http required (args.rs).
+        Command::Run(args) | Command::Serve(args) => run(args).await,
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
@@ -28,17 +29,51 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = args.http.http {
+        crate::http::serve(
+            &args.registry,
+            &args.http,
+            addr,
+            args.max_in_flight,
+            args.watch,
+        )
+        .await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let toolset = build_registry(&args.registry)?;
-    let server =
-        McpServer::new(Arc::clone(&toolset.registry)).with_max_in_flight(args.max_in_flight);
+    let server = McpServer::new(Arc::clone(&toolset.registry))
+        .with_max_in_flight(args.max_in_flight)
+        .with_list_changed(args.watch);
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",
         toolset.registry.len(),
         toolset.registry.names().join(", ")
     );
-    server.serve_stdio().await?;
+    let watching = start_watching(args.watch, &args.registry, &toolset);
+    let served = server.serve_stdio().await;
+    if let Some(watching) = watching {
+        watching.abort();
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--watch`: polls the plugins directory while the server runs (abort the task to stop).
+pub(crate) fn start_watching(
+    watch: bool,
+    registry: &crate::args::RegistryArgs,
+    toolset: &crate::setup::Toolset,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let watcher = toolset.watcher().filter(|_| watch)?;
+    info!(
+        dir = %registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
+        "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
+    );
+    Some(tokio::spawn(watcher.run(
+        toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
+        plugins::log_watch_event,
+    )))
 }
 
 fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {

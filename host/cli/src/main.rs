@@ -23,10 +23,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 mod args;
 mod commands;
+mod http;
 mod setup;
 mod units;
 
@@ -36,6 +39,7 @@ mod plugins;
 pub use args::{
     CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
 };
+pub use http::HttpArgs;
 pub use oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
 pub use setup::{build_registry, Toolset};
 pub use units::{format_elapsed, parse_duration, parse_size};
@@ -69,7 +73,7 @@ pub fn main() -> ExitCode {
     let default_level = match (&cli.command, cli.verbose) {
         (_, 2..) => "trace",
         (_, 1) => "debug",
-        (Command::Run(_), 0) => "info",
+        (Command::Run(_) | Command::Serve(_), 0) => "info",
         (_, 0) => "warn",
     };
     init_logging(default_level);
@@ -104,11 +108,16 @@ fn init_logging(default_level: &str) {
         .filter(|value| !value.trim().is_empty())
         .and_then(|value| EnvFilter::try_new(value).ok())
         .unwrap_or_else(|| EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // stderr as RUST_LOG (or -v) says, and, beside it with its own filter, the layer that
+    // forwards log lines to MCP clients that asked for them (logging/setLevel).
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(toolhost_mcp::log_layer())
         .try_init();
 }
 

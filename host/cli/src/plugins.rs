@@ -21,8 +21,9 @@ use toolhost_plugin::{
 use super::args::{PluginFiles, RegistryArgs};
 use super::units::format_elapsed;
 
-/// The plugin host kept alive next to the registry whose plugin tools it runs.
-pub(crate) type Host = PluginHost;
+/// The plugin host kept alive next to the registry whose plugin tools it runs (shared
+/// with the watcher that reloads plugins, with `--watch`).
+pub(crate) type Host = Arc<PluginHost>;
 
 /// The plugin host's settings.
 pub(crate) type Config = PluginHostConfig;
@@ -162,7 +163,7 @@ pub(crate) fn load(
     registry: &Registry,
     config: PluginHostConfig,
     require_lock: bool,
-) -> anyhow::Result<Host> {
+) -> anyhow::Result<(Host, LoadReport)> {
     // A lock that cannot be read is a set-up error, never "no pins". Its errors name it.
     let lock = PluginLock::read(dir)?;
     if lock.is_none() && require_lock {
@@ -177,7 +178,18 @@ pub(crate) fn load(
     let host = PluginHost::new(config)?;
     let report = host.load_dir_pinned(dir, registry, lock.as_ref());
     log_report(dir, &report);
-    Ok(host)
+    Ok((Arc::new(host), report))
+}
+
+/// Logs what the watcher did on one change (`--watch`): inside the MCP broadcast span, so
+/// clients that asked for log lines hear of it too.
+pub(crate) fn log_watch_event(event: &toolhost_plugin::watch::WatchEvent) {
+    use toolhost_plugin::watch::WatchEvent;
+    let _span = toolhost_mcp::broadcast_span().entered();
+    match event {
+        WatchEvent::Failed { .. } => error!(target: "plugin", "{event}"),
+        _ => info!(target: "plugin", "{event}"),
+    }
 }
 
 fn log_report(dir: &Path, report: &LoadReport) {

@@ -10,7 +10,8 @@ use tracing::info;
 use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
-use toolhost_plugin::check_cache_dir;
+use toolhost_plugin::watch::PluginWatcher;
+use toolhost_plugin::{check_cache_dir, LoadReport};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -22,8 +23,23 @@ pub struct Toolset {
     pub registry: Arc<Registry>,
     /// The directory the file tools (and granted plugins) work in, when it was opened.
     pub root: Option<PathBuf>,
-    /// The plugin host whose instances run the plugin tools.
-    _plugins: Option<plugins::Host>,
+    /// The plugin host whose instances run the plugin tools, the plugins directory and
+    /// what loading it did (for `--watch`).
+    plugins: Option<(plugins::Host, PathBuf, LoadReport)>,
+}
+
+impl Toolset {
+    /// A watcher that keeps the registry's plugin tools in step with the plugins
+    /// directory (`--watch`); `None` without `--plugins`.
+    pub fn watcher(&self) -> Option<PluginWatcher> {
+        let (host, dir, report) = self.plugins.as_ref()?;
+        Some(PluginWatcher::new(
+            Arc::clone(host),
+            dir,
+            Arc::clone(&self.registry),
+            report,
+        ))
+    }
 }
 
 impl std::fmt::Debug for Toolset {
@@ -101,14 +117,15 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             if args.no_cache {
                 config.cache_dir = None;
             }
-            Some(plugins::load(dir, &registry, config, args.require_lock)?)
+            let (host, report) = plugins::load(dir, &registry, config, args.require_lock)?;
+            Some((host, dir.clone(), report))
         }
         None => None,
     };
     Ok(Toolset {
         registry: Arc::new(registry),
         root,
-        _plugins: plugin_host,
+        plugins: plugin_host,
     })
 }
 
@@ -131,7 +148,10 @@ fn root_error(root: &std::path::Path, err: OpenError) -> anyhow::Error {
 }
 
 /// The file tools' options from the flags, over `storage`.
-fn vfs_options(args: &RegistryArgs, storage: Option<Arc<dyn Storage>>) -> Option<VfsToolOptions> {
+pub(crate) fn vfs_options(
+    args: &RegistryArgs,
+    storage: Option<Arc<dyn Storage>>,
+) -> Option<VfsToolOptions> {
     storage.map(|storage| {
         let mut options = VfsToolOptions::new(storage);
         options.read_only = args.read_only;

@@ -6,34 +6,49 @@ use serde_json::{json, Value};
 use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
 
 use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
+use super::protocol::{capabilities, server_info};
+use super::revision::Revision;
 
-/// The protocol versions this server speaks, newest first. Tools-only servers answer the
-/// same in all of them.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The protocol versions this server speaks, newest first: the modern 2026-07-28 and the
+/// legacy ones `initialize` can settle on ([`Revision`]). Tools-only servers answer the
+/// same in all of them, apart from the envelope.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
 
 /// The name the server gives in `serverInfo`.
 pub const SERVER_NAME: &str = "wasm-toolhost";
 
-/// The version to answer a client that asked for `requested`: the same if supported,
-/// else the newest supported one (the client then decides whether it can go on).
+/// The version to answer an `initialize` that asked for `requested`: the same if it is
+/// a legacy version served, else the newest legacy one (the client then decides whether
+/// it can go on). `initialize` is the legacy era's handshake, so a client asking it for
+/// 2026-07-28 gets 2025-11-25: a modern client sends no `initialize` at all.
 pub(crate) fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested
-        .and_then(|requested| {
-            SUPPORTED_PROTOCOL_VERSIONS
-                .iter()
-                .find(|&&supported| supported == requested)
-        })
-        .copied()
-        .unwrap_or(SUPPORTED_PROTOCOL_VERSIONS[0])
+        .and_then(Revision::parse)
+        .filter(|revision| !revision.is_modern())
+        .unwrap_or(Revision::NEWEST_LEGACY)
+        .as_str()
 }
 
-/// The `initialize` result for a client that asked for `requested`.
+/// The `initialize` result for a client that asked for `requested`, from a server that
+/// does not announce tool list changes.
+#[cfg(test)]
 pub(crate) fn initialize_result(requested: Option<&str>) -> Value {
+    initialize_result_with(requested, false)
+}
+
+/// The `initialize` result; `list_changed` says whether the server sends
+/// `notifications/tools/list_changed` (it does while it watches the plugins directory).
+pub(crate) fn initialize_result_with(requested: Option<&str>, list_changed: bool) -> Value {
     json!({
         "protocolVersion": negotiate_version(requested),
-        "capabilities": { "tools": { "listChanged": false } },
-        "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
+        "capabilities": capabilities(list_changed),
+        "serverInfo": server_info(),
     })
 }
 
@@ -70,6 +85,7 @@ pub(crate) fn tool_json(definition: &ToolDefinition) -> Value {
 }
 
 /// The `tools/list` result.
+#[cfg(test)]
 pub(crate) fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
     json!({ "tools": definitions.iter().map(tool_json).collect::<Vec<_>>() })
 }
@@ -155,14 +171,22 @@ mod tests {
         }
         assert_eq!(negotiate_version(Some("1999-01-01")), "2025-11-25");
         assert_eq!(negotiate_version(None), "2025-11-25");
+        // initialize is the legacy handshake: never the modern revision.
+        assert_eq!(negotiate_version(Some("2026-07-28")), "2025-11-25");
         assert_eq!(
             initialize_result(Some("2025-06-18")),
             json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": false}},
+                "capabilities": {"tools": {"listChanged": false}, "logging": {}},
                 "serverInfo": {"name": "wasm-toolhost", "version": env!("CARGO_PKG_VERSION")},
             })
         );
+        assert_eq!(
+            initialize_result_with(None, true)["capabilities"]["tools"]["listChanged"],
+            true
+        );
+        let listed: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(SUPPORTED_PROTOCOL_VERSIONS, listed);
     }
 
     #[test]

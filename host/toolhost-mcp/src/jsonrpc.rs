@@ -24,6 +24,14 @@ pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC error code: the method exists but its params are wrong.
 pub(crate) const INVALID_PARAMS: i64 = -32602;
+/// MCP error code (2026-07-28): the HTTP headers and the body disagree (`HeaderMismatch`).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// MCP error code (2026-07-28): the request needs a client capability it did not declare
+/// (`MissingRequiredClientCapability`).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// MCP error code (2026-07-28): the request's protocol version is not served
+/// (`UnsupportedProtocolVersion`); `data` lists the supported ones.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// A request id exactly as the client wrote it: the JSON text of a string or a number, or
 /// `null` for an answer to a message whose id could not be read.
@@ -41,7 +49,6 @@ impl RequestId {
     }
 
     /// An id from its JSON text: `None` unless it is one JSON string or number.
-    #[cfg(test)]
     pub(crate) fn parse(json: &str) -> Option<Self> {
         let raw: Box<RawValue> = serde_json::from_str(json).ok()?;
         Self::from_raw(&raw).ok()
@@ -59,6 +66,11 @@ impl RequestId {
     /// The id's JSON text, as the client sent it.
     pub(crate) fn as_json(&self) -> &str {
         self.0.as_deref().map_or("null", RawValue::get)
+    }
+
+    /// Whether this is the `null` id.
+    pub(crate) fn is_null(&self) -> bool {
+        self.0.is_none()
     }
 
     /// The key two mentions of one request share: a number's exact text, or a string's
@@ -169,6 +181,9 @@ pub(crate) struct RpcError {
     pub code: i64,
     /// What was wrong, for the client's developer.
     pub message: String,
+    /// More about it, for the client's code (`UnsupportedProtocolVersion` lists the
+    /// supported versions here).
+    pub data: Option<Value>,
 }
 
 impl RpcError {
@@ -178,12 +193,37 @@ impl RpcError {
             id,
             code,
             message: message.into(),
+            data: None,
         }
     }
 
-    /// The response object's JSON text (one line, no newline), the id as the client sent it.
+    /// This error with `data`.
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The response object's JSON text (one line, no newline), the id as the client sent
+    /// it, and `"id": null` when it could not be read (JSON-RPC 2.0's rule).
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "the HTTP transport's refusals use it")
+    )]
     pub(crate) fn encode(&self) -> String {
-        let error = json!({ "code": self.code, "message": self.message });
+        self.encode_with(true)
+    }
+
+    /// As [`RpcError::encode`]; with `null_id` false, an error whose id could not be read
+    /// has no `id` member at all, as MCP 2025-11-25 and later ask
+    /// ([`Revision::null_error_id`](crate::Revision::null_error_id)).
+    pub(crate) fn encode_with(&self, null_id: bool) -> String {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        if self.id.is_null() && !null_id {
+            return format!("{{\"error\":{error},\"jsonrpc\":\"2.0\"}}");
+        }
         format!(
             "{{\"error\":{error},\"id\":{},\"jsonrpc\":\"2.0\"}}",
             self.id.as_json()
@@ -261,7 +301,7 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
         "array" => {
             return Err(invalid_request(
                 RequestId::null(),
-                "a batch (array); batches are not supported, send one message per line",
+                "a batch (array); batches are only accepted once protocol version 2025-03-26 is negotiated, send one message per line",
             ))
         }
         _ => return Err(invalid_request(RequestId::null(), "not a JSON object")),
@@ -338,6 +378,53 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
         Some(id) => Incoming::Request { id, method, params },
         None => Incoming::Notification { method, params },
     })
+}
+
+/// The longest batch read: more messages in one array are refused as a whole.
+pub(crate) const MAX_BATCH_LEN: usize = 64;
+
+/// Reads one line as a JSON-RPC batch (2025-03-26), if it is an array: `None` when it is
+/// not (read it with [`parse_line`] then). Each member is classified on its own, so one
+/// bad member gets its own error and the rest are served.
+///
+/// # Errors
+/// [`PARSE_ERROR`] when the line is not JSON, [`INVALID_REQUEST`] for an empty batch or
+/// one longer than [`MAX_BATCH_LEN`].
+pub(crate) fn parse_batch(
+    line: &[u8],
+) -> Option<Result<Vec<Result<Incoming, RpcError>>, RpcError>> {
+    if line.trim_ascii_start().first() != Some(&b'[') {
+        return None;
+    }
+    let members: Vec<&RawValue> = match serde_json::from_slice(line) {
+        Ok(members) => members,
+        Err(err) => {
+            return Some(Err(RpcError::new(
+                RequestId::null(),
+                PARSE_ERROR,
+                format!("Parse error: the line is not valid JSON ({err}); send one JSON-RPC 2.0 message or batch per line"),
+            )))
+        }
+    };
+    if members.is_empty() {
+        return Some(Err(invalid_request(RequestId::null(), "an empty batch")));
+    }
+    if members.len() > MAX_BATCH_LEN {
+        return Some(Err(invalid_request(
+            RequestId::null(),
+            &format!(
+                "a batch of {} messages; at most {MAX_BATCH_LEN} are read in one batch, send the rest in another",
+                members.len()
+            ),
+        )));
+    }
+    Some(Ok(members
+        .into_iter()
+        .map(|member| match raw_type_name(member) {
+            "array" => Err(invalid_request(RequestId::null(), "a batch inside a batch")),
+            _ => classify(member),
+        })
+        .collect()))
 }
 
 fn invalid_request(id: RequestId, what: &str) -> RpcError {
@@ -480,7 +567,7 @@ mod tests {
             (
                 r#"[1,2]"#,
                 RequestId::null(),
-                "a batch (array); batches are not supported, send one message per line",
+                "a batch (array); batches are only accepted once protocol version 2025-03-26 is negotiated, send one message per line",
             ),
             (r#"42"#, RequestId::null(), "not a JSON object"),
             (r#""x""#, RequestId::null(), "not a JSON object"),
@@ -563,6 +650,59 @@ mod tests {
                 method: "ping".into(),
                 params: Params::default()
             })
+        );
+    }
+
+    #[test]
+    fn batches_are_read_member_by_member() {
+        assert_eq!(
+            parse_batch(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            None
+        );
+        let members = parse_batch(
+            br#" [{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"n"}, [1]]"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(members.len(), 4);
+        assert!(matches!(&members[0], Ok(Incoming::Request { method, .. }) if method == "ping"));
+        assert_eq!(members[1].as_ref().unwrap_err().code, INVALID_REQUEST);
+        assert!(matches!(&members[2], Ok(Incoming::Notification { .. })));
+        assert_eq!(members[3].as_ref().unwrap_err().code, INVALID_REQUEST);
+        assert_eq!(parse_batch(b"[").unwrap().unwrap_err().code, PARSE_ERROR);
+        let empty = parse_batch(b"[]").unwrap().unwrap_err();
+        assert_eq!(
+            (empty.code, empty.message.as_str()),
+            (
+                INVALID_REQUEST,
+                "Invalid Request: an empty batch; expected a JSON-RPC 2.0 message"
+            )
+        );
+        let long = format!("[{}]", vec!["1"; MAX_BATCH_LEN + 1].join(","));
+        assert!(parse_batch(long.as_bytes())
+            .unwrap()
+            .unwrap_err()
+            .message
+            .contains("a batch of 65 messages"));
+    }
+
+    #[test]
+    fn null_ids_are_left_out_when_asked() {
+        let err = RpcError::new(RequestId::null(), PARSE_ERROR, "bad");
+        assert_eq!(
+            err.encode_with(false),
+            r#"{"error":{"code":-32700,"message":"bad"},"jsonrpc":"2.0"}"#
+        );
+        assert_eq!(
+            err.encode_with(true),
+            r#"{"error":{"code":-32700,"message":"bad"},"id":null,"jsonrpc":"2.0"}"#
+        );
+        // A readable id is always given.
+        let err = RpcError::new(RequestId::from(4), UNSUPPORTED_PROTOCOL_VERSION, "v")
+            .with_data(json!({"supported": ["2026-07-28"], "requested": "x"}));
+        assert_eq!(
+            err.encode_with(false),
+            r#"{"error":{"code":-32022,"data":{"requested":"x","supported":["2026-07-28"]},"message":"v"},"id":4,"jsonrpc":"2.0"}"#
         );
     }
 

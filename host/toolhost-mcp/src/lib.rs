@@ -1,12 +1,16 @@
 //! A Model Context Protocol server over stdio: the registry's tools, offered to any MCP
 //! client (desktop assistants, agent frameworks) with no glue.
 //!
-//! The transport is JSON-RPC 2.0, one message per line. The server answers `initialize`
-//! (echoing the client's protocol version when it is one of
-//! [`SUPPORTED_PROTOCOL_VERSIONS`], else the newest), `ping`, `tools/list` (the registry's
-//! definitions in order, `parameters` as `inputSchema`) and `tools/call`, and reads the
-//! notifications `notifications/initialized` and `notifications/cancelled` (which stops the
-//! call and leaves it unanswered, as MCP asks).
+//! The transport is JSON-RPC 2.0, one message per line. The server speaks both eras of
+//! MCP ([`Revision`]): the legacy one, opened by `initialize` (echoing the client's
+//! version when it is a legacy one of [`SUPPORTED_PROTOCOL_VERSIONS`], else 2025-11-25),
+//! and the modern 2026-07-28, where each request carries its version in `params._meta`
+//! and the client may ask `server/discover` first (docs/protocol.md). It answers `initialize`,
+//! `ping`, `logging/setLevel` (legacy), `server/discover`, `subscriptions/listen` (modern),
+//! `tools/list` (the registry's definitions in order, `parameters` as `inputSchema`, in
+//! pages of [`DEFAULT_PAGE_SIZE`] tools) and `tools/call`, and reads the notifications
+//! `notifications/initialized` and `notifications/cancelled` (which stops the call and
+//! leaves it unanswered, as MCP asks).
 //!
 //! - A tool's result is one text block holding its content JSON-encoded (a JSON string is
 //!   given as its text), with `isError: false`; when the tool declares an output schema,
@@ -16,8 +20,18 @@
 //!   panic, time-out, failure) is a result with `isError: true` and the model-facing
 //!   message, never a protocol error: the model reads it and the session goes on.
 //! - Malformed input gets a JSON-RPC error and the server keeps serving: a line that is not
-//!   JSON gets `-32700` with id `null`, a message that is not a JSON-RPC 2.0 request gets
-//!   `-32600`, an unknown method `-32601`, a `tools/call` without a tool name `-32602`.
+//!   JSON gets `-32700` (with `"id": null` once a revision up to 2025-06-18 is negotiated,
+//!   else with no `id` member, as 2025-11-25 and later ask), a message that is not a
+//!   JSON-RPC 2.0 request gets `-32600` (a batch too, unless 2025-03-26 was negotiated:
+//!   then it is served), an unknown method `-32601`, bad params `-32602`, a modern request
+//!   for a version not served `-32022` listing the ones that are.
+//! - Modern results carry `resultType: "complete"` and the server's identity in `_meta`;
+//!   `tools/list` and `server/discover` say how long they may be cached (`ttlMs`).
+//! - A client that sends a `progressToken` gets `notifications/progress` from long
+//!   built-in calls (grep); one that set a log level gets `notifications/message` for its
+//!   own calls ([`logging`], with [`log_layer`] installed). With
+//!   [`McpServer::with_list_changed`], clients hear `notifications/tools/list_changed`
+//!   when the registry's tools change (hot reload).
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; responses go
 //!   out through one writer, so lines never interleave. The session id is fixed per server.
 //! - Ids are answered byte for byte as sent (`18446744073709551616`, `1e400`, `"\u0078"`),
@@ -28,8 +42,14 @@
 //!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of arguments, and at most [`DEFAULT_MAX_QUEUED_BYTES`]
 //!   of answers wait for the client to read them; past any of these, the server stops
 //!   reading until there is room again (backpressure: no request is refused, the client's
-//!   writes wait). `tools/list` is encoded once and shared.
+//!   writes wait). Progress and log notifications are dropped rather than waited for. The
+//!   tool list is encoded once per registry generation and shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
+//! - The methods themselves are answered by a transport-independent core, `Session`
+//!   (one message in, zero or one response out, plus the server's own notifications
+//!   through a `Notifier`); [`McpServer`] is its stdio transport, and `http` (feature
+//!   `http`) its Streamable HTTP transport, with sessions, tokens and the Host/Origin
+//!   checks (docs/deploy.md).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -55,7 +75,7 @@
 //! # })?;
 //! let lines: Vec<&str> = std::str::from_utf8(&output)?.lines().collect();
 //! assert_eq!(lines, [
-//!     r#"{"error":{"code":-32700,"message":"Parse error: the line is not valid JSON (expected ident at line 1 column 2); send one JSON-RPC 2.0 message per line"},"id":null,"jsonrpc":"2.0"}"#,
+//!     r#"{"error":{"code":-32700,"message":"Parse error: the line is not valid JSON (expected ident at line 1 column 2); send one JSON-RPC 2.0 message per line"},"jsonrpc":"2.0"}"#,
 //!     r#"{"id":1,"jsonrpc":"2.0","result":{"content":[{"text":"Hello, Ada!","type":"text"}],"isError":false}}"#,
 //! ]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -73,11 +93,33 @@
 //! SDK only routed five methods. This layer is that validation plus the five methods.
 #![deny(missing_docs)]
 
+mod conn;
 mod convert;
+#[cfg(feature = "http")]
+pub mod http;
 mod jsonrpc;
+pub mod logging;
+mod pagination;
+mod protocol;
+mod revision;
 mod server;
+#[cfg_attr(
+    not(feature = "http"),
+    allow(
+        dead_code,
+        reason = "the parts of the core only the HTTP transport uses"
+    )
+)]
+mod session;
 
+pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
+pub use jsonrpc::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+pub use logging::{broadcast_span, log_layer, LogLevel};
+pub use pagination::DEFAULT_PAGE_SIZE;
+pub use revision::Revision;
 pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
@@ -97,5 +139,7 @@ pub enum ServeError {
     Write(#[source] std::io::Error),
 }
 
+#[cfg(test)]
+mod protocol_tests;
 #[cfg(test)]
 mod tests;

@@ -20,11 +20,11 @@
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
 //! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::num::NonZeroUsize;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::io::{
@@ -35,13 +35,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use toolhost::registry::{CallContext, Environment, Registry, ToolCall};
+use toolhost::registry::{Environment, Registry};
 
-use super::convert::{call_params, call_result, initialize_result, tools_list_result, CallParams};
-use super::jsonrpc::{
-    parse_line, response_head, Incoming, Params, RequestId, RpcError, INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-};
+use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST};
+use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Outlet, Session, Step};
 use super::ServeError;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -126,48 +123,74 @@ pub struct McpStats {
     pub tools_list_encodings: usize,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    queued_bytes: AtomicUsize,
-    queued_answers: AtomicUsize,
-    peak_queued_bytes: AtomicUsize,
-    calls_running: AtomicUsize,
-    peak_calls_running: AtomicUsize,
-    call_argument_bytes: AtomicUsize,
-    tools_list_encodings: AtomicUsize,
-}
-
-/// The encoded `tools/list` result and how many tools it lists.
-#[derive(Debug)]
-struct EncodedList {
-    tools: usize,
-    result: Bytes,
+impl McpStats {
+    pub(crate) fn from_counters(c: &Counters) -> Self {
+        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
+        Self {
+            queued_bytes: get(&c.queued_bytes),
+            queued_answers: get(&c.queued_answers),
+            peak_queued_bytes: get(&c.peak_queued_bytes),
+            calls_running: get(&c.calls_running),
+            peak_calls_running: get(&c.peak_calls_running),
+            call_argument_bytes: get(&c.call_argument_bytes),
+            tools_list_encodings: get(&c.tools_list_encodings),
+        }
+    }
 }
 
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
+///
+/// The messages themselves are handled by a `Session`, the core every transport
+/// shares; this is its stdio transport.
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    registry: Arc<Registry>,
+    catalog: Arc<Catalog>,
     session: Environment,
     limits: McpLimits,
     counters: Arc<Counters>,
-    tools_list: Arc<Mutex<Option<EncodedList>>>,
 }
-
-/// In-flight tool calls by request id key, so `notifications/cancelled` can stop them.
-type InFlight = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
 impl McpServer {
     /// A server for `registry` with a fresh session id and the default limits.
     pub fn new(registry: Arc<Registry>) -> Self {
+        let counters: Arc<Counters> = Arc::default();
         Self {
-            registry,
+            catalog: Arc::new(Catalog::new(registry, Arc::clone(&counters))),
             session: Environment::generate(),
             limits: McpLimits::default(),
-            counters: Arc::default(),
-            tools_list: Arc::default(),
+            counters,
         }
+    }
+
+    /// This server telling clients when the registry's tools change
+    /// (`notifications/tools/list_changed`, capability `listChanged: true`): for a
+    /// registry whose plugins are reloaded while it serves. Off by default.
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(list_changed)
+            .with_page_size(self.catalog.page_size),
+        );
+        self
+    }
+
+    /// This server listing at most `tools` tools per `tools/list` page (at least 1;
+    /// default [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE)); the rest
+    /// follow through `nextCursor`.
+    pub fn with_page_size(mut self, tools: usize) -> Self {
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(self.catalog.list_changed)
+            .with_page_size(tools),
+        );
+        self
     }
 
     /// This server with `session` as its session (its turn id is replaced per call).
@@ -202,17 +225,7 @@ impl McpServer {
 
     /// What the server holds now and held at most.
     pub fn stats(&self) -> McpStats {
-        let c = &self.counters;
-        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        McpStats {
-            queued_bytes: get(&c.queued_bytes),
-            queued_answers: get(&c.queued_answers),
-            peak_queued_bytes: get(&c.peak_queued_bytes),
-            calls_running: get(&c.calls_running),
-            peak_calls_running: get(&c.peak_calls_running),
-            call_argument_bytes: get(&c.call_argument_bytes),
-            tools_list_encodings: get(&c.tools_list_encodings),
-        }
+        McpStats::from_counters(&self.counters)
     }
 
     /// The session every call of this server belongs to.
@@ -245,7 +258,7 @@ impl McpServer {
     {
         info!(
             session_id = %self.session.session_id,
-            tools = self.registry.len(),
+            tools = self.catalog.registry.len(),
             max_in_flight = self.limits.max_in_flight,
             max_in_flight_bytes = self.limits.max_in_flight_bytes,
             max_queued_bytes = self.limits.max_queued_bytes,
@@ -271,8 +284,15 @@ impl McpServer {
         writer_failed: CancellationToken,
     ) -> Result<(), ServeError> {
         let mut tasks = JoinSet::new();
-        let in_flight = InFlight::default();
-        let slots = Slots::new(&self.limits);
+        let session = Session::with_catalog(Arc::clone(&self.catalog), self.session.clone());
+        let notifier = Notifier::new(Arc::new(outbox.clone()));
+        session.set_notifier(notifier.clone());
+        let limiter = CallLimiter::with_counters(&self.limits, Arc::clone(&self.counters));
+        // Tells an initialized legacy client when the tools change (with --watch).
+        let announcer = tokio::spawn({
+            let session = session.clone();
+            async move { session.announce_changes().await }
+        });
         let mut line = Vec::new();
         let mut discarding = false;
         let max_line = self.limits.max_line_bytes;
@@ -296,25 +316,48 @@ impl McpServer {
                 }
                 Line::Complete => {
                     let text = trim_line(&line);
-                    let message = (!text.is_empty()).then(|| parse_line(text));
-                    line.clear();
-                    match message {
-                        Some(message) => message,
-                        None => continue,
+                    if text.is_empty() {
+                        line.clear();
+                        continue;
                     }
+                    if session.accepts_batches() {
+                        if let Some(batch) = parse_batch(text) {
+                            line.clear();
+                            let handled = self
+                                .batch(&session, batch, &outbox, &notifier, &limiter, &mut tasks);
+                            tokio::select! {
+                                () = handled => {}
+                                () = writer_failed.cancelled() => break,
+                            }
+                            continue;
+                        }
+                    }
+                    let message = parse_line(text);
+                    line.clear();
+                    message
                 }
             };
             // Handling may wait (room in the response queue, a free call slot): that is
             // the backpressure, and no further line is read meanwhile.
+            let handled = async {
+                let step = session.receive(message);
+                let reply_to = ReplyTo::Out(notifier.clone());
+                step_task(step, &notifier, reply_to, &limiter, &mut tasks).await;
+            };
             tokio::select! {
-                () = self.handle(message, &outbox, &mut tasks, &in_flight, &slots) => {}
+                () = handled => {}
                 () = writer_failed.cancelled() => break,
             }
             while let Some(joined) = tasks.try_join_next() {
                 report_join(joined);
             }
         }
+        announcer.abort();
+        let _ = announcer.await;
+        // Open subscriptions end now, answered as the spec asks of a server closing them.
+        session.end_subscriptions();
         if writer_failed.is_cancelled() {
+            session.close();
             tasks.abort_all();
             return Ok(());
         }
@@ -331,6 +374,7 @@ impl McpServer {
                     None => break,
                 },
                 () = writer_failed.cancelled() => {
+                    session.close();
                     tasks.abort_all();
                     break;
                 }
@@ -339,260 +383,95 @@ impl McpServer {
         Ok(())
     }
 
-    async fn handle(
+    /// Serves one batch (2025-03-26): each member as if it came alone, and one array line
+    /// of their answers once all are in (none when the batch held only notifications).
+    async fn batch(
         &self,
-        message: Result<Incoming, RpcError>,
+        session: &Session,
+        batch: Result<Vec<Result<Incoming, RpcError>>, RpcError>,
         outbox: &Outbox,
+        notifier: &Notifier,
+        limiter: &CallLimiter,
         tasks: &mut JoinSet<()>,
-        in_flight: &InFlight,
-        slots: &Slots,
     ) {
-        let message = match message {
-            Ok(message) => message,
+        let members = match batch {
+            Ok(members) => members,
             Err(err) => {
-                debug!(code = err.code, "{}", err.message);
-                return outbox.error(&err).await;
-            }
-        };
-        match message {
-            Incoming::Request { id, method, params } => {
-                debug!(%id, %method, "request");
-                let reply = match method.as_str() {
-                    "initialize" => Ok(Bytes::from(self.initialize(&params).to_string())),
-                    "ping" => Ok(Bytes::from_static(b"{}")),
-                    "tools/list" => Ok(self.tools_list()),
-                    "tools/call" => match call_params(&id, &params) {
-                        Ok(call) => {
-                            let slot = self.call_slot(&id, &call, slots).await;
-                            return self.spawn_call(id, call, slot, outbox, tasks, in_flight);
-                        }
-                        Err(err) => Err(err),
-                    },
-                    _ => Err(RpcError::new(
-                        id.clone(),
-                        METHOD_NOT_FOUND,
-                        format!("Method not found: {method}; this server answers initialize, ping, tools/list and tools/call"),
-                    )),
-                };
-                match reply {
-                    Ok(result) => outbox.answer(&id, result).await,
-                    Err(err) => outbox.error(&err).await,
+                if let Step::Reply(reply) = session.receive(Err(err)) {
+                    outbox.send_message(reply).await;
                 }
-            }
-            Incoming::Notification { method, params } => match method.as_str() {
-                "notifications/initialized" => debug!("client initialized"),
-                "notifications/cancelled" => cancel(in_flight, &params),
-                _ => debug!(%method, "ignored notification"),
-            },
-            Incoming::Response { id } => {
-                debug!(%id, "ignored a response: this server sends no requests");
-            }
-        }
-    }
-
-    #[allow(clippy::unused_self, reason = "a method like the other handlers")]
-    fn initialize(&self, params: &Params) -> serde_json::Value {
-        let requested = params.str("protocolVersion");
-        let result = initialize_result(requested.as_deref());
-        let info = params.value("clientInfo");
-        let client = |field: &str| {
-            info.as_ref()
-                .and_then(|info| info.get(field))
-                .and_then(|value| value.as_str())
-                .unwrap_or("unknown")
-                .to_owned()
-        };
-        let (name, version) = (client("name"), client("version"));
-        let protocol = result["protocolVersion"].as_str().unwrap_or_default();
-        info!(
-            client = %name,
-            client_version = %version,
-            requested = requested.as_deref().unwrap_or("none"),
-            protocol,
-            "initialize"
-        );
-        result
-    }
-
-    /// The `tools/list` result's JSON, encoded the first time and shared after. The
-    /// registry only grows (a tool is never replaced or removed), so the number of tools
-    /// tells whether the encoded list is still the registry's.
-    fn tools_list(&self) -> Bytes {
-        let mut cached = self
-            .tools_list
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let tools = self.registry.len();
-        if let Some(list) = cached.as_ref().filter(|list| list.tools == tools) {
-            return list.result.clone();
-        }
-        let definitions = self.registry.definitions();
-        let result = Bytes::from(tools_list_result(&definitions).to_string());
-        self.counters
-            .tools_list_encodings
-            .fetch_add(1, Ordering::SeqCst);
-        *cached = Some(EncodedList {
-            tools: definitions.len(),
-            result: result.clone(),
-        });
-        result
-    }
-
-    /// A place for one more tool call, waiting (and so holding up the reading) while
-    /// [`McpLimits::max_in_flight`] calls hold one, or while its arguments do not fit in
-    /// what [`McpLimits::max_in_flight_bytes`] leaves.
-    async fn call_slot(&self, id: &RequestId, call: &CallParams, slots: &Slots) -> CallSlot {
-        let bytes = call.arguments.len();
-        let permit = match Arc::clone(&slots.calls).try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
-                info!(
-                    limit = self.limits.max_in_flight,
-                    request = %id,
-                    "tool calls at the in-flight limit: this call, and reading further messages, wait until one ends"
-                );
-                Arc::clone(&slots.calls).acquire_owned().await.ok()
-            }
-        };
-        let wanted = u32::try_from(bytes.clamp(1, slots.bytes_capacity)).unwrap_or(u32::MAX);
-        let bytes_permit = match Arc::clone(&slots.bytes).try_acquire_many_owned(wanted) {
-            Ok(permit) => Some(permit),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
-                info!(
-                    limit = self.limits.max_in_flight_bytes,
-                    arguments = bytes,
-                    request = %id,
-                    "tool call arguments over the in-flight byte limit: this call, and reading further messages, wait until calls end"
-                );
-                Arc::clone(&slots.bytes)
-                    .acquire_many_owned(wanted)
-                    .await
-                    .ok()
-            }
-        };
-        let c = &self.counters;
-        let now = c.calls_running.fetch_add(1, Ordering::SeqCst) + 1;
-        c.peak_calls_running.fetch_max(now, Ordering::SeqCst);
-        c.call_argument_bytes.fetch_add(bytes, Ordering::SeqCst);
-        CallSlot {
-            _permits: (permit, bytes_permit),
-            bytes,
-            counters: Arc::clone(&self.counters),
-        }
-    }
-
-    fn spawn_call(
-        &self,
-        id: RequestId,
-        call: CallParams,
-        slot: CallSlot,
-        outbox: &Outbox,
-        tasks: &mut JoinSet<()>,
-        in_flight: &InFlight,
-    ) {
-        let env = self.session.next_turn();
-        let key = id.key();
-        let token = CancellationToken::new();
-        lock(in_flight).insert(key.clone(), token.clone());
-        let (registry, outbox, in_flight) = (
-            Arc::clone(&self.registry),
-            outbox.clone(),
-            Arc::clone(in_flight),
-        );
-        info!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
-        tasks.spawn(async move {
-            // The slot is given back when this task ends: after the answer is queued.
-            let _slot = slot;
-            let started = Instant::now();
-            let call = ToolCall {
-                id: id.as_json().to_owned(),
-                name: call.name,
-                arguments: call.arguments,
-            };
-            let ctx = CallContext::new().with_cancellation(token.clone());
-            let outcome = registry.dispatch(&ctx, &call, &env).await;
-            lock(&in_flight).remove(&key);
-            let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-            match &outcome {
-                Ok(_) => {
-                    info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok");
-                }
-                Err(err) => info!(
-                    turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),
-                    "tool call failed: {err}"
-                ),
-            }
-            if token.is_cancelled() {
-                // MCP: the receiver of a cancellation should not answer the cancelled request.
-                debug!(request = %id, "not answering a cancelled call");
                 return;
             }
-            let result = Bytes::from(call_result(&outcome).to_string());
-            outbox.answer(&id, result).await;
+        };
+        // Each member's answer comes through its own channel; the calls run as tasks
+        // like any other, and one task gathers the answers in order.
+        let mut answers = Vec::with_capacity(members.len());
+        for member in members {
+            let (sender, receiver) = tokio::sync::oneshot::channel();
+            let step = session.receive(member);
+            step_task(step, notifier, ReplyTo::Batch(sender), limiter, tasks).await;
+            answers.push(receiver);
+        }
+        let outbox = outbox.clone();
+        tasks.spawn(async move {
+            let mut gathered = Vec::with_capacity(answers.len());
+            for answer in answers {
+                if let Ok(Some(reply)) = answer.await {
+                    gathered.push(reply);
+                }
+            }
+            if let Some(reply) = Message::batch(gathered) {
+                outbox.send_message(reply).await;
+            }
         });
     }
 }
 
-/// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
-/// [`McpLimits::max_in_flight_bytes`] of arguments. Never closed: acquiring only waits.
-struct Slots {
-    calls: Arc<Semaphore>,
-    bytes: Arc<Semaphore>,
-    bytes_capacity: usize,
+/// Where the answer to one message goes: the output, or a batch's gathering task.
+enum ReplyTo {
+    Out(Notifier),
+    Batch(tokio::sync::oneshot::Sender<Option<Message>>),
 }
 
-impl Slots {
-    fn new(limits: &McpLimits) -> Self {
-        let bytes_capacity = limits.max_in_flight_bytes.get().min(Semaphore::MAX_PERMITS);
-        Self {
-            calls: Arc::new(Semaphore::new(
-                limits.max_in_flight.get().min(Semaphore::MAX_PERMITS),
-            )),
-            bytes: Arc::new(Semaphore::new(bytes_capacity)),
-            bytes_capacity,
+impl ReplyTo {
+    async fn reply(self, reply: Option<Message>) {
+        match self {
+            ReplyTo::Out(out) => {
+                if let Some(reply) = reply {
+                    out.send(reply).await;
+                }
+            }
+            ReplyTo::Batch(sender) => {
+                let _ = sender.send(reply);
+            }
         }
     }
 }
 
-/// One tool call's place among the calls in flight, counted in the stats.
-struct CallSlot {
-    /// A place and its arguments' bytes (`None` only if the slots were closed, which
-    /// they never are).
-    _permits: (Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>),
-    bytes: usize,
-    counters: Arc<Counters>,
-}
-
-impl Drop for CallSlot {
-    fn drop(&mut self) {
-        self.counters.calls_running.fetch_sub(1, Ordering::SeqCst);
-        self.counters
-            .call_argument_bytes
-            .fetch_sub(self.bytes, Ordering::SeqCst);
-    }
-}
-
-fn cancel(in_flight: &InFlight, params: &Params) {
-    let Some(raw) = params.raw("requestId") else {
-        debug!("notifications/cancelled without a requestId");
-        return;
-    };
-    let Ok(id) = RequestId::from_raw(raw) else {
-        debug!("notifications/cancelled with a requestId that is not a string or a number");
-        return;
-    };
-    match lock(in_flight).get(&id.key()) {
-        Some(token) => {
-            info!(request = %id, reason = ?params.str("reason"), "client cancelled a tool call");
-            token.cancel();
+/// Does what `step` asks for: sends a reply through `reply_to`, or starts a call or a
+/// subscription as a task in `tasks` that answers through `reply_to` when it ends. A
+/// call first waits for its slot (the backpressure).
+async fn step_task(
+    step: Step,
+    notifier: &Notifier,
+    reply_to: ReplyTo,
+    limiter: &CallLimiter,
+    tasks: &mut JoinSet<()>,
+) {
+    match step {
+        Step::Nothing => reply_to.reply(None).await,
+        Step::Reply(reply) => reply_to.reply(Some(reply)).await,
+        Step::Call(call) => {
+            let slot = limiter.acquire(call.argument_bytes()).await;
+            let notifier = notifier.clone();
+            // The slot is given back when the call ends, after its answer is queued.
+            tasks.spawn(async move { reply_to.reply(call.run(slot, notifier).await).await });
         }
-        None => debug!(request = %id, "cancelled a request that is not in flight"),
+        Step::Listen(listen) => {
+            let notifier = notifier.clone();
+            tasks.spawn(async move { reply_to.reply(listen.run(notifier).await).await });
+        }
     }
-}
-
-fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
-    // The map is only inserted into and removed from; a poisoned lock leaves it usable.
-    in_flight.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn report_join(joined: Result<(), tokio::task::JoinError>) {
@@ -653,23 +532,29 @@ impl Outbox {
         (outbox, receiver)
     }
 
-    /// Queues a success response answering `id` with `result` (its JSON text).
-    async fn answer(&self, id: &RequestId, result: Bytes) {
-        // The response's tail (`}`) and the line's end.
-        let tail = Bytes::from_static(b"}\n");
-        self.send(vec![Bytes::from(response_head(id)), result, tail])
-            .await;
+    /// Queues one message as a line.
+    async fn send_message(&self, message: Message) {
+        let mut parts = message.parts().to_vec();
+        parts.push(Bytes::from_static(b"\n"));
+        self.queue(parts).await;
     }
 
-    /// Queues an error response.
-    async fn error(&self, err: &RpcError) {
-        self.send(vec![Bytes::from(err.encode() + "\n")]).await;
+    /// Queues one line if there is room now; drops it otherwise (progress and log lines
+    /// must never hold up a call or the reading). Logs nothing: it runs inside the log
+    /// layer.
+    fn try_queue(&self, parts: Vec<Bytes>) -> bool {
+        let bytes: usize = parts.iter().map(Bytes::len).sum();
+        let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
+        let Ok(permit) = Arc::clone(&self.space).try_acquire_many_owned(permits) else {
+            return false;
+        };
+        self.queued(parts, permit, bytes)
     }
 
     /// Queues one line, waiting for room. An answer larger than the whole queue takes all
     /// of it: it waits for the queue to empty and then goes alone. Nothing is queued once
     /// the writer has failed (the session is over).
-    async fn send(&self, parts: Vec<Bytes>) {
+    async fn queue(&self, parts: Vec<Bytes>) {
         let bytes: usize = parts.iter().map(Bytes::len).sum();
         let permits = u32::try_from(bytes.clamp(1, self.capacity)).unwrap_or(u32::MAX);
         let permit = match Arc::clone(&self.space).try_acquire_many_owned(permits) {
@@ -686,6 +571,11 @@ impl Outbox {
                 }
             }
         };
+        self.queued(parts, permit, bytes);
+    }
+
+    /// Puts a line that got its room into the queue; `false` once the writer is gone.
+    fn queued(&self, parts: Vec<Bytes>, permit: OwnedSemaphorePermit, bytes: usize) -> bool {
         let queued = self
             .counters
             .queued_bytes
@@ -701,7 +591,19 @@ impl Outbox {
             counters: Arc::clone(&self.counters),
         };
         // The receiver is gone only when the writer failed, which ends the session anyway.
-        let _ = self.sender.send(Answer { parts, _room: room });
+        self.sender.send(Answer { parts, _room: room }).is_ok()
+    }
+}
+
+impl Outlet for Outbox {
+    fn send(&self, message: Message) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.send_message(message))
+    }
+
+    fn try_send(&self, message: Message) -> bool {
+        let mut parts = message.parts().to_vec();
+        parts.push(Bytes::from_static(b"\n"));
+        self.try_queue(parts)
     }
 }
 
@@ -795,6 +697,7 @@ fn trim_line(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+    use toolhost::registry::CallContext;
 
     async fn lines(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
         let mut reader = BufReader::with_capacity(4, input);
@@ -906,7 +809,7 @@ mod tests {
         assert_eq!(
             out[2],
             json!({"jsonrpc":"2.0","id":2,"error":{"code":-32601,
-                "message":"Method not found: nope; this server answers initialize, ping, tools/list and tools/call"}})
+                "message":"Method not found: nope; this server answers initialize, ping, tools/list, tools/call, logging/setLevel"}})
         );
         assert_eq!(out[3], json!({"jsonrpc":"2.0","id":3,"result":{}}));
     }

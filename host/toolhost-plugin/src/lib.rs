@@ -126,6 +126,7 @@ mod read;
 mod runtime;
 mod state;
 mod units;
+pub mod watch;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{

@@ -180,7 +180,9 @@ impl PluginHost {
         }
         let prepared = self.prepare_all(&files, pins);
         for (path, prepared) in files.into_iter().zip(prepared) {
-            match prepared.and_then(|prepared| Self::register_prepared(&path, prepared, registry)) {
+            match prepared
+                .and_then(|prepared| Self::register_prepared(&path, prepared, registry, &[]))
+            {
                 Ok(plugin) => {
                     tracing::debug!(
                         target: "plugin",
@@ -212,7 +214,39 @@ impl PluginHost {
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
     pub fn load_file(&self, path: &Path, registry: &Registry) -> Result<LoadedPlugin, PluginError> {
-        Self::register_prepared(path, self.prepare(path)?, registry)
+        Self::register_prepared(path, self.prepare(path)?, registry, &[])
+    }
+
+    /// Loads one plugin in place of the tools named `replacing` (hot reload: a plugin's
+    /// previous version), in one step ([`Registry::replace_all`]): the registry has the
+    /// old tools until the new version is compiled, asked for its tools and checked,
+    /// then the new ones, never a mix. Calls already running finish on the old version.
+    ///
+    /// With a `lock` (the directory's [`PluginLock`], read again for each change), the new
+    /// version loads only if the lock pins its bytes and manifest, as at start-up
+    /// ([`PluginHost::load_dir_pinned`]): hot reload is no way around the lock.
+    ///
+    /// # Errors
+    /// As [`PluginHost::load_file`], and [`PluginErrorKind::Unpinned`]; on error the old
+    /// tools keep serving, unchanged.
+    pub fn reload_file(
+        &self,
+        path: &Path,
+        replacing: &[String],
+        registry: &Registry,
+        lock: Option<&PluginLock>,
+    ) -> Result<LoadedPlugin, PluginError> {
+        let lock_path = PluginLock::path_in(path.parent().unwrap_or(Path::new(".")));
+        let pins = lock.map(|lock| Pins {
+            lock,
+            path: &lock_path,
+        });
+        let compiled = self.compile_with(path, false, pins);
+        let prepared = self
+            .ask_all(vec![(path.to_owned(), compiled)])
+            .pop()
+            .unwrap_or_else(|| unreachable!("one answer per plugin"))?;
+        Self::register_prepared(path, prepared, registry, replacing)
     }
 
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
@@ -275,14 +309,16 @@ impl PluginHost {
         })
     }
 
-    /// Registers a prepared plugin's tools, all or none.
+    /// Registers a prepared plugin's tools, all or none, in place of the tools named
+    /// `replacing` (none for a first load).
     fn register_prepared(
         path: &Path,
         prepared: Prepared,
         registry: &Registry,
+        replacing: &[String],
     ) -> Result<LoadedPlugin, PluginError> {
         for definition in &prepared.definitions {
-            if registry.has(&definition.name) {
+            if registry.has(&definition.name) && !replacing.contains(&definition.name) {
                 return Err(taken(path, &definition.name));
             }
         }
@@ -302,7 +338,7 @@ impl PluginHost {
                 (definition, handler)
             })
             .collect();
-        registry.register_all(batch).map_err(|err| match err {
+        registry.replace_all(replacing, batch).map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),

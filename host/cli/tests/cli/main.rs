@@ -10,6 +10,7 @@
 
 mod cache;
 mod hostile_args;
-mod http;
 mod mcp;
 mod oci;
+mod plugin_http;
+mod serve_http;

@@ -160,7 +160,7 @@ fn mcp_session_over_stdio() {
         init,
         json!({"jsonrpc": "2.0", "id": 1, "result": {
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
             "serverInfo": {"name": "wasm-toolhost", "version": env!("CARGO_PKG_VERSION")},
         }})
     );
@@ -643,4 +643,147 @@ fn mcp_session_with_plugins() {
             "no startup line for {plugin}: {stderr}"
         );
     }
+}
+
+/// Reads messages until one satisfies `wanted`, returning the ones before it too. Waits
+/// up to two minutes for each: a reload compiles a component, slow on a loaded machine.
+fn receive_until(server: &mut Server, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let mut before = Vec::new();
+    loop {
+        let line = server
+            .lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a message within two minutes");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if wanted(&message) {
+            return (message, before);
+        }
+        before.push(message);
+    }
+}
+
+fn install_as(plugin: &str, dir: &Path, name: &str) {
+    let staging = dir.join(format!(".{name}.partial"));
+    std::fs::copy(toolhost_tests::plugin(plugin).wasm, &staging).unwrap();
+    std::fs::rename(&staging, dir.join(format!("{name}.wasm"))).unwrap();
+}
+
+#[test]
+fn watch_reloads_plugins_and_tells_the_client() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    // Shared by the runs of this test binary: each component compiles once per build.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-plugin-cache");
+    install_as("greet", plugins.path(), "greet");
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--no-builtins",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--watch",
+        ],
+    );
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools": {"listChanged": true}, "logging": {}})
+    );
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(
+        server.request(2, "logging/setLevel", json!({"level": "info"}))["result"],
+        json!({})
+    );
+
+    install_as("divide", plugins.path(), "calc");
+    let is_change = |m: &Value| m["method"] == "notifications/tools/list_changed";
+    receive_until(&mut server, is_change);
+    // The host's log line about it reaches the client that asked for log lines (and
+    // nothing else comes between).
+    let (_, between) = receive_until(&mut server, |m| {
+        m["params"]["data"]["message"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("plugin calc added"))
+    });
+    assert!(
+        between
+            .iter()
+            .all(|m| m["method"] == "notifications/message"),
+        "{between:?}"
+    );
+    // From here on only errors: info would bring a line per tool call.
+    assert_eq!(
+        server.request(30, "logging/setLevel", json!({"level": "error"}))["result"],
+        json!({})
+    );
+    let list = server.request(3, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["greet", "divide"]);
+    let (text, is_error) = server.call(4, "divide", json!({"value": 9, "by": 3}));
+    assert_eq!((text.as_str(), is_error), ("3.0", false));
+
+    // A broken new version: the old one keeps serving, and the client hears why.
+    std::fs::write(plugins.path().join("calc.wasm"), b"garbage").unwrap();
+    let (note, _) = receive_until(&mut server, |m| {
+        m["method"] == "notifications/message" && m["params"]["level"] == "error"
+    });
+    let message = note["params"]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("old version keeps serving [divide]") && message.contains("calc.wasm"),
+        "{message}"
+    );
+    let (text, _) = server.call(5, "divide", json!({"value": 1, "by": 4}));
+    assert_eq!(text, "0.25");
+
+    std::fs::remove_file(plugins.path().join("calc.wasm")).unwrap();
+    receive_until(&mut server, is_change);
+    let list = server.request(6, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 1);
+
+    // A modern client on the same process: discovery says the list may change.
+    let discover = server.request(
+        7,
+        "server/discover",
+        json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}),
+    );
+    assert_eq!(
+        discover["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+    assert_eq!(discover["result"]["resultType"], "complete");
+
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("watching the plugins directory"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn watch_needs_a_plugins_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let output = host()
+        .args(["run", "--watch", "--root"])
+        .arg(root.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--plugins <DIR>"), "{stderr}");
 }

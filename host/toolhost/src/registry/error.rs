@@ -317,6 +317,14 @@ pub enum RegisterError {
         /// What is wrong with the schema.
         problem: String,
     },
+    /// [`Registry::replace_all`](super::Registry::replace_all) was asked to take away a
+    /// tool that is not registered, or one of the host's own tools (which never change
+    /// while the host runs).
+    #[error("tool \"{name}\" cannot be replaced or removed: it is not registered, or it is one of the host's built-in tools; only tools added with register, register_shared or register_all can be")]
+    NotRemovable {
+        /// The tool's name.
+        name: String,
+    },
 }
 
 impl RegisterError {
@@ -333,7 +341,8 @@ impl RegisterError {
             | Self::ReservedTitle { name, .. }
             | Self::TitleLookAlike { name, .. }
             | Self::NameLooksLikeTitle { name, .. }
-            | Self::InvalidOutputSchema { name, .. } => Some(name),
+            | Self::InvalidOutputSchema { name, .. }
+            | Self::NotRemovable { name } => Some(name),
         }
     }
 }

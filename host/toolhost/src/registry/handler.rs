@@ -40,6 +40,40 @@ where
 pub struct CallContext {
     deadline: Option<Instant>,
     cancellation: CancellationToken,
+    progress: Option<ProgressHook>,
+}
+
+/// How far a long call has got, as a tool reports it with [`CallContext::report_progress`]
+/// (MCP's `notifications/progress`): `progress` grows with every report; `total` is the
+/// end when it is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Work done so far (files scanned, bytes written...).
+    pub progress: f64,
+    /// The work there is in all, when known.
+    pub total: Option<f64>,
+    /// What is going on, for a person watching.
+    pub message: Option<String>,
+}
+
+/// Where a call's [`Progress`] goes: set by the caller with [`CallContext::with_progress`]
+/// (an MCP server, for a client that asked with a `progressToken`). Called from the
+/// tool's own threads, possibly many times a second: it must be cheap and must not
+/// block (the MCP server throttles and drops rather than waits).
+#[derive(Clone)]
+pub struct ProgressHook(std::sync::Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressHook {
+    /// A hook calling `report` with each progress report.
+    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(report))
+    }
+}
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
 }
 
 impl CallContext {
@@ -66,6 +100,47 @@ impl CallContext {
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancellation = token;
         self
+    }
+
+    /// This context reporting progress to `hook`.
+    pub fn with_progress(mut self, hook: ProgressHook) -> Self {
+        self.progress = Some(hook);
+        self
+    }
+
+    /// Whether anyone listens to progress reports: a tool may skip counting when not.
+    pub fn wants_progress(&self) -> bool {
+        self.progress.is_some()
+    }
+
+    /// Reports how far the call has got (`done` of `total`, when known). Does nothing
+    /// unless the caller asked for progress; the message is only built when it did.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use toolhost::registry::{CallContext, ProgressHook};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// let ctx = CallContext::new()
+    ///     .with_progress(ProgressHook::new(move |p| sink.lock().unwrap().push(p.progress)));
+    /// ctx.report_progress(1, Some(4), || Some("1 of 4 files".into()));
+    /// ctx.report_progress(4, Some(4), || None);
+    /// assert_eq!(*seen.lock().unwrap(), [1.0, 4.0]);
+    /// ```
+    pub fn report_progress(
+        &self,
+        done: u64,
+        total: Option<u64>,
+        message: impl FnOnce() -> Option<String>,
+    ) {
+        if let Some(hook) = &self.progress {
+            (hook.0)(Progress {
+                progress: done as f64,
+                total: total.map(|total| total as f64),
+                message: message(),
+            });
+        }
     }
 
     /// When the call must be finished, if it has a deadline.

@@ -83,7 +83,7 @@ mod types;
 
 pub use arguments::{json_type, Arguments};
 pub use error::{Limit, RegisterError, ToolError};
-pub use handler::{CallContext, Handler, HandlerFuture};
+pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
@@ -109,6 +109,8 @@ struct Entry {
     /// The schema's top-level `required` names, read once at registration.
     required: Vec<String>,
     handler: Arc<dyn Handler>,
+    /// Built-in tools are never replaced or removed.
+    origin: Origin,
 }
 
 #[derive(Default)]
@@ -129,10 +131,17 @@ enum Origin {
 /// Tool definitions and their handlers, in registration order.
 ///
 /// `Send + Sync`: share it behind an `Arc`; registration and dispatch take `&self`.
+///
+/// Every change (tools added, replaced or removed) raises the registry's
+/// [`generation`](Registry::generation) by one and wakes the receivers of
+/// [`Registry::changes`]: an MCP server uses it to know its encoded `tools/list` is stale
+/// and to tell clients the list changed (hot reload).
 pub struct Registry {
     tools: RwLock<Tools>,
     call_timeout: Duration,
     result_cap: usize,
+    /// The generation: how many changes the tool set has seen.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for Registry {
@@ -158,7 +167,80 @@ impl Registry {
             tools: RwLock::new(Tools::default()),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             result_cap: DEFAULT_RESULT_CAP,
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// How many times the tool set has changed (0 for a new registry): a tool list read
+    /// at one generation is the registry's as long as the generation is the same.
+    pub fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    /// A receiver that wakes on every change of the tool set, holding the new
+    /// [`generation`](Registry::generation). Changes in quick succession may wake it once.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Takes away the tools named `remove` and adds `add`, in one step: a caller sees
+    /// either the old tools or the new ones, never a mix and never neither. The new tools
+    /// take the place of the first removed one in the order (so a plugin that is
+    /// reloaded keeps its place in `tools/list`), or go at the end when nothing is
+    /// removed. Calls already running finish on the handler they started with.
+    ///
+    /// Hot reload uses it to swap a plugin's tools for its new version's, or (with `add`
+    /// empty) to unload it.
+    ///
+    /// # Errors
+    /// [`RegisterError::NotRemovable`] when a name of `remove` is not registered or is a
+    /// built-in tool; otherwise as [`Registry::register_all`], checked against the tools
+    /// that remain. On any error nothing changes.
+    pub fn replace_all(
+        &self,
+        remove: &[String],
+        add: Vec<(ToolDefinition, Arc<dyn Handler>)>,
+    ) -> Result<(), RegisterError> {
+        let mut registered = self.write();
+        let mut position = None;
+        for name in remove {
+            match registered.by_name.get(name) {
+                Some(&index) if registered.entries[index].origin == Origin::Outside => {
+                    position = Some(position.map_or(index, |p: usize| p.min(index)));
+                }
+                _ => return Err(RegisterError::NotRemovable { name: name.clone() }),
+            }
+        }
+        let kept: Vec<Arc<Entry>> = registered
+            .entries
+            .iter()
+            .filter(|entry| !remove.contains(&entry.definition.name))
+            .cloned()
+            .collect();
+        // Where the first removed tool was, counted among the tools kept.
+        let at = position.map_or(kept.len(), |p| {
+            registered.entries[..p]
+                .iter()
+                .filter(|entry| !remove.contains(&entry.definition.name))
+                .count()
+        });
+        // Checked against every tool that stays, then put in place.
+        let mut checked = Tools::from_entries(kept.clone());
+        insert_batch(&mut checked, add, Origin::Outside)?;
+        let added = checked.entries.split_off(kept.len());
+        let mut order = kept;
+        let after = order.split_off(at);
+        order.extend(added);
+        order.extend(after);
+        *registered = Tools::from_entries(order);
+        drop(registered);
+        self.changed();
+        Ok(())
+    }
+
+    /// Raises the generation and wakes the watchers.
+    fn changed(&self) {
+        self.changes.send_modify(|generation| *generation += 1);
     }
 
     /// This registry with `timeout` as the per-call time limit.
@@ -261,61 +343,9 @@ impl Registry {
         origin: Origin,
     ) -> Result<(), RegisterError> {
         let mut registered = self.write();
-        // The batch's names so far, by key.
-        let mut batch: HashMap<String, &str> = HashMap::new();
-        for (definition, _) in &tools {
-            let name = definition.name.as_str();
-            check_name(name)?;
-            let key = name_key(name);
-            if origin == Origin::Outside {
-                if let Some(builtin) = names::reserved_for(&key) {
-                    return Err(RegisterError::Reserved {
-                        name: name.to_owned(),
-                        builtin: builtin.to_owned(),
-                    });
-                }
-            }
-            let existing = registered
-                .by_key
-                .get(&key)
-                .map(|&index| registered.entries[index].definition.name.as_str())
-                .or_else(|| batch.get(&key).copied());
-            match existing {
-                Some(existing) if existing == name => {
-                    return Err(RegisterError::DuplicateTool {
-                        name: name.to_owned(),
-                    })
-                }
-                Some(existing) => {
-                    return Err(RegisterError::LookAlike {
-                        name: name.to_owned(),
-                        existing: existing.to_owned(),
-                    })
-                }
-                None => {
-                    batch.insert(key, name);
-                }
-            }
-        }
-        // Titles and output schemas, once every name is known to be free.
-        for (index, (definition, _)) in tools.iter().enumerate() {
-            let registered_ones = registered.entries.iter().map(|entry| &entry.definition);
-            let others = registered_ones
-                .chain(tools[..index].iter().map(|(earlier, _)| earlier))
-                .map(|other| (other.name.as_str(), other.title.as_deref()));
-            metadata::check(definition, origin == Origin::Outside, others)?;
-        }
-        for (definition, handler) in tools {
-            let required = toolhost_sdk::schema::required_fields(&definition.parameters);
-            let index = registered.entries.len();
-            registered.by_name.insert(definition.name.clone(), index);
-            registered.by_key.insert(name_key(&definition.name), index);
-            registered.entries.push(Arc::new(Entry {
-                definition,
-                required,
-                handler,
-            }));
-        }
+        insert_batch(&mut registered, tools, origin)?;
+        drop(registered);
+        self.changed();
         Ok(())
     }
 
@@ -375,6 +405,88 @@ impl Registry {
     }
 }
 
+impl Tools {
+    /// The tools of `entries`, in that order.
+    fn from_entries(entries: Vec<Arc<Entry>>) -> Self {
+        let mut tools = Tools::default();
+        for entry in entries {
+            tools.push(entry);
+        }
+        tools
+    }
+
+    /// Adds one entry at the end (its name already checked).
+    fn push(&mut self, entry: Arc<Entry>) {
+        let index = self.entries.len();
+        self.by_name.insert(entry.definition.name.clone(), index);
+        self.by_key.insert(name_key(&entry.definition.name), index);
+        self.entries.push(entry);
+    }
+}
+
+/// Checks every name of `tools` against `registered` and the rest of the batch, then adds
+/// them all at the end; on a refusal, `registered` is left as it was.
+fn insert_batch(
+    registered: &mut Tools,
+    tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
+    origin: Origin,
+) -> Result<(), RegisterError> {
+    // The batch's names so far, by key.
+    let mut batch: HashMap<String, &str> = HashMap::new();
+    for (definition, _) in &tools {
+        let name = definition.name.as_str();
+        check_name(name)?;
+        let key = name_key(name);
+        if origin == Origin::Outside {
+            if let Some(builtin) = names::reserved_for(&key) {
+                return Err(RegisterError::Reserved {
+                    name: name.to_owned(),
+                    builtin: builtin.to_owned(),
+                });
+            }
+        }
+        let existing = registered
+            .by_key
+            .get(&key)
+            .map(|&index| registered.entries[index].definition.name.as_str())
+            .or_else(|| batch.get(&key).copied());
+        match existing {
+            Some(existing) if existing == name => {
+                return Err(RegisterError::DuplicateTool {
+                    name: name.to_owned(),
+                })
+            }
+            Some(existing) => {
+                return Err(RegisterError::LookAlike {
+                    name: name.to_owned(),
+                    existing: existing.to_owned(),
+                })
+            }
+            None => {
+                batch.insert(key, name);
+            }
+        }
+    }
+    // Titles and output schemas, once every name is known to be free.
+    for (index, (definition, _)) in tools.iter().enumerate() {
+        let registered_ones = registered.entries.iter().map(|entry| &entry.definition);
+        let others = registered_ones
+            .chain(tools[..index].iter().map(|(earlier, _)| earlier))
+            .map(|other| (other.name.as_str(), other.title.as_deref()));
+        metadata::check(definition, origin == Origin::Outside, others)?;
+    }
+    for (definition, handler) in tools {
+        let required = toolhost_sdk::schema::required_fields(&definition.parameters);
+        registered.push(Arc::new(Entry {
+            definition,
+            required,
+            handler,
+            origin,
+        }));
+    }
+    Ok(())
+}
+
 /// Checks a tool name against MCP's rule: 1 to 128 characters of `a-zA-Z0-9_-`.
 ///
 /// # Errors
@@ -393,5 +505,147 @@ pub fn check_name(name: &str) -> Result<(), RegisterError> {
         Err(RegisterError::InvalidName {
             name: name.to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod replace_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(name: &str, answer: &'static str) -> (ToolDefinition, Arc<dyn Handler>) {
+        let handler = move |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+            Ok(ToolResult::new(answer))
+        };
+        (
+            ToolDefinition::new(name, "A test tool.", json!({"type": "object"})),
+            Arc::new(handler),
+        )
+    }
+
+    async fn call(registry: &Registry, name: &str) -> Result<ToolResult, ToolError> {
+        registry
+            .dispatch(
+                &CallContext::new(),
+                &ToolCall::new(name, ""),
+                &Environment::default(),
+            )
+            .await
+    }
+
+    #[tokio::test]
+    async fn replace_swaps_in_place_and_counts_generations() {
+        let registry = Registry::new();
+        assert_eq!(registry.generation(), 0);
+        let mut changes = registry.changes();
+        registry.register_all(vec![tool("a", "a1")]).unwrap();
+        registry
+            .register_all(vec![tool("p1", "old"), tool("p2", "old")])
+            .unwrap();
+        registry.register_all(vec![tool("z", "z1")]).unwrap();
+        assert_eq!(registry.generation(), 3);
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(*changes.borrow_and_update(), 3);
+
+        // The plugin's new version has one tool renamed: it takes the old tools' place.
+        registry
+            .replace_all(
+                &["p1".into(), "p2".into()],
+                vec![tool("p1", "new"), tool("p3", "new")],
+            )
+            .unwrap();
+        assert_eq!(registry.names(), ["a", "p1", "p3", "z"]);
+        assert_eq!(registry.generation(), 4);
+        assert_eq!(call(&registry, "p1").await.unwrap().content, "new");
+        assert!(matches!(
+            call(&registry, "p2").await,
+            Err(ToolError::UnknownTool { .. })
+        ));
+
+        // Unloading: nothing added.
+        registry
+            .replace_all(&["p1".into(), "p3".into()], Vec::new())
+            .unwrap();
+        assert_eq!(registry.names(), ["a", "z"]);
+        assert_eq!(*changes.borrow_and_update(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_refused_replacement_changes_nothing() {
+        let registry = Registry::new();
+        registry
+            .register_builtin(
+                tool("read_file", "builtin").0,
+                |_ctx: CallContext, _a: Arguments, _e: Environment| async move {
+                    Ok(ToolResult::new("builtin"))
+                },
+            )
+            .unwrap();
+        registry
+            .register_all(vec![tool("p1", "old"), tool("other", "o")])
+            .unwrap();
+        let generation = registry.generation();
+        // A look-alike of a tool that stays.
+        let err = registry
+            .replace_all(&["p1".into()], vec![tool("p1", "new"), tool("OTHER", "x")])
+            .unwrap_err();
+        assert!(
+            matches!(err, RegisterError::LookAlike { ref name, .. } if name == "OTHER"),
+            "{err:?}"
+        );
+        // A built-in is never removed, nor a tool that is not there.
+        for name in ["read_file", "missing"] {
+            let err = registry
+                .replace_all(&[name.into()], Vec::new())
+                .unwrap_err();
+            assert_eq!(err, RegisterError::NotRemovable { name: name.into() });
+        }
+        assert_eq!(registry.names(), ["read_file", "p1", "other"]);
+        assert_eq!(registry.generation(), generation);
+        assert_eq!(call(&registry, "p1").await.unwrap().content, "old");
+        // The removed names are free for the new tools: no clash with the old p1.
+        registry
+            .replace_all(&["p1".into()], vec![tool("P1", "renamed")])
+            .unwrap();
+        assert_eq!(registry.names(), ["read_file", "P1", "other"]);
+    }
+
+    #[tokio::test]
+    async fn a_call_in_flight_finishes_on_its_version() {
+        let registry = Arc::new(Registry::new());
+        let (release, wait) = tokio::sync::oneshot::channel::<()>();
+        let wait = Arc::new(std::sync::Mutex::new(Some(wait)));
+        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&started);
+        let slow = move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+            let wait = wait.lock().unwrap().take();
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if let Some(wait) = wait {
+                    let _ = wait.await;
+                }
+                Ok(ToolResult::new("old version"))
+            }
+        };
+        registry
+            .register_shared(
+                ToolDefinition::new("p", "Slow.", json!({"type": "object"})),
+                Some(Arc::new(slow)),
+            )
+            .unwrap();
+        let running = tokio::spawn({
+            let registry = Arc::clone(&registry);
+            async move { call(&registry, "p").await }
+        });
+        while !started.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        registry
+            .replace_all(&["p".into()], vec![tool("p", "new version")])
+            .unwrap();
+        assert_eq!(call(&registry, "p").await.unwrap().content, "new version");
+        release.send(()).unwrap();
+        assert_eq!(running.await.unwrap().unwrap().content, "old version");
     }
 }

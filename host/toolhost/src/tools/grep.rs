@@ -300,6 +300,9 @@ fn scan(search: &Search<'_>, files: &[FileEntry], ctx: &CallContext) -> Output {
     let found_entries = AtomicUsize::new(0);
     let found_bytes = AtomicUsize::new(0);
     let slots: Vec<OnceLock<Hits>> = files.iter().map(|_| OnceLock::new()).collect();
+    // Files scanned, for progress reports (when the caller asked for them).
+    let scanned = AtomicUsize::new(0);
+    let total = files.len() as u64;
     let work = |regex: Regex| {
         while !ctx.expired()
             && found_entries.load(Ordering::Relaxed) <= MAX_ENTRIES
@@ -314,6 +317,12 @@ fn scan(search: &Search<'_>, files: &[FileEntry], ctx: &CallContext) -> Output {
             found_entries.fetch_add(entries, Ordering::Relaxed);
             found_bytes.fetch_add(bytes, Ordering::Relaxed);
             let _ = slots[index].set(hits);
+            if ctx.wants_progress() {
+                let done = scanned.fetch_add(1, Ordering::Relaxed) as u64 + 1;
+                ctx.report_progress(done, Some(total), || {
+                    Some(format!("grep: {done} of {total} files scanned"))
+                });
+            }
         }
     };
     std::thread::scope(|scope| {

@@ -338,7 +338,45 @@ async fn policy_hidden_files_are_not_searched(backend: Backend) {
     );
 }
 
+async fn reports_progress_per_file_when_asked(backend: Backend) {
+    use crate::registry::{CallContext, Environment, Progress, ProgressHook, ToolCall};
+    use std::sync::{Arc, Mutex};
+    let h = backend.default_harness();
+    for i in 0..30 {
+        h.put(&format!("f{i:02}.md"), "hit\n");
+    }
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let ctx =
+        CallContext::new().with_progress(ProgressHook::new(move |p| sink.lock().unwrap().push(p)));
+    let result = h
+        .registry
+        .dispatch(
+            &ctx,
+            &ToolCall::new("grep", r#"{"pattern":"hit","output_mode":"count"}"#),
+            &Environment::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.content["truncated"], false);
+    let seen = seen.lock().unwrap().clone();
+    // One report per file scanned, counting up to the total, whichever thread scanned it.
+    let mut done: Vec<f64> = seen.iter().map(|p| p.progress).collect();
+    done.sort_by(f64::total_cmp);
+    assert_eq!(done, (1..=30).map(f64::from).collect::<Vec<_>>());
+    assert!(seen.iter().all(|p| p.total == Some(30.0)), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|p| p.message.as_deref() == Some("grep: 30 of 30 files scanned")),
+        "{seen:?}"
+    );
+    // Without a hook nothing is counted or reported (and the answer is the same).
+    let plain = grep(&h, json!({"pattern":"hit","output_mode":"count"})).await;
+    assert_eq!(plain, result.content);
+}
+
 backend_tests!(
+    reports_progress_per_file_when_asked,
     content_lines_in_path_order,
     context_lines,
     output_modes,

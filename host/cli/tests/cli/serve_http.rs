@@ -1,0 +1,529 @@
+//! End to end: `host serve --http` / `host run --http` as a child process, driven over
+//! real HTTP on loopback: the built-ins and a plugin served, per-session roots that keep
+//! clients apart, tokens, a public address refused, and SIGTERM with calls running.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const EXIT_USAGE: i32 = 2;
+const EXIT_SETUP: i32 = 3;
+const TOKEN: &str = "cli-test-token-0123456789";
+
+fn host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    command.env_remove("RUST_LOG");
+    command
+}
+
+/// A `host` serving HTTP, and its log lines (stderr) as they come.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    log: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = host()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn host");
+        let (sender, log) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            addr: "0.0.0.0:0".parse().unwrap(),
+            log,
+            seen: Vec::new(),
+        };
+        let line = server.wait_for("Streamable HTTP on http://");
+        let url = line.split("Streamable HTTP on http://").nth(1).unwrap();
+        server.addr = url.split('/').next().unwrap().parse().unwrap();
+        server
+    }
+
+    /// Waits (at most 60 s) for a log line containing `text`.
+    fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        if let Some(line) = self.seen.iter().find(|l| l.contains(text)) {
+            return line.clone();
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(text) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no log line with {text:?}; the log so far:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    fn terminate(&mut self) -> (i32, Duration) {
+        let started = Instant::now();
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status.code().unwrap_or(-1), started.elapsed());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "host did not stop"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+}
+
+/// One POST /mcp over a fresh connection (HTTP/1.1, `Connection: close`).
+fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        addr.port(),
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a whole response");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
+    let reply = post(
+        addr,
+        auth,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned()
+}
+
+fn call(addr: SocketAddr, headers: &[(&str, &str)], tool: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
+    let reply = post(addr, headers, &body.to_string());
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()["result"].clone()
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap()
+}
+
+fn dir_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn plugins_with(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    toolhost_tests::install(dir.path(), names).unwrap();
+    dir
+}
+
+#[test]
+fn serve_offers_the_builtins_and_plugins_over_http() {
+    let (root, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let plugins = plugins_with(&["conformance"]);
+    // A port alone: loopback.
+    let mut server = Server::start(&[
+        "serve",
+        "--http",
+        "0",
+        "--root",
+        dir_str(root.path()),
+        "--plugins",
+        dir_str(plugins.path()),
+        "--cache-dir",
+        dir_str(cache.path()),
+    ]);
+    assert_eq!(server.addr.ip(), std::net::Ipv4Addr::LOCALHOST);
+    let session = initialize(server.addr, &[]);
+    let headers = [("Mcp-Session-Id", session.as_str())];
+    let list = post(
+        server.addr,
+        &headers,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+    )
+    .json();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.starts_with(&["read_file", "list_files", "write_file"]),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"test_simple_text") && names.contains(&"json_schema_2020_12_tool"),
+        "{names:?}"
+    );
+    let result = call(server.addr, &headers, "test_simple_text", json!({}));
+    assert_eq!(text(&result), "This is a simple text response for testing.");
+    let result = call(server.addr, &headers, "test_error_handling", json!({}));
+    assert_eq!(result["isError"], true);
+    let result = call(
+        server.addr,
+        &headers,
+        "write_file",
+        json!({"path":"a.md","content":"over http"}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("a.md")).unwrap(),
+        "over http"
+    );
+    let (code, _) = server.terminate();
+    assert_eq!(code, 0);
+    server.wait_for("MCP server stopped");
+}
+
+#[test]
+fn session_roots_keep_two_clients_apart() {
+    let base = tempfile::tempdir().unwrap();
+    let template = format!("{}/{{session}}", base.path().display());
+    let mut server = Server::start(&[
+        "run",
+        "--http",
+        "127.0.0.1:0",
+        "--session-root-template",
+        &template,
+    ]);
+    let (a, b) = (initialize(server.addr, &[]), initialize(server.addr, &[]));
+    for (session, content) in [(&a, "alpha"), (&b, "beta")] {
+        let result = call(
+            server.addr,
+            &[("Mcp-Session-Id", session)],
+            "write_file",
+            json!({"path":"notes.md","content":content}),
+        );
+        assert_eq!(result["isError"], false, "{result}");
+    }
+    for (session, content) in [(&a, "alpha"), (&b, "beta")] {
+        assert_eq!(
+            std::fs::read_to_string(base.path().join(session).join("notes.md")).unwrap(),
+            content
+        );
+        let read = call(
+            server.addr,
+            &[("Mcp-Session-Id", session)],
+            "read_file",
+            json!({"path":"notes.md"}),
+        );
+        assert!(text(&read).contains(content), "{read}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(base.path().join(&a))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "a session root is private");
+    }
+    // The model controls every argument: no path reaches the other session's root.
+    for path in [
+        format!("../{b}/notes.md"),
+        format!("/{b}/notes.md"),
+        "..".to_owned(),
+    ] {
+        let read = call(
+            server.addr,
+            &[("Mcp-Session-Id", &a)],
+            "read_file",
+            json!({"path": path}),
+        );
+        assert_eq!(read["isError"], true, "{path}: {read}");
+        assert!(!text(&read).contains("beta"), "{read}");
+    }
+    let listed = call(
+        server.addr,
+        &[("Mcp-Session-Id", &a)],
+        "list_files",
+        json!({}),
+    );
+    assert_eq!(text(&listed).matches("notes.md").count(), 1, "{listed}");
+    assert_eq!(server.terminate().0, 0);
+}
+
+#[test]
+fn tokens_name_clients_and_guard_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("# clients\n{TOKEN} alice\n")).unwrap();
+    let base = dir.path().join("tenants");
+    std::fs::create_dir(&base).unwrap();
+    let template = format!("{}/{{client}}", base.display());
+    let mut server = Server::start(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth-token-file",
+        dir_str(&tokens),
+        "--session-root-template",
+        &template,
+    ]);
+    let reply = post(
+        server.addr,
+        &[],
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(reply.status, 401);
+    assert!(reply
+        .header("www-authenticate")
+        .unwrap()
+        .starts_with("Bearer"));
+    let auth = format!("Bearer {TOKEN}");
+    let session = initialize(server.addr, &[("Authorization", &auth)]);
+    let result = call(
+        server.addr,
+        &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+        "write_file",
+        json!({"path":"x.md","content":"alice's"}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        base.join("alice").join("x.md").is_file(),
+        "the client's own root"
+    );
+    assert_eq!(server.terminate().0, 0);
+    assert!(
+        !server.seen.iter().any(|line| line.contains(TOKEN)),
+        "the token never reaches the log"
+    );
+}
+
+#[test]
+fn bad_http_set_ups_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = host().args(args).stdin(Stdio::null()).output().unwrap();
+        (
+            output.status.code().unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    let (code, stderr) = run(&[
+        "serve",
+        "--http",
+        "0.0.0.0:0",
+        "--root",
+        dir_str(dir.path()),
+    ]);
+    assert_eq!(code, EXIT_SETUP, "{stderr}");
+    assert!(
+        stderr.contains("refusing to serve on 0.0.0.0:0 without authentication"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--auth-token-file") && stderr.contains("--insecure-public"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = run(&["serve", "--root", dir_str(dir.path())]);
+    assert_eq!(code, EXIT_USAGE, "{stderr}");
+    assert!(stderr.contains("--http <ADDR>"), "{stderr}");
+    let (code, stderr) = run(&["run", "--stateless"]);
+    assert_eq!(code, EXIT_USAGE, "HTTP flags need --http: {stderr}");
+    let (code, stderr) = run(&["serve", "--http", "example.com:8080"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        stderr.contains("is not an address to listen on"),
+        "{stderr}"
+    );
+
+    let short = dir.path().join("short");
+    std::fs::write(&short, "s3kr1t\n").unwrap();
+    let (code, stderr) = run(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth-token-file",
+        dir_str(&short),
+    ]);
+    assert_eq!(code, EXIT_SETUP);
+    assert!(
+        stderr.contains("line 1: the token is 6 characters long; use at least 16"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("s3kr1t"),
+        "the token is never printed: {stderr}"
+    );
+
+    let template = format!("{}/{{session}}", dir.path().display());
+    let (code, stderr) = run(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--session-root-template",
+        &template,
+        "--plugin-files",
+        "read",
+    ]);
+    assert_eq!(code, EXIT_SETUP);
+    assert!(
+        stderr.contains("cannot be combined with --session-root-template"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--session-root-template",
+        &template,
+        "--stateless",
+    ]);
+    assert_eq!(code, EXIT_SETUP);
+    assert!(
+        stderr.contains("needs sessions; drop --stateless"),
+        "{stderr}"
+    );
+    let client_template = format!("{}/{{client}}", dir.path().display());
+    let (code, stderr) = run(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--session-root-template",
+        &client_template,
+    ]);
+    assert_eq!(code, EXIT_SETUP);
+    assert!(
+        stderr.contains("needs --auth-token-file whose every line names its client"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sigterm_lets_a_running_call_finish_then_exits_0() {
+    let (root, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let plugins = plugins_with(&["hostile_loop"]);
+    let mut server = Server::start(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--stateless",
+        "--root",
+        dir_str(root.path()),
+        "--plugins",
+        dir_str(plugins.path()),
+        "--cache-dir",
+        dir_str(cache.path()),
+        "--plugin-timeout",
+        "3s",
+        "--shutdown-grace",
+        "20s",
+    ]);
+    let spin = "hostile_loop";
+    let addr = server.addr;
+    let calling = thread::spawn(move || {
+        let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":spin,"arguments":{}}});
+        post(addr, &[], &body.to_string())
+    });
+    server.wait_for("tools/call");
+    let (code, took) = server.terminate();
+    let reply = calling.join().unwrap();
+    assert_eq!(
+        reply.status, 200,
+        "the running call was answered: {}",
+        reply.body
+    );
+    assert_eq!(
+        reply.json()["result"]["isError"],
+        true,
+        "it hit its own time limit"
+    );
+    assert_eq!(code, 0);
+    // It waited for the call (3 s from its start), not for the grace period (20 s).
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    server.wait_for("shutting down: no new connections");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "no new connections after shutdown"
+    );
+}

@@ -1,0 +1,370 @@
+//! What one session remembers (the legacy revision `initialize` settled, its log level,
+//! its open subscriptions), the encoded tool list with its pages, and the notifications a
+//! call or a subscription sends: progress and tool-list changes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use toolhost::registry::{ProgressHook, ToolDefinition};
+
+use super::convert::tool_json;
+use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
+use super::logging::{LogLevel, SinkGuard};
+use super::pagination::{page, Cursor};
+use super::protocol::{self, RequestMeta, META_SERVER_INFO, META_SUBSCRIPTION_ID};
+use super::revision::Revision;
+use super::session::{Message, Notifier};
+
+/// Subscriptions (`subscriptions/listen`) one session may hold open at once.
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// The least time between two progress notifications of one call (the last one, at the
+/// total, always goes).
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// One session's protocol state.
+pub(crate) struct Conn {
+    negotiated: Mutex<Option<Revision>>,
+    /// The session's log sink (legacy `logging/setLevel`).
+    sink: SinkGuard,
+    /// Cancelled when the input ends: open subscriptions then close.
+    pub(crate) closing: CancellationToken,
+    subscriptions: Arc<AtomicUsize>,
+}
+
+impl Conn {
+    /// State with `sink` as the session's log sink; subscriptions end when `closing` is
+    /// cancelled (the session ends).
+    pub(crate) fn new(sink: SinkGuard, closing: CancellationToken) -> Self {
+        Self {
+            negotiated: Mutex::new(None),
+            sink,
+            closing,
+            subscriptions: Arc::default(),
+        }
+    }
+
+    /// The revision `initialize` settled, if it came.
+    pub(crate) fn negotiated(&self) -> Option<Revision> {
+        *self
+            .negotiated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn negotiate(&self, revision: Revision) {
+        *self
+            .negotiated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(revision);
+    }
+
+    /// Whether a line holding an array is read as a batch.
+    pub(crate) fn accepts_batches(&self) -> bool {
+        self.negotiated().is_some_and(Revision::accepts_batches)
+    }
+
+    /// Whether an error with an unreadable id says `"id": null` (only once a revision up
+    /// to 2025-06-18 is negotiated; else the id is left out, as 2025-11-25 on ask).
+    pub(crate) fn null_error_id(&self) -> bool {
+        self.negotiated().is_some_and(Revision::null_error_id)
+    }
+
+    pub(crate) fn sink_id(&self) -> u64 {
+        self.sink.id()
+    }
+
+    /// The level `logging/setLevel` set, if any.
+    pub(crate) fn level(&self) -> Option<LogLevel> {
+        self.sink.level()
+    }
+
+    /// `logging/setLevel`: forward this session's log lines at `params.level` and above.
+    pub(crate) fn set_level(&self, id: &RequestId, params: &Params) -> Result<(), RpcError> {
+        let level = params.str("level").and_then(|name| LogLevel::parse(&name));
+        let Some(level) = level else {
+            let got = match params.raw("level") {
+                Some(raw) if raw_type_name(raw) == "string" => raw.get().to_owned(),
+                Some(raw) => raw_type_name(raw).to_owned(),
+                None => "nothing".to_owned(),
+            };
+            return Err(RpcError::new(
+                id.clone(),
+                INVALID_PARAMS,
+                format!(
+                    "Invalid params: logging/setLevel needs \"level\", one of {}; got {got}",
+                    LogLevel::NAMES.join(", ")
+                ),
+            ));
+        };
+        self.sink.set_level(level);
+        tracing::info!(level = level.as_str(), "client set the log level");
+        Ok(())
+    }
+
+    /// Opens a `subscriptions/listen` subscription (modern era).
+    ///
+    /// # Errors
+    /// [`INVALID_PARAMS`] for a filter that is not an object, or when
+    /// [`MAX_SUBSCRIPTIONS`] are open.
+    pub(crate) fn listen(
+        &self,
+        id: &RequestId,
+        params: &Params,
+        meta: &RequestMeta,
+        list_changed: bool,
+    ) -> Result<Subscription, RpcError> {
+        let invalid = |what: &str| {
+            RpcError::new(
+                id.clone(),
+                INVALID_PARAMS,
+                format!("Invalid params: {what}"),
+            )
+        };
+        let filter = match params.value("notifications") {
+            None | Some(Value::Null) => json!({}),
+            Some(filter @ Value::Object(_)) => filter,
+            Some(_) => {
+                return Err(invalid(
+                    "\"notifications\" must be an object such as {\"toolsListChanged\": true}",
+                ))
+            }
+        };
+        let tools = filter["toolsListChanged"] == json!(true) && list_changed;
+        let open = self.subscriptions.fetch_add(1, Ordering::SeqCst);
+        let held = SubscriptionCount(Arc::clone(&self.subscriptions));
+        if open >= MAX_SUBSCRIPTIONS {
+            return Err(invalid(&format!(
+                "{MAX_SUBSCRIPTIONS} subscriptions are open on this session already; cancel one first"
+            )));
+        }
+        Ok(Subscription {
+            id: id.clone(),
+            tools,
+            meta: meta.clone(),
+            closing: self.closing.clone(),
+            _held: held,
+        })
+    }
+}
+
+struct SubscriptionCount(Arc<AtomicUsize>);
+
+impl Drop for SubscriptionCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An open `subscriptions/listen` request.
+pub(crate) struct Subscription {
+    id: RequestId,
+    /// Whether `notifications/tools/list_changed` was asked for (and is offered).
+    tools: bool,
+    meta: RequestMeta,
+    closing: CancellationToken,
+    _held: SubscriptionCount,
+}
+
+impl Subscription {
+    /// The request's id.
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Acknowledges the subscription through `notifier`, then sends what it asked for
+    /// until the client cancels it (`None`: no answer then) or the session ends (the
+    /// completion result, to send as the request's response).
+    pub(crate) async fn run(
+        self,
+        mut changes: tokio::sync::watch::Receiver<u64>,
+        notifier: &Notifier,
+        cancelled: CancellationToken,
+    ) -> Option<Message> {
+        let tag = json!({ META_SUBSCRIPTION_ID: id_value(&self.id) });
+        let acknowledged = if self.tools {
+            json!({ "toolsListChanged": true })
+        } else {
+            json!({})
+        };
+        let ack = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": { "_meta": tag, "notifications": acknowledged },
+        });
+        notifier.send(Message::text(ack.to_string())).await;
+        changes.borrow_and_update();
+        loop {
+            tokio::select! {
+                () = cancelled.cancelled() => return None,
+                () = self.closing.cancelled() => break,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    changes.borrow_and_update();
+                    if self.tools {
+                        let note = json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/tools/list_changed",
+                            "params": { "_meta": tag },
+                        });
+                        notifier.send(Message::text(note.to_string())).await;
+                    }
+                }
+            }
+        }
+        let mut result = protocol::complete(&self.meta, json!({}));
+        result["_meta"][META_SUBSCRIPTION_ID] = id_value(&self.id);
+        if !self.meta.modern {
+            result["_meta"][META_SERVER_INFO] = protocol::server_info();
+        }
+        Some(Message::response(&self.id, Bytes::from(result.to_string())))
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    serde_json::from_str(id.as_json()).unwrap_or(Value::Null)
+}
+
+/// A progress hook for a call whose client sent `token`: at most one notification per
+/// [`PROGRESS_INTERVAL`] (and the last), always increasing, none once the call is
+/// cancelled or done (the returned token, cancelled by the caller when the call ends),
+/// dropped rather than waited for when the transport has no room for it now.
+pub(crate) fn progress_hook(
+    token: RequestId,
+    notifier: Notifier,
+    cancelled: CancellationToken,
+) -> (ProgressHook, CancellationToken) {
+    let done = CancellationToken::new();
+    let finished = done.clone();
+    let token = id_value(&token);
+    // The last progress sent and when.
+    let state: Mutex<(f64, Option<Instant>)> = Mutex::new((f64::NEG_INFINITY, None));
+    let hook = ProgressHook::new(move |progress| {
+        if finished.is_cancelled() || cancelled.is_cancelled() {
+            return;
+        }
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        if progress.progress <= state.0 {
+            return;
+        }
+        let last = progress
+            .total
+            .is_some_and(|total| progress.progress >= total);
+        if !last && state.1.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
+            return;
+        }
+        let mut params = json!({ "progressToken": token, "progress": progress.progress });
+        if let Some(total) = progress.total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = progress.message {
+            params["message"] = json!(message);
+        }
+        let note =
+            json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params });
+        if notifier.try_send(Message::text(note.to_string())) {
+            *state = (progress.progress, Some(Instant::now()));
+        }
+    });
+    (hook, done)
+}
+
+/// The tool set of one registry generation, each tool encoded once, and the pages built
+/// from them so far.
+#[derive(Debug)]
+pub(crate) struct EncodedTools {
+    pub(crate) generation: u64,
+    names: Vec<String>,
+    tools: Vec<Bytes>,
+    /// Pages built, by (modern, first tool): a page of one generation never changes.
+    pages: Mutex<HashMap<(bool, usize), Bytes>>,
+}
+
+impl EncodedTools {
+    pub(crate) fn new(generation: u64, definitions: &[ToolDefinition]) -> Self {
+        Self {
+            generation,
+            names: definitions.iter().map(|d| d.name.clone()).collect(),
+            tools: definitions
+                .iter()
+                .map(|d| Bytes::from(tool_json(d).to_string()))
+                .collect(),
+            pages: Mutex::default(),
+        }
+    }
+
+    /// The `tools/list` result for `params` (its `cursor`), as the request's era shapes it.
+    pub(crate) fn page(
+        &self,
+        id: &RequestId,
+        params: &Params,
+        meta: &RequestMeta,
+        size: usize,
+        list_changed: bool,
+    ) -> Result<Bytes, RpcError> {
+        let invalid = |message: String| RpcError::new(id.clone(), INVALID_PARAMS, message);
+        let cursor = match params.raw("cursor") {
+            None => None,
+            Some(raw) if raw_type_name(raw) == "null" => None,
+            Some(raw) => match params.str("cursor") {
+                Some(text) => Some(Cursor::parse(&text)),
+                None => {
+                    return Err(invalid(format!(
+                        "Invalid params: \"cursor\" must be a string (the nextCursor of the last page), got {}",
+                        raw_type_name(raw)
+                    )))
+                }
+            },
+        };
+        let page =
+            page(&self.names, cursor.as_ref(), size).map_err(|err| invalid(err.to_string()))?;
+        let key = (meta.modern, page.range.start);
+        let mut pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(built) = pages.get(&key) {
+            return Ok(built.clone());
+        }
+        // Keys in serde_json's (sorted) order, as every other result.
+        let mut out: Vec<u8> = Vec::new();
+        out.push(b'{');
+        if meta.modern {
+            out.extend_from_slice(
+                format!(
+                    "\"_meta\":{},\"cacheScope\":\"public\",",
+                    json!({ META_SERVER_INFO: protocol::server_info() })
+                )
+                .as_bytes(),
+            );
+        }
+        if let Some(next) = &page.next {
+            out.extend_from_slice(format!("\"nextCursor\":{},", json!(next.as_str())).as_bytes());
+        }
+        if meta.modern {
+            out.extend_from_slice(b"\"resultType\":\"complete\",");
+        }
+        out.extend_from_slice(b"\"tools\":[");
+        for (at, tool) in self.tools[page.range].iter().enumerate() {
+            if at > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(tool);
+        }
+        out.push(b']');
+        if meta.modern {
+            out.extend_from_slice(
+                format!(",\"ttlMs\":{}", protocol::ttl_ms(list_changed)).as_bytes(),
+            );
+        }
+        out.push(b'}');
+        let built = Bytes::from(out);
+        pages.insert(key, built.clone());
+        Ok(built)
+    }
+}

@@ -1,0 +1,502 @@
+//! MCP sessions over HTTP: ids any process holding the key can check, and the sessions
+//! this process holds in memory.
+//!
+//! A session id is 32 hex digits of randomness followed by 32 hex digits of
+//! HMAC-SHA256 over them and the client's name, under the server's session key. So:
+//! - an id cannot be made up or altered (a client can only use ids the server issued);
+//! - an id issued to one token's client is refused with another token;
+//! - every process started with the same key accepts every id any of them issued, and
+//!   rebuilds the session's state from the id alone (its storage root follows from the
+//!   id): nothing has to be shared between processes but the key.
+//!
+//! What a process holds per session (its calls in flight, the open GET stream, the
+//! negotiated protocol version) is bounded by [`SessionSettings::max_sessions`]; an idle
+//! session is forgotten first when room is needed, and comes back from its id.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use toolhost::registry::{Environment, Registry};
+
+use crate::session::{Catalog, Counters, Session};
+
+/// The length of a session id: 64 hex digits.
+pub const SESSION_ID_LEN: usize = 64;
+
+/// How many terminated session ids a process remembers (and refuses), oldest forgotten
+/// first.
+const TERMINATED_MEMORY: usize = 65_536;
+
+/// The secret that signs session ids. Give every process behind one load balancer the
+/// same key; a process with a key of its own accepts only its own sessions.
+#[derive(Clone)]
+pub struct SessionKey([u8; 32]);
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(..)")
+    }
+}
+
+/// Why a session key could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionKeyError {
+    /// The system's random source failed.
+    #[error("cannot draw a random session key: {0}")]
+    Random(String),
+    /// The key material is too short.
+    #[error("the session key is {got} bytes long; use at least 32 bytes of secret (e.g. `openssl rand -hex 32`)")]
+    TooShort {
+        /// Its length.
+        got: usize,
+    },
+}
+
+impl SessionKey {
+    /// A fresh random key: sessions of this process only.
+    ///
+    /// # Errors
+    /// [`SessionKeyError::Random`] when the system's random source fails.
+    pub fn random() -> Result<Self, SessionKeyError> {
+        let mut key = [0; 32];
+        getrandom::fill(&mut key).map_err(|err| SessionKeyError::Random(err.to_string()))?;
+        Ok(Self(key))
+    }
+
+    /// A key from secret material (a key file's content, surrounding blanks removed),
+    /// hashed into the key.
+    ///
+    /// # Errors
+    /// [`SessionKeyError::TooShort`] under 32 bytes.
+    pub fn from_secret(secret: &[u8]) -> Result<Self, SessionKeyError> {
+        let secret = secret.trim_ascii();
+        if secret.len() < 32 {
+            return Err(SessionKeyError::TooShort { got: secret.len() });
+        }
+        Ok(Self(<Sha256 as sha2::Digest>::digest(secret).into()))
+    }
+
+    fn tag(&self, random: &str, client: Option<&str>) -> Hmac<Sha256> {
+        // A key of any length is accepted by HMAC.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(b"wasm-toolhost mcp session\0");
+        mac.update(random.as_bytes());
+        mac.update(b"\0");
+        mac.update(client.unwrap_or_default().as_bytes());
+        mac
+    }
+
+    /// A new session id for `client`.
+    ///
+    /// # Errors
+    /// [`SessionKeyError::Random`] when the system's random source fails.
+    pub fn issue(&self, client: Option<&str>) -> Result<String, SessionKeyError> {
+        let mut random = [0u8; 16];
+        getrandom::fill(&mut random).map_err(|err| SessionKeyError::Random(err.to_string()))?;
+        let random = hex(&random);
+        let tag = self.tag(&random, client).finalize().into_bytes();
+        Ok(random + &hex(&tag[..16]))
+    }
+
+    /// Whether `id` is one this key issued to `client` (checked in constant time).
+    pub fn verify(&self, id: &str, client: Option<&str>) -> bool {
+        if id.len() != SESSION_ID_LEN
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return false;
+        }
+        let (random, tag) = id.split_at(SESSION_ID_LEN / 2);
+        let Some(tag) = unhex(tag) else { return false };
+        self.tag(random, client).verify_truncated_left(&tag).is_ok()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// What a new session's registry is built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session id; `None` in stateless mode, where every request stands alone.
+    pub id: Option<String>,
+    /// The name of the client whose token opened it, if the token has one.
+    pub client: Option<String>,
+}
+
+/// Builds a session's registry (e.g. the file tools over a storage root of its own).
+/// Runs on a blocking thread: it may create directories.
+pub type RegistryFactory = Arc<dyn Fn(&SessionInfo) -> Result<Arc<Registry>, String> + Send + Sync>;
+
+/// Which registry a session serves.
+#[derive(Clone)]
+pub enum Registries {
+    /// The same registry for every session.
+    Shared(Arc<Registry>),
+    /// A registry per session, built when the session is first seen by this process.
+    PerSession(RegistryFactory),
+}
+
+impl std::fmt::Debug for Registries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Shared(registry) => f.debug_tuple("Shared").field(registry).finish(),
+            Self::PerSession(_) => f.write_str("PerSession(..)"),
+        }
+    }
+}
+
+/// How the server keeps sessions.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    /// `None`: stateless, no session ids; every request is served on its own (no GET
+    /// stream, no DELETE, cancellation only by closing the request).
+    pub key: Option<SessionKey>,
+    /// The most sessions this process holds in memory, 1024 by default. An idle one is
+    /// forgotten to make room (it comes back from its id); when all are busy, a new
+    /// session is refused with 503.
+    pub max_sessions: usize,
+}
+
+/// Default for [`SessionSettings::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+
+/// Why a session could not be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Unknown, not ours, or terminated: the client must initialize again (404).
+    NotFound,
+    /// Every place is taken by a busy session (503).
+    Full,
+    /// The registry could not be built (500); the message is for the log and the client.
+    Setup(String),
+}
+
+struct Live {
+    session: Session,
+    last_used: Instant,
+    /// Whether a GET stream is open on it (then it is busy).
+    streaming: bool,
+}
+
+/// The sessions of this process.
+pub(crate) struct Sessions {
+    settings: SessionSettings,
+    registries: Registries,
+    /// The shared registry's catalog (encoded `tools/list`), when shared.
+    shared: Option<Arc<Catalog>>,
+    counters: Arc<Counters>,
+    live: Mutex<HashMap<String, Live>>,
+    /// Cancelled at shutdown: every session's calls stop, held here or not.
+    stop: CancellationToken,
+    terminated: Mutex<(HashSet<String>, VecDeque<String>)>,
+}
+
+impl Sessions {
+    pub(crate) fn new(
+        settings: SessionSettings,
+        registries: Registries,
+        counters: Arc<Counters>,
+        list_changed: bool,
+    ) -> Self {
+        let shared = match &registries {
+            Registries::Shared(registry) => Some(Arc::new(
+                Catalog::new(Arc::clone(registry), Arc::clone(&counters))
+                    .with_list_changed(list_changed),
+            )),
+            Registries::PerSession(_) => None,
+        };
+        Self {
+            settings,
+            registries,
+            shared,
+            counters,
+            live: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+            terminated: Mutex::new((HashSet::new(), VecDeque::new())),
+        }
+    }
+
+    pub(crate) fn stateful(&self) -> bool {
+        self.settings.key.is_some()
+    }
+
+    async fn build(&self, info: SessionInfo) -> Result<Session, Refusal> {
+        let env = Environment {
+            session_id: info
+                .id
+                .clone()
+                .unwrap_or_else(|| Environment::generate().session_id),
+            turn_id: String::new(),
+        };
+        let catalog = match (&self.shared, &self.registries) {
+            (Some(catalog), _) => Arc::clone(catalog),
+            (None, Registries::PerSession(factory)) => {
+                let factory = Arc::clone(factory);
+                let registry = tokio::task::spawn_blocking(move || factory(&info))
+                    .await
+                    .map_err(|err| Refusal::Setup(format!("the session set-up failed: {err}")))?
+                    .map_err(Refusal::Setup)?;
+                Arc::new(Catalog::new(registry, Arc::clone(&self.counters)))
+            }
+            (None, Registries::Shared(_)) => unreachable!("a shared registry has its catalog"),
+        };
+        Ok(Session::with_catalog_under(
+            catalog,
+            env,
+            self.stop.child_token(),
+        ))
+    }
+
+    /// A session for one stateless request.
+    pub(crate) async fn ephemeral(&self, client: Option<&str>) -> Result<Session, Refusal> {
+        self.build(SessionInfo {
+            id: None,
+            client: client.map(str::to_owned),
+        })
+        .await
+    }
+
+    /// A new session for `client` (stateful mode).
+    pub(crate) async fn create(&self, client: Option<&str>) -> Result<Session, Refusal> {
+        let Some(key) = &self.settings.key else {
+            return self.ephemeral(client).await;
+        };
+        self.make_room()?;
+        let id = key
+            .issue(client)
+            .map_err(|err| Refusal::Setup(err.to_string()))?;
+        let session = self
+            .build(SessionInfo {
+                id: Some(id.clone()),
+                client: client.map(str::to_owned),
+            })
+            .await?;
+        self.insert(id.clone(), session.clone());
+        info!(session_id = %id, client = client.unwrap_or("-"), "session opened");
+        Ok(session)
+    }
+
+    /// The session `id` names, rebuilt from the id if this process does not hold it.
+    pub(crate) async fn find(&self, id: &str, client: Option<&str>) -> Result<Session, Refusal> {
+        let Some(key) = &self.settings.key else {
+            return Err(Refusal::NotFound);
+        };
+        if !key.verify(id, client) || self.is_terminated(id) {
+            return Err(Refusal::NotFound);
+        }
+        if let Some(live) = self.lock().get_mut(id) {
+            live.last_used = Instant::now();
+            return Ok(live.session.clone());
+        }
+        self.make_room()?;
+        let session = self
+            .build(SessionInfo {
+                id: Some(id.to_owned()),
+                client: client.map(str::to_owned),
+            })
+            .await?;
+        info!(session_id = %id, "session resumed from its id (opened by another process, or forgotten while idle)");
+        // Two requests may rebuild it at once: the first one in wins.
+        Ok(self.insert(id.to_owned(), session))
+    }
+
+    fn insert(&self, id: String, session: Session) -> Session {
+        self.lock()
+            .entry(id)
+            .or_insert(Live {
+                session,
+                last_used: Instant::now(),
+                streaming: false,
+            })
+            .session
+            .clone()
+    }
+
+    /// Ends session `id` (DELETE): its calls are cancelled and the id is refused from
+    /// now on in this process.
+    pub(crate) fn terminate(&self, id: &str) {
+        if let Some(live) = self.lock().remove(id) {
+            live.session.close();
+        }
+        let mut terminated = self
+            .terminated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (set, order) = &mut *terminated;
+        if set.insert(id.to_owned()) {
+            order.push_back(id.to_owned());
+            if order.len() > TERMINATED_MEMORY {
+                if let Some(oldest) = order.pop_front() {
+                    set.remove(&oldest);
+                }
+            }
+        }
+        info!(session_id = %id, "session terminated by the client");
+    }
+
+    fn is_terminated(&self, id: &str) -> bool {
+        self.terminated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .contains(id)
+    }
+
+    /// Marks whether a GET stream is open on `id`; `false` if one already is (opening).
+    pub(crate) fn set_streaming(&self, id: &str, streaming: bool) -> bool {
+        match self.lock().get_mut(id) {
+            Some(live) if streaming && live.streaming => false,
+            Some(live) => {
+                live.streaming = streaming;
+                true
+            }
+            None => !streaming,
+        }
+    }
+
+    /// Ends every session (shutdown): their calls are cancelled.
+    pub(crate) fn close_all(&self) {
+        self.stop.cancel();
+    }
+
+    /// How many sessions this process holds.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Room for one more session: below the limit, or after forgetting the longest idle
+    /// one (no call in flight, no stream open).
+    fn make_room(&self) -> Result<(), Refusal> {
+        let mut live = self.lock();
+        if live.len() < self.settings.max_sessions.max(1) {
+            return Ok(());
+        }
+        let idle = live
+            .iter()
+            .filter(|(_, l)| !l.streaming && l.session.calls_in_flight() == 0)
+            .min_by_key(|(_, l)| l.last_used)
+            .map(|(id, _)| id.clone());
+        match idle {
+            Some(id) => {
+                debug!(session_id = %id, "forgot an idle session to make room (it comes back from its id)");
+                live.remove(&id);
+                Ok(())
+            }
+            None => Err(Refusal::Full),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked_against_key_and_client() {
+        let key = SessionKey::random().unwrap();
+        let id = key.issue(Some("alice")).unwrap();
+        assert_eq!(id.len(), SESSION_ID_LEN);
+        assert!(key.verify(&id, Some("alice")));
+        assert!(!key.verify(&id, Some("bob")), "another client's id");
+        assert!(!key.verify(&id, None));
+        assert!(
+            !SessionKey::random().unwrap().verify(&id, Some("alice")),
+            "another key"
+        );
+        // Any change is refused, including case and length.
+        let mut flipped = id.clone().into_bytes();
+        flipped[40] = if flipped[40] == b'0' { b'1' } else { b'0' };
+        assert!(!key.verify(std::str::from_utf8(&flipped).unwrap(), Some("alice")));
+        assert!(!key.verify(&id.to_uppercase(), Some("alice")));
+        assert!(!key.verify(&id[..63], Some("alice")));
+        assert!(!key.verify(&format!("{id}0"), Some("alice")));
+        assert!(!key.verify("../../etc/passwd", Some("alice")));
+        assert!(!key.verify("", None));
+        // Two processes with the same secret accept each other's ids.
+        let secret = b"0123456789abcdef0123456789abcdef\n";
+        let (a, b) = (
+            SessionKey::from_secret(secret).unwrap(),
+            SessionKey::from_secret(secret).unwrap(),
+        );
+        assert!(b.verify(&a.issue(None).unwrap(), None));
+        assert_eq!(
+            SessionKey::from_secret(b"  short  ")
+                .unwrap_err()
+                .to_string(),
+            "the session key is 5 bytes long; use at least 32 bytes of secret (e.g. `openssl rand -hex 32`)"
+        );
+    }
+
+    fn sessions(max: usize) -> Sessions {
+        Sessions::new(
+            SessionSettings {
+                key: Some(SessionKey::random().unwrap()),
+                max_sessions: max,
+            },
+            Registries::Shared(Arc::new(Registry::new())),
+            Arc::default(),
+            false,
+        )
+    }
+
+    #[tokio::test]
+    async fn sessions_come_back_from_their_id_and_stay_terminated() {
+        let sessions = sessions(2);
+        let a = sessions.create(None).await.unwrap();
+        let id = a.environment().session_id.clone();
+        assert!(sessions.find(&id, None).await.is_ok());
+        assert_eq!(
+            sessions.find(&id, Some("x")).await.unwrap_err(),
+            Refusal::NotFound
+        );
+        // Forgotten to make room (idle), then found again from its id.
+        sessions.create(None).await.unwrap();
+        sessions.create(None).await.unwrap();
+        assert_eq!(sessions.len(), 2);
+        let again = sessions.find(&id, None).await.unwrap();
+        assert_eq!(again.environment().session_id, id);
+        sessions.terminate(&id);
+        assert!(again.is_closed());
+        assert_eq!(
+            sessions.find(&id, None).await.unwrap_err(),
+            Refusal::NotFound
+        );
+    }
+
+    #[tokio::test]
+    async fn busy_sessions_are_never_forgotten() {
+        let sessions = sessions(1);
+        let a = sessions.create(None).await.unwrap();
+        let id = a.environment().session_id.clone();
+        assert!(sessions.set_streaming(&id, true));
+        assert!(
+            !sessions.set_streaming(&id, true),
+            "one GET stream at a time"
+        );
+        assert_eq!(sessions.create(None).await.unwrap_err(), Refusal::Full);
+        assert!(sessions.set_streaming(&id, false));
+        assert!(sessions.create(None).await.is_ok());
+    }
+}
