@@ -6,3 +6,4 @@ mod hostile;
 mod imports;
 mod plugins;
 mod vfs_backends;
+mod properties;
