@@ -77,6 +77,9 @@ pub mod classify;
 mod config;
 mod engine;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod host;
 mod limits;
 mod loader;

@@ -1,0 +1,73 @@
+//! `vfs_diff` (differential): one sequence of file operations, each a built-in tool call,
+//! applied to the memory store and to the disk store (osfs) in a fresh temp dir. Both must
+//! give the same results and the same errors, and hold the same files at the end.
+//!
+//! The known differences between the backends are encoded in
+//! [`toolhost_fuzz::ops`]'s normalisation below and listed in docs/testing.md; nothing
+//! else is skipped.
+#![no_main]
+
+use std::sync::Arc;
+
+use arbitrary::{Arbitrary, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use toolhost::tools::VfsToolOptions;
+use toolhost::vfs::{MemoryStorage, OsStorage, Storage};
+use toolhost_fuzz::ops::Op;
+use toolhost_fuzz::{dispatch, file_registry, normalise};
+
+fuzz_target!(|data: &[u8]| {
+    let ops: Vec<Op> = match toolhost_fuzz::text_mode(data) {
+        // A seed: `tool {json}` lines.
+        Some(text) => toolhost_fuzz::call_lines(text)
+            .filter_map(|(tool, arguments)| {
+                let tool = toolhost::tools::DEFAULT_TOOL_NAMES.into_iter().find(|t| *t == tool)?;
+                Some(Op { tool, arguments: serde_json::from_str(arguments).ok()? })
+            })
+            .collect(),
+        None => match Vec::<Op>::arbitrary_take_rest(Unstructured::new(data)) {
+            Ok(ops) => ops,
+            Err(_) => return,
+        },
+    };
+    if ops.len() > 24 {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let memory: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let disk: Arc<dyn Storage> = Arc::new(OsStorage::open(dir.path()).expect("open the temp dir"));
+    let registries = [
+        file_registry(VfsToolOptions::new(Arc::clone(&memory))),
+        file_registry(VfsToolOptions::new(Arc::clone(&disk))),
+    ];
+    // Known difference 1 (docs/testing.md): once a file was written with an explicit
+    // content type, read_file's content_type is the stored one on memory and the one
+    // derived from the extension on disk.
+    let mut typed = false;
+    for (step, op) in ops.iter().enumerate() {
+        let arguments = op.arguments.to_string();
+        typed |= op.arguments.get("content_type").is_some();
+        let [on_memory, on_disk] = registries.each_ref().map(|registry| {
+            let mut outcome = normalise(dispatch(registry, op.tool, &arguments));
+            if let (true, Ok(serde_json::Value::Object(map))) = (typed, &mut outcome) {
+                map.remove("content_type");
+            }
+            outcome
+        });
+        assert_eq!(
+            on_memory, on_disk,
+            "step {step}: {} {arguments}: memory (left) and disk (right) differ",
+            op.tool
+        );
+    }
+    let files = |storage: &Arc<dyn Storage>| -> Vec<(String, Vec<u8>)> {
+        let list = storage.list().expect("list");
+        list.into_iter()
+            .map(|entry| {
+                let content = storage.read(&entry.path).expect("read a listed file").content;
+                (entry.path, content)
+            })
+            .collect()
+    };
+    assert_eq!(files(&memory), files(&disk), "the stores hold different files at the end");
+});
