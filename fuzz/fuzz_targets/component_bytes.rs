@@ -43,7 +43,11 @@ fn host() -> &'static Host {
         };
         let host = PluginHost::new(config).expect("a plugin host");
         let dir = tempfile::tempdir().expect("a temp dir");
-        Host { host, file: dir.path().join("fuzzed.wasm"), _dir: dir }
+        Host {
+            host,
+            file: dir.path().join("fuzzed.wasm"),
+            _dir: dir,
+        }
     })
 }
 
@@ -54,7 +58,10 @@ fuzz_target!(|data: &[u8]| {
     let loaded = match host.load_file(file, &registry) {
         Ok(loaded) => loaded,
         Err(err) => {
-            assert!(err.to_string().contains("fuzzed.wasm"), "the error names the file: {err}");
+            assert!(
+                err.to_string().contains("fuzzed.wasm"),
+                "the error names the file: {err}"
+            );
             return;
         }
     };

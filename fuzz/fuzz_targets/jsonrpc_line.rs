@@ -97,7 +97,10 @@ fuzz_target!(|data: &[u8]| {
     input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":");
     input.extend_from_slice(PING_ID.as_bytes());
     input.extend_from_slice(b",\"method\":\"ping\"}\n");
-    let requests = input.split(|&b| b == b'\n').filter(|l| !l.trim_ascii().is_empty()).count();
+    let requests = input
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.trim_ascii().is_empty())
+        .count();
     let ids = sent_ids(&input);
 
     let server = McpServer::new(registry()).with_session(Environment::default());
@@ -107,13 +110,20 @@ fuzz_target!(|data: &[u8]| {
         .expect("serving from memory into memory does not fail");
 
     let text = std::str::from_utf8(&output).expect("answers are UTF-8");
-    assert!(text.is_empty() || text.ends_with('\n'), "the last answer ends its line");
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "the last answer ends its line"
+    );
     let mut answers = 0;
     let mut pinged = false;
     for line in text.lines() {
         answers += 1;
         // tools/list of the eleven built-in tools is the longest non-call answer.
-        assert!(line.len() <= DEFAULT_RESULT_CAP + 16 * 1024, "answer of {} bytes", line.len());
+        assert!(
+            line.len() <= DEFAULT_RESULT_CAP + 16 * 1024,
+            "answer of {} bytes",
+            line.len()
+        );
         // A batch (where the negotiated revision allows one) is answered with an array.
         let responses: Vec<Response> = if line.starts_with('[') {
             serde_json::from_str(line)
@@ -123,7 +133,9 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_else(|err| panic!("answer is not a JSON-RPC response ({err}): {line}"));
         for response in responses {
             check(&response, &ids, line);
-            if response.id.map(RawValue::get) == Some(PING_ID) && response.result.map(RawValue::get) == Some("{}") {
+            if response.id.map(RawValue::get) == Some(PING_ID)
+                && response.result.map(RawValue::get) == Some("{}")
+            {
                 pinged = true;
             }
         }

@@ -85,7 +85,11 @@ fuzz_target!(|data: &[u8]| {
             let message = err.to_string();
             assert!(message.starts_with("plugins/fuzzed.toml: "), "{message}");
             // toml's message, a line number and the list of keys: never the whole input.
-            assert!(message.len() <= 4096 + text.len(), "{} bytes: {message}", message.len());
+            assert!(
+                message.len() <= 4096 + text.len(),
+                "{} bytes: {message}",
+                message.len()
+            );
             return;
         }
     };
@@ -100,7 +104,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let limits = &resolved.limits;
-    assert!(within(limits, &config.max_limits), "{limits:?} above {:?}", config.max_limits);
-    assert!(limits.timeout > Duration::ZERO && limits.memory_bytes > 0, "{limits:?}");
+    assert!(
+        within(limits, &config.max_limits),
+        "{limits:?} above {:?}",
+        config.max_limits
+    );
+    assert!(
+        limits.timeout > Duration::ZERO && limits.memory_bytes > 0,
+        "{limits:?}"
+    );
     assert_ne!(limits.fuel, Some(0));
 });

@@ -15,7 +15,9 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use toolhost::registry::ToolError;
 use toolhost::tools::{FilePolicy, PolicyError, VfsToolOptions};
-use toolhost::vfs::{scope, validate_path, MemoryStorage, OsStorage, Storage, StorageError};
+use toolhost::vfs::{
+    scope, validate_path, MemoryStorage, OsStorage, PathErrorReason, Storage, StorageError,
+};
 use toolhost_fuzz::paths::{model_extension_allowed, model_hidden, model_reason};
 use toolhost_fuzz::{dispatch, file_registry};
 
@@ -28,8 +30,29 @@ struct Input {
 
 fn piece(u: &mut Unstructured<'_>) -> arbitrary::Result<String> {
     const PIECES: &[&str] = &[
-        "a", "b.md", "/", "/", "/", ".", "..", "_", ".git", "\\", "C:", ":", "\u{0}", "\n", "\u{85}",
-        "\u{200b}", "é", "%2e%2e", "~", " ", "\u{ff0e}\u{ff0e}", "a.MD", "x.txt",
+        "a",
+        "b.md",
+        "/",
+        "/",
+        "/",
+        ".",
+        "..",
+        "_",
+        ".git",
+        "\\",
+        "C:",
+        ":",
+        "\u{0}",
+        "\n",
+        "\u{85}",
+        "\u{200b}",
+        "é",
+        "%2e%2e",
+        "~",
+        " ",
+        "\u{ff0e}\u{ff0e}",
+        "a.MD",
+        "x.txt",
     ];
     if u.ratio(1, 6)? {
         String::arbitrary(u)
@@ -53,31 +76,51 @@ impl<'a> Arbitrary<'a> for Input {
                 path.push_str(&segment);
             }
         }
-        let prefix = if u.arbitrary()? { "tenant".to_owned() } else { piece(u)? };
+        let prefix = if u.arbitrary()? {
+            "tenant".to_owned()
+        } else {
+            piece(u)?
+        };
         let extensions = if u.arbitrary()? {
             Some(vec![(*u.choose(&[".md", "MD", "txt", "", "."])?).to_owned()])
         } else {
             None
         };
-        Ok(Self { path, prefix, extensions })
+        Ok(Self {
+            path,
+            prefix,
+            extensions,
+        })
     }
 }
 
 fuzz_target!(|data: &[u8]| {
     let input = match toolhost_fuzz::text_mode(data) {
         // A seed: the path itself, under prefix `tenant`, every extension allowed.
-        Some(text) => Input { path: text.to_owned(), prefix: "tenant".to_owned(), extensions: None },
+        Some(text) => Input {
+            path: text.to_owned(),
+            prefix: "tenant".to_owned(),
+            extensions: None,
+        },
         None => match Input::arbitrary_take_rest(Unstructured::new(data)) {
             Ok(input) => input,
             Err(_) => return,
         },
     };
-    let Input { path, prefix, extensions } = input;
+    let Input {
+        path,
+        prefix,
+        extensions,
+    } = input;
     let path = path.as_str();
 
     // 1. The rules agree with the model.
     let verdict = validate_path("path", path).err().map(|err| err.reason);
-    assert_eq!(verdict, model_reason(path), "validate_path vs model on {path:?}");
+    assert_eq!(
+        verdict,
+        model_reason(path),
+        "validate_path vs model on {path:?}"
+    );
     let valid = verdict.is_none();
 
     // 2. A scoped store: refused, or exactly prefix/path in the wrapped store.
@@ -92,13 +135,33 @@ fuzz_target!(|data: &[u8]| {
             match scoped.write(path, b"x", "") {
                 Ok(()) => {
                     assert!(valid, "scoped write accepted invalid {path:?}");
-                    let stored: Vec<String> = inner.list().expect("list").into_iter().map(|f| f.path).collect();
+                    let stored: Vec<String> = inner
+                        .list()
+                        .expect("list")
+                        .into_iter()
+                        .map(|f| f.path)
+                        .collect();
                     assert_eq!(stored, [format!("{prefix}/{path}")]);
-                    let seen: Vec<String> = scoped.list().expect("list").into_iter().map(|f| f.path).collect();
+                    let seen: Vec<String> = scoped
+                        .list()
+                        .expect("list")
+                        .into_iter()
+                        .map(|f| f.path)
+                        .collect();
                     assert_eq!(seen, [path]);
                 }
                 Err(StorageError::InvalidPath(err)) => {
-                    assert_eq!(Some(err.reason), verdict, "scoped write of {path:?}");
+                    // The prefix counts towards the length limit (finding 2, docs/testing.md):
+                    // a valid path may be too long once prefixed; the error names the
+                    // caller's path, never the prefixed one.
+                    let prefixed_too_long =
+                        prefix.len() + 1 + path.len() > toolhost::vfs::MAX_PATH_LEN;
+                    let expected = match verdict {
+                        None if prefixed_too_long => Some(PathErrorReason::TooLong),
+                        other => other,
+                    };
+                    assert_eq!(Some(err.reason), expected, "scoped write of {path:?}");
+                    assert_eq!(err.path, path, "the error names the caller's path");
                     assert!(inner.list().expect("list").is_empty());
                 }
                 Err(other) => panic!("scoped write of {path:?}: {other:?}"),
@@ -114,13 +177,27 @@ fuzz_target!(|data: &[u8]| {
     match disk.write(path, b"x", "") {
         Ok(()) => {
             assert!(valid, "disk write accepted invalid {path:?}");
-            assert_eq!(std::fs::read(root.join(path)).expect("written under the root"), b"x");
+            assert_eq!(
+                std::fs::read(root.join(path)).expect("written under the root"),
+                b"x"
+            );
             let beside: Vec<_> = std::fs::read_dir(outer.path()).expect("outer").collect();
-            assert_eq!(beside.len(), 1, "only the root beside it after writing {path:?}");
-            let listed: Vec<String> = disk.list().expect("list").into_iter().map(|f| f.path).collect();
+            assert_eq!(
+                beside.len(),
+                1,
+                "only the root beside it after writing {path:?}"
+            );
+            let listed: Vec<String> = disk
+                .list()
+                .expect("list")
+                .into_iter()
+                .map(|f| f.path)
+                .collect();
             assert_eq!(listed, [path]);
         }
-        Err(StorageError::InvalidPath(err)) => assert_eq!(Some(err.reason), verdict, "disk write of {path:?}"),
+        Err(StorageError::InvalidPath(err)) => {
+            assert_eq!(Some(err.reason), verdict, "disk write of {path:?}")
+        }
         // Valid by the rules, refused by the OS (a name too long for the file system).
         Err(StorageError::Io { .. }) => assert!(valid),
         Err(other) => panic!("disk write of {path:?}: {other:?}"),
@@ -133,7 +210,9 @@ fuzz_target!(|data: &[u8]| {
         ..FilePolicy::default()
     };
     let hidden = model_hidden(path);
-    let extension_ok = extensions.as_deref().is_none_or(|allowed| model_extension_allowed(allowed, path));
+    let extension_ok = extensions
+        .as_deref()
+        .is_none_or(|allowed| model_extension_allowed(allowed, path));
     match policy.check("path", path) {
         Ok(()) => assert!(valid && !hidden && extension_ok, "policy accepted {path:?}"),
         Err(PolicyError::InvalidPath(err)) => assert_eq!(Some(err.reason), verdict),
@@ -141,12 +220,18 @@ fuzz_target!(|data: &[u8]| {
         Err(PolicyError::ExtensionNotAllowed { .. }) => assert!(valid && !hidden && !extension_ok),
         Err(other) => panic!("policy on {path:?}: {other:?}"),
     }
-    assert_eq!(policy.visible(path), !hidden && extension_ok, "visible({path:?})");
+    assert_eq!(
+        policy.visible(path),
+        !hidden && extension_ok,
+        "visible({path:?})"
+    );
 
     // 5. The tools under --hide-hidden, over a store that holds the path anyway.
     if valid {
         let store = Arc::new(MemoryStorage::new());
-        store.write(path, b"secret\n", "").expect("a valid path is stored");
+        store
+            .write(path, b"secret\n", "")
+            .expect("a valid path is stored");
         let mut options = VfsToolOptions::new(store as Arc<dyn Storage>);
         options.hide_hidden_paths = true;
         options.allowed_extensions = extensions;
@@ -154,25 +239,39 @@ fuzz_target!(|data: &[u8]| {
         let arguments = serde_json::json!({ "path": path }).to_string();
         let read = dispatch(&registry, "read_file", &arguments);
         if hidden || !extension_ok {
-            assert!(matches!(read, Err(ToolError::InvalidArguments { .. })), "read_file {path:?}: {read:?}");
+            assert!(
+                matches!(read, Err(ToolError::InvalidArguments { .. })),
+                "read_file {path:?}: {read:?}"
+            );
         } else {
             assert!(read.is_ok(), "read_file {path:?}: {read:?}");
         }
         for (tool, arguments) in [
             ("list_files", "{}"),
             ("glob", r#"{"pattern":"**"}"#),
-            ("grep", r#"{"pattern":"secret","output_mode":"files_with_matches"}"#),
+            (
+                "grep",
+                r#"{"pattern":"secret","output_mode":"files_with_matches"}"#,
+            ),
             ("search", r#"{"query":"secret"}"#),
         ] {
-            let result = dispatch(&registry, tool, arguments).unwrap_or_else(|err| panic!("{tool}: {err}"));
+            let result =
+                dispatch(&registry, tool, arguments).unwrap_or_else(|err| panic!("{tool}: {err}"));
             let text = result.content.to_string();
             let named = text.contains(&serde_json::to_string(path).expect("json"));
             if tool == "search" {
                 // The query syntax is the store's own: only the hidden side is checked.
-                assert!(!named || (!hidden && extension_ok), "search with {path:?}: {text}");
+                assert!(
+                    !named || (!hidden && extension_ok),
+                    "search with {path:?}: {text}"
+                );
                 continue;
             }
-            assert_eq!(named, !hidden && extension_ok, "{tool} with {path:?}: {text}");
+            assert_eq!(
+                named,
+                !hidden && extension_ok,
+                "{tool} with {path:?}: {text}"
+            );
         }
     }
 });

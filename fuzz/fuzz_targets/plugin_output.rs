@@ -53,7 +53,15 @@ impl<'a> Arbitrary<'a> for Input {
         let mut definitions = Vec::new();
         for _ in 0..u.int_in_range(0..=4)? {
             let name = match u.int_in_range(0..=4)? {
-                0 => (*u.choose(&["read_file", "Read-File", "greet", "greet", "GREET", LONG_NAME])?).to_owned(),
+                0 => (*u.choose(&[
+                    "read_file",
+                    "Read-File",
+                    "greet",
+                    "greet",
+                    "GREET",
+                    LONG_NAME,
+                ])?)
+                .to_owned(),
                 1 => String::arbitrary(u)?,
                 _ => format!("tool{}", u.int_in_range(0..=3)?),
             };
@@ -69,8 +77,16 @@ impl<'a> Arbitrary<'a> for Input {
             2 => RawResult::Ok(String::arbitrary(u)?),
             _ => RawResult::Ok(Json::arbitrary(u)?.0.to_string()),
         };
-        let max_output_bytes = if u.arbitrary()? { u.int_in_range(0..=64)? } else { 1 << 20 };
-        Ok(Self { definitions, result, max_output_bytes })
+        let max_output_bytes = if u.arbitrary()? {
+            u.int_in_range(0..=64)?
+        } else {
+            1 << 20
+        };
+        Ok(Self {
+            definitions,
+            result,
+            max_output_bytes,
+        })
     }
 }
 
@@ -78,7 +94,12 @@ impl<'a> Arbitrary<'a> for Input {
 struct Answer(Result<ToolResult, ToolError>);
 
 impl Handler for Answer {
-    fn call(&self, _: CallContext, _: Arguments, _: Environment) -> toolhost::registry::HandlerFuture {
+    fn call(
+        &self,
+        _: CallContext,
+        _: Arguments,
+        _: Environment,
+    ) -> toolhost::registry::HandlerFuture {
         let answer = self.0.clone();
         Box::pin(async move { answer })
     }
@@ -92,7 +113,11 @@ fuzz_target!(|data: &[u8]| {
             let mut next = || lines.next().unwrap_or_default().to_owned();
             let (name, parameters, result) = (next(), next(), next());
             Input {
-                definitions: vec![RawDefinition { name, description: "A tool.".to_owned(), parameters }],
+                definitions: vec![RawDefinition {
+                    name,
+                    description: "A tool.".to_owned(),
+                    parameters,
+                }],
                 result: RawResult::Ok(result),
                 max_output_bytes: 1 << 20,
             }
@@ -103,20 +128,36 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let path = Path::new("plugins/fuzzed.wasm");
-    let caps = DefinitionLimits { timeout: Duration::from_secs(1), ..DefinitionLimits::default() };
-    let limits = PluginLimits { max_output_bytes: input.max_output_bytes, ..PluginLimits::default() };
+    let caps = DefinitionLimits {
+        timeout: Duration::from_secs(1),
+        ..DefinitionLimits::default()
+    };
+    let limits = PluginLimits {
+        max_output_bytes: input.max_output_bytes,
+        ..PluginLimits::default()
+    };
     let result = check_result(input.result.clone(), "tool0", &limits);
     match &result {
         Ok(value) => {
-            let RawResult::Ok(text) = &input.result else { panic!("a guest error became {value:?}") };
+            let RawResult::Ok(text) = &input.result else {
+                panic!("a guest error became {value:?}")
+            };
             assert!(text.len() <= limits.max_output_bytes);
-            assert_eq!(value.content, serde_json::from_str::<serde_json::Value>(text).expect("valid JSON"));
+            assert_eq!(
+                value.content,
+                serde_json::from_str::<serde_json::Value>(text).expect("valid JSON")
+            );
         }
-        Err(ToolError::InvalidArguments { .. } | ToolError::Failed { .. } | ToolError::LimitExceeded { .. }) => {}
+        Err(
+            ToolError::InvalidArguments { .. }
+            | ToolError::Failed { .. }
+            | ToolError::LimitExceeded { .. },
+        ) => {}
         Err(other) => panic!("unexpected {other:?}"),
     }
 
-    let registry: Arc<Registry> = file_registry(VfsToolOptions::new(Arc::new(MemoryStorage::new())));
+    let registry: Arc<Registry> =
+        file_registry(VfsToolOptions::new(Arc::new(MemoryStorage::new())));
     let before = registry.names();
     let definitions = match check_definitions(path, input.definitions.clone(), &caps) {
         Ok(definitions) => definitions,
@@ -131,7 +172,10 @@ fuzz_target!(|data: &[u8]| {
                 ),
                 "unexpected {err:?}"
             );
-            assert!(err.to_string().starts_with("plugins/fuzzed.wasm: "), "{err}");
+            assert!(
+                err.to_string().starts_with("plugins/fuzzed.wasm: "),
+                "{err}"
+            );
             return;
         }
     };
@@ -142,7 +186,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let batch: Vec<(ToolDefinition, Arc<dyn Handler>)> = definitions
         .iter()
-        .map(|d| (d.clone(), Arc::new(Answer(result.clone())) as Arc<dyn Handler>))
+        .map(|d| {
+            (
+                d.clone(),
+                Arc::new(Answer(result.clone())) as Arc<dyn Handler>,
+            )
+        })
         .collect();
     match registry.register_all(batch) {
         Ok(()) => {
@@ -151,11 +200,17 @@ fuzz_target!(|data: &[u8]| {
             for definition in &definitions {
                 let key = name_key(&definition.name);
                 let alike = names.iter().filter(|n| name_key(n) == key).count();
-                assert_eq!(alike, 1, "{} has a look-alike in {names:?}", definition.name);
+                assert_eq!(
+                    alike, 1,
+                    "{} has a look-alike in {names:?}",
+                    definition.name
+                );
                 // Through the registry: the result cap applies to whatever the plugin said.
                 match dispatch(&registry, &definition.name, "{}") {
                     Ok(value) => {
-                        let size = serde_json::to_string(&value.content).expect("encodes").len();
+                        let size = serde_json::to_string(&value.content)
+                            .expect("encodes")
+                            .len();
                         assert!(size <= DEFAULT_RESULT_CAP);
                     }
                     Err(err) => assert!(err.to_string().len() <= DEFAULT_RESULT_CAP),

@@ -133,7 +133,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(elapsed < LIMIT, "{tool} took {elapsed:?} on {arguments}");
         match result {
             Ok(result) => {
-                let size = serde_json::to_string(&result.content).expect("encodes").len();
+                let size = serde_json::to_string(&result.content)
+                    .expect("encodes")
+                    .len();
                 assert!(size <= DEFAULT_RESULT_CAP, "{tool}: result of {size} bytes");
             }
             Err(err) => {
@@ -150,7 +152,10 @@ fuzz_target!(|data: &[u8]| {
                     | ToolError::Failed { .. }
                     | ToolError::FileTooLarge { .. }
                     | ToolError::ResultTooLarge { .. } => {}
-                    other => panic!("{tool} {arguments}: unexpected error kind {}: {other}", other.kind()),
+                    other => panic!(
+                        "{tool} {arguments}: unexpected error kind {}: {other}",
+                        other.kind()
+                    ),
                 }
                 assert_eq!(err.tool(), tool.as_str(), "the error names the tool called");
             }

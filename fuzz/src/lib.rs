@@ -152,7 +152,10 @@ fn json_value(u: &mut Unstructured<'_>, depth: usize) -> arbitrary::Result<Value
 }
 
 /// An object whose keys are mostly tool argument names.
-pub fn json_object(u: &mut Unstructured<'_>, depth: usize) -> arbitrary::Result<Map<String, Value>> {
+pub fn json_object(
+    u: &mut Unstructured<'_>,
+    depth: usize,
+) -> arbitrary::Result<Map<String, Value>> {
     let len = u.int_in_range(0..=5)?;
     let mut map = Map::new();
     for _ in 0..len {

@@ -40,7 +40,8 @@ pub fn model_reason(path: &str) -> Option<PathErrorReason> {
 
 /// Whether a segment of `path` starts with `.` or `_`.
 pub fn model_hidden(path: &str) -> bool {
-    path.split('/').any(|s| matches!(s.as_bytes().first(), Some(b'.' | b'_')))
+    path.split('/')
+        .any(|s| matches!(s.as_bytes().first(), Some(b'.' | b'_')))
 }
 
 /// Whether the last segment of `path` has an extension in `allowed` (leading dot
