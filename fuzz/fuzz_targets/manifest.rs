@@ -12,11 +12,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use toolhost::tools::FilePolicy;
 use toolhost::vfs::validate_path;
+use toolhost::vfs::FilePolicy;
 use toolhost_fuzz::paths::model_hidden;
 use toolhost_plugin::manifest::{apply, parse};
-use toolhost_plugin::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
+use toolhost_plugin::{FileAccess, PluginErrorKind, PluginHostConfig, PluginLimits};
 
 fn within(limits: &PluginLimits, max: &PluginLimits) -> bool {
     let fuel = match (limits.fuel, max.fuel) {
@@ -75,10 +75,10 @@ fuzz_target!(|data: &[u8]| {
         Err(err) => {
             assert!(
                 matches!(
-                    err,
-                    PluginError::Manifest { .. }
-                        | PluginError::GrantDenied { .. }
-                        | PluginError::LimitTooHigh { .. }
+                    err.kind(),
+                    PluginErrorKind::Manifest { .. }
+                        | PluginErrorKind::GrantDenied { .. }
+                        | PluginErrorKind::LimitTooHigh { .. }
                 ),
                 "unexpected error kind: {err:?}"
             );

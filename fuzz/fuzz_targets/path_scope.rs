@@ -14,10 +14,11 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use toolhost::registry::ToolError;
-use toolhost::tools::{FilePolicy, PolicyError, VfsToolOptions};
+use toolhost::tools::VfsToolOptions;
 use toolhost::vfs::{
     scope, validate_path, MemoryStorage, OsStorage, PathErrorReason, Storage, StorageError,
 };
+use toolhost::vfs::{FilePolicy, PolicyError};
 use toolhost_fuzz::paths::{model_extension_allowed, model_hidden, model_reason};
 use toolhost_fuzz::{dispatch, file_registry};
 

@@ -23,7 +23,7 @@ use toolhost::tools::VfsToolOptions;
 use toolhost::vfs::MemoryStorage;
 use toolhost_fuzz::{dispatch, file_registry, text, Json};
 use toolhost_plugin::fuzzing::{check_definitions, check_result, RawDefinition, RawResult};
-use toolhost_plugin::{DefinitionLimits, PluginError, PluginLimits};
+use toolhost_plugin::{DefinitionLimits, PluginErrorKind, PluginLimits};
 
 /// One character over the 128 MCP clients accept.
 const LONG_NAME: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
@@ -164,11 +164,11 @@ fuzz_target!(|data: &[u8]| {
         Err(err) => {
             assert!(
                 matches!(
-                    err,
-                    PluginError::Definitions { .. }
-                        | PluginError::DefinitionsTooLarge { .. }
-                        | PluginError::BadDefinition { .. }
-                        | PluginError::DuplicateTool { .. }
+                    err.kind(),
+                    PluginErrorKind::Definitions { .. }
+                        | PluginErrorKind::DefinitionsTooLarge { .. }
+                        | PluginErrorKind::BadDefinition { .. }
+                        | PluginErrorKind::DuplicateTool { .. }
                 ),
                 "unexpected {err:?}"
             );

@@ -53,7 +53,7 @@ impl<'a> Arbitrary<'a> for Input {
         let maximum_file_bytes = if u.ratio(1, 4)? {
             u.int_in_range(0..=64)?
         } else {
-            toolhost::tools::DEFAULT_MAXIMUM_FILE_BYTES
+            toolhost::vfs::DEFAULT_MAXIMUM_FILE_BYTES
         };
         let mut files = vec![
             ("a.md".to_owned(), "alpha\nbeta\nalpha beta\n".to_owned()),
@@ -95,7 +95,7 @@ fuzz_target!(|data: &[u8]| {
         Some(text) => Input {
             hide_hidden: false,
             extensions: None,
-            maximum_file_bytes: toolhost::tools::DEFAULT_MAXIMUM_FILE_BYTES,
+            maximum_file_bytes: toolhost::vfs::DEFAULT_MAXIMUM_FILE_BYTES,
             files: vec![
                 ("a.md".to_owned(), "alpha\nbeta\nalpha beta\n".to_owned()),
                 ("dir/b.txt".to_owned(), "one\ntwo\r\nthree".to_owned()),

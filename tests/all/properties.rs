@@ -125,12 +125,8 @@ fn changing_op() -> impl Strategy<Value = (&'static str, Value)> {
                 .collect();
             ("multi_edit", json!({"path": p, "edits": edits}))
         });
-    let write = (path(), text()).prop_map(|(p, content)| {
-        (
-            "write_file",
-            json!({"path": p, "content": content}),
-        )
-    });
+    let write = (path(), text())
+        .prop_map(|(p, content)| ("write_file", json!({"path": p, "content": content})));
     let moved = (path(), path(), any::<bool>()).prop_map(|(from, to, overwrite)| {
         (
             "move_file",
@@ -280,8 +276,11 @@ fn regex_lite_notice() -> impl Fn(&str) -> Option<(&str, (u64, u64))> {
         let rest = notice.strip_prefix("[line ")?;
         let (line, rest) = rest.split_once(" is cut here; read on with offset ")?;
         let (offset, column) = rest.split_once(" and column ")?;
-        let (line, offset, column): (u64, u64, u64) =
-            (line.parse().ok()?, offset.parse().ok()?, column.parse().ok()?);
+        let (line, offset, column): (u64, u64, u64) = (
+            line.parse().ok()?,
+            offset.parse().ok()?,
+            column.parse().ok()?,
+        );
         (line == offset).then_some((text, (offset, column)))
     }
 }
@@ -296,7 +295,7 @@ proptest! {
         let joined = read_all(&store, "f.txt", limit);
         // Every shown line ends in a newline, the last one too.
         let expected = if content.is_empty() || content.ends_with('\n') {
-            content.clone()
+            content
         } else {
             format!("{content}\n")
         };
