@@ -12,5 +12,6 @@ mod hot_reload;
 mod imports;
 mod mcp_schema;
 mod plugins;
+mod properties;
 mod pyjs;
 mod vfs_backends;

@@ -973,3 +973,17 @@ fn os_plain_read_is_bounded_too() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Known difference 1 between the backends (docs/testing.md, encoded in the vfs_diff fuzz
+/// target): an explicit content type given to `write` is kept by the memory store, while
+/// the disk store has nowhere to keep it and derives the type from the extension.
+#[test]
+fn an_explicit_content_type_is_kept_in_memory_and_derived_on_disk() {
+    let memory = toolhost::vfs::MemoryStorage::new();
+    memory.write("a.md", b"x", "text/x-fuzz").unwrap();
+    assert_eq!(memory.read("a.md").unwrap().content_type, "text/x-fuzz");
+    let dir = tempfile::tempdir().unwrap();
+    let disk = toolhost::vfs::OsStorage::open(dir.path()).unwrap();
+    disk.write("a.md", b"x", "text/x-fuzz").unwrap();
+    assert_eq!(disk.read("a.md").unwrap().content_type, "text/markdown");
+}

@@ -308,14 +308,23 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
     }
     // Valid JSON and an object, so this only fails on something serde_json itself cannot
     // hold; answer it as the parse error it would have been.
-    let mut message: BTreeMap<String, &RawValue> =
-        serde_json::from_str(message.get()).map_err(|err| {
-            RpcError::new(
-                RequestId::null(),
-                PARSE_ERROR,
-                format!("Parse error: the message cannot be read ({err}); send one JSON-RPC 2.0 message per line"),
-            )
-        })?;
+    let Members {
+        mut members,
+        repeated,
+    } = serde_json::from_str(message.get()).map_err(|err| {
+        RpcError::new(
+            RequestId::null(),
+            PARSE_ERROR,
+            format!("Parse error: the message cannot be read ({err}); send one JSON-RPC 2.0 message per line"),
+        )
+    })?;
+    if let Some(name) = repeated {
+        return Err(invalid_request(
+            RequestId::null(),
+            &format!("the member {name:?} appears more than once, so the message is ambiguous; send each member once"),
+        ));
+    }
+    let message = &mut members;
     // The id, if present, must be a string or a number (MCP forbids null ids).
     let id = match message.remove("id") {
         None => None,
@@ -425,6 +434,49 @@ pub(crate) fn parse_batch(
             _ => classify(member),
         })
         .collect()))
+}
+
+/// The members of a message object, and the first name given twice, if any.
+///
+/// `{"id":3,"id":1,...}` is valid JSON, but which id is answered, which method runs, is
+/// up to the parser: serde keeps the last, others the first. A proxy or logger in front
+/// of the server could then read another request than the one served, so a repeated
+/// member makes the message an Invalid Request (found by the `jsonrpc_line` fuzz target).
+struct Members<'a> {
+    members: BTreeMap<String, &'a RawValue>,
+    repeated: Option<String>,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Members<'a>, M::Error> {
+                let mut members = BTreeMap::new();
+                let mut repeated = None;
+                while let Some(name) = map.next_key::<String>()? {
+                    let value: &'a RawValue = map.next_value()?;
+                    match members.entry(name) {
+                        std::collections::btree_map::Entry::Occupied(entry) => {
+                            repeated.get_or_insert_with(|| entry.key().clone());
+                        }
+                        std::collections::btree_map::Entry::Vacant(entry) => {
+                            entry.insert(value);
+                        }
+                    }
+                }
+                Ok(Members { members, repeated })
+            }
+        }
+        deserializer.deserialize_map(Visitor(std::marker::PhantomData))
+    }
 }
 
 fn invalid_request(id: RequestId, what: &str) -> RpcError {
@@ -558,6 +610,33 @@ mod tests {
                 .unwrap_err()
                 .code,
             PARSE_ERROR
+        );
+    }
+
+    /// Found by the `jsonrpc_line` fuzz target: with a repeated "id" the server answered
+    /// the last one, where another reader of the line would take the first.
+    #[test]
+    fn a_repeated_member_is_an_invalid_request() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":3,"monrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        ] {
+            let error = err(line);
+            assert_eq!(
+                (error.id.clone(), error.code),
+                (RequestId::null(), INVALID_REQUEST),
+                "{line}"
+            );
+            assert!(
+                error.message.contains("appears more than once"),
+                "{}",
+                error.message
+            );
+        }
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","id":3,"id":1,"method":"ping"}"#).message,
+            "Invalid Request: the member \"id\" appears more than once, so the message is ambiguous; send each member once; expected a JSON-RPC 2.0 message"
         );
     }
 

@@ -114,6 +114,9 @@ mod classify;
 mod config;
 mod engine;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod host;
 mod http_policy;
 mod limits;

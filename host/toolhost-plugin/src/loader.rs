@@ -688,7 +688,7 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
 /// The plugin's definitions as registry definitions, checked: within `caps` (count,
 /// sizes, schema depth), valid unique names, parameters a JSON object schema, at least
 /// one tool.
-fn validate(
+pub(super) fn validate(
     path: &Path,
     raw: Vec<super::bindings::exports::toolhost::plugin::tools::ToolDefinition>,
     caps: &DefinitionLimits,

@@ -335,3 +335,25 @@ fn err(s: &mut wasm_encoder::InstructionSink<'_>, case: i32, (ptr, len): (u32, u
     s.i32_const(ret).i32_const(len as i32).i32_store(mem(12, 2));
     s.i32_const(ret).return_();
 }
+
+/// Writes the fixture components into the fuzz seed corpus (`fuzz/seeds/component_bytes`):
+/// small components (a few KiB) the `component_bytes` fuzz target mutates. Run it after
+/// changing the fixture or wit/:
+/// `cargo test -p toolhost-plugin write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore = "writes into the repo; run by hand to refresh the fuzz seeds"]
+fn write_fuzz_seeds() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/seeds/component_bytes"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let one = [("echo", EMPTY_SCHEMA)];
+    for (name, bytes) in [
+        ("standard.wasm", standard()),
+        ("echo.wasm", component(&one)),
+        ("broken_definitions.wasm", broken_definitions()),
+    ] {
+        std::fs::write(format!("{dir}/{name}"), bytes).unwrap();
+    }
+}

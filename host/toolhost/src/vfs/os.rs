@@ -933,10 +933,15 @@ fn is_tmp_name(name: &str) -> bool {
     let Some(split) = rest.len().checked_sub(TMP_MARK.len() + TMP_RANDOM_LEN) else {
         return false;
     };
-    let Some((mark, random)) = rest.get(split..).map(|tail| tail.split_at(TMP_MARK.len())) else {
+    // strip_prefix, not split_at: the mark's length may fall inside a character of a name
+    // such as ".．．xxx…" (split_at panicked there; found by the path_scope fuzz target).
+    let Some(random) = rest
+        .get(split..)
+        .and_then(|tail| tail.strip_prefix(TMP_MARK))
+    else {
         return false;
     };
-    mark == TMP_MARK && random.bytes().all(|b| b.is_ascii_hexdigit())
+    random.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn modified(path: &str, md: &Metadata) -> Result<SystemTime, StorageError> {

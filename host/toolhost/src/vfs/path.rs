@@ -142,8 +142,15 @@ impl PathError {
             PathErrorReason::Empty => {
                 "is empty; give a relative path such as \"notes/todo.md\"".to_owned()
             }
-            PathErrorReason::TooLong => format!(
+            PathErrorReason::TooLong if self.path.len() > MAX_PATH_LEN => format!(
                 "is {} bytes long, over the limit of {MAX_PATH_LEN} bytes; use a shorter path",
+                self.path.len()
+            ),
+            // A scoped store (vfs::scope) adds its prefix before the limit applies, so a
+            // path under the limit can still be too long there (found by fuzzing); the
+            // message must not claim it is over the limit, nor name the prefix.
+            PathErrorReason::TooLong => format!(
+                "is {} bytes long, too long for this store (at most {MAX_PATH_LEN} bytes, less the store's own prefix); use a shorter path",
                 self.path.len()
             ),
             PathErrorReason::SegmentTooLong => {

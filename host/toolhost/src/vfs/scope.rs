@@ -239,6 +239,42 @@ mod tests {
         assert_eq!(a.prefix(), "a");
     }
 
+    /// Found by the path_scope fuzz target: a path under the length limit that the prefix
+    /// pushes over it was refused with "N bytes long, over the limit of 1024 bytes", N
+    /// being under 1024.
+    #[test]
+    fn a_path_the_prefix_makes_too_long_is_refused_truthfully() {
+        let inner = shared();
+        let scoped = scope(Arc::clone(&inner) as Arc<dyn Storage>, "tenant").unwrap();
+        let segment = "s".repeat(255);
+        let path = [segment.as_str(); 4].join("/");
+        assert!(path.len() <= crate::vfs::MAX_PATH_LEN);
+        assert!(path.len() + "tenant/".len() > crate::vfs::MAX_PATH_LEN);
+        match scoped.write(&path, b"x", "") {
+            Err(StorageError::InvalidPath(e)) => {
+                assert_eq!(
+                    (e.reason, e.path.as_str()),
+                    (PathErrorReason::TooLong, path.as_str())
+                );
+                let message = e.to_string();
+                assert_eq!(
+                    message,
+                    format!(
+                        "argument \"path\" is {} bytes long, too long for this store (at most 1024 bytes, less the store's own prefix); use a shorter path",
+                        path.len()
+                    )
+                );
+                assert!(!message.contains("tenant"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(inner.list().unwrap().len(), 5, "nothing written");
+        // Under the limit with the prefix: written.
+        let shorter = &path[..crate::vfs::MAX_PATH_LEN - "tenant/".len()];
+        scoped.write(shorter, b"x", "").unwrap();
+        assert_eq!(scoped.read(shorter).unwrap().content, b"x");
+    }
+
     #[test]
     fn cannot_reach_siblings() {
         let a = scope(shared(), "a").unwrap();

@@ -27,6 +27,21 @@ fn tmp_names_fit_and_are_recognised() {
     }
 }
 
+/// Found by the path_scope fuzz target: a name whose tail of the temp-name length starts
+/// with a multi-byte character cut by the mark's length made `is_tmp_name` panic (a
+/// model's `write_file` took the tool down).
+#[test]
+fn a_name_cut_inside_a_character_is_not_a_tmp_name() {
+    let name = format!(".\u{ff0e}\u{ff0e}{}", "x".repeat(31));
+    assert!(!is_tmp_name(&name));
+    let dir = tempfile::tempdir().unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    s.write(&name, b"kept", "").unwrap();
+    assert_eq!(s.read(&name).unwrap().content, b"kept");
+    let listed: Vec<_> = s.list().unwrap().into_iter().map(|f| f.path).collect();
+    assert_eq!(listed, [name]);
+}
+
 #[test]
 fn failed_rename_keeps_old_file_and_leaves_no_temp() {
     let dir = tempfile::tempdir().unwrap();
