@@ -130,6 +130,15 @@ impl CompileCache {
         })
     }
 
+    /// The same cache directory for another engine: its entries are keyed by that
+    /// engine's fingerprint, so the two engines never load each other's artifacts.
+    pub fn for_engine(&self, engine: &Engine) -> Self {
+        Self {
+            dir: self.dir.clone(),
+            fingerprint: super::engine::fingerprint(engine),
+        }
+    }
+
     /// The entry's key for a component of these bytes.
     fn key(&self, bytes: &[u8]) -> [u8; 32] {
         let content: [u8; 32] = Sha256::digest(bytes).into();
@@ -328,11 +337,14 @@ mod tests {
     const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
 
     fn engine() -> Engine {
-        super::super::engine::build(&super::super::PluginHostConfig {
-            cache_dir: None,
-            max_concurrent_calls: 1,
-            ..Default::default()
-        })
+        super::super::engine::build(
+            &super::super::PluginHostConfig {
+                cache_dir: None,
+                max_concurrent_calls: 1,
+                ..Default::default()
+            },
+            super::super::Metering::EpochOnly,
+        )
         .unwrap()
     }
 

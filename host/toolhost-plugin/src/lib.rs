@@ -64,7 +64,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::Linker;
 use wasmtime::Engine;
@@ -90,7 +90,9 @@ pub use config::{
     default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_POOL_MEMORY,
 };
-pub use engine::{PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
+pub use engine::{
+    Metering, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
+};
 pub use error::PluginError;
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
@@ -111,16 +113,20 @@ use cache::CompileCache;
 use runtime::Shared;
 use state::{Imports, PluginState};
 
-/// Loads plugins and runs their calls: one wasmtime engine (epoch interruption, fuel
-/// metering, pooling allocator) with its epoch ticker thread, a linker with WASI p2 and
-/// the host's imports, and the compile cache.
+/// Loads plugins and runs their calls: a wasmtime engine (epoch interruption, pooling
+/// allocator) with its epoch ticker thread, a linker with WASI p2 and the host's imports,
+/// and the compile cache; plus, built the first time a plugin's limits set a fuel limit,
+/// the same again with fuel metering ([`Metering`]).
 ///
 /// Cheap to share behind an `Arc`; plugins loaded from it keep working after it is
 /// dropped (their handlers hold what they need).
 pub struct PluginHost {
+    /// The [`Metering::EpochOnly`] engine, for every plugin without a fuel limit.
     engine: Engine,
     linker: Linker<PluginState>,
     cache: CompileCache,
+    /// The [`Metering::Fuel`] engine, once a plugin has asked for fuel.
+    fueled: OnceLock<Backend>,
     config: PluginHostConfig,
     pool: PoolPlan,
     shared: Arc<Shared>,
@@ -173,19 +179,12 @@ impl PluginHost {
                 format_bytes(config.max_pool_memory),
             );
         }
-        let engine = engine::build_with(&pool)?;
+        let engine = engine::build_with(&pool, Metering::EpochOnly)?;
         engine::start_ticker(&engine)?;
-        let mut linker = Linker::new(&engine);
-        let link_error = |err: wasmtime::Error| PluginError::Host {
-            message: format!("cannot link the host imports: {}", error::error_chain(&err)),
-        };
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
-        bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-            &mut state.imports
-        })
-        .map_err(link_error)?;
+        let linker = linker(&engine)?;
         Ok(Self {
             cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
+            fueled: OnceLock::new(),
             shared: Arc::new(Shared::new(
                 pool.concurrent_calls,
                 config.fresh_instance_per_call,
@@ -194,6 +193,39 @@ impl PluginHost {
             linker,
             config,
             pool,
+        })
+    }
+
+    /// The engine, linker and compile cache for plugins needing `metering`; the fuel
+    /// engine is built (and its ticker started) on first use.
+    fn backend(&self, metering: Metering) -> Result<BackendRef<'_>, PluginError> {
+        if metering == Metering::EpochOnly {
+            return Ok(BackendRef {
+                engine: &self.engine,
+                linker: &self.linker,
+                cache: &self.cache,
+            });
+        }
+        if self.fueled.get().is_none() {
+            let engine = engine::build_with(&self.pool, Metering::Fuel)?;
+            engine::start_ticker(&engine)?;
+            let backend = Backend {
+                linker: linker(&engine)?,
+                cache: self.cache.for_engine(&engine),
+                engine,
+            };
+            // Two threads may build one each; the first set wins, the other is dropped
+            // (its ticker ends with it).
+            let _ = self.fueled.set(backend);
+        }
+        let fueled = self
+            .fueled
+            .get()
+            .unwrap_or_else(|| unreachable!("set just above"));
+        Ok(BackendRef {
+            engine: &fueled.engine,
+            linker: &fueled.linker,
+            cache: &fueled.cache,
         })
     }
 
@@ -206,6 +238,34 @@ impl PluginHost {
     pub fn config(&self) -> &PluginHostConfig {
         &self.config
     }
+}
+
+/// An engine with its linker and compile cache.
+struct Backend {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    cache: CompileCache,
+}
+
+/// [`Backend`]'s parts, borrowed.
+struct BackendRef<'a> {
+    engine: &'a Engine,
+    linker: &'a Linker<PluginState>,
+    cache: &'a CompileCache,
+}
+
+/// A linker for `engine` with WASI p2 and the host's imports.
+fn linker(engine: &Engine) -> Result<Linker<PluginState>, PluginError> {
+    let mut linker = Linker::new(engine);
+    let link_error = |err: wasmtime::Error| PluginError::Host {
+        message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+    };
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
+    bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
+        &mut state.imports
+    })
+    .map_err(link_error)?;
+    Ok(linker)
 }
 
 /// What [`PluginHost::load_dir`] did.

@@ -28,7 +28,7 @@ use super::manifest::{self, Resolved};
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
-    PluginError, PluginHost, PluginInfo,
+    Metering, PluginError, PluginHost, PluginInfo,
 };
 
 /// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
@@ -361,12 +361,13 @@ impl PluginHost {
         };
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
-        let (component, compile) = self.cache.load(&self.engine, path, &bytes)?;
+        let backend = self.backend(Metering::for_limits(&resolved.limits))?;
+        let (component, compile) = backend.cache.load(backend.engine, path, &bytes)?;
         let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
             path: path.to_owned(),
             message: error_chain(&err),
         };
-        let instance_pre = self
+        let instance_pre = backend
             .linker
             .instantiate_pre(&component)
             .map_err(wrong_world)?;
@@ -393,11 +394,11 @@ impl PluginHost {
 
         let component_type = component.component_type();
         let imports = component_type
-            .imports(&self.engine)
+            .imports(backend.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         let exports = component_type
-            .exports(&self.engine)
+            .exports(backend.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         Ok(Compiled {

@@ -322,8 +322,11 @@ impl Instance {
         let state = self.store.data_mut();
         state.limiter.reset();
         state.imports.begin_call(tool);
-        // Fuel metering is always on in our engine, so this cannot fail.
-        let _ = self.store.set_fuel(limits.fuel.unwrap_or(u64::MAX));
+        // A plugin with a fuel limit runs on the engine that meters fuel
+        // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.
+        if let Some(fuel) = limits.fuel {
+            let _ = self.store.set_fuel(fuel);
+        }
         self.store.set_epoch_deadline(1);
         self.store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline {

@@ -533,3 +533,65 @@ fn defaults_above_the_maximum_are_refused() {
         "the plugin host cannot start: the default timeout limit (120s) is above the maximum (10s); raise max_limits or lower default_limits"
     );
 }
+
+/// Fuel checks are compiled only into plugins whose limits ask for fuel, on a second
+/// engine built for the first of them; a plugin without one never pays for them, and one
+/// with one is always metered, also when both are loaded by one host and served from one
+/// compile cache (each engine's entries are its own).
+#[tokio::test]
+async fn only_a_plugin_with_a_fuel_limit_runs_on_the_fuel_engine() {
+    let cache = tempfile::tempdir().unwrap();
+    let config = || PluginHostConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..config()
+    };
+    let (_plain_dir, plain) = plugin_dir(Some("[limits]\ntimeout_ms = 300\n"));
+    let (_fueled_dir, fueled) = plugin_dir(Some("[limits]\ntimeout_ms = 300\nfuel = 100000\n"));
+    for round in 0..2 {
+        let host = PluginHost::new(config()).unwrap();
+        let (plain_registry, fueled_registry) = (Registry::new(), Registry::new());
+        let loaded = host.load_file(&plain, &plain_registry).unwrap();
+        assert!(
+            host.fueled.get().is_none(),
+            "round {round}: built for no fuel"
+        );
+        assert_eq!(
+            matches!(loaded.compile, CompileSource::CacheHit(_)),
+            round == 1,
+            "round {round}: {:?}",
+            loaded.compile
+        );
+        let loaded = host.load_file(&fueled, &fueled_registry).unwrap();
+        assert!(host.fueled.get().is_some(), "round {round}");
+        // The fuel engine's code is cached under its own key: a hit in the second
+        // round, never the plain engine's artifact.
+        assert_eq!(
+            matches!(loaded.compile, CompileSource::CacheHit(_)),
+            round == 1,
+            "round {round}: {:?}",
+            loaded.compile
+        );
+
+        let err = call(&fueled_registry, "spin", "{}").await.unwrap_err();
+        assert!(
+            matches!(&err, ToolError::LimitExceeded { limit, .. } if limit == "fuel (100000)"),
+            "round {round}: {err:?}"
+        );
+        let err = call(&plain_registry, "spin", "{}").await.unwrap_err();
+        assert!(
+            matches!(&err, ToolError::TimedOut { .. }),
+            "round {round}: {err:?}"
+        );
+        for registry in [&plain_registry, &fueled_registry] {
+            let result = call(registry, "echo", r#"{"a":1}"#).await.unwrap();
+            assert_eq!(result.content, serde_json::json!({"a": 1}));
+        }
+    }
+    // One entry per engine.
+    let entries = std::fs::read_dir(cache.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .count();
+    assert_eq!(entries, 2);
+}
