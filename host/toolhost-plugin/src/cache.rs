@@ -162,21 +162,45 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`PluginError::Compile`] when the bytes do not compile.
+    #[cfg(test)]
     pub fn load(
         &self,
         engine: &Engine,
         path: &Path,
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
+        let (mut components, source) = self.load_into(&[engine], path, bytes)?;
+        let component = components
+            .pop()
+            .unwrap_or_else(|| unreachable!("one component per engine"));
+        Ok((component, source))
+    }
+
+    /// [`load`](Self::load) into each of `engines` (configured alike, so one artifact
+    /// serves them all; at least one): compiled once, or read from the cache once, and
+    /// the artifact loaded into every engine.
+    ///
+    /// # Errors
+    /// [`PluginError::Compile`] when the bytes do not compile, or the compiled artifact
+    /// does not load into one of the engines.
+    pub fn load_into(
+        &self,
+        engines: &[&Engine],
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(Vec<Component>, CompileSource), PluginError> {
         let started = Instant::now();
+        let (engine, others) = engines
+            .split_first()
+            .unwrap_or_else(|| unreachable!("a backend has at least one engine"));
         let cached = self.dir.as_ref().map(|dir| {
             let key = self.key(bytes);
             (dir, key, entry_path(&dir.path, &key))
         });
         if let Some((dir, key, file)) = &cached {
-            match read_entry(engine, dir, key, file) {
-                Ok(component) => {
-                    return Ok((component, CompileSource::CacheHit(started.elapsed())))
+            match read_entry(engine, others, dir, key, file) {
+                Ok(components) => {
+                    return Ok((components, CompileSource::CacheHit(started.elapsed())))
                 }
                 Err(Miss::Absent) => {}
                 Err(Miss::Rejected(reason)) => {
@@ -190,13 +214,26 @@ impl CompileCache {
                 }
             }
         }
-        let component = Component::new(engine, bytes).map_err(|err| PluginError::Compile {
+        let compile_error = |err: wasmtime::Error| PluginError::Compile {
             path: path.to_owned(),
             message: error_chain(&err),
-        })?;
+        };
+        let component = Component::new(engine, bytes).map_err(compile_error)?;
+        let mut components = vec![component];
+        // The artifact, for the cache and for the other engines.
+        let artifact = if cached.is_some() || !others.is_empty() {
+            Some(components[0].serialize().map_err(compile_error)?)
+        } else {
+            None
+        };
+        if let Some(artifact) = &artifact {
+            for other in others {
+                components.push(deserialize(other, artifact).map_err(compile_error)?);
+            }
+        }
         let compiled = CompileSource::Compiled(started.elapsed());
-        if let Some((dir, key, file)) = cached {
-            if let Err(message) = store(&component, dir, &key, &file) {
+        if let (Some((dir, key, file)), Some(artifact)) = (cached, &artifact) {
+            if let Err(message) = store(artifact, dir, &key, &file) {
                 tracing::warn!(
                     target: "plugin",
                     cache = %file.display(),
@@ -205,7 +242,7 @@ impl CompileCache {
                 );
             }
         }
-        Ok((component, compiled))
+        Ok((components, compiled))
     }
 }
 
@@ -228,10 +265,11 @@ fn tag(dir: &CacheDir, key: &[u8; 32], artifact: &[u8]) -> Result<HmacSha256, St
 /// after the check reaches the engine.
 fn read_entry(
     engine: &Engine,
+    others: &[&Engine],
     dir: &CacheDir,
     key: &[u8; 32],
     file: &Path,
-) -> Result<Component, Miss> {
+) -> Result<Vec<Component>, Miss> {
     let bytes = read_bounded(file).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => Miss::Absent,
         _ => Miss::Rejected(format!("cannot read it: {err}")),
@@ -252,7 +290,12 @@ fn read_entry(
                     .into(),
             )
         })?;
-    deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
+    std::iter::once(engine)
+        .chain(others.iter().copied())
+        .map(|engine| {
+            deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
+        })
+        .collect()
 }
 
 /// The whole of `file`, read through one handle that does not follow a link, if it is a
@@ -284,11 +327,13 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Deserialises an authenticated artifact.
+/// Deserialises an authenticated artifact, or one this process just serialised.
 #[allow(unsafe_code)]
 fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
-    // wasmtime (it becomes native code). These bytes are: their HMAC-SHA256 tag was
+    // wasmtime (it becomes native code). These bytes are. Either `load_into` just made
+    // them with `Component::serialize` (held in memory, never written or read back),
+    // to load a component it compiled into the other engines of its backend; or their HMAC-SHA256 tag was
     // checked, just before, over these very bytes (held in memory, not re-read), under
     // the cache's secret key, which only `store` uses, on the output of
     // `Component::serialize`. The tag also covers the entry's key (the hash of the
@@ -300,16 +345,15 @@ fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> 
     unsafe { Component::deserialize(engine, artifact) }
 }
 
-/// Writes `component`'s artifact, authenticated, to `file` atomically, `0600`.
-fn store(component: &Component, dir: &CacheDir, key: &[u8; 32], file: &Path) -> Result<(), String> {
-    let artifact = component.serialize().map_err(|err| error_chain(&err))?;
+/// Writes a compiled component's `artifact`, authenticated, to `file` atomically, `0600`.
+fn store(artifact: &[u8], dir: &CacheDir, key: &[u8; 32], file: &Path) -> Result<(), String> {
     if artifact.len() as u64 + (MAGIC.len() + TAG_LEN) as u64 > MAX_ENTRY_BYTES {
         return Err(format!(
             "the compiled artifact ({} bytes) is above the {MAX_ENTRY_BYTES}-byte cap on cache entries",
             artifact.len()
         ));
     }
-    let tag = tag(dir, key, &artifact)?.finalize().into_bytes();
+    let tag = tag(dir, key, artifact)?.finalize().into_bytes();
     let name = file
         .file_name()
         .and_then(|name| name.to_str())
@@ -319,7 +363,7 @@ fn store(component: &Component, dir: &CacheDir, key: &[u8; 32], file: &Path) -> 
         .and_then(|mut out| {
             out.write_all(MAGIC)?;
             out.write_all(&tag)?;
-            out.write_all(&artifact)
+            out.write_all(artifact)
         })
         .and_then(|()| std::fs::rename(&temp, file))
         .map_err(|err| format!("writing {}: {err}", file.display()));

@@ -113,19 +113,18 @@ use cache::CompileCache;
 use runtime::Shared;
 use state::{Imports, PluginState};
 
-/// Loads plugins and runs their calls: a wasmtime engine (epoch interruption, pooling
-/// allocator) with its epoch ticker thread, a linker with WASI p2 and the host's imports,
-/// and the compile cache; plus, built the first time a plugin's limits set a fuel limit,
-/// the same again with fuel metering ([`Metering`]).
+/// Loads plugins and runs their calls: wasmtime engines (epoch interruption, pooling
+/// allocator; one per core, see [`engine_shards`]) with their epoch ticker thread,
+/// linkers with WASI p2 and the host's imports, and the compile cache; plus, built the
+/// first time a plugin's limits set a fuel limit, the same again with fuel metering
+/// ([`Metering`]).
 ///
 /// Cheap to share behind an `Arc`; plugins loaded from it keep working after it is
 /// dropped (their handlers hold what they need).
 pub struct PluginHost {
-    /// The [`Metering::EpochOnly`] engine, for every plugin without a fuel limit.
-    engine: Engine,
-    linker: Linker<PluginState>,
-    cache: CompileCache,
-    /// The [`Metering::Fuel`] engine, once a plugin has asked for fuel.
+    /// The [`Metering::EpochOnly`] engines, for every plugin without a fuel limit.
+    plain: Backend,
+    /// The [`Metering::Fuel`] engines, once a plugin has asked for fuel.
     fueled: OnceLock<Backend>,
     config: PluginHostConfig,
     pool: PoolPlan,
@@ -152,6 +151,12 @@ impl PluginHost {
     /// [`PluginError::Cache`] when the compile cache directory may not be used (see
     /// [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
+        Self::with_shards(config, engine::engine_shards())
+    }
+
+    /// [`new`](Self::new) with `shards` engines of each kind (tests choose the count;
+    /// the host takes one per core).
+    fn with_shards(config: PluginHostConfig, shards: usize) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
             return Err(PluginError::Host {
                 message: format!(
@@ -179,54 +184,53 @@ impl PluginHost {
                 format_bytes(config.max_pool_memory),
             );
         }
-        let engine = engine::build_with(&pool, Metering::EpochOnly)?;
-        engine::start_ticker(&engine)?;
-        let linker = linker(&engine)?;
+        let plain = Backend::build(&pool, Metering::EpochOnly, shards, |engine| {
+            Ok(CompileCache::open(
+                config.cache_dir.as_deref(),
+                &config.storage_roots,
+                engine,
+            )?)
+        })?;
         Ok(Self {
-            cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
+            plain,
             fueled: OnceLock::new(),
             shared: Arc::new(Shared::new(
                 pool.concurrent_calls,
                 config.fresh_instance_per_call,
+                shards,
             )),
-            engine,
-            linker,
             config,
             pool,
         })
     }
 
-    /// The engine, linker and compile cache for plugins needing `metering`; the fuel
-    /// engine is built (and its ticker started) on first use.
-    fn backend(&self, metering: Metering) -> Result<BackendRef<'_>, PluginError> {
+    /// The engines, linkers and compile cache for plugins needing `metering`; the fuel
+    /// engines are built (and their ticker started) on first use.
+    fn backend(&self, metering: Metering) -> Result<&Backend, PluginError> {
         if metering == Metering::EpochOnly {
-            return Ok(BackendRef {
-                engine: &self.engine,
-                linker: &self.linker,
-                cache: &self.cache,
-            });
+            return Ok(&self.plain);
         }
         if self.fueled.get().is_none() {
-            let engine = engine::build_with(&self.pool, Metering::Fuel)?;
-            engine::start_ticker(&engine)?;
-            let backend = Backend {
-                linker: linker(&engine)?,
-                cache: self.cache.for_engine(&engine),
-                engine,
-            };
+            let backend = Backend::build(
+                &self.pool,
+                Metering::Fuel,
+                self.plain.shards.len(),
+                |engine| Ok(self.plain.cache.for_engine(engine)),
+            )?;
             // Two threads may build one each; the first set wins, the other is dropped
             // (its ticker ends with it).
             let _ = self.fueled.set(backend);
         }
-        let fueled = self
+        Ok(self
             .fueled
             .get()
-            .unwrap_or_else(|| unreachable!("set just above"));
-        Ok(BackendRef {
-            engine: &fueled.engine,
-            linker: &fueled.linker,
-            cache: &fueled.cache,
-        })
+            .unwrap_or_else(|| unreachable!("set just above")))
+    }
+
+    /// The first engine of the plain backend (for tests).
+    #[cfg(test)]
+    fn engine(&self) -> &Engine {
+        &self.plain.shards[0].engine
     }
 
     /// How the instance pool was sized (slots, memory per slot, calls at once).
@@ -240,18 +244,48 @@ impl PluginHost {
     }
 }
 
-/// An engine with its linker and compile cache.
+/// Engines of one [`Metering`], one per shard, with their linkers and compile cache.
 struct Backend {
-    engine: Engine,
-    linker: Linker<PluginState>,
+    shards: Vec<Shard>,
+    /// Keyed by the engines' fingerprint, the same for every shard.
     cache: CompileCache,
 }
 
-/// [`Backend`]'s parts, borrowed.
-struct BackendRef<'a> {
-    engine: &'a Engine,
-    linker: &'a Linker<PluginState>,
-    cache: &'a CompileCache,
+/// One engine and its linker.
+struct Shard {
+    engine: Engine,
+    linker: Linker<PluginState>,
+}
+
+impl Backend {
+    /// `shards` engines configured alike (so one compiled artifact loads into each),
+    /// one ticker thread for all of them, and the cache `cache` opens for them.
+    fn build(
+        plan: &PoolPlan,
+        metering: Metering,
+        shards: usize,
+        cache: impl FnOnce(&Engine) -> Result<CompileCache, PluginError>,
+    ) -> Result<Self, PluginError> {
+        let shards = (0..shards.max(1))
+            .map(|_| {
+                let engine = engine::build_with(plan, metering, shards)?;
+                Ok(Shard {
+                    linker: linker(&engine)?,
+                    engine,
+                })
+            })
+            .collect::<Result<Vec<_>, PluginError>>()?;
+        let engines: Vec<&Engine> = shards.iter().map(|shard| &shard.engine).collect();
+        engine::start_ticker(&engines)?;
+        Ok(Self {
+            cache: cache(&shards[0].engine)?,
+            shards,
+        })
+    }
+
+    fn engines(&self) -> Vec<&Engine> {
+        self.shards.iter().map(|shard| &shard.engine).collect()
+    }
 }
 
 /// A linker for `engine` with WASI p2 and the host's imports.

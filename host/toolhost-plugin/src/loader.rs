@@ -362,16 +362,25 @@ impl PluginHost {
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
         let backend = self.backend(Metering::for_limits(&resolved.limits))?;
-        let (component, compile) = backend.cache.load(backend.engine, path, &bytes)?;
+        let (components, compile) = backend.cache.load_into(&backend.engines(), path, &bytes)?;
         let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
             path: path.to_owned(),
             message: error_chain(&err),
         };
-        let instance_pre = backend
-            .linker
-            .instantiate_pre(&component)
-            .map_err(wrong_world)?;
-        let pre = PluginPre::new(instance_pre).map_err(wrong_world)?;
+        // One pre-instantiation per engine shard.
+        let pres = backend
+            .shards
+            .iter()
+            .zip(&components)
+            .map(|(shard, component)| {
+                let instance_pre = shard
+                    .linker
+                    .instantiate_pre(component)
+                    .map_err(wrong_world)?;
+                PluginPre::new(instance_pre).map_err(wrong_world)
+            })
+            .collect::<Result<Vec<_>, PluginError>>()?;
+        let (engine, component) = (&backend.shards[0].engine, &components[0]);
 
         let files = FileGrant::new(
             &name,
@@ -386,7 +395,7 @@ impl PluginHost {
         })?;
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
-            pre,
+            pres,
             resolved.limits.clone(),
             Arc::new(files),
             Arc::clone(&self.shared),
@@ -394,11 +403,11 @@ impl PluginHost {
 
         let component_type = component.component_type();
         let imports = component_type
-            .imports(backend.engine)
+            .imports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         let exports = component_type
-            .exports(backend.engine)
+            .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         Ok(Compiled {

@@ -14,6 +14,7 @@
 //! result is dropped). Each plugin has one [`PluginMeter`] for all its calls: its
 //! lifetime write totals and its log rate limit.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -63,18 +64,78 @@ pub struct Shared {
     idle_total: AtomicU32,
     /// Cap of `idle_total`, so idle and running instances fit the pooling allocator.
     idle_cap: u32,
+    /// Calls running on each engine shard ([`super::engine_shards`]).
+    shard_load: Box<[ShardLoad]>,
+}
+
+/// Calls running on one engine shard, alone on its cache line (every call on that shard
+/// changes it; the other cores only read it).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct ShardLoad(AtomicU32);
+
+thread_local! {
+    /// The shard this thread's last call ran on: calls on one thread keep to one shard
+    /// (its pool's slots stay in this core's cache) while it is no busier than another.
+    static LAST_SHARD: Cell<usize> = const { Cell::new(0) };
 }
 
 impl Shared {
-    /// Shared state for `max_calls` concurrent calls.
-    pub fn new(max_calls: u32, fresh: bool) -> Self {
+    /// Shared state for `max_calls` concurrent calls on `shards` engine shards.
+    pub fn new(max_calls: u32, fresh: bool, shards: usize) -> Self {
         Self {
             slots: Semaphore::new(max_calls.max(1) as usize),
             io: Arc::new(Semaphore::new(max_calls.max(1) as usize)),
             fresh,
             idle_total: AtomicU32::new(0),
             idle_cap: max_calls,
+            shard_load: (0..shards.max(1)).map(|_| ShardLoad::default()).collect(),
         }
+    }
+
+    /// The shard a new instance should be made on: the one with the fewest calls
+    /// running, this thread's last one when it is among them.
+    fn pick_shard(&self) -> usize {
+        let shards = self.shard_load.len();
+        if shards == 1 {
+            return 0;
+        }
+        let load = |shard: usize| self.shard_load[shard].0.load(Ordering::Relaxed);
+        let last = LAST_SHARD.get().min(shards - 1);
+        let (mut best, mut best_load) = (last, load(last));
+        for shard in 0..shards {
+            let shard_load = load(shard);
+            if shard_load < best_load {
+                (best, best_load) = (shard, shard_load);
+            }
+        }
+        LAST_SHARD.set(best);
+        best
+    }
+
+    /// Calls running on each shard now (for tests).
+    #[cfg(test)]
+    pub fn running_per_shard(&self) -> Vec<u32> {
+        self.shard_load
+            .iter()
+            .map(|load| load.0.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Counts a call running on `shard` until the guard is dropped.
+    fn enter(&self, shard: usize) -> ShardGuard<'_> {
+        let load = &self.shard_load[shard].0;
+        load.fetch_add(1, Ordering::Relaxed);
+        ShardGuard(load)
+    }
+}
+
+/// A call counted on its shard's load.
+struct ShardGuard<'a>(&'a AtomicU32);
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -82,7 +143,8 @@ impl Shared {
 pub struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
-    pre: PluginPre<PluginState>,
+    /// The component pre-instantiated in each engine shard, in shard order.
+    pres: Vec<PluginPre<PluginState>>,
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
@@ -93,6 +155,8 @@ pub struct PluginRuntime {
 
 /// A store with (once instantiated) the plugin in it.
 struct Instance {
+    /// The engine shard the store belongs to.
+    shard: usize,
     store: Store<PluginState>,
     plugin: Option<Plugin>,
     stdout: Capture,
@@ -116,10 +180,11 @@ enum Out {
 }
 
 impl PluginRuntime {
-    /// A runtime for a component pre-instantiated as `pre`.
+    /// A runtime for a component pre-instantiated as `pres`, one per engine shard (at
+    /// least one).
     pub fn new(
         name: Arc<str>,
-        pre: PluginPre<PluginState>,
+        pres: Vec<PluginPre<PluginState>>,
         limits: PluginLimits,
         files: Arc<FileGrant>,
         shared: Arc<Shared>,
@@ -127,7 +192,7 @@ impl PluginRuntime {
         Self {
             meter: Arc::new(PluginMeter::new(name.clone(), limits.imports.clone())),
             name,
-            pre,
+            pres,
             limits,
             files,
             shared,
@@ -201,12 +266,14 @@ impl PluginRuntime {
                 Ok(Err(_)) | Err(_) => return Err(classify::timed_out(&early)),
             };
         let mut instance = self.checkout();
+        let _running = self.shared.enter(instance.shard);
         instance.arm(deadline, &self.limits, tool);
+        let pre = &self.pres[instance.shard];
         let Instance { store, plugin, .. } = &mut instance;
         let outcome = tokio::time::timeout_at(deadline.into(), async {
             let plugin = match plugin {
                 Some(plugin) => plugin,
-                None => plugin.insert(self.pre.instantiate_async(&mut *store).await?),
+                None => plugin.insert(pre.instantiate_async(&mut *store).await?),
             };
             let tools = plugin.toolhost_plugin_tools();
             match op {
@@ -261,9 +328,11 @@ impl PluginRuntime {
             self.meter.clone(),
             self.shared.io.clone(),
         );
-        let mut store = Store::new(self.pre.engine(), new.state);
+        let shard = self.shared.pick_shard().min(self.pres.len() - 1);
+        let mut store = Store::new(self.pres[shard].engine(), new.state);
         store.limiter(|state| &mut state.limiter);
         Instance {
+            shard,
             store,
             plugin: None,
             stdout: new.stdout,
@@ -354,5 +423,43 @@ impl Handler for PluginTool {
         let runtime = Arc::clone(&self.runtime);
         let tool = Arc::clone(&self.tool);
         Box::pin(async move { runtime.call(&tool, &ctx, &arguments, &env).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_instance_goes_to_the_least_busy_shard_and_stays_there_on_a_tie() {
+        let shared = Shared::new(8, true, 3);
+        std::thread::spawn(move || {
+            assert_eq!(shared.pick_shard(), 0, "all idle: this thread's last (0)");
+            let a = shared.enter(0);
+            assert_eq!(shared.pick_shard(), 1);
+            let _b = shared.enter(1);
+            assert_eq!(shared.pick_shard(), 2);
+            let c = shared.enter(2);
+            assert_eq!(shared.running_per_shard(), vec![1, 1, 1]);
+            // A tie: this thread keeps to the shard it used last.
+            assert_eq!(shared.pick_shard(), 2);
+            drop(c);
+            let d = shared.enter(0);
+            assert_eq!(shared.running_per_shard(), vec![2, 1, 0]);
+            assert_eq!(shared.pick_shard(), 2);
+            drop((a, d));
+            assert_eq!(shared.running_per_shard(), vec![0, 1, 0]);
+            assert_eq!(shared.pick_shard(), 2, "a tie at 0: still its last one");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn one_shard_is_always_shard_zero() {
+        let shared = Shared::new(2, false, 1);
+        let _running = shared.enter(0);
+        assert_eq!(shared.pick_shard(), 0);
+        assert_eq!(shared.running_per_shard(), vec![1]);
     }
 }

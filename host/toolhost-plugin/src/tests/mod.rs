@@ -595,3 +595,53 @@ async fn only_a_plugin_with_a_fuel_limit_runs_on_the_fuel_engine() {
         .count();
     assert_eq!(entries, 2);
 }
+
+/// Calls run on every engine shard, and the one concurrency limit holds across them:
+/// with 3 shards and 2 calls at once, three spinning calls run two at a time, on two
+/// different shards, and the third waits (and times out) without an instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_spread_over_the_engine_shards_under_one_concurrency_limit() {
+    let config = PluginHostConfig {
+        max_concurrent_calls: 2,
+        ..config()
+    };
+    let host = PluginHost::with_shards(config, 3).unwrap();
+    assert_eq!(host.plain.shards.len(), 3);
+    let (_dir, wasm) = plugin_dir(Some("[limits]\ntimeout_ms = 1500\n"));
+    let registry = Arc::new(Registry::new());
+    host.load_file(&wasm, &registry).unwrap();
+
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let registry = Arc::clone(&registry);
+        calls.spawn(async move { call(&registry, "echo", &format!("{{\"i\":{i}}}")).await });
+    }
+    let mut seen = Vec::new();
+    while let Some(result) = calls.join_next().await {
+        seen.push(result.unwrap().unwrap().content["i"].as_u64().unwrap());
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..12).collect::<Vec<_>>());
+
+    let started = Instant::now();
+    let spins: Vec<_> = (0..3)
+        .map(|_| {
+            let registry = Arc::clone(&registry);
+            tokio::spawn(async move { call(&registry, "spin", "{}").await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let running = host.shared.running_per_shard();
+    assert!(
+        started.elapsed() < Duration::from_millis(1400),
+        "too slow a machine to observe: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(running.iter().sum::<u32>(), 2, "{running:?}");
+    assert!(running.iter().all(|&calls| calls <= 1), "{running:?}");
+    for spin in spins {
+        let err = spin.await.unwrap().unwrap_err();
+        assert!(matches!(err, ToolError::TimedOut { .. }), "{err:?}");
+    }
+    assert_eq!(host.shared.running_per_shard(), vec![0, 0, 0]);
+}
