@@ -329,11 +329,13 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
 
 /// Deserialises an authenticated artifact, or one this process just serialised.
 #[allow(unsafe_code)]
-fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
+pub(crate) fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
-    // wasmtime (it becomes native code). These bytes are. Either `load_into` just made
-    // them with `Component::serialize` (held in memory, never written or read back),
-    // to load a component it compiled into the other engines of its backend; or their HMAC-SHA256 tag was
+    // wasmtime (it becomes native code). These bytes are. Either `load_into`, or the
+    // loader's shard preparation (`PrepareShard`), just made them with
+    // `Component::serialize` of a component of this process (held in memory, never
+    // written or read back), to load it into another engine configured alike; or their
+    // HMAC-SHA256 tag was
     // checked, just before, over these very bytes (held in memory, not re-read), under
     // the cache's secret key, which only `store` uses, on the output of
     // `Component::serialize`. The tag also covers the entry's key (the hash of the

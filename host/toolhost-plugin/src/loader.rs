@@ -22,10 +22,11 @@ use tokio::sync::Semaphore;
 use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
 
 use super::bindings::PluginPre;
+use super::cache;
 use super::error::error_chain;
 use super::host::files::FileGrant;
 use super::manifest::{self, Resolved};
-use super::runtime::{PluginRuntime, PluginTool};
+use super::runtime::{PluginRuntime, PluginTool, PrepareShard};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
     Metering, PluginError, PluginHost, PluginInfo,
@@ -362,25 +363,37 @@ impl PluginHost {
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
         let backend = self.backend(Metering::for_limits(&resolved.limits))?;
-        let (components, compile) = backend.cache.load_into(&backend.engines(), path, &bytes)?;
+        // Compiled (or read from the cache) into the first shard's engine only; the
+        // other shards get it from its artifact when a call first lands there.
+        let engines = backend.engines();
+        let (mut components, compile) = backend.cache.load_into(&engines[..1], path, &bytes)?;
+        let component = components
+            .pop()
+            .unwrap_or_else(|| unreachable!("one engine asked, one component"));
         let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
             path: path.to_owned(),
             message: error_chain(&err),
         };
-        // One pre-instantiation per engine shard.
-        let pres = backend
-            .shards
-            .iter()
-            .zip(&components)
-            .map(|(shard, component)| {
-                let instance_pre = shard
-                    .linker
-                    .instantiate_pre(component)
-                    .map_err(wrong_world)?;
-                PluginPre::new(instance_pre).map_err(wrong_world)
+        let first = backend.shards[0]
+            .linker
+            .instantiate_pre(&component)
+            .and_then(PluginPre::new)
+            .map_err(wrong_world)?;
+        let prepare: PrepareShard = {
+            let component = component.clone();
+            let shards: Vec<_> = backend
+                .shards
+                .iter()
+                .map(|shard| (shard.engine.clone(), shard.linker.clone()))
+                .collect();
+            Box::new(move |shard| {
+                let (engine, linker) = &shards[shard];
+                let artifact = component.serialize()?;
+                let component = cache::deserialize(engine, &artifact)?;
+                PluginPre::new(linker.instantiate_pre(&component)?)
             })
-            .collect::<Result<Vec<_>, PluginError>>()?;
-        let (engine, component) = (&backend.shards[0].engine, &components[0]);
+        };
+        let engine = &backend.shards[0].engine;
 
         let files = FileGrant::new(
             &name,
@@ -395,7 +408,9 @@ impl PluginHost {
         })?;
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
-            pres,
+            first,
+            engines.into_iter().cloned().collect(),
+            prepare,
             resolved.limits.clone(),
             Arc::new(files),
             Arc::clone(&self.shared),

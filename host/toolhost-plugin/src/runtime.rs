@@ -16,11 +16,11 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{Engine, Store, UpdateDeadline};
 
 use toolhost::registry::{
     Arguments, CallContext, Environment, Handler, HandlerFuture, ToolError, ToolResult,
@@ -139,12 +139,22 @@ impl Drop for ShardGuard<'_> {
     }
 }
 
+/// Pre-instantiates a plugin in engine shard `n`: called the first time a call of the
+/// plugin lands on a shard other than the first, so a start loads each plugin into one
+/// engine only.
+pub type PrepareShard =
+    Box<dyn Fn(usize) -> wasmtime::Result<PluginPre<PluginState>> + Send + Sync>;
+
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
 pub struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
-    /// The component pre-instantiated in each engine shard, in shard order.
-    pres: Vec<PluginPre<PluginState>>,
+    /// The engine of each shard, in shard order.
+    engines: Box<[Engine]>,
+    /// The component pre-instantiated in each shard, once a call has needed it there
+    /// (the first shard's at load).
+    pres: Box<[OnceLock<PluginPre<PluginState>>]>,
+    prepare: PrepareShard,
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
@@ -180,19 +190,26 @@ enum Out {
 }
 
 impl PluginRuntime {
-    /// A runtime for a component pre-instantiated as `pres`, one per engine shard (at
-    /// least one).
+    /// A runtime for a component pre-instantiated as `first` in the first of `engines`
+    /// (one per shard, at least one); `prepare` pre-instantiates it in the others.
     pub fn new(
         name: Arc<str>,
-        pres: Vec<PluginPre<PluginState>>,
+        first: PluginPre<PluginState>,
+        engines: Vec<Engine>,
+        prepare: PrepareShard,
         limits: PluginLimits,
         files: Arc<FileGrant>,
         shared: Arc<Shared>,
     ) -> Self {
+        let pres: Box<[OnceLock<PluginPre<PluginState>>]> =
+            engines.iter().map(|_| OnceLock::new()).collect();
+        let _ = pres[0].set(first);
         Self {
             meter: Arc::new(PluginMeter::new(name.clone(), limits.imports.clone())),
             name,
+            engines: engines.into_boxed_slice(),
             pres,
+            prepare,
             limits,
             files,
             shared,
@@ -268,12 +285,12 @@ impl PluginRuntime {
         let mut instance = self.checkout();
         let _running = self.shared.enter(instance.shard);
         instance.arm(deadline, &self.limits, tool);
-        let pre = &self.pres[instance.shard];
+        let shard = instance.shard;
         let Instance { store, plugin, .. } = &mut instance;
         let outcome = tokio::time::timeout_at(deadline.into(), async {
             let plugin = match plugin {
                 Some(plugin) => plugin,
-                None => plugin.insert(pre.instantiate_async(&mut *store).await?),
+                None => plugin.insert(self.pre(shard)?.instantiate_async(&mut *store).await?),
             };
             let tools = plugin.toolhost_plugin_tools();
             match op {
@@ -312,6 +329,16 @@ impl PluginRuntime {
         }
     }
 
+    /// The component pre-instantiated in `shard`, prepared on first use.
+    fn pre(&self, shard: usize) -> wasmtime::Result<&PluginPre<PluginState>> {
+        if let Some(pre) = self.pres[shard].get() {
+            return Ok(pre);
+        }
+        let pre = (self.prepare)(shard)?;
+        // Two calls may prepare it at once; the first set wins.
+        Ok(self.pres[shard].get_or_init(|| pre))
+    }
+
     /// A fresh instance, or an idle one in reuse mode.
     fn checkout(&self) -> Instance {
         if !self.shared.fresh {
@@ -328,8 +355,8 @@ impl PluginRuntime {
             self.meter.clone(),
             self.shared.io.clone(),
         );
-        let shard = self.shared.pick_shard().min(self.pres.len() - 1);
-        let mut store = Store::new(self.pres[shard].engine(), new.state);
+        let shard = self.shared.pick_shard().min(self.engines.len() - 1);
+        let mut store = Store::new(&self.engines[shard], new.state);
         store.limiter(|state| &mut state.limiter);
         Instance {
             shard,
