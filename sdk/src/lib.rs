@@ -63,8 +63,11 @@
 //! # What a handler gets and gives
 //!
 //! - The arguments arrive as JSON text; [`Tool::new`] parses them into your type and turns
-//!   a parse error into [`ToolError::InvalidArguments`] naming the tool and serde's
-//!   message. [`Tool::raw`] hands you the text instead.
+//!   a parse error into [`ToolError::InvalidArguments`] with a message for the model that
+//!   names the argument (`argument "numbers[1]" must be a number, got string "2"`; see
+//!   [`arguments`]). [`Tool::raw`] hands you the text instead.
+//! - A title, behaviour hints and an output schema for clients come from builders on
+//!   [`Tool`] ([`Tool::with_title`], [`Tool::read_only`], [`Tool::with_output_schema`], ...).
 //! - The result is serialised to JSON and given to the model; `Ok("Hello")` arrives as the
 //!   JSON string `"Hello"`.
 //! - [`ToolError`] messages are shown to the model: say what was wrong and what to do.
@@ -76,6 +79,7 @@
 //!   only work inside the host).
 #![deny(missing_docs)]
 
+pub mod arguments;
 pub mod schema;
 
 #[cfg(feature = "guest")]
@@ -94,4 +98,4 @@ mod tool;
 #[doc(hidden)]
 pub use export::__private;
 #[cfg(feature = "guest")]
-pub use tool::{Env, Tool, ToolError};
+pub use tool::{Annotations, Env, Tool, ToolError};

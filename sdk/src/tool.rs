@@ -4,6 +4,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::arguments::{self, ArgumentError};
+
 /// What changes per call: the agent session and the model reply the call belongs to.
 ///
 /// Everything else a tool needs (files, logging) comes through this crate's imports.
@@ -52,6 +54,42 @@ impl ToolError {
     }
 }
 
+impl From<ArgumentError> for ToolError {
+    /// An argument error's message, as [`ToolError::InvalidArguments`]: what
+    /// `let args: Args = toolhost_sdk::arguments::parse(text)?;` gives in a raw tool.
+    fn from(error: ArgumentError) -> Self {
+        ToolError::InvalidArguments(error.to_string())
+    }
+}
+
+/// Hints about what a tool does, for clients (MCP's tool annotations): a client may ask
+/// before running a destructive tool and not before a read-only one. `None` is "not
+/// said"; clients then assume the MCP defaults (not read-only, destructive, not
+/// idempotent, open world). Hints, not guarantees: the host does not enforce them (the
+/// manifest's grants do that), and clients treat them as untrusted.
+///
+/// Set them with [`Tool::read_only`], [`Tool::destructive`], [`Tool::idempotent`] and
+/// [`Tool::open_world`], or all at once with [`Tool::with_annotations`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Annotations {
+    /// The tool changes nothing (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// When it changes things, it may overwrite or delete (MCP `destructiveHint`).
+    pub destructive: Option<bool>,
+    /// A second call with the same arguments has no further effect (MCP `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches outside the host: the network, other systems (MCP `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// Runs a tool on raw JSON argument text and returns raw JSON result text.
 type Handler = Box<dyn Fn(&str, Env) -> Result<String, ToolError>>;
 
@@ -79,17 +117,53 @@ type Handler = Box<dyn Fn(&str, Env) -> Result<String, ToolError>>;
 /// assert_eq!(tool.call(r#"{"name":"Ada"}"#, Env::default())?, r#""Hello, Ada!""#);
 /// assert_eq!(
 ///     tool.call(r#"{"name":5}"#, Env::default()),
-///     Err(ToolError::invalid_arguments(
-///         "greet arguments: invalid type: integer `5`, expected a string at line 1 column 9 \
-///          (send arguments that match the tool's parameter schema)"
-///     ))
+///     Err(ToolError::invalid_arguments(r#"argument "name" must be a string, got number 5"#))
 /// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// With metadata for clients: a display title, behaviour hints and an output schema.
+///
+/// ```
+/// use toolhost_sdk::{schema, Env, Tool, ToolError};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Args {
+///     text: String,
+/// }
+///
+/// #[derive(serde::Serialize)]
+/// struct Counts {
+///     words: usize,
+/// }
+///
+/// fn count(args: Args, _env: Env) -> Result<Counts, ToolError> {
+///     Ok(Counts { words: args.text.split_whitespace().count() })
+/// }
+///
+/// let tool = Tool::new(
+///     "count_words",
+///     "Count the words of a text.",
+///     schema::object([("text", schema::string("The text."))], ["text"]),
+///     count,
+/// )
+/// .with_title("Count words")
+/// .read_only()
+/// .idempotent()
+/// .open_world(false)
+/// .with_output_schema(schema::object([("words", schema::integer("How many words."))], ["words"]));
+/// assert_eq!(tool.title(), Some("Count words"));
+/// assert_eq!(tool.annotations().read_only, Some(true));
+/// assert_eq!(tool.call(r#"{"text":"a b c"}"#, Env::default())?, r#"{"words":3}"#);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Tool {
     name: String,
     description: String,
     parameters: Value,
+    title: Option<String>,
+    annotations: Annotations,
+    output_schema: Option<Value>,
     handler: Handler,
 }
 
@@ -99,6 +173,9 @@ impl std::fmt::Debug for Tool {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("parameters", &self.parameters)
+            .field("title", &self.title)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
             .finish_non_exhaustive()
     }
 }
@@ -113,9 +190,11 @@ impl Tool {
     ///
     /// # Errors
     ///
-    /// The call fails with [`ToolError::InvalidArguments`] naming the tool and serde's
-    /// message when the arguments do not parse as `T`, with whatever the handler returns,
-    /// and with [`ToolError::Failed`] when the result does not serialise to JSON.
+    /// The call fails with [`ToolError::InvalidArguments`] when the arguments do not parse
+    /// as `T`, with a message for the model naming the argument
+    /// (`argument "numbers[1]" must be a number, got string "2"`; see [`arguments`]; the
+    /// host adds the tool's name), with whatever the handler returns, and with
+    /// [`ToolError::Failed`] when the result does not serialise to JSON.
     pub fn new<T, R, F>(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -128,23 +207,12 @@ impl Tool {
         F: Fn(T, Env) -> Result<R, ToolError> + 'static,
     {
         let name = name.into();
-        let tool_name = name.clone();
         let typed = move |arguments: &str, env: Env| {
-            let arguments = if arguments.trim().is_empty() {
-                "{}"
-            } else {
-                arguments
-            };
-            let parsed: T = serde_json::from_str(arguments).map_err(|err| {
-                ToolError::InvalidArguments(format!(
-                    "{tool_name} arguments: {err} (send arguments that match the tool's \
-                     parameter schema)"
-                ))
-            })?;
+            let parsed: T = arguments::parse(arguments)?;
             let result = handler(parsed, env)?;
             serde_json::to_string(&result).map_err(|err| {
                 ToolError::Failed(format!(
-                    "{tool_name} could not encode its result as JSON: {err} (a bug in the \
+                    "the result could not be encoded as JSON: {err} (a bug in the \
                      plugin; do not retry with the same arguments)"
                 ))
             })
@@ -168,8 +236,63 @@ impl Tool {
             name: name.into(),
             description: description.into(),
             parameters,
+            title: None,
+            annotations: Annotations::default(),
+            output_schema: None,
             handler: Box::new(handler),
         }
+    }
+
+    /// This tool with a short title for people (MCP `title`), shown by clients in place
+    /// of the name. 1 to 100 characters on one line; the host refuses a plugin whose title
+    /// reads like a built-in tool's name or title, or another tool's.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// This tool with all its hints at once.
+    pub fn with_annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Hints that the tool changes nothing (a lookup, a computation).
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only = Some(true);
+        self
+    }
+
+    /// Hints that the tool changes things, and whether it may overwrite or delete
+    /// (`true`) or only adds (`false`).
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.annotations.read_only = Some(false);
+        self.annotations.destructive = Some(destructive);
+        self
+    }
+
+    /// Hints that a second call with the same arguments has no further effect.
+    pub fn idempotent(mut self) -> Self {
+        self.annotations.idempotent = Some(true);
+        self
+    }
+
+    /// Hints whether the tool reaches outside the host (`true`: a web API, another
+    /// system) or only its own computation and the host's files (`false`).
+    pub fn open_world(mut self, open_world: bool) -> Self {
+        self.annotations.open_world = Some(open_world);
+        self
+    }
+
+    /// This tool with a JSON Schema of its result, an object schema (`"type": "object"`,
+    /// build it with [`crate::schema::object`]). Clients then get the result as
+    /// structured content too. The host checks each result's top level against it (an
+    /// object, the required properties there, their types) and reports a result that
+    /// does not match as a fault of the tool; a schema that is not an object schema is a
+    /// load error.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// The tool's name.
@@ -185,6 +308,21 @@ impl Tool {
     /// The JSON Schema of the arguments.
     pub fn parameters(&self) -> &Value {
         &self.parameters
+    }
+
+    /// The display title, if set.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The behaviour hints (all `None` unless set).
+    pub fn annotations(&self) -> Annotations {
+        self.annotations
+    }
+
+    /// The JSON Schema of the result, if set.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     /// Runs the tool on `arguments` (a JSON object as text; empty text counts as `{}`)
@@ -261,23 +399,76 @@ mod tests {
     }
 
     #[test]
-    fn parse_errors_name_the_tool_and_the_field() {
+    fn parse_errors_name_the_argument_for_the_model_not_the_tool() {
         let tool = divide_tool();
+        // The host puts the tool's name in front (`divide: ...`): it is not repeated here.
         assert_eq!(
             tool.call("", Env::default()),
             Err(ToolError::InvalidArguments(
-                "divide arguments: missing field `by` at line 1 column 2 (send arguments that \
-                 match the tool's parameter schema)"
-                    .into()
+                r#"argument "by" is required"#.into()
             ))
         );
         assert_eq!(
             tool.call(r#"{"by":"x"}"#, Env::default()),
             Err(ToolError::InvalidArguments(
-                "divide arguments: invalid type: string \"x\", expected f64 at line 1 column 9 \
-                 (send arguments that match the tool's parameter schema)"
+                r#"argument "by" must be a number, got string "x""#.into()
+            ))
+        );
+        assert_eq!(
+            tool.call(r#"{"by":"#, Env::default()),
+            Err(ToolError::InvalidArguments(
+                "the arguments are not valid JSON (EOF while parsing a value at line 1 column \
+                 6); send one JSON object"
                     .into()
             ))
+        );
+    }
+
+    #[test]
+    fn metadata_builders_set_title_hints_and_output_schema() {
+        let plain = divide_tool();
+        assert_eq!(
+            (plain.title(), plain.annotations(), plain.output_schema()),
+            (None, Annotations::default(), None)
+        );
+        assert!(plain.annotations().is_empty());
+        let output = schema::object([("q", schema::number("Quotient."))], ["q"]);
+        let tool = divide_tool()
+            .with_title("Divide")
+            .read_only()
+            .idempotent()
+            .open_world(false)
+            .with_output_schema(output.clone());
+        assert_eq!(tool.title(), Some("Divide"));
+        assert_eq!(
+            tool.annotations(),
+            Annotations {
+                read_only: Some(true),
+                destructive: None,
+                idempotent: Some(true),
+                open_world: Some(false),
+            }
+        );
+        assert_eq!(tool.output_schema(), Some(&output));
+        let writer = divide_tool().destructive(false).open_world(true);
+        assert_eq!(
+            writer.annotations(),
+            Annotations {
+                read_only: Some(false),
+                destructive: Some(false),
+                idempotent: None,
+                open_world: Some(true),
+            }
+        );
+        let all = Annotations {
+            destructive: Some(true),
+            ..Annotations::default()
+        };
+        assert_eq!(divide_tool().with_annotations(all).annotations(), all);
+        // The handler is unchanged by the builders.
+        assert_eq!(
+            tool.call(r#"{"by":4,"value":2}"#, Env::default()),
+            Ok("0.5".into())
         );
     }
 
@@ -296,7 +487,7 @@ mod tests {
         assert_eq!(
             tool.call("{}", Env::default()),
             Err(ToolError::Failed(
-                "bad could not encode its result as JSON: key must be a string (a bug in the \
+                "the result could not be encoded as JSON: key must be a string (a bug in the \
                  plugin; do not retry with the same arguments)"
                     .into()
             ))

@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tracing::{debug, info};
@@ -25,7 +26,8 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_registry(&args.registry)?;
-    let server = McpServer::new(toolset.registry.clone()).with_max_in_flight(args.max_in_flight);
+    let server =
+        McpServer::new(Arc::clone(&toolset.registry)).with_max_in_flight(args.max_in_flight);
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",
@@ -66,6 +68,10 @@ fn tools_table(definitions: &[ToolDefinition]) -> String {
         .collect()
 }
 
+#[allow(
+    clippy::print_stderr,
+    reason = "`host call` reports the tool's error on stderr"
+)]
 async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = if args.arguments == "-" {
         let mut text = String::new();

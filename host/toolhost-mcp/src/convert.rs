@@ -17,7 +17,7 @@ pub const SERVER_NAME: &str = "wasm-toolhost";
 
 /// The version to answer a client that asked for `requested`: the same if supported,
 /// else the newest supported one (the client then decides whether it can go on).
-pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+pub(crate) fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested
         .and_then(|requested| {
             SUPPORTED_PROTOCOL_VERSIONS
@@ -29,7 +29,7 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
 }
 
 /// The `initialize` result for a client that asked for `requested`.
-pub fn initialize_result(requested: Option<&str>) -> Value {
+pub(crate) fn initialize_result(requested: Option<&str>) -> Value {
     json!({
         "protocolVersion": negotiate_version(requested),
         "capabilities": { "tools": { "listChanged": false } },
@@ -39,26 +39,44 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
 
 /// One `tools/list` entry. MCP requires `inputSchema` to be an object schema; a
 /// definition whose parameters are not a JSON object is offered as taking any object.
-pub fn tool_json(definition: &ToolDefinition) -> Value {
+///
+/// The metadata goes along when the definition has it: `title`, `annotations` (the
+/// behaviour hints, plus the title again as `annotations.title`, where clients of the
+/// 2025-03-26 revision look for it) and `outputSchema`.
+pub(crate) fn tool_json(definition: &ToolDefinition) -> Value {
     let input_schema = match &definition.parameters {
         Value::Object(_) => definition.parameters.clone(),
         _ => json!({ "type": "object" }),
     };
-    json!({
+    let mut tool = json!({
         "name": definition.name,
         "description": definition.description,
         "inputSchema": input_schema,
-    })
+    });
+    if let Some(title) = &definition.title {
+        tool["title"] = json!(title);
+    }
+    if !definition.annotations.is_empty() || definition.title.is_some() {
+        let mut annotations = json!(definition.annotations);
+        if let Some(title) = &definition.title {
+            annotations["title"] = json!(title);
+        }
+        tool["annotations"] = annotations;
+    }
+    if let Some(schema) = &definition.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    tool
 }
 
 /// The `tools/list` result.
-pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
+pub(crate) fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
     json!({ "tools": definitions.iter().map(tool_json).collect::<Vec<_>>() })
 }
 
 /// What a `tools/call` asks for: the tool name and the arguments as JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallParams {
+pub(crate) struct CallParams {
     /// The tool's name.
     pub name: String,
     /// The arguments as the JSON text the client sent; empty when absent or null (the
@@ -74,7 +92,7 @@ pub struct CallParams {
 /// # Errors
 /// [`INVALID_PARAMS`] when `name` is missing or not a string: without it there is no
 /// tool call to report an error for.
-pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
+pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
     let Some(name) = params.str("name") else {
         let got = params.raw("name").map_or("nothing", raw_type_name);
         return Err(RpcError::new(
@@ -95,19 +113,31 @@ pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcErr
 /// The `tools/call` result for a dispatch outcome. A result's content is JSON-encoded
 /// into one text block (a JSON string is given as its text); a [`ToolError`] becomes
 /// `isError: true` with the model-facing message, never a protocol error.
-pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
+///
+/// A [structured](ToolResult::structured) result (the tool declares an output schema, and
+/// dispatch checked the content against it) is given twice, as MCP asks: as the text
+/// block, and as the object itself in `structuredContent`.
+pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
     let (text, is_error) = match outcome {
         Ok(result) => (content_text(&result.content), false),
         Err(err) => (err.to_string(), true),
     };
-    json!({
+    let mut result = json!({
         "content": [{ "type": "text", "text": text }],
         "isError": is_error,
-    })
+    });
+    if let Ok(ToolResult {
+        content: content @ Value::Object(_),
+        structured: true,
+    }) = outcome
+    {
+        result["structuredContent"] = content.clone();
+    }
+    result
 }
 
 /// A result's content as the text the model reads.
-pub fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         other => other.to_string(),
@@ -148,6 +178,70 @@ mod tests {
                 {"name": "b", "description": "Does b.", "inputSchema": {"type": "object"}},
             ]})
         );
+    }
+
+    #[test]
+    fn tool_entries_carry_title_hints_and_output_schema() {
+        use toolhost::registry::ToolAnnotations;
+
+        let output = json!({"type":"object","properties":{"n":{"type":"integer"}}});
+        let full = ToolDefinition::new("count", "Counts.", json!({"type":"object"}))
+            .with_title("Count things")
+            .with_annotations(ToolAnnotations {
+                read_only_hint: Some(true),
+                open_world_hint: Some(false),
+                ..ToolAnnotations::default()
+            })
+            .with_output_schema(output.clone());
+        assert_eq!(
+            tool_json(&full),
+            json!({
+                "name": "count",
+                "title": "Count things",
+                "description": "Counts.",
+                "inputSchema": {"type": "object"},
+                "annotations": {"title": "Count things", "readOnlyHint": true, "openWorldHint": false},
+                "outputSchema": output,
+            })
+        );
+        // Hints without a title; a title without hints.
+        let hints = ToolDefinition::new("a", "", json!({"type":"object"}))
+            .with_annotations(ToolAnnotations::read_only());
+        assert_eq!(
+            tool_json(&hints)["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        assert_eq!(tool_json(&hints).get("title"), None);
+        let titled = ToolDefinition::new("a", "", json!({"type":"object"})).with_title("A");
+        assert_eq!(tool_json(&titled)["annotations"], json!({"title": "A"}));
+        assert_eq!(tool_json(&titled).get("outputSchema"), None);
+    }
+
+    #[test]
+    fn structured_results_are_given_as_structured_content_too() {
+        let structured = ToolResult {
+            content: json!({"n": 1, "items": ["a"]}),
+            structured: true,
+        };
+        assert_eq!(
+            call_result(&Ok(structured)),
+            json!({
+                "content": [{"type": "text", "text": "{\"items\":[\"a\"],\"n\":1}"}],
+                "structuredContent": {"n": 1, "items": ["a"]},
+                "isError": false,
+            })
+        );
+        // Not marked structured by dispatch: text only, whatever the shape.
+        assert_eq!(
+            call_result(&Ok(ToolResult::new(json!({"n": 1})))).get("structuredContent"),
+            None
+        );
+        // MCP's structuredContent is an object: a non-object is never given as one.
+        let odd = ToolResult {
+            content: json!([1]),
+            structured: true,
+        };
+        assert_eq!(call_result(&Ok(odd)).get("structuredContent"), None);
     }
 
     #[test]

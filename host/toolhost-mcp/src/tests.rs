@@ -16,10 +16,8 @@ use toolhost::registry::{
     Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult,
 };
 
-use super::{
-    tools_list_result, McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_QUEUED_BYTES,
-};
+use super::convert::tools_list_result;
+use super::{McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
 /// what is left of it) per read, and counts the lines it has handed out completely.
@@ -557,5 +555,60 @@ async fn cancellation_finds_the_exact_id() {
     assert_eq!(
         output,
         "{\"id\":18446744073709551617,\"jsonrpc\":\"2.0\",\"result\":{\"content\":[{\"text\":\"woke\",\"type\":\"text\"}],\"isError\":false}}\n"
+    );
+}
+
+/// A client sees the built-in tools' titles and hints in `tools/list`, and a tool with an
+/// output schema answers with `structuredContent` next to its text, over the whole server.
+#[tokio::test]
+async fn metadata_and_structured_content_reach_the_client() {
+    let registry = Registry::new();
+    toolhost::tools::register_vfs_tools(
+        &registry,
+        toolhost::tools::VfsToolOptions::new(Arc::new(toolhost::vfs::MemoryStorage::new())),
+    )
+    .unwrap();
+    toolhost::tools::register_plan_tool(&registry).unwrap();
+    let output = serve_text(
+        Arc::new(registry),
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"todo_write","arguments":{"todos":[{"content":"Ship","status":"pending"}]}}}"#,
+            "\n",
+        ),
+    )
+    .await;
+    let lines: Vec<Value> = output
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let tools = lines[0]["result"]["tools"].as_array().unwrap();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed"))
+    };
+    assert_eq!(tool("read_file")["title"], "Read file");
+    assert_eq!(
+        tool("read_file")["annotations"],
+        json!({"title": "Read file", "readOnlyHint": true, "destructiveHint": false,
+               "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(tool("delete_file")["annotations"]["destructiveHint"], true);
+    assert_eq!(tool("delete_file")["annotations"]["readOnlyHint"], false);
+    assert_eq!(tool("read_file").get("outputSchema"), None);
+    assert_eq!(
+        tool("todo_write")["outputSchema"]["required"],
+        json!(["todos"])
+    );
+    assert_eq!(
+        lines[1]["result"],
+        json!({
+            "content": [{"type": "text", "text": r#"{"todos":[{"content":"Ship","status":"pending"}]}"#}],
+            "structuredContent": {"todos": [{"content": "Ship", "status": "pending"}]},
+            "isError": false,
+        })
     );
 }

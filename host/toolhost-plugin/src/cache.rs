@@ -22,9 +22,9 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::error::error_chain;
-use super::PluginError;
+use super::{PluginError, PluginErrorKind};
 
-pub mod dir;
+pub(crate) mod dir;
 
 pub use dir::{check_cache_dir, CacheError, Placement};
 
@@ -75,7 +75,7 @@ impl fmt::Display for CompileSource {
 
 /// The compile cache of one engine.
 #[derive(Clone)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     dir: Option<CacheDir>,
     fingerprint: [u8; 32],
 }
@@ -112,7 +112,7 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`CacheError`] naming the path and the fix.
-    pub fn open(
+    pub(crate) fn open(
         dir: Option<&Path>,
         roots: &[PathBuf],
         engine: &Engine,
@@ -132,7 +132,7 @@ impl CompileCache {
 
     /// The same cache directory for another engine: its entries are keyed by that
     /// engine's fingerprint, so the two engines never load each other's artifacts.
-    pub fn for_engine(&self, engine: &Engine) -> Self {
+    pub(crate) fn for_engine(&self, engine: &Engine) -> Self {
         Self {
             dir: self.dir.clone(),
             fingerprint: super::engine::fingerprint(engine),
@@ -150,7 +150,7 @@ impl CompileCache {
 
     /// The cache file for a component of these bytes, if the cache is on.
     #[cfg(test)]
-    pub fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
+    pub(crate) fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         Some(entry_path(&dir.path, &self.key(bytes)))
     }
@@ -161,9 +161,9 @@ impl CompileCache {
     /// skipped, never an error.
     ///
     /// # Errors
-    /// [`PluginError::Compile`] when the bytes do not compile.
+    /// [`PluginErrorKind::Compile`] when the bytes do not compile.
     #[cfg(test)]
-    pub fn load(
+    pub(crate) fn load(
         &self,
         engine: &Engine,
         path: &Path,
@@ -183,7 +183,7 @@ impl CompileCache {
     /// # Errors
     /// [`PluginError::Compile`] when the bytes do not compile, or the compiled artifact
     /// does not load into one of the engines.
-    pub fn load_into(
+    pub(crate) fn load_into(
         &self,
         engines: &[&Engine],
         path: &Path,
@@ -214,9 +214,11 @@ impl CompileCache {
                 }
             }
         }
-        let compile_error = |err: wasmtime::Error| PluginError::Compile {
-            path: path.to_owned(),
-            message: error_chain(&err),
+        let compile_error = |err: wasmtime::Error| {
+            PluginErrorKind::Compile {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
         };
         let component = Component::new(engine, bytes).map_err(compile_error)?;
         let mut components = vec![component];
@@ -328,7 +330,10 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Deserialises an authenticated artifact, or one this process just serialised.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "Component::deserialize of bytes this process serialised or whose HMAC was just checked; see SAFETY"
+)]
 pub(crate) fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
     // wasmtime (it becomes native code). These bytes are. Either `load_into`, or the
@@ -515,7 +520,7 @@ mod tests {
         let err = cache
             .load(&engine, Path::new("bad.wasm"), b"\0asm\x0d\0\x01\0\xff")
             .unwrap_err();
-        assert!(matches!(err, PluginError::Compile { .. }));
+        assert!(matches!(err.kind(), PluginErrorKind::Compile { .. }));
         assert!(
             err.to_string()
                 .starts_with("bad.wasm: the component does not compile: "),

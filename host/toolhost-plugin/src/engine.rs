@@ -7,7 +7,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::{PluginError, PluginHostConfig};
+use super::{PluginError, PluginErrorKind, PluginHostConfig};
 
 /// How often the epoch advances. A running guest checks its deadline at every tick, so
 /// a CPU-bound guest is stopped at most one tick after its deadline, and yields to the
@@ -51,7 +51,7 @@ impl PoolPlan {
     /// The pool for `config`.
     ///
     /// # Errors
-    /// [`PluginError::Host`] when not even one call fits
+    /// [`PluginErrorKind::Host`] when not even one call fits
     /// [`PluginHostConfig::max_pool_memory`].
     pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
         use super::format_bytes;
@@ -72,13 +72,11 @@ impl PoolPlan {
             } else {
                 format!("{slots_per_call} slots of {}", format_bytes(slot_memory))
             };
-            return Err(PluginError::Host {
-                message: format!(
+            return Err(PluginError::from(PluginErrorKind::Host { message: format!(
                     "one plugin call needs {} of pooled memory ({slots}), above the pool's cap of {}; raise the cap (--plugin-pool-memory, PluginHostConfig::max_pool_memory) or lower the plugins' maximum memory (--plugin-max-memory)",
                     format_bytes(per_call),
                     format_bytes(config.max_pool_memory)
-                ),
-            });
+                ) }));
         }
         let calls = config
             .max_concurrent_calls
@@ -123,7 +121,7 @@ impl Metering {
 }
 
 /// Most engines of one kind a host builds ([`engine_shards`]).
-pub const MAX_ENGINE_SHARDS: usize = 8;
+pub(crate) const MAX_ENGINE_SHARDS: usize = 8;
 
 /// How many engines of one kind the host runs calls on: one per core (at most
 /// [`MAX_ENGINE_SHARDS`]).
@@ -136,7 +134,7 @@ pub const MAX_ENGINE_SHARDS: usize = 8;
 /// flat and scaled 2.0. A call starts on the engine with the fewest calls running
 /// (`runtime::Shared::pick_shard`), so each core keeps to its own pool. Each plugin is
 /// compiled once and its artifact loaded into every engine.
-pub fn engine_shards() -> usize {
+pub(crate) fn engine_shards() -> usize {
     std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, MAX_ENGINE_SHARDS)
@@ -148,7 +146,7 @@ pub fn engine_shards() -> usize {
 /// # Errors
 /// As [`PoolPlan::for_config`] and [`build_with`].
 #[cfg(test)]
-pub fn build(config: &PluginHostConfig, metering: Metering) -> Result<Engine, PluginError> {
+pub(crate) fn build(config: &PluginHostConfig, metering: Metering) -> Result<Engine, PluginError> {
     build_with(&PoolPlan::for_config(config)?, metering, 1)
 }
 
@@ -166,8 +164,8 @@ pub fn build(config: &PluginHostConfig, metering: Metering) -> Result<Engine, Pl
 /// module are compiled on rayon's pool).
 ///
 /// # Errors
-/// [`PluginError::Host`] when wasmtime refuses the configuration.
-pub fn build_with(
+/// [`PluginErrorKind::Host`] when wasmtime refuses the configuration.
+pub(crate) fn build_with(
     plan: &PoolPlan,
     metering: Metering,
     shards: usize,
@@ -207,16 +205,18 @@ pub fn build_with(
         .max_unused_warm_slots(warm_slots_per_shard(shards).min(instances));
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
-    Engine::new(&wasm).map_err(|err| PluginError::Host {
-        message: format!(
-            "wasmtime refused the engine configuration: {}",
-            super::error::error_chain(&err)
-        ),
+    Engine::new(&wasm).map_err(|err| {
+        PluginError::from(PluginErrorKind::Host {
+            message: format!(
+                "wasmtime refused the engine configuration: {}",
+                super::error::error_chain(&err)
+            ),
+        })
     })
 }
 
 /// Warm slots each of `shards` engines keeps: [`WARM_SLOTS`] shared out (at least 4 each).
-pub fn warm_slots_per_shard(shards: usize) -> u32 {
+pub(crate) fn warm_slots_per_shard(shards: usize) -> u32 {
     let shards = u32::try_from(shards.max(1)).unwrap_or(u32::MAX);
     (WARM_SLOTS / shards).max(4)
 }
@@ -226,8 +226,8 @@ pub fn warm_slots_per_shard(shards: usize) -> u32 {
 /// it) is dropped.
 ///
 /// # Errors
-/// [`PluginError::Host`] when the thread cannot be spawned.
-pub fn start_ticker(engines: &[&Engine]) -> Result<(), PluginError> {
+/// [`PluginErrorKind::Host`] when the thread cannot be spawned.
+pub(crate) fn start_ticker(engines: &[&Engine]) -> Result<(), PluginError> {
     let weak: Vec<_> = engines.iter().map(|engine| engine.weak()).collect();
     std::thread::Builder::new()
         .name("plugin-epoch".into())
@@ -243,15 +243,17 @@ pub fn start_ticker(engines: &[&Engine]) -> Result<(), PluginError> {
             }
         })
         .map(drop)
-        .map_err(|err| PluginError::Host {
-            message: format!("cannot start the epoch ticker thread: {err}"),
+        .map_err(|err| {
+            PluginError::from(PluginErrorKind::Host {
+                message: format!("cannot start the epoch ticker thread: {err}"),
+            })
         })
 }
 
 /// A digest of everything that makes a compiled artifact usable by `engine`: the
 /// wasmtime version, target, compiler flags and tunables (wasmtime's
 /// `precompile_compatibility_hash`), plus this host's cache format version.
-pub fn fingerprint(engine: &Engine) -> [u8; 32] {
+pub(crate) fn fingerprint(engine: &Engine) -> [u8; 32] {
     struct Sha(Sha256);
     impl Hasher for Sha {
         fn write(&mut self, bytes: &[u8]) {

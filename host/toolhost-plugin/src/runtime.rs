@@ -47,7 +47,7 @@ const LOGGED_LINE_BYTES: usize = 4 * 1024;
 
 /// State shared by every plugin of one host.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// One permit per call allowed to run at once.
     pub slots: Semaphore,
     /// One permit per plugin storage call allowed on the blocking pool at once, as many
@@ -82,7 +82,7 @@ thread_local! {
 
 impl Shared {
     /// Shared state for `max_calls` concurrent calls on `shards` engine shards.
-    pub fn new(max_calls: u32, fresh: bool, shards: usize) -> Self {
+    pub(crate) fn new(max_calls: u32, fresh: bool, shards: usize) -> Self {
         Self {
             slots: Semaphore::new(max_calls.max(1) as usize),
             io: Arc::new(Semaphore::new(max_calls.max(1) as usize)),
@@ -115,7 +115,7 @@ impl Shared {
 
     /// Calls running on each shard now (for tests).
     #[cfg(test)]
-    pub fn running_per_shard(&self) -> Vec<u32> {
+    pub(crate) fn running_per_shard(&self) -> Vec<u32> {
         self.shard_load
             .iter()
             .map(|load| load.0.load(Ordering::Relaxed))
@@ -142,11 +142,11 @@ impl Drop for ShardGuard<'_> {
 /// Pre-instantiates a plugin in engine shard `n`: called the first time a call of the
 /// plugin lands on a shard other than the first, so a start loads each plugin into one
 /// engine only.
-pub type PrepareShard =
+pub(crate) type PrepareShard =
     Box<dyn Fn(usize) -> wasmtime::Result<PluginPre<PluginState>> + Send + Sync>;
 
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
-pub struct PluginRuntime {
+pub(crate) struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
     /// The engine of each shard, in shard order.
@@ -192,7 +192,7 @@ enum Out {
 impl PluginRuntime {
     /// A runtime for a component pre-instantiated as `first` in the first of `engines`
     /// (one per shard, at least one); `prepare` pre-instantiates it in the others.
-    pub fn new(
+    pub(crate) fn new(
         name: Arc<str>,
         first: PluginPre<PluginState>,
         engines: Vec<Engine>,
@@ -205,7 +205,7 @@ impl PluginRuntime {
             engines.iter().map(|_| OnceLock::new()).collect();
         let _ = pres[0].set(first);
         Self {
-            meter: Arc::new(PluginMeter::new(name.clone(), limits.imports.clone())),
+            meter: Arc::new(PluginMeter::new(Arc::clone(&name), limits.imports.clone())),
             name,
             engines: engines.into_boxed_slice(),
             pres,
@@ -221,7 +221,7 @@ impl PluginRuntime {
     ///
     /// # Errors
     /// The classified failure (trap, timeout, limit).
-    pub async fn definitions(&self) -> Result<Vec<WitDefinition>, ToolError> {
+    pub(crate) async fn definitions(&self) -> Result<Vec<WitDefinition>, ToolError> {
         match self.run("", None, Op::Definitions).await? {
             Out::Definitions(definitions) => Ok(definitions),
             Out::Call(_) => unreachable!("a definitions call returns definitions"),
@@ -232,7 +232,7 @@ impl PluginRuntime {
     ///
     /// # Errors
     /// See [`super::classify`].
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         ctx: &CallContext,
@@ -276,12 +276,12 @@ impl PluginRuntime {
             stderr: &no_output,
         };
 
-        let _slot =
-            match tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await {
-                Ok(Ok(permit)) => permit,
-                // The semaphore is never closed.
-                Ok(Err(_)) | Err(_) => return Err(classify::timed_out(&early)),
-            };
+        // The semaphore is never closed, so an error here is the deadline.
+        let Ok(Ok(_slot)) =
+            tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await
+        else {
+            return Err(classify::timed_out(&early));
+        };
         let mut instance = self.checkout();
         let _running = self.shared.enter(instance.shard);
         instance.arm(deadline, &self.limits, tool);
@@ -349,11 +349,11 @@ impl PluginRuntime {
             }
         }
         let new = NewState::new(
-            self.name.clone(),
+            Arc::clone(&self.name),
             &self.limits,
-            self.files.clone(),
-            self.meter.clone(),
-            self.shared.io.clone(),
+            Arc::clone(&self.files),
+            Arc::clone(&self.meter),
+            Arc::clone(&self.shared.io),
         );
         let shard = self.shared.pick_shard().min(self.engines.len() - 1);
         let mut store = Store::new(&self.engines[shard], new.state);
@@ -438,7 +438,7 @@ impl Instance {
 }
 
 /// The registry handler of one plugin tool.
-pub struct PluginTool {
+pub(crate) struct PluginTool {
     /// The plugin.
     pub runtime: Arc<PluginRuntime>,
     /// The tool's name.

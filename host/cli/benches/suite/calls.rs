@@ -57,7 +57,7 @@ async fn greet(registry: &Registry, ctx: &CallContext, env: &Environment) -> Res
 
 /// Figures 1 and 2: greet through the registry on a fresh instance and on a reused one,
 /// and the bare wasmtime floor.
-pub fn plugin_calls(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn plugin_calls(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
     const WARMUP: usize = 500;
     const ROUNDS: usize = 40;
     const BATCH: usize = 200;
@@ -166,7 +166,7 @@ fn bare_greet(arguments: &str) -> Result<ToolResult, ToolError> {
 }
 
 /// Figure 3: a native tool through `Registry::dispatch` against a plain function call.
-pub fn native_dispatch(rt: &Runtime) -> Result<Vec<Row>> {
+pub(crate) fn native_dispatch(rt: &Runtime) -> Result<Vec<Row>> {
     const WARMUP: usize = 20_000;
     const ROUNDS: usize = 50;
     const BATCH: usize = 2_000;
@@ -325,6 +325,10 @@ fn spin_rate(threads: usize, window: Duration) -> f64 {
     let stop = Instant::now() + window;
     let started = Instant::now();
     let total: u64 = std::thread::scope(|scope| {
+        #[allow(
+            clippy::needless_collect,
+            reason = "every thread must be spawned before the first is joined"
+        )]
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(move || {
@@ -357,7 +361,7 @@ fn spin_rate(threads: usize, window: Duration) -> f64 {
 /// the machine itself scales worse); and c2 calls/s against bare wasmtime's best at c2
 /// (the host's own cost under concurrency). Bare wasmtime with one engine shows what a
 /// pool shared by both cores costs (docs/benchmarks.md, issue 14).
-pub fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<Vec<Row>> {
+pub(crate) fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<Vec<Row>> {
     const ROUNDS: usize = 6;
     const WINDOW: Duration = Duration::from_millis(500);
     const SPIN: Duration = Duration::from_millis(200);

@@ -203,7 +203,7 @@ fn start_once(fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
 
 /// The baseline build of `host` to compare against, from `BENCH_BASELINE_HOST` (see
 /// docs/benchmarks.md: the figures whose targets are "x today's" need one).
-pub fn baseline() -> Option<std::path::PathBuf> {
+pub(crate) fn baseline() -> Option<std::path::PathBuf> {
     std::env::var_os("BENCH_BASELINE_HOST")
         .map(std::path::PathBuf::from)
         .filter(|path| !path.as_os_str().is_empty())
@@ -211,7 +211,7 @@ pub fn baseline() -> Option<std::path::PathBuf> {
 
 /// Figure 5: start to the first `tools/list` answer, empty vs filled compile cache;
 /// with a baseline build, the same for it, interleaved run by run.
-pub fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
     const COLD: usize = 5;
     const WARM: usize = 10;
     let binaries: Vec<(&str, std::path::PathBuf)> = std::iter::once(("", HOST.into()))
@@ -302,7 +302,7 @@ pub fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
 
 /// Figure 8: RSS of `host run` idle with the five plugins, and its peak during rounds of
 /// 8 concurrent calls.
-pub fn memory(fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn memory(fixtures: &Fixtures) -> Result<Vec<Row>> {
     const ROUNDS: usize = 20;
     let cache = fixtures.scratch.path().join("memory-cache");
     start_once(fixtures, &cache)?;

@@ -213,7 +213,7 @@ fn thread_cpu() -> f64 {
 }
 
 /// Figure 9.
-pub fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
     // In process: the same greet, dispatched on this thread (current-thread runtime,
     // so the CPU time of this thread is the call's).
     let (_host, registry) = greet_registry(fixtures, true)?;

@@ -190,13 +190,29 @@ impl Arguments {
         }
     }
 
-    /// Deserialises the whole object into `T`; serde's message becomes the error text.
+    /// Deserialises the whole object into `T`, with the errors plugins built with the SDK
+    /// give ([`toolhost_sdk::arguments`]): the argument's path and JSON's words.
     ///
     /// # Errors
-    /// InvalidArguments when the object does not fit `T`.
+    /// InvalidArguments when the object does not fit `T`, e.g.
+    /// `argument "numbers[1]" must be a number, got string "2"`.
+    ///
+    /// ```
+    /// use toolhost::registry::Arguments;
+    ///
+    /// #[derive(Debug, serde::Deserialize)]
+    /// struct Sum {
+    ///     numbers: Vec<f64>,
+    /// }
+    ///
+    /// let args = Arguments::parse("sum", r#"{"numbers":[1,"2"]}"#)?;
+    /// let err = args.deserialize::<Sum>().unwrap_err();
+    /// assert_eq!(err.to_string(), r#"sum: argument "numbers[1]" must be a number, got string "2""#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
-        serde_json::from_value(Value::Object(self.object.clone()))
-            .map_err(|err| self.invalid(format!("the arguments do not fit the schema: {err}")))
+        toolhost_sdk::arguments::from_value(&Value::Object(self.object.clone()))
+            .map_err(|err| self.invalid(err.to_string()))
     }
 }
 

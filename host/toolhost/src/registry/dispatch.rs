@@ -18,7 +18,10 @@ impl Registry {
     /// list must be present and not `null`. Types, enums and nested objects are left to
     /// the handler. Then the handler runs until the earlier of the caller's deadline and
     /// the registry's call timeout; a panic in it is caught; its result's JSON encoding
-    /// must fit the result cap.
+    /// must fit the result cap. When the tool declares an output schema, the result must
+    /// follow its top level ([`check_output`](super::check_output)) and comes back with
+    /// [`ToolResult::structured`] set; otherwise that flag is cleared, whatever the
+    /// handler set.
     ///
     /// Every error, whatever produced it (dispatch's own checks, the handler, a panic
     /// message, a plugin), is held to the result cap the same way: its text, measured
@@ -29,7 +32,8 @@ impl Registry {
     /// # Errors
     /// [`ToolError::UnknownTool`], [`ToolError::InvalidArguments`],
     /// [`ToolError::ToolPanicked`], [`ToolError::TimedOut`], [`ToolError::Cancelled`],
-    /// [`ToolError::ResultTooLarge`], or the handler's own error with the tool name set.
+    /// [`ToolError::ResultTooLarge`], [`ToolError::InvalidOutput`], or the handler's own
+    /// error with the tool name set.
     pub async fn dispatch(
         &self,
         ctx: &CallContext,
@@ -76,7 +80,7 @@ impl Registry {
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
-        .map_err(|panic| panicked(name, panic))?;
+        .map_err(|panic| panicked(name, &*panic))?;
         let guarded = AssertUnwindSafe(future).catch_unwind();
 
         let outcome = tokio::select! {
@@ -89,9 +93,21 @@ impl Registry {
                 return Err(ToolError::Cancelled { tool: name.to_owned() });
             }
         };
-        let result = outcome
-            .map_err(|panic| panicked(name, panic))?
+        let mut result = outcome
+            .map_err(|panic| panicked(name, &*panic))?
             .map_err(|err| err.with_tool(name))?;
+        result.structured = match &entry.definition.output_schema {
+            Some(schema) => {
+                super::check_output(schema, &result.content).map_err(|message| {
+                    ToolError::InvalidOutput {
+                        tool: name.to_owned(),
+                        message,
+                    }
+                })?;
+                true
+            }
+            None => false,
+        };
 
         let size = encoded_len(&result.content);
         if size > self.result_cap {
@@ -123,7 +139,7 @@ fn encoded_len(value: &serde_json::Value) -> usize {
     counter.0
 }
 
-fn panicked(tool: &str, panic: Box<dyn Any + Send>) -> ToolError {
+fn panicked(tool: &str, panic: &(dyn Any + Send)) -> ToolError {
     let message = if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {
@@ -493,7 +509,7 @@ mod tests {
                         Some("panic") => panic!("cannot handle {text}"),
                         Some("limit") => Err(ToolError::LimitExceeded {
                             tool: String::new(),
-                            limit: text.clone(),
+                            limit: crate::registry::Limit::Fuel { units: 1 },
                             message: text,
                         }),
                         Some("file") => Err(ToolError::FileTooLarge {

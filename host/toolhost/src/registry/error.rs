@@ -47,6 +47,15 @@ pub enum ToolError {
         /// The tool called.
         tool: String,
     },
+    /// The result does not follow the output schema the tool declares (see
+    /// [`check_output`](super::check_output)): a fault in the tool, as a crash is.
+    #[error("{tool}: the tool's result does not match the output schema it declares ({message}). This is a fault in the tool, not in your call; do not retry the same call, try another approach")]
+    InvalidOutput {
+        /// The tool called.
+        tool: String,
+        /// What does not match, naming the property.
+        message: String,
+    },
     /// The result's JSON encoding is larger than the registry's result cap.
     #[error("{tool}: the result is {size} bytes as JSON, over the {cap}-byte limit for one tool result; ask for less (a smaller range, a narrower pattern or path)")]
     ResultTooLarge {
@@ -63,8 +72,8 @@ pub enum ToolError {
     LimitExceeded {
         /// The tool called.
         tool: String,
-        /// Which limit, with its value (`memory (64 MiB)`).
-        limit: String,
+        /// Which limit, with its value: shown as `memory (64 MiB)`.
+        limit: Limit,
         /// What happened.
         message: String,
     },
@@ -120,6 +129,7 @@ impl ToolError {
             Self::LimitExceeded { .. } => "limit_exceeded",
             Self::FileTooLarge { .. } => "file_too_large",
             Self::Failed { .. } => "failed",
+            Self::InvalidOutput { .. } => "invalid_output",
         }
     }
 
@@ -134,7 +144,8 @@ impl ToolError {
             | Self::ResultTooLarge { tool, .. }
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
-            | Self::Failed { tool, .. } => tool,
+            | Self::Failed { tool, .. }
+            | Self::InvalidOutput { tool, .. } => tool,
         }
     }
 
@@ -149,13 +160,63 @@ impl ToolError {
             | Self::ResultTooLarge { tool, .. }
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
-            | Self::Failed { tool, .. } => {
+            | Self::Failed { tool, .. }
+            | Self::InvalidOutput { tool, .. } => {
                 if tool.is_empty() {
                     name.clone_into(tool);
                 }
             }
         }
         self
+    }
+}
+
+/// A resource limit a call ran into, with its value: what
+/// [`ToolError::LimitExceeded`] carries, so a caller can match which limit it was.
+///
+/// ```
+/// use toolhost::registry::Limit;
+///
+/// assert_eq!(Limit::Memory { bytes: 64 << 20 }.to_string(), "memory (64 MiB)");
+/// assert_eq!(Limit::Fuel { units: 100_000 }.to_string(), "fuel (100000)");
+/// assert_eq!(Limit::ConcurrentInstances.to_string(), "concurrent plugin instances");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The memory one instance may grow to, in bytes.
+    Memory {
+        /// The cap.
+        bytes: u64,
+    },
+    /// The fuel one call may burn (roughly, WebAssembly instructions).
+    Fuel {
+        /// The fuel the call had.
+        units: u64,
+    },
+    /// The result text one call may return, in bytes.
+    Output {
+        /// The cap.
+        bytes: u64,
+    },
+    /// The host handles (pollables, streams) one call may hold at once.
+    Handles {
+        /// The cap.
+        count: u64,
+    },
+    /// Plugin instances running at once, host-wide: the pool was full.
+    ConcurrentInstances,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Memory { bytes } => write!(f, "memory ({})", format_bytes(*bytes)),
+            Limit::Fuel { units } => write!(f, "fuel ({units})"),
+            Limit::Output { bytes } => write!(f, "output ({})", format_bytes(*bytes)),
+            Limit::Handles { count } => write!(f, "host handles ({count})"),
+            Limit::ConcurrentInstances => f.write_str("concurrent plugin instances"),
+        }
     }
 }
 
@@ -206,6 +267,56 @@ pub enum RegisterError {
         /// The registered tool it looks like.
         existing: String,
     },
+    /// The title is blank, longer than
+    /// [`MAX_TITLE_CHARS`](super::MAX_TITLE_CHARS), or holds control characters.
+    #[error(
+        "tool \"{name}\": the title is not valid: {problem}; use 1 to 100 characters on one line"
+    )]
+    InvalidTitle {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the title.
+        problem: String,
+    },
+    /// A tool from outside the host has a title that reads like a built-in tool's name or
+    /// title ([`RESERVED_TOOL_TITLES`](super::RESERVED_TOOL_TITLES)).
+    #[error("tool \"{name}\": the title \"{title}\" reads like the host's built-in tool \"{builtin}\" (titles are compared by their letters and digits only); choose a title that says what this tool does")]
+    ReservedTitle {
+        /// The tool's name.
+        name: String,
+        /// The refused title.
+        title: String,
+        /// The built-in tool it reads like.
+        builtin: String,
+    },
+    /// The title reads like a registered tool's name or title ([`title_key`](super::title_key)).
+    #[error("tool \"{name}\": the title \"{title}\" reads like the registered tool \"{existing}\" (its name or title; titles are compared by their letters and digits only); choose a clearly different title")]
+    TitleLookAlike {
+        /// The tool's name.
+        name: String,
+        /// The refused title.
+        title: String,
+        /// The registered tool it reads like.
+        existing: String,
+    },
+    /// The name reads like a registered tool's title.
+    #[error("tool name \"{name}\" reads like the title \"{title}\" of the registered tool \"{existing}\"; choose a clearly different name")]
+    NameLooksLikeTitle {
+        /// The refused name.
+        name: String,
+        /// The registered tool.
+        existing: String,
+        /// Its title.
+        title: String,
+    },
+    /// The output schema is not an object schema (`"type": "object"`).
+    #[error("tool \"{name}\": the output schema is not valid: {problem}; MCP gives structured results as objects, so declare {{\"type\": \"object\", \"properties\": ...}} or no output schema")]
+    InvalidOutputSchema {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the schema.
+        problem: String,
+    },
 }
 
 impl RegisterError {
@@ -217,7 +328,12 @@ impl RegisterError {
             | Self::MissingHandler { name }
             | Self::DuplicateTool { name }
             | Self::Reserved { name, .. }
-            | Self::LookAlike { name, .. } => Some(name),
+            | Self::LookAlike { name, .. }
+            | Self::InvalidTitle { name, .. }
+            | Self::ReservedTitle { name, .. }
+            | Self::TitleLookAlike { name, .. }
+            | Self::NameLooksLikeTitle { name, .. }
+            | Self::InvalidOutputSchema { name, .. } => Some(name),
         }
     }
 }
@@ -243,6 +359,30 @@ pub fn format_duration(duration: Duration) -> String {
     }
 }
 
+/// `64 MiB`, `1.5 KiB`, `512 bytes`: sizes as a person writes them, as in every limit
+/// message.
+///
+/// ```
+/// use toolhost::registry::format_bytes;
+///
+/// assert_eq!(format_bytes(64 << 20), "64 MiB");
+/// assert_eq!(format_bytes(1536), "1.5 KiB");
+/// assert_eq!(format_bytes(512), "512 bytes");
+/// ```
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if bytes >= size {
+            return if bytes.is_multiple_of(size) {
+                format!("{} {unit}", bytes / size)
+            } else {
+                format!("{:.1} {unit}", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +393,27 @@ mod tests {
         assert_eq!(err.to_string(), "write_file: disk full");
         let err = err.with_tool("other");
         assert_eq!(err.tool(), "write_file");
+    }
+
+    #[test]
+    fn limits_are_data_and_show_their_value() {
+        let err = ToolError::LimitExceeded {
+            tool: "t".into(),
+            limit: Limit::Output { bytes: 1 << 20 },
+            message: "too much".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "t: stopped at the output (1 MiB) limit: too much"
+        );
+        assert!(matches!(
+            err,
+            ToolError::LimitExceeded {
+                limit: Limit::Output { bytes: 1_048_576 },
+                ..
+            }
+        ));
+        assert_eq!(Limit::Handles { count: 8 }.to_string(), "host handles (8)");
     }
 
     #[test]

@@ -76,18 +76,20 @@ mod cap;
 mod dispatch;
 mod error;
 mod handler;
+mod metadata;
 mod names;
 mod panic;
 mod types;
 
 pub use arguments::{json_type, Arguments};
-pub use error::{RegisterError, ToolError};
+pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture};
+pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use types::{Environment, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
-pub use error::format_duration;
+pub use error::{format_bytes, format_duration};
 
 /// Default per-call time limit: a call still running after this is stopped with
 /// [`ToolError::TimedOut`].
@@ -294,6 +296,14 @@ impl Registry {
                     batch.insert(key, name);
                 }
             }
+        }
+        // Titles and output schemas, once every name is known to be free.
+        for (index, (definition, _)) in tools.iter().enumerate() {
+            let registered_ones = registered.entries.iter().map(|entry| &entry.definition);
+            let others = registered_ones
+                .chain(tools[..index].iter().map(|(earlier, _)| earlier))
+                .map(|other| (other.name.as_str(), other.title.as_deref()));
+            metadata::check(definition, origin == Origin::Outside, others)?;
         }
         for (definition, handler) in tools {
             let required = toolhost_sdk::schema::required_fields(&definition.parameters);

@@ -136,6 +136,12 @@ impl ToolCall {
 pub struct ToolResult {
     /// The result the model sees.
     pub content: Value,
+    /// Whether `content` is structured: the tool declares an output schema and `content`
+    /// follows it (a JSON object). Set by [`Registry::dispatch`](super::Registry::dispatch),
+    /// which overwrites what a handler put here; the MCP layer then also gives the content
+    /// as `structuredContent`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured: bool,
 }
 
 impl ToolResult {
@@ -143,6 +149,7 @@ impl ToolResult {
     pub fn new(content: impl Into<Value>) -> Self {
         Self {
             content: content.into(),
+            structured: false,
         }
     }
 }

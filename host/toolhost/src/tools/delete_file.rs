@@ -1,5 +1,6 @@
 //! The `delete_file` tool.
 
+use super::common::{changes_files, IDEMPOTENT};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -12,6 +13,8 @@ use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolEr
 use crate::vfs::StorageError;
 
 const NAME: &str = "delete_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Delete file";
 
 const DESCRIPTION: &str = "Delete one file. Returns {\"path\", \"deleted\": true}. Fails when \
 there is no file at the path (call list_files to see what exists) or when the path is a \
@@ -29,7 +32,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(IDEMPOTENT)),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

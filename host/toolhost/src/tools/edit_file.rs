@@ -1,4 +1,4 @@
-//! The `edit_file` tool: replace an exact piece of text in a file; and [`apply_edit`], the
+//! The `edit_file` tool: replace an exact piece of text in a file; and `apply_edit`, the
 //! one replacement rule `multi_edit` shares.
 //!
 //! Arguments: `path`, `old_string`, `new_string` (required), `replace_all` (default false).
@@ -23,6 +23,7 @@
 //!   another writer changed it in between, its change is kept and the call fails with
 //!   "... changed while it was being edited ...; read the file again and redo the edit".
 
+use super::common::{changes_files, NOT_IDEMPOTENT};
 use std::sync::Arc;
 
 use memchr::memmem;
@@ -35,6 +36,8 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "edit_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Edit file";
 
 const DESCRIPTION: &str = "Replace exact text in an existing file. old_string is the text as \
 it is in the file now, WITHOUT the line-number prefix (the number and tab) that read_file puts \
@@ -71,7 +74,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(NOT_IDEMPOTENT)),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

@@ -13,6 +13,7 @@
 //! not listed), and only those the path policy shows (hidden paths and disallowed
 //! extensions never appear).
 
+use crate::registry::ToolAnnotations;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -24,10 +25,12 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "glob";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Find files by pattern";
 
 /// At most this many paths in one result. 500 paths of typical length stay well under the
 /// 64 KiB result cap; a pattern matching more should be narrowed.
-pub(super) const MAX_PATHS: usize = 500;
+pub const MAX_PATHS: usize = 500;
 
 const DESCRIPTION: &str = "Find files by path pattern. * matches within one path segment (no \
 /), ** matches across segments, ? matches one character, [abc] a character class, {a,b} either \
@@ -49,7 +52,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

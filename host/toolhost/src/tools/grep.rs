@@ -25,7 +25,7 @@
 //!   [`SCAN_BUDGET`]. A file's size is taken from its open handle
 //!   ([`Storage::open_read`]), so a file that grew after the listing counts at its new
 //!   size, and is skipped before any memory is taken for it. Binary files (a NUL byte in
-//!   the first 8 KiB, [`common::is_binary`], the rule read_file refuses them by) are
+//!   the first 8 KiB, `common::is_binary`, the rule read_file refuses them by) are
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
 //!   set it.
@@ -35,6 +35,7 @@
 //!   on the blocking pool, on up to [`MAX_WORKERS`] threads, and stops between files once
 //!   the call's deadline passes.
 
+use crate::registry::ToolAnnotations;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -45,31 +46,33 @@ use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::{is_binary, storage_error};
 use super::register_file_tool;
-use super::{blocking, FilePolicy, FileTools};
+use super::{blocking, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
-use crate::vfs::{OpenedFile, Storage, StorageError};
+use crate::vfs::{FilePolicy, OpenedFile, Storage, StorageError};
 
 mod lines;
 
 const NAME: &str = "grep";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Search file contents";
 
 /// At most this many entries in one result.
-pub(super) const MAX_ENTRIES: usize = 200;
+pub const MAX_ENTRIES: usize = 200;
 
 /// At most this many bytes of entries, JSON-encoded, in one result: 200 lines of 500
 /// characters would pass the registry's default 64 KiB result cap, and a result over the
 /// cap reaches the model as an error instead of as a cut list. The same 40 KiB the
 /// read_file window uses.
-pub(super) const RESULT_BUDGET: usize = 40 * 1024;
+pub const RESULT_BUDGET: usize = 40 * 1024;
 
 /// A scan stops before a file that would take the bytes read past 32 MiB, so one call's
 /// I/O and time stay bounded whatever the store holds.
-pub(super) const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
+pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
 
 /// Most threads one call scans with; also bounded by the machine's parallelism.
-pub(super) const MAX_WORKERS: usize = 4;
+pub const MAX_WORKERS: usize = 4;
 
 /// Most context lines before and after a match.
 const MAX_CONTEXT: u64 = 5;
@@ -128,7 +131,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, ctx, args| async move { run(tools, ctx, args).await },
     )
 }
@@ -247,8 +252,7 @@ impl Hits {
             Hits::Count(0) | Hits::Nothing | Hits::TooLarge | Hits::Deferred | Hits::Unreadable => {
                 (0, 0)
             }
-            Hits::Count(_) => (1, path.len() + 3),
-            Hits::Matched => (1, path.len() + 3),
+            Hits::Count(_) | Hits::Matched => (1, path.len() + 3),
         }
     }
 }
@@ -438,17 +442,13 @@ impl Output {
         match hits {
             Hits::Lines(lines) => lines.into_iter().all(|line| self.push(Value::String(line))),
             Hits::Count(0) | Hits::Nothing => true,
-            // The merge handles both before it adds.
-            Hits::TooLarge | Hits::Deferred => {
+            // The merge handles TooLarge and Deferred before it adds.
+            Hits::TooLarge | Hits::Deferred | Hits::Unreadable => {
                 self.truncated = true;
                 true
             }
             Hits::Count(count) => self.push(json!({"path": path, "count": count})),
             Hits::Matched => self.push(Value::String(path.to_owned())),
-            Hits::Unreadable => {
-                self.truncated = true;
-                true
-            }
         }
     }
 

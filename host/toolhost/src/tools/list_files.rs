@@ -1,5 +1,6 @@
 //! The `list_files` tool: every file the policy lets the model see, with size and time.
 
+use crate::registry::ToolAnnotations;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -11,6 +12,8 @@ use super::{blocking, FileTools};
 use crate::registry::{RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "list_files";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "List files";
 
 const DESCRIPTION: &str = "List every file in the store. Returns {\"files\": [{\"path\", \
 \"size\", \"updated_at\"}]}, sorted by path; size is in bytes, updated_at is the last change in \
@@ -22,7 +25,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, object::<&str, &str>([], [])),
+        ToolDefinition::new(NAME, DESCRIPTION, object::<&str, &str>([], []))
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, _ctx, _args| async move { blocking(move || list(&tools)).await },
     )
 }

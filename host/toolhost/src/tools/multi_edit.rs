@@ -5,7 +5,7 @@
 //! were applied, how many replacements they made in all, and the new file size in bytes.
 //!
 //! Rules:
-//! - Every edit follows edit_file's rule ([`apply_edit`], shared): an exact `old_string`
+//! - Every edit follows edit_file's rule (`edit_file::apply_edit`, shared): an exact `old_string`
 //!   starting at exactly one position unless `replace_all`, different from `new_string`.
 //! - The edits apply in order, each on the result of the ones before, in memory; the file
 //!   is written once, after the last edit succeeded. A failing edit writes nothing and its
@@ -21,6 +21,7 @@
 //!   writer made in between is kept, and the call fails asking to read the file again
 //!   ([`Storage::write_if_unchanged`](crate::vfs::Storage::write_if_unchanged)).
 
+use super::common::{changes_files, NOT_IDEMPOTENT};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -35,6 +36,8 @@ use crate::registry::{
 };
 
 const NAME: &str = "multi_edit";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Edit file in several places";
 
 const DESCRIPTION: &str = "Make several exact text replacements in one existing file in one \
 call, all or nothing. edits is a list of {old_string, new_string, replace_all}; they apply in \
@@ -62,7 +65,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(NOT_IDEMPOTENT)),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

@@ -11,7 +11,7 @@
 //! - An empty file has 0 lines; offset 1 (the default) gives empty content, any other
 //!   offset is past the end.
 //! - A file with a NUL byte in its first 8 KiB is binary and refused (see
-//!   [`is_binary`](super::common::is_binary)); other invalid UTF-8 shows as U+FFFD, and
+//!   `common::is_binary`); other invalid UTF-8 shows as U+FFFD, and
 //!   columns then count the bytes of the text as shown.
 //! - A line is cut only when it is the first of the window: a long line later in the window
 //!   ends the window before it, and the next call starts with it.
@@ -20,6 +20,7 @@
 //!   [`ToolError::FileTooLarge`] names its size and the cap, checked before any memory is
 //!   taken for it.
 
+use crate::registry::ToolAnnotations;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -31,6 +32,8 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "read_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Read file";
 
 /// Default cap of the files read_file and grep read: 64 MiB
 /// ([`VfsToolOptions::max_read_bytes`](super::VfsToolOptions::max_read_bytes), the
@@ -44,12 +47,12 @@ const NAME: &str = "read_file";
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Most lines one call shows (and the default `limit`).
-pub(crate) const MAX_LINES: u64 = 2000;
+pub const MAX_LINES: u64 = 2000;
 
 /// Most bytes of `content` one call shows, measured as the JSON encoding of the string
 /// without its two quotes (`"` and `\` count 2, `\n` and `\t` 2, other control characters
 /// 6). 40 KiB leaves room for the other fields under the 64 KiB result cap.
-pub(crate) const MAX_CONTENT_BYTES: usize = 40 * 1024;
+pub const MAX_CONTENT_BYTES: usize = 40 * 1024;
 
 const DESCRIPTION: &str = "Read a text file. Returns {content, content_type, size, offset, \
 total_lines, truncated}: content holds the lines, each prefixed by its line number and a tab \
@@ -79,7 +82,9 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

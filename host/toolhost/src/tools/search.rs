@@ -1,5 +1,6 @@
 //! The `search` tool, registered when the storage is [`Searchable`](crate::vfs::Searchable).
 
+use crate::registry::ToolAnnotations;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -11,6 +12,8 @@ use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 
 const NAME: &str = "search";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Search files";
 
 /// Registers `search`; does nothing for a store that is not searchable.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
@@ -29,7 +32,9 @@ read one with read_file. Query syntax: {}",
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, description, parameters),
+        ToolDefinition::new(NAME, description, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only()),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }

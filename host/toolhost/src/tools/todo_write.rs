@@ -3,7 +3,9 @@
 //! Each call sends the whole list and gets it back validated and normalised as
 //! `{"todos": [{"content", "status"}, ...]}`; the new list replaces the previous one. Nothing
 //! is stored: the list lives in the conversation, and a host shows progress from the tool
-//! results.
+//! results. The tool declares that shape as its output schema, so its results are
+//! [structured](crate::registry::ToolResult::structured) (MCP `structuredContent`); it
+//! changes nothing outside the conversation, so its hints say read-only.
 //!
 //! Decisions where the spec is silent: `content` is trimmed and must not be empty; fields
 //! other than `content` and `status` are dropped from the echo; an empty list is allowed
@@ -24,6 +26,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::registry::ToolAnnotations;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{array, enumeration, object, string};
 
@@ -33,6 +36,8 @@ use crate::registry::{
 };
 
 const NAME: &str = "todo_write";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Update the task list";
 
 /// The statuses a task can have, in the order messages list them.
 const STATUSES: [&str; 3] = ["pending", "in_progress", "completed"];
@@ -56,11 +61,23 @@ pub fn register_plan_tool(registry: &Registry) -> Result<(), RegisterError> {
         ["content", "status"],
     );
     let parameters = object(
-        [("todos", array(item, "The whole task list, in order."))],
+        [(
+            "todos",
+            array(item.clone(), "The whole task list, in order."),
+        )],
+        ["todos"],
+    );
+    // The result has the arguments' shape, so clients get the accepted list as
+    // `structuredContent` too (to show progress) and can rely on its form.
+    let output = object(
+        [("todos", array(item, "The task list as accepted, in order."))],
         ["todos"],
     );
     registry.register_builtin(
-        ToolDefinition::new(NAME, DESCRIPTION, parameters),
+        ToolDefinition::new(NAME, DESCRIPTION, parameters)
+            .with_title(TITLE)
+            .with_annotations(ToolAnnotations::read_only())
+            .with_output_schema(output),
         |_ctx: CallContext, args: Arguments, _env: Environment| async move {
             validate(&args).map(|todos| ToolResult::new(json!({ "todos": todos })))
         },
@@ -240,5 +257,30 @@ mod tests {
         );
         assert_eq!(items["required"], json!(["content", "status"]));
         assert_eq!(definition.parameters["required"], json!(["todos"]));
+    }
+
+    #[tokio::test]
+    async fn results_are_structured_by_the_declared_output_schema() {
+        let registry = plan();
+        let definition = &registry.definitions()[0];
+        let output = definition.output_schema.as_ref().expect("an output schema");
+        assert_eq!(output["type"], "object");
+        assert_eq!(output["required"], json!(["todos"]));
+        assert_eq!(
+            output["properties"]["todos"]["items"],
+            definition.parameters["properties"]["todos"]["items"]
+        );
+        let call = ToolCall::new(NAME, r#"{"todos":[{"content":" a ","status":"pending"}]}"#);
+        let result = registry
+            .dispatch(&CallContext::new(), &call, &Environment::default())
+            .await
+            .expect("call");
+        assert_eq!(
+            result,
+            ToolResult {
+                content: json!({"todos": [{"content": "a", "status": "pending"}]}),
+                structured: true
+            }
+        );
     }
 }

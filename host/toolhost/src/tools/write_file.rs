@@ -1,17 +1,20 @@
 //! The `write_file` tool: create or replace a whole file.
 
+use super::common::{changes_files, IDEMPOTENT};
 use std::sync::Arc;
 
 use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
-use super::common::{checked_path, storage_error};
+use super::common::{checked_path, policy_error, storage_error};
 use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
 use crate::vfs::content_type_for;
 
 const NAME: &str = "write_file";
+/// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
+const TITLE: &str = "Write file";
 
 /// Registers `write_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
@@ -41,7 +44,9 @@ an edit tool when one is offered.",
     register_file_tool(
         registry,
         tools,
-        ToolDefinition::new(NAME, description, parameters),
+        ToolDefinition::new(NAME, description, parameters)
+            .with_title(TITLE)
+            .with_annotations(changes_files(IDEMPOTENT)),
         |tools, _ctx, args| async move { run(tools, args).await },
     )
 }
@@ -57,7 +62,7 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
     tools
         .policy
         .check_size(&path, size)
-        .map_err(|err| err.into_tool_error(NAME))?;
+        .map_err(|err| policy_error(NAME, err))?;
     blocking(move || {
         let created = !tools
             .storage

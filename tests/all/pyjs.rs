@@ -1,0 +1,214 @@
+//! The example plugins written in Python (componentize-py) and JavaScript
+//! (ComponentizeJS), built by `scripts/build-pyjs-plugins`, next to each other in one
+//! registry: they load, answer exactly, and raise argument errors of the right kind.
+//!
+//! The build needs toolchains from PyPI and npm. `scripts/test` installs them and sets
+//! `TOOLHOST_REQUIRE_PYJS=1`, so a missing toolchain fails the test there; a plain
+//! `cargo test` without them skips it and says so on stderr.
+#![allow(
+    clippy::print_stderr,
+    reason = "a skipped test and the toolchain build say so on stderr, where cargo test shows them"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
+use toolhost_plugin::{CompileSource, LoadReport, PluginHost, PluginHostConfig};
+
+use crate::common::cache_dir;
+
+/// The components: `(textstats.wasm, greeting.wasm)`, built (or found up to date) by the
+/// build script; `None` when a toolchain is missing and the test may be skipped.
+fn built_components() -> Option<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent");
+    let started = Instant::now();
+    let output = Command::new("bash")
+        .arg(root.join("scripts/build-pyjs-plugins"))
+        .output()
+        .expect("run bash scripts/build-pyjs-plugins");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stderr}build-pyjs-plugins took {:.1?}", started.elapsed());
+    match output.status.code() {
+        Some(0) => {}
+        Some(3 | 4) if std::env::var_os("TOOLHOST_REQUIRE_PYJS").is_none() => {
+            eprintln!(
+                "SKIPPED: the Python/JavaScript toolchains are missing (run `bash \
+                 scripts/build-pyjs-plugins --install`, or scripts/test, which does)"
+            );
+            return None;
+        }
+        other => panic!("scripts/build-pyjs-plugins failed ({other:?}):\n{stderr}"),
+    }
+    let stdout = String::from_utf8(output.stdout).expect("paths are UTF-8");
+    let paths: Vec<PathBuf> = stdout.lines().map(PathBuf::from).collect();
+    match paths.as_slice() {
+        [textstats, greeting] => Some((textstats.clone(), greeting.clone())),
+        other => panic!("build-pyjs-plugins printed {other:?}, not the two components"),
+    }
+}
+
+/// A registry with only the two plugins, loaded through the shared compile cache.
+fn load(textstats: &Path, greeting: &Path) -> (Arc<Registry>, LoadReport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("plugins dir");
+    std::fs::copy(textstats, dir.path().join("textstats.wasm")).expect("copy textstats");
+    std::fs::copy(greeting, dir.path().join("greeting.wasm")).expect("copy greeting");
+    let registry = Arc::new(Registry::new());
+    let host = PluginHost::new(PluginHostConfig {
+        cache_dir: Some(cache_dir()),
+        ..PluginHostConfig::default()
+    })
+    .expect("plugin host");
+    let started = Instant::now();
+    let report = host.load_dir(dir.path(), &registry);
+    eprintln!(
+        "loaded the Python and JavaScript plugins in {:.1?}: {}",
+        started.elapsed(),
+        report
+            .loaded
+            .iter()
+            .map(|plugin| format!("{} {}", plugin.name, plugin.compile))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    (registry, report, dir)
+}
+
+async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, ToolError> {
+    registry
+        .dispatch(
+            &CallContext::new(),
+            &ToolCall::new(tool, arguments.to_string()),
+            &Environment::generate(),
+        )
+        .await
+        .map(|result| result.content)
+}
+
+fn invalid(tool: &str, message: &str) -> Result<Value, ToolError> {
+    Err(ToolError::InvalidArguments {
+        tool: tool.into(),
+        message: message.into(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
+    let Some((textstats, greeting)) = built_components() else {
+        return;
+    };
+    let (registry, report, _first_dir) = load(&textstats, &greeting);
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert_eq!(registry.names(), ["greeting", "text_stats"]);
+    let definitions = registry.definitions();
+    assert_eq!(definitions[1].parameters["required"], json!(["text"]));
+    assert_eq!(
+        definitions[0].parameters["properties"]["language"]["enum"],
+        json!(["en", "fr", "de", "es"])
+    );
+
+    // Python.
+    assert_eq!(
+        call(
+            &registry,
+            "text_stats",
+            json!({"text": "The cat and the hat\nthe end", "top": 2})
+        )
+        .await,
+        Ok(json!({
+            "characters": 27,
+            "words": 7,
+            "lines": 2,
+            "top_words": [["the", 3], ["and", 1]],
+        }))
+    );
+    assert_eq!(
+        call(&registry, "text_stats", json!({"text": 5})).await,
+        invalid(
+            "text_stats",
+            r#"argument "text" must be a string, got number"#
+        )
+    );
+    assert_eq!(
+        call(&registry, "text_stats", json!({"text": "a", "top": 99})).await,
+        invalid(
+            "text_stats",
+            r#"argument "top" must be from 0 to 20, got 99"#
+        )
+    );
+    // Checked by the host before the plugin runs.
+    assert_eq!(
+        call(&registry, "text_stats", json!({})).await,
+        invalid("text_stats", r#"argument "text" is required"#)
+    );
+
+    // JavaScript.
+    assert_eq!(
+        call(
+            &registry,
+            "greeting",
+            json!({"name": "Ada", "language": "fr"})
+        )
+        .await,
+        Ok(json!("Bonjour, Ada!"))
+    );
+    assert_eq!(
+        call(&registry, "greeting", json!({"name": " Ada "})).await,
+        Ok(json!("Hello, Ada!"))
+    );
+    assert_eq!(
+        call(
+            &registry,
+            "greeting",
+            json!({"name": "Ada", "language": "xx"})
+        )
+        .await,
+        invalid(
+            "greeting",
+            r#"argument "language" must be one of "en", "fr", "de", "es", got "xx""#
+        )
+    );
+    assert_eq!(
+        call(&registry, "greeting", json!({"name": 7})).await,
+        invalid(
+            "greeting",
+            r#"argument "name" must be a string, got number"#
+        )
+    );
+
+    // Calls in parallel each get their own instance and the right answer.
+    let calls = (0..8).map(|i| {
+        let registry = Arc::clone(&registry);
+        tokio::spawn(async move {
+            let text = "word ".repeat(i + 1);
+            let stats = call(&registry, "text_stats", json!({"text": text, "top": 0})).await;
+            let hello = call(&registry, "greeting", json!({"name": format!("n{i}")})).await;
+            (i, stats, hello)
+        })
+    });
+    for handle in calls {
+        let (i, stats, hello) = handle.await.expect("task");
+        assert_eq!(stats.expect("stats")["words"], json!(i + 1));
+        assert_eq!(hello, Ok(json!(format!("Hello, n{i}!"))));
+    }
+
+    // A Python component is ~18 MB of WebAssembly (an interpreter and its standard
+    // library); compiling it takes tens of seconds, so a second load must come from the
+    // compile cache. (One test, so a cold run compiles each component once.)
+    let (_, again, _dir) = load(&textstats, &greeting);
+    assert!(again.failed.is_empty(), "{:?}", again.failed);
+    assert_eq!(again.loaded.len(), 2);
+    for plugin in &again.loaded {
+        assert!(
+            matches!(plugin.compile, CompileSource::CacheHit(_)),
+            "{}: {}",
+            plugin.name,
+            plugin.compile
+        );
+    }
+}
