@@ -5,10 +5,11 @@ use crate::tool::{find, Env, Tool, ToolError};
 
 /// Exports a plugin's tools as the `toolhost:plugin/tools` interface of the component.
 ///
-/// The argument is a closure or function returning `Vec<Tool>`. It runs whenever the host
-/// asks for the definitions or calls a tool (each call gets a fresh instance, so there is
-/// nothing to cache); keep it cheap and deterministic. Use the macro once per plugin
-/// crate, at the top level.
+/// The argument is a closure or function returning `Vec<Tool>`. It runs once per instance,
+/// the first time the host asks for the definitions or calls a tool; the list is kept
+/// for the instance's later calls (a host that reuses instances calls it once, not once
+/// per call). The host gives each call a fresh instance by default, so keep it cheap and
+/// deterministic. Use the macro once per plugin crate, at the top level.
 ///
 /// ```
 /// use toolhost_sdk::{export_plugin, schema, Env, Tool, ToolError};
@@ -36,13 +37,20 @@ macro_rules! export_plugin {
         const _: () = {
             struct ToolhostPlugin;
 
-            fn toolhost_plugin_tools() -> ::std::vec::Vec<$crate::Tool> {
-                ($tools)()
+            ::std::thread_local! {
+                // The tool list, built once per instance (a component instance is one
+                // thread).
+                static TOOLHOST_PLUGIN_TOOLS: ::std::cell::OnceCell<::std::vec::Vec<$crate::Tool>> =
+                    const { ::std::cell::OnceCell::new() };
+            }
+
+            fn with_toolhost_plugin_tools<R>(f: impl FnOnce(&[$crate::Tool]) -> R) -> R {
+                $crate::__private::with_tools(&TOOLHOST_PLUGIN_TOOLS, || ($tools)(), f)
             }
 
             impl $crate::__private::Guest for ToolhostPlugin {
                 fn definitions() -> ::std::vec::Vec<$crate::__private::ToolDefinition> {
-                    $crate::__private::definitions(toolhost_plugin_tools())
+                    with_toolhost_plugin_tools($crate::__private::definitions)
                 }
 
                 fn call(
@@ -51,7 +59,9 @@ macro_rules! export_plugin {
                     env: $crate::__private::Environment,
                 ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError>
                 {
-                    $crate::__private::call(toolhost_plugin_tools(), &name, &arguments, env)
+                    with_toolhost_plugin_tools(|tools| {
+                        $crate::__private::call(tools, &name, &arguments, env)
+                    })
                 }
             }
 
@@ -67,12 +77,22 @@ pub mod __private {
     use super::{find, Env, Tool, ToolError};
     use crate::bindings::toolhost::plugin::types::ToolAnnotations;
 
+    /// Runs `f` on the tool list kept in `cell`, building it with `build` the first time
+    /// (once per instance: the cell is the instance's thread-local).
+    pub fn with_tools<R>(
+        cell: &'static std::thread::LocalKey<std::cell::OnceCell<Vec<Tool>>>,
+        build: impl FnOnce() -> Vec<Tool>,
+        f: impl FnOnce(&[Tool]) -> R,
+    ) -> R {
+        cell.with(|tools| f(tools.get_or_init(build)))
+    }
+
     /// The definitions of `tools`, in order, with the schemas as JSON text and the
     /// metadata (title, hints, output schema) as WIT 0.2.0 carries it: no hint set is
     /// `annotations: None`.
-    pub fn definitions(tools: Vec<Tool>) -> Vec<ToolDefinition> {
+    pub fn definitions(tools: &[Tool]) -> Vec<ToolDefinition> {
         tools
-            .into_iter()
+            .iter()
             .map(|tool| {
                 let hints = tool.annotations();
                 ToolDefinition {
@@ -94,13 +114,13 @@ pub mod __private {
 
     /// Runs the tool called `name` from `tools`.
     pub fn call(
-        tools: Vec<Tool>,
+        tools: &[Tool],
         name: &str,
         arguments: &str,
         env: Environment,
     ) -> Result<String, WitToolError> {
         let env = Env::new(env.session_id, env.turn_id);
-        find(&tools, name)
+        find(tools, name)
             .and_then(|tool| tool.call(arguments, env))
             .map_err(|error| match error {
                 ToolError::InvalidArguments(m) => WitToolError::InvalidArguments(m),
@@ -142,15 +162,41 @@ mod tests {
             session_id: "s1".into(),
             turn_id: "t1".into(),
         };
-        call(tools(), name, arguments, env).map_err(|error| match error {
+        call(&tools(), name, arguments, env).map_err(|error| match error {
             WitToolError::InvalidArguments(m) => (true, m),
             WitToolError::Failed(m) => (false, m),
         })
     }
 
     #[test]
+    fn the_tool_list_is_built_once_per_instance() {
+        use std::cell::{Cell, OnceCell};
+        std::thread_local! {
+            static TOOLS: OnceCell<Vec<Tool>> = const { OnceCell::new() };
+            static BUILDS: Cell<u32> = const { Cell::new(0) };
+        }
+        let build = || {
+            BUILDS.with(|n| n.set(n.get() + 1));
+            tools()
+        };
+        let env = || Environment {
+            session_id: "s1".into(),
+            turn_id: "t1".into(),
+        };
+        let names = with_tools(&TOOLS, build, |tools| definitions(tools).len());
+        assert_eq!(names, 2);
+        for _ in 0..3 {
+            let out = with_tools(&TOOLS, build, |tools| {
+                call(tools, "shout", r#"{"text":"hi"}"#, env())
+            });
+            assert_eq!(out.ok(), Some(r#""hi! (s1)""#.to_owned()));
+        }
+        assert_eq!(BUILDS.with(Cell::get), 1);
+    }
+
+    #[test]
     fn definitions_carry_schemas_as_json_text_in_order() {
-        let definitions = definitions(tools());
+        let definitions = definitions(&tools());
         assert_eq!(definitions.len(), 2);
         assert_eq!(definitions[0].name, "shout");
         assert_eq!(definitions[0].description, "Shouts.");
@@ -180,7 +226,7 @@ mod tests {
                 [("loud", schema::string("The text."))],
                 ["loud"],
             ));
-        let definition = definitions(vec![tool]).remove(0);
+        let definition = definitions(&[tool]).remove(0);
         assert_eq!(definition.title.as_deref(), Some("Shout it"));
         let hints = definition.annotations.expect("hints set");
         assert_eq!(

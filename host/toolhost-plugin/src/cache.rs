@@ -130,6 +130,15 @@ impl CompileCache {
         })
     }
 
+    /// The same cache directory for another engine: its entries are keyed by that
+    /// engine's fingerprint, so the two engines never load each other's artifacts.
+    pub(crate) fn for_engine(&self, engine: &Engine) -> Self {
+        Self {
+            dir: self.dir.clone(),
+            fingerprint: super::engine::fingerprint(engine),
+        }
+    }
+
     /// The entry's key for a component of these bytes.
     #[cfg(test)]
     fn key(&self, bytes: &[u8]) -> [u8; 32] {
@@ -166,30 +175,41 @@ impl CompileCache {
         path: &Path,
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
-        self.load_digest(engine, path, bytes, &Sha256::digest(bytes).into())
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let (mut components, source) = self.load_into(&[engine], path, bytes, &digest)?;
+        let component = components
+            .pop()
+            .unwrap_or_else(|| unreachable!("one component per engine"));
+        Ok((component, source))
     }
 
-    /// As `load`, with the SHA-256 of `bytes` already computed (`digest`, the one the
-    /// loader checked against the lock file): the entry's key is made from it.
+    /// [`load`](Self::load) into each of `engines` (configured alike, so one artifact
+    /// serves them all; at least one): compiled once, or read from the cache once, and
+    /// the artifact loaded into every engine. `digest` is the SHA-256 of `bytes` (the one
+    /// the loader checked against the lock file): the entry's key is made from it.
     ///
     /// # Errors
-    /// [`PluginErrorKind::Compile`] when the bytes do not compile.
-    pub(crate) fn load_digest(
+    /// [`PluginErrorKind::Compile`] when the bytes do not compile, or the compiled artifact
+    /// does not load into one of the engines.
+    pub(crate) fn load_into(
         &self,
-        engine: &Engine,
+        engines: &[&Engine],
         path: &Path,
         bytes: &[u8],
         digest: &[u8; 32],
-    ) -> Result<(Component, CompileSource), PluginError> {
+    ) -> Result<(Vec<Component>, CompileSource), PluginError> {
         let started = Instant::now();
+        let (engine, others) = engines
+            .split_first()
+            .unwrap_or_else(|| unreachable!("a backend has at least one engine"));
         let cached = self.dir.as_ref().map(|dir| {
             let key = self.key_of(digest);
             (dir, key, entry_path(&dir.path, &key))
         });
         if let Some((dir, key, file)) = &cached {
-            match read_entry(engine, dir, key, file) {
-                Ok(component) => {
-                    return Ok((component, CompileSource::CacheHit(started.elapsed())))
+            match read_entry(engine, others, dir, key, file) {
+                Ok(components) => {
+                    return Ok((components, CompileSource::CacheHit(started.elapsed())))
                 }
                 Err(Miss::Absent) => {}
                 Err(Miss::Rejected(reason)) => {
@@ -212,15 +232,28 @@ impl CompileCache {
             super::format_bytes(bytes.len() as u64),
             if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
         );
-        let component = Component::new(engine, bytes).map_err(|err| {
+        let compile_error = |err: wasmtime::Error| {
             PluginErrorKind::Compile {
                 message: error_chain(&err),
             }
             .at(path.to_owned())
-        })?;
+        };
+        let component = Component::new(engine, bytes).map_err(compile_error)?;
+        let mut components = vec![component];
+        // The artifact, for the cache and for the other engines.
+        let artifact = if cached.is_some() || !others.is_empty() {
+            Some(components[0].serialize().map_err(compile_error)?)
+        } else {
+            None
+        };
+        if let Some(artifact) = &artifact {
+            for other in others {
+                components.push(deserialize(other, artifact).map_err(compile_error)?);
+            }
+        }
         let compiled = CompileSource::Compiled(started.elapsed());
-        if let Some((dir, key, file)) = cached {
-            if let Err(message) = store(&component, dir, &key, &file) {
+        if let (Some((dir, key, file)), Some(artifact)) = (cached, &artifact) {
+            if let Err(message) = store(artifact, dir, &key, &file) {
                 tracing::warn!(
                     target: "plugin",
                     cache = %file.display(),
@@ -229,7 +262,7 @@ impl CompileCache {
                 );
             }
         }
-        Ok((component, compiled))
+        Ok((components, compiled))
     }
 }
 
@@ -252,10 +285,11 @@ fn tag(dir: &CacheDir, key: &[u8; 32], artifact: &[u8]) -> Result<HmacSha256, St
 /// after the check reaches the engine.
 fn read_entry(
     engine: &Engine,
+    others: &[&Engine],
     dir: &CacheDir,
     key: &[u8; 32],
     file: &Path,
-) -> Result<Component, Miss> {
+) -> Result<Vec<Component>, Miss> {
     let bytes = read_bounded(file).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => Miss::Absent,
         _ => Miss::Rejected(format!("cannot read it: {err}")),
@@ -276,7 +310,12 @@ fn read_entry(
                     .into(),
             )
         })?;
-    deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
+    std::iter::once(engine)
+        .chain(others.iter().copied())
+        .map(|engine| {
+            deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
+        })
+        .collect()
 }
 
 /// The whole of `file`, read through one handle that does not follow a link, if it is a
@@ -308,14 +347,18 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Deserialises an authenticated artifact.
+/// Deserialises an authenticated artifact, or one this process just serialised.
 #[allow(
     unsafe_code,
-    reason = "Component::deserialize of bytes whose HMAC was just checked; see SAFETY"
+    reason = "Component::deserialize of bytes this process serialised or whose HMAC was just checked; see SAFETY"
 )]
-fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
+pub(crate) fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
-    // wasmtime (it becomes native code). These bytes are: their HMAC-SHA256 tag was
+    // wasmtime (it becomes native code). These bytes are. Either `load_into`, or the
+    // loader's shard preparation (`PrepareShard`), just made them with
+    // `Component::serialize` of a component of this process (held in memory, never
+    // written or read back), to load it into another engine configured alike; or their
+    // HMAC-SHA256 tag was
     // checked, just before, over these very bytes (held in memory, not re-read), under
     // the cache's secret key, which only `store` uses, on the output of
     // `Component::serialize`. The tag also covers the entry's key (the hash of the
@@ -327,16 +370,15 @@ fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> 
     unsafe { Component::deserialize(engine, artifact) }
 }
 
-/// Writes `component`'s artifact, authenticated, to `file` atomically, `0600`.
-fn store(component: &Component, dir: &CacheDir, key: &[u8; 32], file: &Path) -> Result<(), String> {
-    let artifact = component.serialize().map_err(|err| error_chain(&err))?;
+/// Writes a compiled component's `artifact`, authenticated, to `file` atomically, `0600`.
+fn store(artifact: &[u8], dir: &CacheDir, key: &[u8; 32], file: &Path) -> Result<(), String> {
     if artifact.len() as u64 + (MAGIC.len() + TAG_LEN) as u64 > MAX_ENTRY_BYTES {
         return Err(format!(
             "the compiled artifact ({} bytes) is above the {MAX_ENTRY_BYTES}-byte cap on cache entries",
             artifact.len()
         ));
     }
-    let tag = tag(dir, key, &artifact)?.finalize().into_bytes();
+    let tag = tag(dir, key, artifact)?.finalize().into_bytes();
     let name = file
         .file_name()
         .and_then(|name| name.to_str())
@@ -346,7 +388,7 @@ fn store(component: &Component, dir: &CacheDir, key: &[u8; 32], file: &Path) -> 
         .and_then(|mut out| {
             out.write_all(MAGIC)?;
             out.write_all(&tag)?;
-            out.write_all(&artifact)
+            out.write_all(artifact)
         })
         .and_then(|()| std::fs::rename(&temp, file))
         .map_err(|err| format!("writing {}: {err}", file.display()));
@@ -364,11 +406,14 @@ mod tests {
     const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
 
     fn engine() -> Engine {
-        super::super::engine::build(&super::super::PluginHostConfig {
-            cache_dir: None,
-            max_concurrent_calls: 1,
-            ..Default::default()
-        })
+        super::super::engine::build(
+            &super::super::PluginHostConfig {
+                cache_dir: None,
+                max_concurrent_calls: 1,
+                ..Default::default()
+            },
+            super::super::Metering::EpochOnly,
+        )
         .unwrap()
     }
 

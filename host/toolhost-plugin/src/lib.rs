@@ -101,7 +101,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::Linker;
 use wasmtime::Engine;
@@ -136,7 +136,9 @@ pub use config::{
     default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_POOL_MEMORY,
 };
-pub use engine::{PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
+pub use engine::{
+    Metering, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
+};
 pub use error::{PluginError, PluginErrorKind};
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
@@ -167,16 +169,19 @@ use host::Imports;
 use runtime::Shared;
 use state::PluginState;
 
-/// Loads plugins and runs their calls: one wasmtime engine (epoch interruption, fuel
-/// metering, pooling allocator) with its epoch ticker thread, a linker with WASI p2 and
-/// the host's imports, and the compile cache.
+/// Loads plugins and runs their calls: wasmtime engines (epoch interruption, pooling
+/// allocator; one per core) with their epoch ticker thread,
+/// linkers with WASI p2 and the host's imports, and the compile cache; plus, built the
+/// first time a plugin's limits set a fuel limit, the same again with fuel metering
+/// ([`Metering`]).
 ///
 /// Cheap to share behind an `Arc`; plugins loaded from it keep working after it is
 /// dropped (their handlers hold what they need).
 pub struct PluginHost {
-    engine: Engine,
-    linker: Linker<PluginState>,
-    cache: CompileCache,
+    /// The [`Metering::EpochOnly`] engines, for every plugin without a fuel limit.
+    plain: Backend,
+    /// The [`Metering::Fuel`] engines, once a plugin has asked for fuel.
+    fueled: OnceLock<Backend>,
     config: PluginHostConfig,
     pool: PoolPlan,
     shared: Arc<Shared>,
@@ -202,6 +207,12 @@ impl PluginHost {
     /// [`PluginErrorKind::Cache`] when the compile cache directory may not be used (see
     /// [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
+        Self::with_shards(config, engine::engine_shards())
+    }
+
+    /// [`new`](Self::new) with `shards` engines of each kind (tests choose the count;
+    /// the host takes one per core).
+    fn with_shards(config: PluginHostConfig, shards: usize) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
             return Err(PluginError::from(PluginErrorKind::Host { message: format!(
                     "the default {limit} limit ({default}) is above the maximum ({max}); raise max_limits or lower default_limits"
@@ -227,38 +238,53 @@ impl PluginHost {
                 format_bytes(config.max_pool_memory),
             );
         }
-        let engine = engine::build_with(&pool)?;
-        engine::start_ticker(&engine)?;
-        let mut linker = Linker::new(&engine);
-        let link_error = |err: wasmtime::Error| {
-            PluginError::from(PluginErrorKind::Host {
-                message: format!("cannot link the host imports: {}", error::error_chain(&err)),
-            })
-        };
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
-        bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-            &mut state.imports
-        })
-        .map_err(link_error)?;
-        // The imports of toolhost:plugin@0.1.0 too, so components built against it load.
-        bindings::v0_1::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-            &mut state.imports
-        })
-        .map_err(link_error)?;
-        // wasi:http/types and outgoing-handler; every request goes through
-        // host/http.rs's checks.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
+        let plain = Backend::build(&pool, Metering::EpochOnly, shards, |engine| {
+            Ok(CompileCache::open(
+                config.cache_dir.as_deref(),
+                &config.storage_roots,
+                engine,
+            )?)
+        })?;
         Ok(Self {
-            cache: CompileCache::open(config.cache_dir.as_deref(), &config.storage_roots, &engine)?,
+            plain,
+            fueled: OnceLock::new(),
             shared: Arc::new(Shared::new(
                 pool.concurrent_calls,
                 config.fresh_instance_per_call,
+                shards,
             )),
-            engine,
-            linker,
             config,
             pool,
         })
+    }
+
+    /// The engines, linkers and compile cache for plugins needing `metering`; the fuel
+    /// engines are built (and their ticker started) on first use.
+    fn backend(&self, metering: Metering) -> Result<&Backend, PluginError> {
+        if metering == Metering::EpochOnly {
+            return Ok(&self.plain);
+        }
+        if self.fueled.get().is_none() {
+            let backend = Backend::build(
+                &self.pool,
+                Metering::Fuel,
+                self.plain.shards.len(),
+                |engine| Ok(self.plain.cache.for_engine(engine)),
+            )?;
+            // Two threads may build one each; the first set wins, the other is dropped
+            // (its ticker ends with it).
+            let _ = self.fueled.set(backend);
+        }
+        Ok(self
+            .fueled
+            .get()
+            .unwrap_or_else(|| unreachable!("set just above")))
+    }
+
+    /// The first engine of the plain backend (for tests).
+    #[cfg(test)]
+    fn engine(&self) -> &Engine {
+        &self.plain.shards[0].engine
     }
 
     /// How the instance pool was sized (slots, memory per slot, calls at once).
@@ -270,6 +296,74 @@ impl PluginHost {
     pub fn config(&self) -> &PluginHostConfig {
         &self.config
     }
+}
+
+/// Engines of one [`Metering`], one per shard, with their linkers and compile cache.
+struct Backend {
+    shards: Vec<Shard>,
+    /// Keyed by the engines' fingerprint, the same for every shard.
+    cache: CompileCache,
+}
+
+/// One engine and its linker.
+struct Shard {
+    engine: Engine,
+    linker: Linker<PluginState>,
+}
+
+impl Backend {
+    /// `shards` engines configured alike (so one compiled artifact loads into each),
+    /// one ticker thread for all of them, and the cache `cache` opens for them.
+    fn build(
+        plan: &PoolPlan,
+        metering: Metering,
+        shards: usize,
+        cache: impl FnOnce(&Engine) -> Result<CompileCache, PluginError>,
+    ) -> Result<Self, PluginError> {
+        let shards = (0..shards.max(1))
+            .map(|_| {
+                let engine = engine::build_with(plan, metering, shards)?;
+                Ok(Shard {
+                    linker: linker(&engine)?,
+                    engine,
+                })
+            })
+            .collect::<Result<Vec<_>, PluginError>>()?;
+        let engines: Vec<&Engine> = shards.iter().map(|shard| &shard.engine).collect();
+        engine::start_ticker(&engines)?;
+        Ok(Self {
+            cache: cache(&shards[0].engine)?,
+            shards,
+        })
+    }
+
+    fn engines(&self) -> Vec<&Engine> {
+        self.shards.iter().map(|shard| &shard.engine).collect()
+    }
+}
+
+/// A linker for `engine` with WASI p2 and the host's imports.
+fn linker(engine: &Engine) -> Result<Linker<PluginState>, PluginError> {
+    let mut linker = Linker::new(engine);
+    let link_error = |err: wasmtime::Error| {
+        PluginError::from(PluginErrorKind::Host {
+            message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+        })
+    };
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
+    bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
+        &mut state.imports
+    })
+    .map_err(link_error)?;
+    // The imports of toolhost:plugin@0.1.0 too, so components built against it load.
+    bindings::v0_1::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
+        &mut state.imports
+    })
+    .map_err(link_error)?;
+    // wasi:http/types and outgoing-handler; every request goes through
+    // host/http.rs's checks.
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
+    Ok(linker)
 }
 
 /// What [`PluginHost::load_dir`] did.

@@ -23,17 +23,18 @@ use toolhost::registry::{
 };
 
 use super::bindings::{v0_1, PluginPre};
+use super::cache;
 use super::error::error_chain;
 use super::host::files::FileGrant;
 use super::host::http::HttpGrant;
 use super::lock::{read_manifest_bytes, LockMismatch, PluginLock, Sha256Digest};
 use super::manifest::{self, Resolved};
 use super::read::read_regular_file;
-use super::runtime::{PluginRuntime, PluginTool, WorldPre};
-use super::state::Grants;
+use super::runtime::{PluginRuntime, PluginTool, PrepareShard, ShardPres, WorldPre};
+use super::state::{Grants, PluginState};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
-    PluginError, PluginErrorKind, PluginHost, PluginInfo,
+    Metering, PluginError, PluginErrorKind, PluginHost, PluginInfo,
 };
 
 /// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
@@ -498,32 +499,47 @@ impl PluginHost {
             manifest::resolve_bytes(path, manifest_bytes, &self.config)?
         };
         check_header(path, &bytes)?;
-        let (component, compile) =
-            self.cache
-                .load_digest(&self.engine, path, &bytes, digest.as_bytes())?;
+        let backend = self.backend(Metering::for_limits(&resolved.limits))?;
+        // Compiled (or read from the cache) into the first shard's engine only; the
+        // other shards get it from its artifact when a call first lands there.
+        let engines = backend.engines();
+        let (mut components, compile) =
+            backend
+                .cache
+                .load_into(&engines[..1], path, &bytes, digest.as_bytes())?;
+        let component = components
+            .pop()
+            .unwrap_or_else(|| unreachable!("one engine asked, one component"));
         let wrong_world = |err: wasmtime::Error| {
             PluginErrorKind::WrongWorld {
                 message: error_chain(&err),
             }
             .at(path.to_owned())
         };
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(wrong_world)?;
+        let engine = &backend.shards[0].engine;
         let component_type = component.component_type();
         let exports: Vec<String> = component_type
-            .exports(&self.engine)
+            .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         // The world is the `tools` export the component carries; with neither, 0.2.0's
         // check names what is missing.
-        let pre = if exports.iter().any(|e| e == TOOLS_V0_1)
-            && !exports.iter().any(|e| e == TOOLS_V0_2)
-        {
-            WorldPre::V0_1(v0_1::PluginPre::new(instance_pre).map_err(wrong_world)?)
-        } else {
-            WorldPre::V0_2(PluginPre::new(instance_pre).map_err(wrong_world)?)
+        let legacy =
+            exports.iter().any(|e| e == TOOLS_V0_1) && !exports.iter().any(|e| e == TOOLS_V0_2);
+        let first =
+            world_pre(&backend.shards[0].linker, &component, legacy).map_err(wrong_world)?;
+        let prepare: PrepareShard = {
+            let shards: Vec<_> = backend
+                .shards
+                .iter()
+                .map(|shard| (shard.engine.clone(), shard.linker.clone()))
+                .collect();
+            Box::new(move |shard| {
+                let (engine, linker) = &shards[shard];
+                let artifact = component.serialize()?;
+                let component = cache::deserialize(engine, &artifact)?;
+                world_pre(linker, &component, legacy)
+            })
         };
 
         let files = FileGrant::new(
@@ -558,7 +574,11 @@ impl PluginHost {
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
-            pre,
+            ShardPres {
+                first,
+                engines: engines.into_iter().cloned().collect(),
+                prepare,
+            },
             resolved.limits.clone(),
             Arc::new(files),
             grants,
@@ -566,7 +586,7 @@ impl PluginHost {
         ));
 
         let imports = component_type
-            .imports(&self.engine)
+            .imports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         Ok(Compiled {
@@ -901,4 +921,19 @@ where
             .join()
     })
     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// `component` pre-instantiated with `linker` for its world: `toolhost:plugin@0.1.0`
+/// when `legacy`, else 0.2.0.
+fn world_pre(
+    linker: &wasmtime::component::Linker<PluginState>,
+    component: &wasmtime::component::Component,
+    legacy: bool,
+) -> wasmtime::Result<WorldPre> {
+    let instance_pre = linker.instantiate_pre(component)?;
+    Ok(if legacy {
+        WorldPre::V0_1(v0_1::PluginPre::new(instance_pre)?)
+    } else {
+        WorldPre::V0_2(PluginPre::new(instance_pre)?)
+    })
 }

@@ -14,12 +14,13 @@
 //! result is dropped). Each plugin has one [`PluginMeter`] for all its calls: its
 //! lifetime write totals and its log rate limit.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{Engine, Store, UpdateDeadline};
 
 use toolhost::registry::{
     Arguments, CallContext, Environment, Handler, HandlerFuture, ToolError, ToolResult,
@@ -64,18 +65,69 @@ pub(crate) struct Shared {
     idle_total: AtomicU32,
     /// Cap of `idle_total`, so idle and running instances fit the pooling allocator.
     idle_cap: u32,
+    /// Calls running on each engine shard ([`super::engine_shards`]).
+    shard_load: Box<[ShardLoad]>,
+}
+
+/// Calls running on one engine shard, alone on its cache line (every call on that shard
+/// changes it; the other cores only read it).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct ShardLoad(AtomicU32);
+
+thread_local! {
+    /// The shard this thread's last call ran on: calls on one thread keep to one shard
+    /// (its pool's slots stay in this core's cache) while it is no busier than another.
+    static LAST_SHARD: Cell<usize> = const { Cell::new(0) };
 }
 
 impl Shared {
-    /// Shared state for `max_calls` concurrent calls.
-    pub(crate) fn new(max_calls: u32, fresh: bool) -> Self {
+    /// Shared state for `max_calls` concurrent calls on `shards` engine shards.
+    pub(crate) fn new(max_calls: u32, fresh: bool, shards: usize) -> Self {
         Self {
             slots: Semaphore::new(max_calls.max(1) as usize),
             io: Arc::new(Semaphore::new(max_calls.max(1) as usize)),
             fresh,
             idle_total: AtomicU32::new(0),
             idle_cap: max_calls,
+            shard_load: (0..shards.max(1)).map(|_| ShardLoad::default()).collect(),
         }
+    }
+
+    /// The shard a new instance should be made on: the one with the fewest calls
+    /// running, this thread's last one when it is among them.
+    fn pick_shard(&self) -> usize {
+        let shards = self.shard_load.len();
+        if shards == 1 {
+            return 0;
+        }
+        let load = |shard: usize| self.shard_load[shard].0.load(Ordering::Relaxed);
+        let last = LAST_SHARD.get().min(shards - 1);
+        let (mut best, mut best_load) = (last, load(last));
+        for shard in 0..shards {
+            let shard_load = load(shard);
+            if shard_load < best_load {
+                (best, best_load) = (shard, shard_load);
+            }
+        }
+        LAST_SHARD.set(best);
+        best
+    }
+
+    /// Calls running on each shard now (for tests).
+    #[cfg(test)]
+    pub(crate) fn running_per_shard(&self) -> Vec<u32> {
+        self.shard_load
+            .iter()
+            .map(|load| load.0.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Counts a call running on `shard` until the guard is dropped.
+    fn enter(&self, shard: usize) -> ShardGuard<'_> {
+        let load = &self.shard_load[shard].0;
+        load.fetch_add(1, Ordering::Relaxed);
+        ShardGuard(load)
     }
 }
 
@@ -88,13 +140,6 @@ pub(crate) enum WorldPre {
 }
 
 impl WorldPre {
-    fn engine(&self) -> &wasmtime::Engine {
-        match self {
-            WorldPre::V0_2(pre) => pre.engine(),
-            WorldPre::V0_1(pre) => pre.engine(),
-        }
-    }
-
     async fn instantiate(&self, store: &mut Store<PluginState>) -> wasmtime::Result<Bound> {
         Ok(match self {
             WorldPre::V0_2(pre) => Bound::V0_2(pre.instantiate_async(store).await?),
@@ -168,12 +213,38 @@ impl Bound {
         }
     }
 }
+/// A call counted on its shard's load.
+struct ShardGuard<'a>(&'a AtomicU32);
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Pre-instantiates a plugin in engine shard `n`: called the first time a call of the
+/// plugin lands on a shard other than the first, so a start loads each plugin into one
+/// engine only.
+pub(crate) type PrepareShard = Box<dyn Fn(usize) -> wasmtime::Result<WorldPre> + Send + Sync>;
+
+/// A component pre-instantiated as `first` in the first of `engines` (one per shard, at
+/// least one), and how to pre-instantiate it in the others.
+pub(crate) struct ShardPres {
+    pub first: WorldPre,
+    pub engines: Vec<Engine>,
+    pub prepare: PrepareShard,
+}
 
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
 pub(crate) struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
-    pre: WorldPre,
+    /// The engine of each shard, in shard order.
+    engines: Box<[Engine]>,
+    /// The component pre-instantiated in each shard, once a call has needed it there
+    /// (the first shard's at load).
+    pres: Box<[OnceLock<WorldPre>]>,
+    prepare: PrepareShard,
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
@@ -185,6 +256,8 @@ pub(crate) struct PluginRuntime {
 
 /// A store with (once instantiated) the plugin in it.
 struct Instance {
+    /// The engine shard the store belongs to.
+    shard: usize,
     store: Store<PluginState>,
     plugin: Option<Bound>,
     stdout: Capture,
@@ -208,19 +281,28 @@ enum Out {
 }
 
 impl PluginRuntime {
-    /// A runtime for a component pre-instantiated as `pre`.
+    /// A runtime for a component pre-instantiated in the engine shards of `shards`.
     pub(crate) fn new(
         name: Arc<str>,
-        pre: WorldPre,
+        shards: ShardPres,
         limits: PluginLimits,
         files: Arc<FileGrant>,
         grants: Grants,
         shared: Arc<Shared>,
     ) -> Self {
+        let ShardPres {
+            first,
+            engines,
+            prepare,
+        } = shards;
+        let pres: Box<[OnceLock<WorldPre>]> = engines.iter().map(|_| OnceLock::new()).collect();
+        let _ = pres[0].set(first);
         Self {
             meter: Arc::new(PluginMeter::new(Arc::clone(&name), limits.imports.clone())),
             name,
-            pre,
+            engines: engines.into_boxed_slice(),
+            pres,
+            prepare,
             limits,
             files,
             grants,
@@ -303,12 +385,14 @@ impl PluginRuntime {
             return Err(classify::timed_out(&early));
         };
         let mut instance = self.checkout();
+        let _running = self.shared.enter(instance.shard);
         instance.arm(deadline, &self.limits, tool);
+        let shard = instance.shard;
         let Instance { store, plugin, .. } = &mut instance;
         let outcome = tokio::time::timeout_at(deadline.into(), async {
             let plugin = match plugin {
                 Some(plugin) => plugin,
-                None => plugin.insert(self.pre.instantiate(&mut *store).await?),
+                None => plugin.insert(self.pre(shard)?.instantiate(&mut *store).await?),
             };
             match op {
                 Op::Definitions => plugin.definitions(&mut *store).await.map(Out::Definitions),
@@ -344,6 +428,16 @@ impl PluginRuntime {
         }
     }
 
+    /// The component pre-instantiated in `shard`, prepared on first use.
+    fn pre(&self, shard: usize) -> wasmtime::Result<&WorldPre> {
+        if let Some(pre) = self.pres[shard].get() {
+            return Ok(pre);
+        }
+        let pre = (self.prepare)(shard)?;
+        // Two calls may prepare it at once; the first set wins.
+        Ok(self.pres[shard].get_or_init(|| pre))
+    }
+
     /// A fresh instance, or an idle one in reuse mode.
     fn checkout(&self) -> Instance {
         if !self.shared.fresh {
@@ -361,9 +455,11 @@ impl PluginRuntime {
             Arc::clone(&self.shared.io),
             &self.grants,
         );
-        let mut store = Store::new(self.pre.engine(), new.state);
+        let shard = self.shared.pick_shard().min(self.engines.len() - 1);
+        let mut store = Store::new(&self.engines[shard], new.state);
         store.limiter(|state| &mut state.limiter);
         Instance {
+            shard,
             store,
             plugin: None,
             stdout: new.stdout,
@@ -438,8 +534,11 @@ impl Instance {
         state.limiter.reset();
         state.imports.begin_call(tool);
         state.http_hooks.begin_call(tool, deadline);
-        // Fuel metering is always on in our engine, so this cannot fail.
-        let _ = self.store.set_fuel(limits.fuel.unwrap_or(u64::MAX));
+        // A plugin with a fuel limit runs on the engine that meters fuel
+        // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.
+        if let Some(fuel) = limits.fuel {
+            let _ = self.store.set_fuel(fuel);
+        }
         self.store.set_epoch_deadline(1);
         self.store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline {
@@ -467,5 +566,43 @@ impl Handler for PluginTool {
         let runtime = Arc::clone(&self.runtime);
         let tool = Arc::clone(&self.tool);
         Box::pin(async move { runtime.call(&tool, &ctx, &arguments, &env).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_instance_goes_to_the_least_busy_shard_and_stays_there_on_a_tie() {
+        let shared = Shared::new(8, true, 3);
+        std::thread::spawn(move || {
+            assert_eq!(shared.pick_shard(), 0, "all idle: this thread's last (0)");
+            let a = shared.enter(0);
+            assert_eq!(shared.pick_shard(), 1);
+            let _b = shared.enter(1);
+            assert_eq!(shared.pick_shard(), 2);
+            let c = shared.enter(2);
+            assert_eq!(shared.running_per_shard(), vec![1, 1, 1]);
+            // A tie: this thread keeps to the shard it used last.
+            assert_eq!(shared.pick_shard(), 2);
+            drop(c);
+            let d = shared.enter(0);
+            assert_eq!(shared.running_per_shard(), vec![2, 1, 0]);
+            assert_eq!(shared.pick_shard(), 2);
+            drop((a, d));
+            assert_eq!(shared.running_per_shard(), vec![0, 1, 0]);
+            assert_eq!(shared.pick_shard(), 2, "a tie at 0: still its last one");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn one_shard_is_always_shard_zero() {
+        let shared = Shared::new(2, false, 1);
+        let _running = shared.enter(0);
+        assert_eq!(shared.pick_shard(), 0);
+        assert_eq!(shared.running_per_shard(), vec![1]);
     }
 }

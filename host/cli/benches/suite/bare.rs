@@ -1,6 +1,7 @@
 //! The physical floor of a fresh-instance plugin call: the same component, an engine
-//! configured as the host's (component model, epoch interruption, fuel metering, pooling
-//! allocator sized as for the default `PluginHostConfig`), pre-instantiated once; per call
+//! configured as the host's for a plugin without a fuel limit (component model, epoch
+//! interruption, pooling allocator sized as for the default `PluginHostConfig`),
+//! pre-instantiated once; per call
 //! a new Store with a bare WasiCtx, instantiate, call, drop. No limiter, no deadline
 //! callback, no output capture, no classification, no registry.
 
@@ -131,8 +132,6 @@ impl Bare {
                 table: ResourceTable::new(),
             },
         );
-        // Fuel metering is on in the host's engine, so a store starts with none.
-        store.set_fuel(u64::MAX).map_err(|e| anyhow!("{e}"))?;
         store.set_epoch_deadline(1_000_000);
         let plugin = self
             .pre
@@ -156,9 +155,7 @@ impl Bare {
 /// with `reset` as the slot reset.
 fn host_like_config(reset: Reset) -> Config {
     let mut wasm = Config::new();
-    wasm.wasm_component_model(true)
-        .epoch_interruption(true)
-        .consume_fuel(true);
+    wasm.wasm_component_model(true).epoch_interruption(true);
     let plan = PoolPlan::for_config(&PluginHostConfig {
         cache_dir: None,
         ..PluginHostConfig::default()

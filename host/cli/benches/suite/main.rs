@@ -26,6 +26,7 @@ mod grep;
 mod process;
 mod read_file;
 mod report;
+mod stdio;
 
 use report::{Row, Verdict, MARGIN};
 
@@ -99,6 +100,9 @@ fn main() {
     });
     run(7, "read_file windows", &mut || read_file::read_file(&rt));
     run(8, "memory of host run", &mut || process::memory(&fixtures));
+    run(9, "stdio round trip of host run", &mut || {
+        stdio::stdio(&fixtures)
+    });
 
     println!();
     println!(

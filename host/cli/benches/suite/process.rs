@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::fixtures::{Fixtures, COUNTED_FILE, FIVE, FIVE_TOOLS};
-use super::report::{bytes, latency, Row, Samples, Target};
+use super::report::{bytes, latency, time, Row, Samples, Target};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
 
@@ -25,9 +25,19 @@ struct Host {
 impl Host {
     /// Starts `host run` on the five plugins with `cache` as the compile cache.
     fn spawn(fixtures: &Fixtures, cache: &Path, extra: &[&str]) -> Result<Host> {
+        Host::spawn_binary(Path::new(HOST), fixtures, cache, extra)
+    }
+
+    /// [`Host::spawn`] of another build of the host (the baseline).
+    fn spawn_binary(
+        binary: &Path,
+        fixtures: &Fixtures,
+        cache: &Path,
+        extra: &[&str],
+    ) -> Result<Host> {
         let stderr_file = fixtures.scratch.path().join("host-stderr.log");
         let stderr = std::fs::File::create(&stderr_file)?;
-        let mut child = Command::new(HOST)
+        let mut child = Command::new(binary)
             .arg("run")
             .arg("--plugins")
             .arg(&fixtures.five_dir)
@@ -41,7 +51,7 @@ impl Host {
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
-            .with_context(|| format!("cannot start {HOST}"))?;
+            .with_context(|| format!("cannot start {}", binary.display()))?;
         let stdin = child.stdin.take().context("no stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
         Ok(Host {
@@ -175,10 +185,10 @@ fn check_tools(names: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// From spawn to the `tools/list` answer.
-fn start_once(fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
+/// From spawn to the `tools/list` answer, of `binary`.
+fn start_once_of(binary: &Path, fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
     let started = Instant::now();
-    let mut host = Host::spawn(fixtures, cache, &[])?;
+    let mut host = Host::spawn_binary(binary, fixtures, cache, &[])?;
     let names = host.handshake()?;
     let elapsed = started.elapsed();
     check_tools(&names)?;
@@ -186,42 +196,108 @@ fn start_once(fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
     Ok(elapsed)
 }
 
-/// Figure 5: start to the first `tools/list` answer, empty vs filled compile cache.
+/// From spawn to the `tools/list` answer.
+fn start_once(fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
+    start_once_of(Path::new(HOST), fixtures, cache)
+}
+
+/// The baseline build of `host` to compare against, from `BENCH_BASELINE_HOST` (see
+/// docs/benchmarks.md: the figures whose targets are "x today's" need one).
+pub(crate) fn baseline() -> Option<std::path::PathBuf> {
+    std::env::var_os("BENCH_BASELINE_HOST")
+        .map(std::path::PathBuf::from)
+        .filter(|path| !path.as_os_str().is_empty())
+}
+
+/// Figure 5: start to the first `tools/list` answer, empty vs filled compile cache;
+/// with a baseline build, the same for it, interleaved run by run.
 pub(crate) fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
-    const COLD: usize = 3;
+    const COLD: usize = 5;
     const WARM: usize = 10;
-    let mut cold = Samples::default();
-    let mut warm = Samples::default();
-    let mut cache = fixtures.scratch.path().join("start-cache-0");
-    // One untimed start pages the binary in.
-    start_once(
-        fixtures,
-        &fixtures.scratch.path().join("start-cache-warmup"),
-    )?;
+    let binaries: Vec<(&str, std::path::PathBuf)> = std::iter::once(("", HOST.into()))
+        .chain(baseline().map(|path| ("baseline", path)))
+        .collect();
+    let mut cold = vec![Samples::default(); binaries.len()];
+    let mut warm = vec![Samples::default(); binaries.len()];
+    let mut cached = 0;
+    for (name, binary) in &binaries {
+        // One untimed start pages the binary in.
+        start_once_of(
+            binary,
+            fixtures,
+            &fixtures
+                .scratch
+                .path()
+                .join(format!("start-cache-warmup{name}")),
+        )?;
+    }
     for round in 0..COLD {
-        cache = fixtures.scratch.path().join(format!("start-cache-{round}"));
-        cold.push(start_once(fixtures, &cache)?);
-        for _ in 0..WARM / COLD + 1 {
-            if warm.len() < WARM {
-                warm.push(start_once(fixtures, &cache)?);
+        for (b, (name, binary)) in binaries.iter().enumerate() {
+            let cache = fixtures
+                .scratch
+                .path()
+                .join(format!("start-cache-{name}{round}"));
+            cold[b].push(start_once_of(binary, fixtures, &cache)?);
+            for _ in 0..WARM / COLD {
+                warm[b].push(start_once_of(binary, fixtures, &cache)?);
+            }
+            if b == 0 {
+                cached = std::fs::read_dir(&cache).map_or(0, |dir| dir.count());
             }
         }
     }
-    let cached = std::fs::read_dir(&cache).map_or(0, |dir| dir.count());
-    let ratio = warm.p50() / cold.p50();
+    let ratio = warm[0].p50() / cold[0].p50();
     println!(
         "  start with {} plugins to tools/list: cold {} ({COLD} runs), warm {} ({WARM} runs); cache dir entries {cached}",
         FIVE.len(),
-        latency(&cold),
-        latency(&warm)
+        latency(&cold[0]),
+        latency(&warm[0])
     );
-    Ok(vec![Row::judged(
+    let mut rows = vec![Row::judged(
         "5 start to tools/list, 5 plugins: warm / cold cache",
-        format!("cold {}; warm {}", latency(&cold), latency(&warm)),
+        format!("cold {}; warm {}", latency(&cold[0]), latency(&warm[0])),
         ratio,
         format!("{ratio:.3}"),
         Target::AtMost(0.1),
-    )])
+    )];
+    if let Some((_, binary)) = binaries.get(1) {
+        println!(
+            "  baseline {}: cold {}, warm {}",
+            binary.display(),
+            latency(&cold[1]),
+            latency(&warm[1])
+        );
+        let cold_ratio = cold[0].p50() / cold[1].p50();
+        let warm_ratio = warm[0].p50() / warm[1].p50();
+        rows.push(Row::judged(
+            "5 cold start to tools/list: this build / baseline",
+            format!(
+                "cold p50 {} vs {}",
+                time(cold[0].p50()),
+                time(cold[1].p50())
+            ),
+            cold_ratio,
+            format!("{cold_ratio:.2}"),
+            Target::AtMost(0.6),
+        ));
+        rows.push(Row::judged(
+            "5 warm start to tools/list: this build / baseline",
+            format!(
+                "warm p50 {} vs {}",
+                time(warm[0].p50()),
+                time(warm[1].p50())
+            ),
+            warm_ratio,
+            format!("{warm_ratio:.2}"),
+            Target::AtMost(1.1),
+        ));
+    } else {
+        rows.push(Row::skipped(
+            "5 cold start to tools/list: this build / baseline",
+            "no baseline build (set BENCH_BASELINE_HOST; see docs/benchmarks.md)",
+        ));
+    }
+    Ok(rows)
 }
 
 /// Figure 8: RSS of `host run` idle with the five plugins, and its peak during rounds of

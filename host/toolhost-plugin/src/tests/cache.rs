@@ -49,8 +49,8 @@ fn alpha_and_beta(cache: &Path) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf
     assert!(matches!(load(cache, &alpha).0, CompileSource::Compiled(_)));
     assert!(matches!(load(cache, &beta).0, CompileSource::Compiled(_)));
     let host = PluginHost::new(caching(cache)).unwrap();
-    let alpha_entry = host.cache.entry(&one_tool("alpha")).unwrap();
-    let beta_entry = host.cache.entry(&one_tool("beta")).unwrap();
+    let alpha_entry = host.plain.cache.entry(&one_tool("alpha")).unwrap();
+    let beta_entry = host.plain.cache.entry(&one_tool("beta")).unwrap();
     assert!(alpha_entry.is_file() && beta_entry.is_file());
     (dir, alpha, beta, alpha_entry, beta_entry)
 }
@@ -74,7 +74,7 @@ fn an_entry_holding_another_components_artifact_is_not_loaded() {
 
     // A bare wasmtime artifact of the other component (the format entries had before
     // they were authenticated).
-    let engine = PluginHost::new(config()).unwrap().engine;
+    let engine = PluginHost::new(config()).unwrap().engine().clone();
     let artifact = wasmtime::component::Component::new(&engine, one_tool("beta"))
         .unwrap()
         .serialize()

@@ -228,7 +228,7 @@ fn the_compile_cache_is_keyed_by_the_pinned_digest() {
         lock.entry("one.wasm").unwrap().digest,
         Sha256Digest::of(&bytes)
     );
-    let entry = host.cache.entry(&bytes).unwrap();
+    let entry = host.plain.cache.entry(&bytes).unwrap();
     assert!(entry.is_file(), "{}", entry.display());
     // A second host finds it by the same digest.
     let second = PluginHost::new(PluginHostConfig {

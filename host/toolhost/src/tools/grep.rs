@@ -19,21 +19,24 @@
 //!   files without a match are left out of `files` and `counts`.
 //! - Limits: at most [`MAX_ENTRIES`] entries (matches and context lines together, or
 //!   files, or counts) and [`RESULT_BUDGET`] bytes of entries as JSON; lines cut at 500
-//!   characters (`lines::MAX_LINE_CHARS`). Files listed larger than `maximum_file_bytes`
-//!   (or than the tools' `max_read_bytes`, when that is lower) are skipped unread; the
-//!   scan stops before a file that would take the bytes read past [`SCAN_BUDGET`]. Each
-//!   read is capped at the same size ([`Storage::read_capped`]), so a file that grew after
-//!   the listing is skipped too, before any memory is taken for it. Binary files (a NUL byte in the first 8 KiB, `common::is_binary`, the rule read_file
-//!   refuses them by) are
+//!   characters (`lines::MAX_LINE_CHARS`). Files larger than `maximum_file_bytes` (or
+//!   than the tools' `max_read_bytes`, when that is lower) are skipped unread; in path
+//!   order, the scan stops before a file that would take the bytes read past
+//!   [`SCAN_BUDGET`]. A file's size is taken from its open handle
+//!   ([`Storage::open_read`]), so a file that grew after the listing counts at its new
+//!   size, and is skipped before any memory is taken for it. Binary files (a NUL byte in
+//!   the first 8 KiB, `common::is_binary`, the rule read_file refuses them by) are
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
 //!   set it.
-//! - Each scanned file is read whole (the Storage has no ranged read). Scanning runs on
-//!   the blocking pool, on up to [`MAX_WORKERS`] threads, and stops between files once the
-//!   call's deadline passes.
+//! - The files are listed by path only ([`Storage::list_paths`]: no `stat` per file on
+//!   an [`OsStorage`](crate::vfs::OsStorage)), and each scanned file is read whole into
+//!   a buffer each scanning thread reuses (the Storage has no ranged read). Scanning runs
+//!   on the blocking pool, on up to [`MAX_WORKERS`] threads, and stops between files once
+//!   the call's deadline passes.
 
 use crate::registry::ToolAnnotations;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use globset::GlobMatcher;
@@ -47,7 +50,7 @@ use super::{blocking, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
-use crate::vfs::{FileEntry, FilePolicy, Storage, StorageError};
+use crate::vfs::{FilePolicy, OpenedFile, Storage, StorageError};
 
 mod lines;
 
@@ -170,53 +173,27 @@ async fn run(
     blocking(move || {
         let listed = tools
             .storage
-            .list()
+            .list_paths()
             .map_err(|err| storage_error(NAME, err))?;
-        let max_bytes = tools.policy.maximum_file_bytes.min(tools.max_read_bytes);
-        let (files, skipped) = plan(listed, &tools.policy, glob.as_ref(), SCAN_BUDGET, max_bytes);
+        let files = select(listed, &tools.policy, glob.as_ref());
         let search = Search {
             storage: tools.storage.as_ref(),
             regex,
             mode,
-            max_bytes,
+            max_bytes: tools.policy.maximum_file_bytes.min(tools.max_read_bytes),
+            budget: SCAN_BUDGET,
         };
-        let mut output = scan(&search, &files, &ctx);
-        output.truncated |= skipped;
+        let output = scan(&search, &files, &ctx);
         Ok(ToolResult::new(output.into_json(mode)))
     })
     .await
 }
 
-/// The files to scan, in path order: visible, matching `glob`, not over `max_bytes`,
-/// within `budget` bytes in all. The flag says whether any file was left out for its size
-/// or the budget.
-fn plan(
-    mut listed: Vec<FileEntry>,
-    policy: &FilePolicy,
-    glob: Option<&GlobMatcher>,
-    budget: u64,
-    max_bytes: u64,
-) -> (Vec<FileEntry>, bool) {
-    listed.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    let mut files = Vec::new();
-    let mut total = 0u64;
-    let mut skipped = false;
-    for entry in listed {
-        if !policy.visible(&entry.path) || glob.is_some_and(|glob| !glob.is_match(&entry.path)) {
-            continue;
-        }
-        if entry.size > max_bytes {
-            skipped = true;
-            continue;
-        }
-        if total + entry.size > budget {
-            skipped = true;
-            break;
-        }
-        total += entry.size;
-        files.push(entry);
-    }
-    (files, skipped)
+/// The paths to scan, in path order: visible and matching `glob`.
+fn select(mut listed: Vec<String>, policy: &FilePolicy, glob: Option<&GlobMatcher>) -> Vec<String> {
+    listed.sort_unstable();
+    listed.retain(|path| policy.visible(path) && glob.is_none_or(|glob| glob.is_match(path)));
+    listed
 }
 
 /// What every scanning thread shares.
@@ -226,6 +203,8 @@ struct Search<'a> {
     mode: Mode,
     /// The most one file may hold to be read.
     max_bytes: u64,
+    /// The most bytes one call reads ([`SCAN_BUDGET`]).
+    budget: u64,
 }
 
 /// What one file gave.
@@ -239,9 +218,29 @@ enum Hits {
     Matched,
     /// Binary, gone since the listing, or without a match.
     Nothing,
-    /// A read failed for another reason (the file grew past the cap since the listing,
-    /// say): left out, and the output is incomplete.
+    /// Larger than the most one file may hold: skipped unread, and the output is
+    /// incomplete.
+    TooLarge,
+    /// Opened but not read: its bytes did not fit the scan budget when the scanning
+    /// thread asked (the merge decides, in path order).
+    Deferred,
+    /// A read failed for another reason (the file grew past the cap since it was
+    /// opened, say): left out, and the output is incomplete.
     Unreadable,
+}
+
+/// A file's hits and the bytes it takes from the scan budget (its size when opened;
+/// nothing if it was not opened, or was too large to read).
+#[derive(Debug)]
+struct Scanned {
+    size: u64,
+    hits: Hits,
+}
+
+impl Scanned {
+    fn unread(hits: Hits) -> Self {
+        Scanned { size: 0, hits }
+    }
 }
 
 impl Hits {
@@ -250,47 +249,85 @@ impl Hits {
     fn least_weight(&self, path: &str) -> (usize, usize) {
         match self {
             Hits::Lines(lines) => (lines.len(), lines.iter().map(|line| line.len() + 3).sum()),
-            Hits::Count(0) | Hits::Nothing | Hits::Unreadable => (0, 0),
+            Hits::Count(0) | Hits::Nothing | Hits::TooLarge | Hits::Deferred | Hits::Unreadable => {
+                (0, 0)
+            }
             Hits::Count(_) | Hits::Matched => (1, path.len() + 3),
         }
     }
 }
 
 impl Search<'_> {
-    fn file(&self, regex: &Regex, path: &str) -> Hits {
-        let buf = match self.storage.read_capped(path, self.max_bytes) {
-            Ok(file) => file.content,
+    /// Opens `path`, and if `admit` accepts its size, reads it into `buf` and searches
+    /// it; a size `admit` refuses is [`Hits::Deferred`].
+    fn file(
+        &self,
+        regex: &Regex,
+        path: &str,
+        buf: &mut Vec<u8>,
+        admit: impl FnOnce(u64) -> bool,
+    ) -> Scanned {
+        let file = match self.storage.open_read(path, self.max_bytes) {
+            Ok(file) => file,
+            Err(StorageError::NotFound { .. }) => return Scanned::unread(Hits::Nothing),
+            Err(StorageError::FileTooLarge { .. }) => return Scanned::unread(Hits::TooLarge),
+            Err(_) => return Scanned::unread(Hits::Unreadable),
+        };
+        let size = file.size();
+        let hits = if admit(size) {
+            self.read(regex, path, file, buf)
+        } else {
+            Hits::Deferred
+        };
+        Scanned { size, hits }
+    }
+
+    /// Reads an opened file into `buf` and searches it.
+    fn read(
+        &self,
+        regex: &Regex,
+        path: &str,
+        file: Box<dyn OpenedFile + '_>,
+        buf: &mut Vec<u8>,
+    ) -> Hits {
+        match file.read_into(buf) {
+            Ok(()) => {}
             Err(StorageError::NotFound { .. }) => return Hits::Nothing,
             Err(_) => return Hits::Unreadable,
-        };
-        if is_binary(&buf) {
+        }
+        if is_binary(buf) {
             return Hits::Nothing;
         }
         match self.mode {
             Mode::Content { context } => Hits::Lines(lines::content_entries(
                 regex,
                 path,
-                &buf,
+                buf,
                 context,
                 MAX_ENTRIES + 1,
             )),
-            Mode::FilesWithMatches => match lines::MatchingLines::new(regex, &buf).next() {
+            Mode::FilesWithMatches => match lines::MatchingLines::new(regex, buf).next() {
                 Some(_) => Hits::Matched,
                 None => Hits::Nothing,
             },
-            Mode::Count => Hits::Count(lines::MatchingLines::new(regex, &buf).count() as u64),
+            Mode::Count => Hits::Count(lines::MatchingLines::new(regex, buf).count() as u64),
         }
     }
 }
 
-/// Scans `files` on up to [`MAX_WORKERS`] threads and merges their hits in file order.
+/// Scans `files` on up to [`MAX_WORKERS`] threads, then merges their hits in file order.
 ///
-/// Threads take the next file from a shared counter and put its hits in that file's slot;
-/// the merge walks the slots in order once they are done. Threads stop taking files when
-/// the call expires, or when the files finished so far already hold more than the output
-/// can take: every file they finished comes before any file not yet taken, so the merged
-/// output is full before it would reach the untaken ones.
-fn scan(search: &Search<'_>, files: &[FileEntry], ctx: &CallContext) -> Output {
+/// Threads take the next file from a shared counter, open it, and read and search it if
+/// its size still fits the scan budget counted over the files read so far (a claim on a
+/// shared counter, so the threads together never read more than the budget); they put
+/// its hits in that file's slot. Threads stop taking files when the call expires, when
+/// a file did not fit the budget, or when the files finished so far already hold more
+/// than the output can take: every file they finished comes before any file not yet
+/// taken, so the merged output is full before it would reach the untaken ones.
+///
+/// The merge ([`merge`]) then walks the files in path order and applies the budget
+/// exactly as a scan in path order would.
+fn scan(search: &Search<'_>, files: &[String], ctx: &CallContext) -> Output {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS)
@@ -299,26 +336,41 @@ fn scan(search: &Search<'_>, files: &[FileEntry], ctx: &CallContext) -> Output {
     let next = AtomicUsize::new(0);
     let found_entries = AtomicUsize::new(0);
     let found_bytes = AtomicUsize::new(0);
-    let slots: Vec<OnceLock<Hits>> = files.iter().map(|_| OnceLock::new()).collect();
+    let claimed = AtomicU64::new(0);
+    let deferred = AtomicBool::new(false);
+    let slots: Vec<OnceLock<Scanned>> = files.iter().map(|_| OnceLock::new()).collect();
     // Files scanned, for progress reports (when the caller asked for them).
-    let scanned = AtomicUsize::new(0);
+    let files_done = AtomicUsize::new(0);
     let total = files.len() as u64;
     let work = |regex: Regex| {
+        let mut buf = Vec::new();
         while !ctx.expired()
+            && !deferred.load(Ordering::Relaxed)
             && found_entries.load(Ordering::Relaxed) <= MAX_ENTRIES
             && found_bytes.load(Ordering::Relaxed) <= RESULT_BUDGET
         {
             let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(entry) = files.get(index) else {
+            let Some(path) = files.get(index) else {
                 break;
             };
-            let hits = search.file(&regex, &entry.path);
-            let (entries, bytes) = hits.least_weight(&entry.path);
+            let scanned = search.file(&regex, path, &mut buf, |size| {
+                let before = claimed.fetch_add(size, Ordering::Relaxed);
+                if before.saturating_add(size) <= search.budget {
+                    true
+                } else {
+                    claimed.fetch_sub(size, Ordering::Relaxed);
+                    false
+                }
+            });
+            if matches!(scanned.hits, Hits::Deferred) {
+                deferred.store(true, Ordering::Relaxed);
+            }
+            let (entries, bytes) = scanned.hits.least_weight(path);
             found_entries.fetch_add(entries, Ordering::Relaxed);
             found_bytes.fetch_add(bytes, Ordering::Relaxed);
-            let _ = slots[index].set(hits);
+            let _ = slots[index].set(scanned);
             if ctx.wants_progress() {
-                let done = scanned.fetch_add(1, Ordering::Relaxed) as u64 + 1;
+                let done = files_done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
                 ctx.report_progress(done, Some(total), || {
                     Some(format!("grep: {done} of {total} files scanned"))
                 });
@@ -334,14 +386,50 @@ fn scan(search: &Search<'_>, files: &[FileEntry], ctx: &CallContext) -> Output {
         }
         work(search.regex.clone());
     });
+    merge(search, files, slots, ctx)
+}
+
+/// Merges the scanned files' hits in path order, counting each file's size against the
+/// scan budget: a file too large to read is skipped (the output is then incomplete), and
+/// the merge stops before the first file that would take the total past the budget.
+/// Files the threads deferred or did not take are opened and searched here, in order,
+/// unless the call has expired (then the output stops there, incomplete).
+fn merge(
+    search: &Search<'_>,
+    files: &[String],
+    slots: Vec<OnceLock<Scanned>>,
+    ctx: &CallContext,
+) -> Output {
     let mut output = Output::default();
-    for (entry, slot) in files.iter().zip(slots) {
-        let Some(hits) = slot.into_inner() else {
-            // Not scanned: the call expired (or the output is already full).
-            output.truncated = true;
-            break;
+    let mut total = 0u64;
+    let mut buf = Vec::new();
+    for (path, slot) in files.iter().zip(slots) {
+        let scanned = match slot.into_inner() {
+            Some(scanned) if !matches!(scanned.hits, Hits::Deferred) => scanned,
+            _ if ctx.expired() => {
+                output.truncated = true;
+                break;
+            }
+            _ => search.file(&search.regex, path, &mut buf, |size| {
+                total.saturating_add(size) <= search.budget
+            }),
         };
-        if !output.add(&entry.path, hits) {
+        match scanned.hits {
+            Hits::TooLarge => {
+                output.truncated = true;
+                continue;
+            }
+            Hits::Deferred => {
+                output.truncated = true;
+                break;
+            }
+            _ if total.saturating_add(scanned.size) > search.budget => {
+                output.truncated = true;
+                break;
+            }
+            _ => total += scanned.size,
+        }
+        if !output.add(path, scanned.hits) {
             break;
         }
     }
@@ -363,12 +451,13 @@ impl Output {
         match hits {
             Hits::Lines(lines) => lines.into_iter().all(|line| self.push(Value::String(line))),
             Hits::Count(0) | Hits::Nothing => true,
-            Hits::Count(count) => self.push(json!({"path": path, "count": count})),
-            Hits::Matched => self.push(Value::String(path.to_owned())),
-            Hits::Unreadable => {
+            // The merge handles TooLarge and Deferred before it adds.
+            Hits::TooLarge | Hits::Deferred | Hits::Unreadable => {
                 self.truncated = true;
                 true
             }
+            Hits::Count(count) => self.push(json!({"path": path, "count": count})),
+            Hits::Matched => self.push(Value::String(path.to_owned())),
         }
     }
 

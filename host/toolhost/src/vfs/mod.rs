@@ -210,9 +210,84 @@ pub trait Storage: Send + Sync {
     /// # Errors
     /// `Io` when the store cannot be walked.
     fn list(&self) -> Result<Vec<FileEntry>, StorageError>;
+    /// The paths of every file in the store, sorted: what [`list`](Storage::list) gives,
+    /// without sizes and times, for callers that only need the paths (`grep` reads each
+    /// file anyway and learns its size from [`open_read`](Storage::open_read)).
+    ///
+    /// The default takes them from `list`; a backend overrides it where it can list
+    /// cheaper ([`OsStorage`] reads the directory entries only, with no `stat` per file).
+    ///
+    /// # Errors
+    /// As [`list`](Storage::list).
+    fn list_paths(&self) -> Result<Vec<String>, StorageError> {
+        Ok(self.list()?.into_iter().map(|entry| entry.path).collect())
+    }
+    /// Opens a file for a bounded whole-file read, so the caller learns its size
+    /// ([`OpenedFile::size`]) before it reads the bytes, and can read them into a buffer
+    /// it reuses across files ([`OpenedFile::read_into`]).
+    ///
+    /// The same checks and errors as [`read_capped`](Storage::read_capped) with
+    /// `max_bytes`: a file over `max_bytes` is [`StorageError::FileTooLarge`] here, and
+    /// one that grows past it before the read is refused by the read.
+    ///
+    /// The default reads the file at once with `read_capped` and hands out its bytes;
+    /// [`OsStorage`] opens it and takes the size from the handle (`fstat`), reading
+    /// nothing until asked.
+    ///
+    /// # Errors
+    /// As [`read_capped`](Storage::read_capped): `NotFound`, `FileTooLarge`, `Invalid`
+    /// paths, and `Io`.
+    ///
+    /// ```
+    /// use toolhost::vfs::{MemoryStorage, Storage};
+    ///
+    /// let storage = MemoryStorage::new();
+    /// storage.write("a.txt", b"hello", "")?;
+    /// let mut buf = Vec::new();
+    /// let file = storage.open_read("a.txt", 1024)?;
+    /// assert_eq!(file.size(), 5);
+    /// file.read_into(&mut buf)?;
+    /// assert_eq!(buf, b"hello");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn open_read(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Box<dyn OpenedFile + '_>, StorageError> {
+        Ok(Box::new(ReadWhole(self.read_capped(path, max_bytes)?)))
+    }
     /// The store's search capability, if it has one.
     fn searchable(&self) -> Option<&dyn Searchable> {
         None
+    }
+}
+
+/// A file opened by [`Storage::open_read`]: its size is known, its bytes are read on
+/// request.
+pub trait OpenedFile {
+    /// The file's size in bytes when it was opened.
+    fn size(&self) -> u64;
+    /// Reads the whole file into `buf`, replacing what `buf` held (its capacity is
+    /// reused). On an error `buf` is left empty.
+    ///
+    /// # Errors
+    /// [`StorageError::FileTooLarge`] when the file grew past the `max_bytes` it was
+    /// opened with; [`StorageError::Io`] when the read fails.
+    fn read_into(self: Box<Self>, buf: &mut Vec<u8>) -> Result<(), StorageError>;
+}
+
+/// The default [`Storage::open_read`]: a file already read whole.
+struct ReadWhole(FileContent);
+
+impl OpenedFile for ReadWhole {
+    fn size(&self) -> u64 {
+        self.0.size
+    }
+
+    fn read_into(self: Box<Self>, buf: &mut Vec<u8>) -> Result<(), StorageError> {
+        *buf = self.0.content;
+        Ok(())
     }
 }
 

@@ -33,8 +33,8 @@ use std::time::SystemTime;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 use super::{
-    content_type_for, validate_path, FileContent, FileEntry, OpenError, Storage, StorageError,
-    MAX_READ_BYTES, MAX_SEGMENT_LEN,
+    content_type_for, validate_path, FileContent, FileEntry, OpenError, OpenedFile, Storage,
+    StorageError, MAX_READ_BYTES, MAX_SEGMENT_LEN,
 };
 
 mod recover;
@@ -341,17 +341,25 @@ impl OsStorage {
         }
     }
 
-    /// The Linux fast path of `read`: the file opened by one `openat2` beneath the root
-    /// with no symbolic link on the way, then read through its handle. `None` when the
-    /// portable path must answer: whatever stopped `openat2` (a link, a missing file or
-    /// parent, no permission, no `openat2` at all), the portable path meets it too and
-    /// reports it as it always has.
+    /// Opens the file at `path` (already checked) for reading: on Linux by one `openat2`
+    /// beneath the root with no symbolic link on the way; otherwise, or when that call
+    /// did not open it, the portable way (each ancestor `lstat`ed, then opened through
+    /// the root's `Dir`). Whatever stopped `openat2` (a link, a missing file or parent, no
+    /// permission, no `openat2` at all), the portable path meets it too and reports it as
+    /// it always has. The handle's type and size are not checked yet ([`checked`]).
+    fn open_file(&self, path: &str) -> Result<cap_std::fs::File, StorageError> {
+        #[cfg(target_os = "linux")]
+        if let Some(opened) = self.open_beneath(path) {
+            return opened;
+        }
+        self.file_metadata(path)?;
+        self.root.open(path).map_err(|e| io_error(path, e))
+    }
+
+    /// The Linux fast path of [`open_file`](Self::open_file); `None` when the portable
+    /// path must answer.
     #[cfg(target_os = "linux")]
-    fn read_beneath(
-        &self,
-        path: &str,
-        max_bytes: u64,
-    ) -> Option<Result<FileContent, StorageError>> {
+    fn open_beneath(&self, path: &str) -> Option<Result<cap_std::fs::File, StorageError>> {
         #[cfg(test)]
         if self
             .force_portable_read
@@ -367,11 +375,53 @@ impl OsStorage {
         #[cfg(test)]
         self.fast_reads
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Some(read_open(
-            path,
-            cap_std::fs::File::from_std(std::fs::File::from(fd)),
-            max_bytes,
-        ))
+        Some(Ok(cap_std::fs::File::from_std(std::fs::File::from(fd))))
+    }
+
+    /// The paths of the files under `dir`, as [`walk`](Self::walk) finds them, from the
+    /// directory entries alone: no `stat` per file where the file system reports each
+    /// entry's type (`d_type`; one `lstat` for an entry whose type it leaves unknown).
+    fn walk_paths(
+        &self,
+        dir: &Dir,
+        prefix: &str,
+        out: &mut Vec<String>,
+    ) -> Result<(), StorageError> {
+        let shown = if prefix.is_empty() { "." } else { prefix };
+        let entries = dir.entries().map_err(|e| io_error(shown, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(shown, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let rel = format!("{prefix}{name}");
+            // Skip what no method could reach: links, temporary files, bad names.
+            if is_reserved_name(name) || validate_path("path", &rel).is_err() {
+                continue;
+            }
+            let mut file_type = match entry.file_type() {
+                Ok(t) => t,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_error(&rel, e)),
+            };
+            if !(file_type.is_dir() || file_type.is_file() || file_type.is_symlink()) {
+                // Unknown to the directory entry (or a special file): ask the file.
+                file_type = match entry.metadata() {
+                    Ok(md) => md.file_type(),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io_error(&rel, e)),
+                };
+            }
+            if file_type.is_dir() {
+                match entry.open_dir() {
+                    Ok(sub) => self.walk_paths(&sub, &format!("{rel}/"), out)?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_error(&rel, e)),
+                }
+            } else if file_type.is_file() {
+                out.push(rel);
+            }
+        }
+        Ok(())
     }
 
     fn walk(&self, dir: &Dir, prefix: &str, out: &mut Vec<FileEntry>) -> Result<(), StorageError> {
@@ -610,13 +660,41 @@ impl Storage for OsStorage {
 
     fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
         Self::check(path)?;
-        #[cfg(target_os = "linux")]
-        if let Some(read) = self.read_beneath(path, max_bytes) {
-            return read;
-        }
-        self.file_metadata(path)?;
-        let file = self.root.open(path).map_err(|e| io_error(path, e))?;
-        read_open(path, file, max_bytes)
+        let (file, md) = checked(path, self.open_file(path)?, max_bytes)?;
+        let mut content = Vec::new();
+        read_rest(path, file, &md, max_bytes, &mut content)?;
+        Ok(FileContent {
+            size: content.len() as u64,
+            content,
+            content_type: content_type_for(path).to_owned(),
+            updated_at: modified(path, &md)?,
+        })
+    }
+
+    /// One open (`openat2` on Linux, as [`read`](Storage::read)) and one `fstat` of the
+    /// handle; the bytes are read by [`OpenedFile::read_into`], into the caller's buffer.
+    fn open_read(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Box<dyn OpenedFile + '_>, StorageError> {
+        Self::check(path)?;
+        let (file, md) = checked(path, self.open_file(path)?, max_bytes)?;
+        Ok(Box::new(OsOpened {
+            path: path.to_owned(),
+            file,
+            md,
+            max_bytes,
+        }))
+    }
+
+    /// The paths of [`list`](Storage::list), from the directory entries alone (no `stat`
+    /// per file where the file system gives each entry's type).
+    fn list_paths(&self) -> Result<Vec<String>, StorageError> {
+        let mut out = Vec::new();
+        self.walk_paths(&self.root, "", &mut out)?;
+        out.sort_unstable();
+        Ok(out)
     }
 
     /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
@@ -765,16 +843,38 @@ mod noreplace {
     }
 }
 
-/// Reads `file`, opened for `path`, through its handle: type, size and time from one
-/// `fstat` (the path may have changed since it was checked), then at most `max_bytes`.
-///
-/// The size is checked before anything is allocated, the buffer is reserved fallibly, and
-/// the read stops at `max_bytes + 1` bytes, so a file that grows meanwhile is refused too.
-fn read_open(
-    path: &str,
-    mut file: cap_std::fs::File,
+/// A file [`OsStorage::open_read`] opened: the handle and its `fstat`.
+struct OsOpened {
+    path: String,
+    file: cap_std::fs::File,
+    md: Metadata,
     max_bytes: u64,
-) -> Result<FileContent, StorageError> {
+}
+
+impl OpenedFile for OsOpened {
+    fn size(&self) -> u64 {
+        self.md.len()
+    }
+
+    fn read_into(self: Box<Self>, buf: &mut Vec<u8>) -> Result<(), StorageError> {
+        let OsOpened {
+            path,
+            file,
+            md,
+            max_bytes,
+        } = *self;
+        read_rest(&path, file, &md, max_bytes, buf)
+    }
+}
+
+/// Checks `file`, opened for `path`, through its handle: type and size from one `fstat`
+/// (the path may have changed since it was checked). A directory is `IsDirectory`, any
+/// other non-regular file `Denied`, a file over `max_bytes` `FileTooLarge`.
+fn checked(
+    path: &str,
+    file: cap_std::fs::File,
+    max_bytes: u64,
+) -> Result<(cap_std::fs::File, Metadata), StorageError> {
     let md = file.metadata().map_err(|e| io_error(path, e))?;
     if md.is_dir() {
         return Err(StorageError::IsDirectory { path: path.into() });
@@ -782,15 +882,31 @@ fn read_open(
     if !md.is_file() {
         return Err(not_regular(path));
     }
-    let too_large = |size: u64| StorageError::FileTooLarge {
-        path: path.into(),
-        size,
-        limit: max_bytes,
-    };
     if md.len() > max_bytes {
-        return Err(too_large(md.len()));
+        return Err(StorageError::FileTooLarge {
+            path: path.into(),
+            size: md.len(),
+            limit: max_bytes,
+        });
     }
-    let mut content = Vec::new();
+    Ok((file, md))
+}
+
+/// Reads the whole of `file` (checked by [`checked`], `md` its `fstat`) into `content`,
+/// replacing what it held, at most `max_bytes`.
+///
+/// Room for the size is reserved fallibly before the read, and the read stops at
+/// `max_bytes + 1` bytes, so a file that grows meanwhile is refused too
+/// (`FileTooLarge`). A buffer that already has the room (reused across files) is not
+/// reallocated.
+fn read_rest(
+    path: &str,
+    mut file: cap_std::fs::File,
+    md: &Metadata,
+    max_bytes: u64,
+    content: &mut Vec<u8>,
+) -> Result<(), StorageError> {
+    content.clear();
     let reserved = usize::try_from(md.len())
         .ok()
         .and_then(|len| content.try_reserve_exact(len).ok());
@@ -806,20 +922,22 @@ fn read_open(
     // Through `Take`, `read_to_end` fills the buffer sized above and makes one more read
     // to see the end (growing the buffer fallibly if the file grew). On the bare `File`
     // it would first `fstat` and `lseek` again to size the buffer itself.
-    Read::take(&mut file, max_bytes.saturating_add(1))
-        .read_to_end(&mut content)
-        .map_err(|e| io_error(path, e))?;
+    let read = Read::take(&mut file, max_bytes.saturating_add(1)).read_to_end(content);
+    if let Err(e) = read {
+        content.clear();
+        return Err(io_error(path, e));
+    }
     let read = content.len() as u64;
     if read > max_bytes {
+        content.clear();
         let now = file.metadata().map_or(read, |md| md.len().max(read));
-        return Err(too_large(now));
+        return Err(StorageError::FileTooLarge {
+            path: path.into(),
+            size: now,
+            limit: max_bytes,
+        });
     }
-    Ok(FileContent {
-        size: read,
-        content,
-        content_type: content_type_for(path).to_owned(),
-        updated_at: modified(path, &md)?,
-    })
+    Ok(())
 }
 
 /// `openat2` beneath the root, for [`OsStorage::read`] on Linux.

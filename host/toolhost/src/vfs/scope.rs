@@ -24,7 +24,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{validate_path, FileContent, FileEntry, PathError, Searchable, Storage, StorageError};
+use super::{
+    validate_path, FileContent, FileEntry, OpenedFile, PathError, Searchable, Storage, StorageError,
+};
 
 /// A [`Storage`] bound to the sub-tree `prefix` of another; made by [`scope`].
 ///
@@ -192,8 +194,52 @@ impl Storage for ScopedStorage {
             .collect())
     }
 
+    fn list_paths(&self) -> Result<Vec<String>, StorageError> {
+        let all = self.inner.list_paths().map_err(|e| self.map_err(e, "."))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|path| Some(path.strip_prefix(&self.prefix)?.to_owned()))
+            .collect())
+    }
+
+    fn open_read(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Box<dyn OpenedFile + '_>, StorageError> {
+        let inner = self.inner_path(path)?;
+        let file = self
+            .inner
+            .open_read(&inner, max_bytes)
+            .map_err(|e| self.map_err(e, path))?;
+        Ok(Box::new(ScopedOpened {
+            scope: self,
+            path: path.to_owned(),
+            file,
+        }))
+    }
+
     fn searchable(&self) -> Option<&dyn Searchable> {
         self.inner.searchable().map(|_| self as &dyn Searchable)
+    }
+}
+
+/// A file [`ScopedStorage::open_read`] opened: the wrapped store's, with its errors in
+/// the view's terms.
+struct ScopedOpened<'a> {
+    scope: &'a ScopedStorage,
+    path: String,
+    file: Box<dyn OpenedFile + 'a>,
+}
+
+impl OpenedFile for ScopedOpened<'_> {
+    fn size(&self) -> u64 {
+        self.file.size()
+    }
+
+    fn read_into(self: Box<Self>, buf: &mut Vec<u8>) -> Result<(), StorageError> {
+        let ScopedOpened { scope, path, file } = *self;
+        file.read_into(buf).map_err(|e| scope.map_err(e, &path))
     }
 }
 

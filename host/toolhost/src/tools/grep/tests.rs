@@ -1,12 +1,12 @@
 //! grep's suite, run on both backends.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::*;
 use crate::tools::testutil::{backend_tests, invalid_arguments, Backend, Harness};
-use crate::vfs::MemoryStorage;
+use crate::vfs::{FileEntry, MemoryStorage};
 
 async fn grep(h: &Harness, arguments: Value) -> Value {
     h.call("grep", arguments).await.unwrap()
@@ -394,28 +394,150 @@ backend_tests!(
     policy_hidden_files_are_not_searched,
 );
 
-fn entry(path: &str, size: u64) -> FileEntry {
-    FileEntry {
-        path: path.into(),
-        size,
-        updated_at: SystemTime::UNIX_EPOCH,
+/// A count-mode search of `storage` for `x`, with this scan budget.
+fn counting(storage: &MemoryStorage, budget: u64) -> Search<'_> {
+    Search {
+        storage,
+        regex: Regex::new("x").unwrap(),
+        mode: Mode::Count,
+        max_bytes: u64::MAX,
+        budget,
     }
+}
+
+fn sized(storage: &MemoryStorage, path: &str, size: usize) {
+    storage
+        .write(path, "x".repeat(size).as_bytes(), "")
+        .unwrap();
+}
+
+/// Paths and counts of a count-mode output.
+fn counted(output: &Output) -> Vec<String> {
+    output
+        .entries
+        .iter()
+        .map(|e| format!("{}={}", e["path"].as_str().unwrap(), e["count"]))
+        .collect()
 }
 
 #[test]
 fn scan_budget_stops_before_the_file_that_would_pass_it() {
-    let policy = FilePolicy::default();
-    let listed = vec![
-        entry("c", 40),
-        entry("a", 30),
-        entry("b", 30),
-        entry("d", 1),
+    let storage = MemoryStorage::new();
+    for (path, size) in [("c", 40), ("a", 30), ("b", 30), ("d", 1)] {
+        sized(&storage, path, size);
+    }
+    let files = select(storage.list_paths().unwrap(), &FilePolicy::default(), None);
+    assert_eq!(files, ["a", "b", "c", "d"]);
+    let output = scan(&counting(&storage, 60), &files, &CallContext::new());
+    assert_eq!(
+        (counted(&output), output.truncated),
+        (vec!["a=1".into(), "b=1".into()], true)
+    );
+    let output = scan(&counting(&storage, 101), &files, &CallContext::new());
+    assert_eq!(
+        (counted(&output), output.truncated),
+        (
+            vec!["a=1".into(), "b=1".into(), "c=1".into(), "d=1".into()],
+            false
+        )
+    );
+}
+
+/// Whatever the threads read first, the budget applies in path order: a file a thread
+/// deferred is read by the merge if it fits there, and a file a thread already read is
+/// dropped if it does not.
+#[test]
+fn merge_applies_the_budget_in_path_order() {
+    let storage = MemoryStorage::new();
+    sized(&storage, "a", 5);
+    sized(&storage, "b", 30);
+    sized(&storage, "c", 1);
+    let search = counting(&storage, 32);
+    let files: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+    // As if a thread read b (30 bytes) first, so a (5) did not fit the claim and was
+    // deferred, and nobody took c.
+    let slots: Vec<OnceLock<Scanned>> = vec![
+        OnceLock::from(Scanned {
+            size: 5,
+            hits: Hits::Deferred,
+        }),
+        OnceLock::from(Scanned {
+            size: 30,
+            hits: Hits::Count(1),
+        }),
+        OnceLock::new(),
     ];
-    let (files, skipped) = plan(listed.clone(), &policy, None, 60, 1 << 20);
-    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!((paths, skipped), (vec!["a", "b"], true));
-    let (files, skipped) = plan(listed, &policy, None, 101, 1 << 20);
-    assert_eq!((files.len(), skipped), (4, false));
+    let output = merge(&search, &files, slots, &CallContext::new());
+    assert_eq!(
+        (counted(&output), output.truncated),
+        (vec!["a=1".into()], true)
+    );
+
+    // With room for all three, the deferred and the untaken files are read here.
+    let search = counting(&storage, 36);
+    let slots = vec![
+        OnceLock::from(Scanned {
+            size: 5,
+            hits: Hits::Deferred,
+        }),
+        OnceLock::from(Scanned {
+            size: 30,
+            hits: Hits::Count(7),
+        }),
+        OnceLock::new(),
+    ];
+    let output = merge(&search, &files, slots, &CallContext::new());
+    assert_eq!(
+        (counted(&output), output.truncated),
+        (vec!["a=1".into(), "b=7".into(), "c=1".into()], false)
+    );
+
+    // An expired call reads nothing more: the output stops, incomplete.
+    let slots = vec![
+        OnceLock::from(Scanned {
+            size: 5,
+            hits: Hits::Count(2),
+        }),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    let output = merge(
+        &search,
+        &files,
+        slots,
+        &CallContext::with_timeout(Duration::ZERO),
+    );
+    assert_eq!(
+        (counted(&output), output.truncated),
+        (vec!["a=2".into()], true)
+    );
+}
+
+/// Many files and a budget that runs out mid-way, on every thread count the machine
+/// gives: the same answer as a scan in path order, every time.
+#[test]
+fn scan_budget_is_exact_whatever_the_threads_do() {
+    let storage = MemoryStorage::new();
+    let mut expected = Vec::new();
+    let mut total = 0;
+    let mut stopped = false;
+    for i in 0..300usize {
+        let size = 1 + (i * 37) % 100;
+        let path = format!("f{i:03}");
+        sized(&storage, &path, size);
+        if !stopped && total + size <= 10_000 {
+            total += size;
+            expected.push(format!("{path}=1"));
+        } else {
+            stopped = true;
+        }
+    }
+    let files = select(storage.list_paths().unwrap(), &FilePolicy::default(), None);
+    for _ in 0..20 {
+        let output = scan(&counting(&storage, 10_000), &files, &CallContext::new());
+        assert_eq!(counted(&output), expected);
+        assert!(output.truncated);
+    }
 }
 
 #[test]
@@ -427,8 +549,9 @@ fn expired_call_stops_and_flags() {
         regex: Regex::new("x").unwrap(),
         mode: Mode::Content { context: 0 },
         max_bytes: u64::MAX,
+        budget: SCAN_BUDGET,
     };
-    let files = vec![entry("a.md", 2)];
+    let files = vec!["a.md".to_owned()];
     let output = scan(&search, &files, &CallContext::with_timeout(Duration::ZERO));
     assert!(output.entries.is_empty());
     assert!(output.truncated);

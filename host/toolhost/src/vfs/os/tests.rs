@@ -564,15 +564,99 @@ fn write_if_unchanged_checks_just_before_the_rename() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_file_growing_during_the_read_cannot_pass_the_cap() {
-    let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
-    assert_eq!(file.metadata().unwrap().len(), 0);
-    match read_open("status", file, 10) {
+    let read_open = |max_bytes: u64, buf: &mut Vec<u8>| {
+        let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
+        let (file, md) = checked("status", file, max_bytes)?;
+        assert_eq!(md.len(), 0);
+        read_rest("status", file, &md, max_bytes, buf)
+    };
+    // A reused buffer holding another file's bytes: replaced, and emptied on failure.
+    let mut buf = b"previous file".to_vec();
+    match read_open(10, &mut buf) {
         Err(StorageError::FileTooLarge { path, size, limit }) => {
             assert_eq!((path.as_str(), size, limit), ("status", 11, 10));
         }
         other => panic!("{other:?}"),
     }
-    let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
-    let read = read_open("status", file, 1 << 20).unwrap();
-    assert!(read.size > 10 && read.size == read.content.len() as u64);
+    assert!(buf.is_empty());
+    buf.extend_from_slice(b"previous file");
+    read_open(1 << 20, &mut buf).unwrap();
+    assert!(buf.len() > 10 && buf.starts_with(b"Name:"), "{buf:?}");
+}
+
+/// `open_read` then `read_into` answers every case as `read` does, on both open paths,
+/// through one reused buffer; the size comes from the handle before any byte is read.
+#[test]
+fn open_read_gives_the_same_answers_as_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = read_cases(dir.path());
+    let s = OsStorage::open(dir.path()).unwrap();
+    let mut buf = b"left from an earlier file".to_vec();
+    for forced in [false, true] {
+        s.force_portable_read.store(forced, Ordering::SeqCst);
+        for (path, want, _) in &cases {
+            let got = s
+                .open_read(path, MAX_READ_BYTES)
+                .and_then(|file| {
+                    let size = file.size();
+                    file.read_into(&mut buf)?;
+                    Ok((summary(&buf), content_type_for(path).to_owned(), size))
+                })
+                .map_err(|e| format!("{e:?}"));
+            assert_eq!(&got, want, "{path}, portable path forced: {forced}");
+        }
+    }
+}
+
+/// A file over the cap is refused at the open, with its size, before anything is read.
+#[test]
+fn open_read_refuses_a_file_over_the_cap_at_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.txt"), vec![b'x'; 5000]).unwrap();
+    let s = OsStorage::open(dir.path()).unwrap();
+    match s.open_read("big.txt", 4999).map(|file| file.size()) {
+        Err(StorageError::FileTooLarge { path, size, limit }) => {
+            assert_eq!((path.as_str(), size, limit), ("big.txt", 5000, 4999));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.open_read("big.txt", 5000).unwrap().size(), 5000);
+}
+
+/// `list_paths` lists what `list` lists (no link, special file, temporary or staging
+/// name, in any directory), in the same order.
+#[test]
+fn list_paths_is_list_without_the_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    read_cases(dir.path());
+    std::fs::create_dir_all(dir.path().join("z/y/x")).unwrap();
+    std::fs::write(dir.path().join("z/y/x/deep.rs"), b"fn main() {}\n").unwrap();
+    std::fs::write(dir.path().join("B.md"), b"upper\n").unwrap();
+    // Made after the open, which would clean them up.
+    let s = OsStorage::open(dir.path()).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("d/.a.md.tmp-0123456789abcdef0123456789abcdef"),
+        b"temp",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("d/.stage-0123456789abcdef0123456789abcdef")).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("d/.stage-0123456789abcdef0123456789abcdef/staged.md"),
+        b"staged",
+    )
+    .unwrap();
+    let listed: Vec<String> = s.list().unwrap().into_iter().map(|e| e.path).collect();
+    assert_eq!(
+        listed,
+        [
+            "B.md",
+            "d/a.md",
+            "d/sub/big.bin",
+            "empty.txt",
+            "z/y/x/deep.rs"
+        ]
+    );
+    assert_eq!(s.list_paths().unwrap(), listed);
 }
