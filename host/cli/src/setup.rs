@@ -54,6 +54,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
     let registry = Registry::new().with_call_timeout(args.timeout);
     let wants_storage = !args.no_builtins || args.plugin_files != PluginFiles::None;
     let (storage, root) = if wants_storage {
+        check_root(&args.root)?;
         let storage = OsStorage::open(&args.root).with_context(|| {
             format!(
                 "cannot open --root {}; pass an existing directory (it defaults to the current one)",
@@ -115,6 +116,23 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
         root,
         _plugins: plugin_host,
     })
+}
+
+/// A `--root` that is missing or not a directory, said once and plainly (opening it
+/// would report "input/output error ... try again" with the OS error twice).
+fn check_root(root: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::metadata(root) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => bail!(
+            "--root {} does not exist; create it, or pass an existing directory (it defaults to the current one)",
+            root.display()
+        ),
+        Ok(meta) if !meta.is_dir() => bail!(
+            "--root {} is not a directory; pass a directory (it defaults to the current one)",
+            root.display()
+        ),
+        // Anything else (no permission, ...) is reported by opening it.
+        _ => Ok(()),
+    }
 }
 
 /// The file tools' options from the flags, over `storage`.
@@ -322,13 +340,24 @@ mod tests {
 
     #[test]
     fn bad_root_and_plugins_dir() {
+        // Said once, as what it is (not "input/output error ... try again" with the OS
+        // error twice).
         let err = build_registry(&args(&["--root", "/does/not/exist"])).unwrap_err();
-        assert!(
-            format!("{err:#}")
-                .starts_with("cannot open --root /does/not/exist; pass an existing directory"),
-            "{err:#}"
+        assert_eq!(
+            format!("{err:#}"),
+            "--root /does/not/exist does not exist; create it, or pass an existing directory (it defaults to the current one)"
         );
         let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file.md");
+        std::fs::write(&file, "x").unwrap();
+        let err = build_registry(&args(&["--root", file.to_str().unwrap()])).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "--root {} is not a directory; pass a directory (it defaults to the current one)",
+                file.display()
+            )
+        );
         let err = build_registry(&args(&[
             "--root",
             dir.path().to_str().unwrap(),

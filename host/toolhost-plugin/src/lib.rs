@@ -124,6 +124,9 @@ pub struct PluginHost {
     config: PluginHostConfig,
     pool: PoolPlan,
     shared: Arc<Shared>,
+    /// Which file registered each tool through this host, so a duplicate name can name both
+    /// plugins' files.
+    owners: std::sync::Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
 }
 
 impl fmt::Debug for PluginHost {
@@ -194,6 +197,7 @@ impl PluginHost {
             linker,
             config,
             pool,
+            owners: Default::default(),
         })
     }
 

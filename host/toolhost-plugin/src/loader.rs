@@ -201,7 +201,7 @@ impl PluginHost {
     ) -> Result<LoadedPlugin, PluginError> {
         for definition in &prepared.definitions {
             if registry.has(&definition.name) {
-                return Err(taken(path, &definition.name));
+                return Err(self.taken(path, &definition.name));
             }
         }
         let tools: Vec<String> = prepared
@@ -222,7 +222,7 @@ impl PluginHost {
             .collect();
         registry.register_all(batch).map_err(|err| match err {
             // Registered by someone else since the check above.
-            RegisterError::DuplicateTool { name } => taken(path, &name),
+            RegisterError::DuplicateTool { name } => self.taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginError::DuplicateTool {
                 path: path.to_owned(),
                 name,
@@ -235,6 +235,11 @@ impl PluginHost {
                 reason: other.to_string(),
             },
         })?;
+        if let Ok(mut owners) = self.owners.lock() {
+            for tool in &tools {
+                owners.insert(tool.clone(), path.to_owned());
+            }
+        }
         Ok(LoadedPlugin {
             name: prepared.name,
             path: path.to_owned(),
@@ -540,11 +545,24 @@ fn describe_file_type(file_type: std::fs::FileType) -> &'static str {
     }
 }
 
-fn taken(path: &Path, name: &str) -> PluginError {
-    PluginError::DuplicateTool {
-        path: path.to_owned(),
-        name: name.to_owned(),
-        taken_by: "a tool of that name is already registered".into(),
+impl PluginHost {
+    /// `name` is taken in the registry: by a plugin this host loaded (named by its file),
+    /// or by a tool registered otherwise (a built-in, the embedding program's own).
+    fn taken(&self, path: &Path, name: &str) -> PluginError {
+        let owner = self
+            .owners
+            .lock()
+            .ok()
+            .and_then(|owners| owners.get(name).cloned());
+        let taken_by = match owner {
+            Some(other) => format!("the plugin {} already declares it", other.display()),
+            None => "a tool of that name is already registered (not by a plugin)".into(),
+        };
+        PluginError::DuplicateTool {
+            path: path.to_owned(),
+            name: name.to_owned(),
+            taken_by,
+        }
     }
 }
 
