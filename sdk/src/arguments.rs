@@ -421,20 +421,21 @@ impl<'de> de::Deserializer<'de> for Reader<'de, '_> {
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, ArgumentError> {
-        let (variant, value) = match self.value {
-            Value::String(variant) => (variant.as_str(), None),
-            Value::Object(fields) if fields.len() == 1 => {
-                let (variant, value) = fields.iter().next().expect("one field");
-                (variant.as_str(), Some(value))
-            }
-            _ => {
-                let expected = if variants.is_empty() {
-                    "a string".to_owned()
-                } else {
-                    format!("one of {}", quoted_list(variants))
-                };
-                return Err(self.wrong_type(&expected).at(self.path));
-            }
+        let variant = match self.value {
+            Value::String(variant) => Some((variant.as_str(), None)),
+            Value::Object(fields) if fields.len() == 1 => fields
+                .iter()
+                .next()
+                .map(|(variant, value)| (variant.as_str(), Some(value))),
+            _ => None,
+        };
+        let Some((variant, value)) = variant else {
+            let expected = if variants.is_empty() {
+                "a string".to_owned()
+            } else {
+                format!("one of {}", quoted_list(variants))
+            };
+            return Err(self.wrong_type(&expected).at(self.path));
         };
         visitor
             .visit_enum(Variant {
@@ -736,13 +737,13 @@ mod tests {
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     struct Sum {
         numbers: Vec<f64>,
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     #[serde(rename_all = "snake_case")]
     enum Mode {
         Fast,
@@ -750,7 +751,7 @@ mod tests {
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     struct Todo {
         content: String,
         status: Mode,
@@ -759,7 +760,7 @@ mod tests {
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     struct Plan {
         todos: Vec<Todo>,
         count: Option<u8>,
@@ -769,7 +770,7 @@ mod tests {
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     #[serde(deny_unknown_fields)]
     struct Strict {
         color: Option<String>,
@@ -785,7 +786,7 @@ mod tests {
     }
 
     #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
     struct Draw {
         shape: Shape,
     }
@@ -870,6 +871,12 @@ mod tests {
 
     #[test]
     fn missing_unknown_and_enum_values() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
+        struct Aliased {
+            #[serde(alias = "colour")]
+            color: String,
+        }
         assert_eq!(message::<Plan>("{}"), r#"argument "todos" is required"#);
         assert_eq!(message::<Plan>(""), r#"argument "todos" is required"#);
         assert_eq!(
@@ -888,12 +895,6 @@ mod tests {
             message::<Strict>(r#"{"colour": "red"}"#),
             r#"argument "colour" is not accepted (accepted here: "color", "size")"#
         );
-        #[derive(Debug, Deserialize)]
-        #[allow(dead_code)]
-        struct Aliased {
-            #[serde(alias = "colour")]
-            color: String,
-        }
         assert_eq!(
             message::<Aliased>(r#"{"color": "red", "colour": "blue"}"#),
             r#"argument "color" is given twice"#
@@ -948,7 +949,7 @@ mod tests {
     #[test]
     fn custom_messages_keep_their_text_at_the_path() {
         #[derive(Debug, Deserialize)]
-        #[allow(dead_code)]
+        #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
         struct Even(#[serde(deserialize_with = "even")] u32);
 
         fn even<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
@@ -962,7 +963,7 @@ mod tests {
         }
 
         #[derive(Debug, Deserialize)]
-        #[allow(dead_code)]
+        #[allow(dead_code, reason = "the tests read the error, not the parsed fields")]
         struct Args {
             pairs: Vec<Even>,
         }

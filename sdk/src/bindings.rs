@@ -5,8 +5,14 @@
 //! code `export_plugin!` expands to in the plugin crate names items in here.
 
 // The generated code defines the canonical-ABI glue (raw pointers, `extern "C"`,
-// `#[unsafe(link_section)]`) and carries no docs; both lints are relaxed here only.
-#![allow(unsafe_code, missing_docs)]
+// `#[unsafe(link_section)]`, `mem::forget` of buffers the host now owns) and carries no
+// docs; these lints are relaxed here only.
+#![allow(
+    unsafe_code,
+    missing_docs,
+    clippy::mem_forget,
+    reason = "generated canonical-ABI glue: raw pointers, no docs, ownership handed to the host"
+)]
 
 wit_bindgen::generate!({
     world: "plugin",

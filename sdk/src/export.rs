@@ -64,7 +64,7 @@ macro_rules! export_plugin {
 #[doc(hidden)]
 pub mod __private {
     pub use super::wit::{Environment, Guest, ToolDefinition, ToolError as WitToolError};
-    use super::*;
+    use super::{find, Env, Tool, ToolError};
 
     /// The definitions of `tools`, in order, with the schemas as JSON text.
     pub fn definitions(tools: Vec<Tool>) -> Vec<ToolDefinition> {

@@ -1,5 +1,10 @@
 //! `sdk/wit/` is a copy of the repository's `wit/` (the SDK may only read files inside its
 //! own folder, so that `cargo package -p toolhost-sdk` works): it must not drift.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

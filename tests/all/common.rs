@@ -12,7 +12,7 @@ use toolhost_plugin::{FileAccess, LoadReport, PluginHost, PluginHostConfig, Plug
 
 /// A registry with the file tools over a temporary root, and plugins loaded from a
 /// temporary directory.
-pub struct Setup {
+pub(crate) struct Setup {
     pub registry: Arc<Registry>,
     pub report: LoadReport,
     pub storage: Arc<dyn Storage>,
@@ -21,12 +21,12 @@ pub struct Setup {
 }
 
 /// The compile cache shared by every test of this binary, so each plugin compiles once.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache")
 }
 
 /// Options for [`setup`].
-pub struct Options {
+pub(crate) struct Options {
     pub file_access: FileAccess,
     pub limits: PluginLimits,
     pub fresh_instance_per_call: bool,
@@ -43,7 +43,7 @@ impl Default for Options {
 }
 
 /// Built-ins plus the plugins `names`, with `options`.
-pub fn setup_with(names: &[&str], options: Options) -> Setup {
+pub(crate) fn setup_with(names: &[&str], options: Options) -> Setup {
     let root = tempfile::tempdir().expect("root dir");
     let plugins = tempfile::tempdir().expect("plugins dir");
     toolhost_tests::install(plugins.path(), names).expect("install plugins");
@@ -70,12 +70,12 @@ pub fn setup_with(names: &[&str], options: Options) -> Setup {
 }
 
 /// Built-ins plus the plugins `names`, default options (hosts allow read grants).
-pub fn setup(names: &[&str]) -> Setup {
+pub(crate) fn setup(names: &[&str]) -> Setup {
     setup_with(names, Options::default())
 }
 
 /// Limits with a short timeout, for the hostile cases.
-pub fn short_limits(timeout: Duration) -> PluginLimits {
+pub(crate) fn short_limits(timeout: Duration) -> PluginLimits {
     PluginLimits {
         timeout,
         ..PluginLimits::default()
@@ -84,7 +84,7 @@ pub fn short_limits(timeout: Duration) -> PluginLimits {
 
 impl Setup {
     /// Dispatches one call and returns the result content.
-    pub async fn call(&self, tool: &str, arguments: &str) -> Result<Value, ToolError> {
+    pub(crate) async fn call(&self, tool: &str, arguments: &str) -> Result<Value, ToolError> {
         self.registry
             .dispatch(
                 &CallContext::new(),
@@ -96,7 +96,7 @@ impl Setup {
     }
 
     /// Asserts that greet still answers exactly.
-    pub async fn assert_greet_works(&self) {
+    pub(crate) async fn assert_greet_works(&self) {
         assert_eq!(
             self.call("greet", r#"{"name":"Ada"}"#)
                 .await

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost::registry::ToolError;
+use toolhost::registry::{Limit, ToolError};
 
 use crate::common::{setup_with, short_limits, Options, Setup};
 
@@ -48,7 +48,7 @@ async fn allocation_past_the_cap_names_the_memory_limit() {
     match setup.call("hostile_alloc", "{}").await {
         Err(ToolError::LimitExceeded { tool, limit, .. }) => {
             assert_eq!(tool, "hostile_alloc");
-            assert_eq!(limit, "memory (64 MiB)");
+            assert_eq!(limit, Limit::Memory { bytes: 64 << 20 });
         }
         other => panic!("expected LimitExceeded, got {other:?}"),
     }
@@ -93,7 +93,7 @@ async fn huge_output_is_refused_at_the_output_limit() {
     match setup.call("hostile_output", "{}").await {
         Err(ToolError::LimitExceeded { tool, limit, .. }) => {
             assert_eq!(tool, "hostile_output");
-            assert!(limit.starts_with("output"), "{limit}");
+            assert!(matches!(limit, Limit::Output { .. }), "{limit}");
         }
         other => panic!("expected LimitExceeded, got {other:?}"),
     }
@@ -230,7 +230,7 @@ async fn host_handles_created_in_a_loop_stop_at_the_handle_cap() {
             message,
         }) => {
             assert_eq!(tool, "hostile_handles");
-            assert_eq!(limit, "host handles (1024)");
+            assert_eq!(limit, Limit::Handles { count: 1024 });
             assert!(
                 message.starts_with("the plugin held more than 1024 host handles (pollables, streams) at once and was stopped"),
                 "{message}"

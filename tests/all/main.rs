@@ -1,5 +1,10 @@
 //! Integration tests: the built-in tools and the built plugins in one registry, and the
 //! `host` binary driven over MCP.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
 
 mod common;
 mod hostile;

@@ -3,27 +3,25 @@
 
 use serde_json::{json, Value};
 use toolhost::registry::ToolError;
-use toolhost_plugin::{FileAccess, PluginError};
+use toolhost::tools::DEFAULT_TOOL_NAMES;
+use toolhost_plugin::{FileAccess, PluginErrorKind};
 
 use crate::common::{setup, setup_with, Options};
 
-const BUILTINS: [&str; 9] = [
-    "read_file",
-    "list_files",
-    "write_file",
-    "delete_file",
-    "grep",
-    "glob",
-    "edit_file",
-    "multi_edit",
-    "move_file",
-];
+/// The built-in file tools over a directory, in order (no `search`: a directory is not
+/// searchable).
+fn builtins() -> Vec<&'static str> {
+    DEFAULT_TOOL_NAMES
+        .into_iter()
+        .filter(|name| *name != "search")
+        .collect()
+}
 
 #[tokio::test]
 async fn plugin_tools_follow_builtins_in_file_name_order() {
     let setup = setup(&["wordcount", "greet", "multi", "divide"]);
     assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
-    let mut expected: Vec<&str> = BUILTINS.to_vec();
+    let mut expected: Vec<&str> = builtins();
     expected.extend(["divide", "greet", "upper", "lower", "wordcount"]);
     assert_eq!(setup.registry.names(), expected);
     let loaded: Vec<(&str, Vec<String>)> = setup
@@ -143,7 +141,7 @@ async fn a_grant_the_host_does_not_allow_is_refused_and_the_rest_loads() {
     assert_eq!(setup.report.failed.len(), 1);
     let failure = &setup.report.failed[0];
     assert!(
-        matches!(failure.error, PluginError::GrantDenied { .. }),
+        matches!(failure.error.kind(), PluginErrorKind::GrantDenied { .. }),
         "{:?}",
         failure.error
     );
@@ -209,17 +207,26 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         );
     }
     assert!(
-        matches!(report.failed[0].error, PluginError::NotAComponent { .. }),
+        matches!(
+            report.failed[0].error.kind(),
+            PluginErrorKind::NotAComponent { .. }
+        ),
         "{:?}",
         report.failed[0].error
     );
     assert!(
-        matches!(report.failed[1].error, PluginError::WrongWorld { .. }),
+        matches!(
+            report.failed[1].error.kind(),
+            PluginErrorKind::WrongWorld { .. }
+        ),
         "{:?}",
         report.failed[1].error
     );
     assert!(
-        matches!(report.failed[2].error, PluginError::DuplicateTool { .. }),
+        matches!(
+            report.failed[2].error.kind(),
+            PluginErrorKind::DuplicateTool { .. }
+        ),
         "{:?}",
         report.failed[2].error
     );

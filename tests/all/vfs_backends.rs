@@ -40,7 +40,7 @@ fn scoped(inner: Backend) -> Backend {
         inner.storage.write(sibling, b"sibling", "").unwrap();
     }
     Backend {
-        storage: Arc::new(scope(inner.storage.clone(), "tenant/a").unwrap()),
+        storage: Arc::new(scope(Arc::clone(&inner.storage), "tenant/a").unwrap()),
         _dir: inner._dir,
     }
 }
@@ -260,7 +260,7 @@ fn invalid_paths_on_every_method(s: &dyn Storage) {
                     assert_eq!(
                         (e.argument.as_str(), e.path.as_str(), e.reason),
                         ("path", p, want)
-                    )
+                    );
                 }
                 other => panic!("{p:?}: {other:?}"),
             }
@@ -279,7 +279,7 @@ fn directories_are_not_files(s: &dyn Storage) {
     }
     match s.write("a/x.md/y.md", b"y", "") {
         Err(StorageError::ParentIsFile { path, parent }) => {
-            assert_eq!((path.as_str(), parent.as_str()), ("a/x.md/y.md", "a/x.md"))
+            assert_eq!((path.as_str(), parent.as_str()), ("a/x.md/y.md", "a/x.md"));
         }
         other => panic!("{other:?}"),
     }
@@ -497,7 +497,7 @@ fn os_failed_write_keeps_the_old_file() {
     // The parent is a file.
     match s.write("f.md/x.md", b"new", "") {
         Err(StorageError::ParentIsFile { path, parent }) => {
-            assert_eq!((path.as_str(), parent.as_str()), ("f.md/x.md", "f.md"))
+            assert_eq!((path.as_str(), parent.as_str()), ("f.md/x.md", "f.md"));
         }
         other => panic!("{other:?}"),
     }
@@ -553,7 +553,7 @@ fn os_concurrent_writes_are_atomic() {
     s.write("race.md", &versions[0], "").unwrap();
     let writers: Vec<_> = (0..4)
         .map(|i| {
-            let (s, v) = (s.clone(), versions[i].clone());
+            let (s, v) = (Arc::clone(&s), versions[i].clone());
             std::thread::spawn(move || {
                 for _ in 0..25 {
                     s.write("race.md", &v, "").unwrap();
@@ -755,7 +755,7 @@ fn read_capped_checks_the_size_first(s: &dyn Storage) {
     assert_eq!((f.content.as_slice(), f.size), (&b"0123456789"[..], 10));
     match s.read_capped("d/ten.md", 9) {
         Err(StorageError::FileTooLarge { path, size, limit }) => {
-            assert_eq!((path.as_str(), size, limit), ("d/ten.md", 10, 9))
+            assert_eq!((path.as_str(), size, limit), ("d/ten.md", 10, 9));
         }
         other => panic!("{other:?}"),
     }
@@ -885,7 +885,7 @@ fn scoped_rename_and_capped_read_errors_hide_the_prefix() {
         s.write("b.md", b"b", "").unwrap();
         match s.read_capped("a.md", 4) {
             Err(StorageError::FileTooLarge { path, size, limit }) => {
-                assert_eq!((path.as_str(), size, limit), ("a.md", 5, 4))
+                assert_eq!((path.as_str(), size, limit), ("a.md", 5, 4));
             }
             other => panic!("{other:?}"),
         }
@@ -962,13 +962,13 @@ fn os_plain_read_is_bounded_too() {
             assert_eq!(
                 (path.as_str(), size, limit),
                 ("big.bin", SPARSE_SIZE, MAX_READ_BYTES)
-            )
+            );
         }
         other => panic!("{other:?}"),
     }
     match storage.read_capped("big.bin", 1 << 20) {
         Err(StorageError::FileTooLarge { size, limit, .. }) => {
-            assert_eq!((size, limit), (SPARSE_SIZE, 1 << 20))
+            assert_eq!((size, limit), (SPARSE_SIZE, 1 << 20));
         }
         other => panic!("{other:?}"),
     }

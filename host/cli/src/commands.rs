@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tracing::{debug, info};
@@ -29,7 +30,8 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_registry(&args.registry)?;
-    let server = McpServer::new(toolset.registry.clone()).with_max_in_flight(args.max_in_flight);
+    let server =
+        McpServer::new(Arc::clone(&toolset.registry)).with_max_in_flight(args.max_in_flight);
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",
@@ -93,7 +95,9 @@ fn summary(description: &str) -> String {
         .char_indices()
         .nth(SUMMARY_CHARS - 1)
         .map_or(sentence.len(), |(at, _)| at);
-    let cut = match sentence[..cap + 1].rfind(' ') {
+    // Up to and including the character at the cap (a space there ends a whole word).
+    let upto = cap + sentence[cap..].chars().next().map_or(0, char::len_utf8);
+    let cut = match sentence[..upto].rfind(' ') {
         Some(space) if space > 0 => &sentence[..space],
         _ => &sentence[..cap],
     };
@@ -101,6 +105,10 @@ fn summary(description: &str) -> String {
     format!("{cut}…")
 }
 
+#[allow(
+    clippy::print_stderr,
+    reason = "`host call` reports the tool's error on stderr"
+)]
 async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = if args.arguments == "-" {
         let mut text = String::new();
@@ -137,20 +145,22 @@ async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What `host call` takes as its JSON argument, for its error messages.
+const ARGUMENTS_EXAMPLE: &str = r#"pass one JSON object in single quotes, e.g. host call greet '{"name":"Ada"}', or - to read it from stdin"#;
+
 /// `host call`'s JSON argument must be one JSON object (empty means `{}`).
 fn check_arguments(arguments: &str) -> Result<(), String> {
     if arguments.trim().is_empty() {
         return Ok(());
     }
-    const EXAMPLE: &str = r#"pass one JSON object in single quotes, e.g. host call greet '{"name":"Ada"}', or - to read it from stdin"#;
     match serde_json::from_str::<serde_json::Value>(arguments) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
         Ok(other) => Err(format!(
-            "the tool's arguments must be a JSON object, not {}; {EXAMPLE}",
+            "the tool's arguments must be a JSON object, not {}; {ARGUMENTS_EXAMPLE}",
             json_kind(&other)
         )),
         Err(err) => Err(format!(
-            "the tool's arguments are not valid JSON ({err}); {EXAMPLE}"
+            "the tool's arguments are not valid JSON ({err}); {ARGUMENTS_EXAMPLE}"
         )),
     }
 }

@@ -15,17 +15,9 @@
 //! set up (a `--root` or `--plugins` that is not a directory, a file that is not a plugin)
 //! or stdin/stdout fail.
 //!
-//! ```
-//! use clap::Parser;
-//! use crate::{build_registry, Cli, Command};
-//!
-//! let root = tempfile::tempdir()?;
-//! let cli = Cli::try_parse_from(["host", "tools", "--read-only", "--root", root.path().to_str().unwrap()])?;
-//! let Command::Tools(args) = cli.command else { unreachable!() };
-//! let toolset = build_registry(&args.registry)?;
-//! assert_eq!(toolset.registry.names(), ["read_file", "list_files", "grep", "glob"]);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! A binary crate runs no doc tests, so the example of this module is the unit test
+//! `tests::tools_read_only_builds_the_read_tools`: parse a command line, build its
+//! registry.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -57,6 +49,10 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_SETUP: u8 = 3;
 
 /// The `host` binary: parses the command line, sets up logging, runs the subcommand.
+#[allow(
+    clippy::print_stderr,
+    reason = "the one place a set-up error reaches the user"
+)]
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -138,12 +134,39 @@ fn log_directives(level: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
+    use super::{build_registry, Cli, Command};
+
     #[test]
     fn dependencies_stay_at_warn_unless_rust_log_says() {
         assert_eq!(super::log_directives("warn"), "warn");
         assert_eq!(
             super::log_directives("debug"),
             "warn,host=debug,toolhost=debug,toolhost_plugin=debug,toolhost_mcp=debug,plugin=debug"
+        );
+    }
+
+    /// The module docs' example: `host tools --read-only --root DIR` builds the reading
+    /// file tools only.
+    #[test]
+    fn tools_read_only_builds_the_read_tools() {
+        let root = tempfile::tempdir().unwrap();
+        let cli = Cli::try_parse_from([
+            "host",
+            "tools",
+            "--read-only",
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .unwrap();
+        let Command::Tools(args) = cli.command else {
+            panic!("parsed as another command: {:?}", cli.command)
+        };
+        let toolset = build_registry(&args.registry).unwrap();
+        assert_eq!(
+            toolset.registry.names(),
+            ["read_file", "list_files", "grep", "glob"]
         );
     }
 }

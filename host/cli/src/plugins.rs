@@ -8,11 +8,13 @@ use anyhow::bail;
 use serde_json::{json, Value};
 use tracing::{error, info};
 
+use toolhost::error::ErrorChain;
+use toolhost::registry::format_bytes;
 use toolhost::registry::{format_duration, Registry};
-use toolhost::tools::FilePolicy;
+use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 use toolhost_plugin::{
-    format_bytes, CompileSource, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
+    CompileSource, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
 };
 
 use super::args::{PluginFiles, RegistryArgs};
@@ -103,7 +105,7 @@ pub(crate) fn load(
     registry: &Registry,
     config: PluginHostConfig,
 ) -> anyhow::Result<Host> {
-    // PluginError::Host already says "the plugin host cannot start: ...".
+    // PluginErrorKind::Host already says "the plugin host cannot start: ...".
     let host = PluginHost::new(config)?;
     let report = host.load_dir(dir, registry);
     log_report(dir, &report);
@@ -125,10 +127,10 @@ fn log_report(dir: &Path, report: &LoadReport) {
         );
     }
     for failure in &report.failed {
+        // The error names the file; its chain holds the OS error, if any.
         error!(
-            "plugin {} FAILED to load and is skipped: {}",
-            failure.path.display(),
-            failure.error
+            "plugin FAILED to load and is skipped: {}",
+            ErrorChain(&failure.error)
         );
     }
     info!(
@@ -144,7 +146,7 @@ fn log_report(dir: &Path, report: &LoadReport) {
 /// # Errors
 /// When the plugin host cannot start or the file is not a loadable plugin.
 pub(crate) fn inspect(file: &Path, config: PluginHostConfig) -> anyhow::Result<PluginInfo> {
-    // PluginError::Host already says "the plugin host cannot start: ...".
+    // PluginErrorKind::Host already says "the plugin host cannot start: ...".
     let host = PluginHost::new(config)?;
     // The plugin host's errors already name the file.
     Ok(host.inspect(file)?)

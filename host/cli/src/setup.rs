@@ -9,7 +9,7 @@ use tracing::info;
 
 use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
-use toolhost::vfs::{OsStorage, Storage};
+use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_plugin::check_cache_dir;
 
 use super::args::{PluginFiles, RegistryArgs};
@@ -54,13 +54,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
     let registry = Registry::new().with_call_timeout(args.timeout);
     let wants_storage = !args.no_builtins || args.plugin_files != PluginFiles::None;
     let (storage, root) = if wants_storage {
-        check_root(&args.root)?;
-        let storage = OsStorage::open(&args.root).with_context(|| {
-            format!(
-                "cannot open --root {}; pass an existing directory (it defaults to the current one)",
-                args.root.display()
-            )
-        })?;
+        let storage = OsStorage::open(&args.root).map_err(|err| root_error(&args.root, err))?;
         let root = std::fs::canonicalize(&args.root).unwrap_or_else(|_| args.root.clone());
         (Some(Arc::new(storage) as Arc<dyn Storage>), Some(root))
     } else {
@@ -118,20 +112,21 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
     })
 }
 
-/// A `--root` that is missing or not a directory, said once and plainly (opening it
-/// would report "input/output error ... try again" with the OS error twice).
-fn check_root(root: &std::path::Path) -> anyhow::Result<()> {
-    match std::fs::metadata(root) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => bail!(
-            "--root {} does not exist; create it, or pass an existing directory (it defaults to the current one)",
-            root.display()
+/// What is wrong with `--root`, said once: the path as given, what is wrong, and what to
+/// pass instead; an OS error only when there is one (as the error's cause).
+fn root_error(root: &std::path::Path, err: OpenError) -> anyhow::Error {
+    let root = root.display();
+    match err {
+        OpenError::NotFound { .. } => anyhow::anyhow!(
+            "--root {root} does not exist; pass an existing directory (it defaults to the current one)"
         ),
-        Ok(meta) if !meta.is_dir() => bail!(
-            "--root {} is not a directory; pass a directory (it defaults to the current one)",
-            root.display()
-        ),
-        // Anything else (no permission, ...) is reported by opening it.
-        _ => Ok(()),
+        OpenError::NotADirectory { .. } => {
+            anyhow::anyhow!("--root {root} is not a directory; pass a directory")
+        }
+        OpenError::Io { source, .. } => {
+            anyhow::Error::new(source).context(format!("cannot open --root {root}"))
+        }
+        other => anyhow::Error::new(other),
     }
 }
 
@@ -168,21 +163,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_str().unwrap();
         let set = build_registry(&args(&["--root", root, "--plan"])).unwrap();
-        assert_eq!(
-            set.registry.names(),
-            [
-                "read_file",
-                "list_files",
-                "write_file",
-                "delete_file",
-                "grep",
-                "glob",
-                "edit_file",
-                "multi_edit",
-                "move_file",
-                "todo_write"
-            ]
-        );
+        // The file tools over a directory (no `search`: it is not searchable), then the plan.
+        let mut expected: Vec<&str> = toolhost::tools::DEFAULT_TOOL_NAMES
+            .into_iter()
+            .filter(|name| *name != "search")
+            .collect();
+        expected.push("todo_write");
+        assert_eq!(set.registry.names(), expected);
         assert_eq!(set.root, Some(std::fs::canonicalize(dir.path()).unwrap()));
         let set = build_registry(&args(&["--root", root, "--read-only"])).unwrap();
         assert_eq!(
@@ -193,6 +180,32 @@ mod tests {
         assert_eq!(
             set.registry.names(),
             ["read_file", "list_files", "write_file", "delete_file"]
+        );
+    }
+
+    /// Issue 10 / 13: a bad --root is said once, with no OS error repeated and no hint
+    /// written for a model.
+    #[test]
+    fn a_bad_root_is_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = build_registry(&args(&["--root", missing.to_str().unwrap()])).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "--root {} does not exist; pass an existing directory (it defaults to the current one)",
+                missing.display()
+            )
+        );
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = build_registry(&args(&["--root", file.to_str().unwrap()])).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "--root {} is not a directory; pass a directory",
+                file.display()
+            )
         );
     }
 
@@ -339,25 +352,8 @@ mod tests {
     }
 
     #[test]
-    fn bad_root_and_plugins_dir() {
-        // Said once, as what it is (not "input/output error ... try again" with the OS
-        // error twice).
-        let err = build_registry(&args(&["--root", "/does/not/exist"])).unwrap_err();
-        assert_eq!(
-            format!("{err:#}"),
-            "--root /does/not/exist does not exist; create it, or pass an existing directory (it defaults to the current one)"
-        );
+    fn bad_plugins_dir() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("file.md");
-        std::fs::write(&file, "x").unwrap();
-        let err = build_registry(&args(&["--root", file.to_str().unwrap()])).unwrap_err();
-        assert_eq!(
-            format!("{err:#}"),
-            format!(
-                "--root {} is not a directory; pass a directory (it defaults to the current one)",
-                file.display()
-            )
-        );
         let err = build_registry(&args(&[
             "--root",
             dir.path().to_str().unwrap(),

@@ -17,7 +17,7 @@ pub const SERVER_NAME: &str = "wasm-toolhost";
 
 /// The version to answer a client that asked for `requested`: the same if supported,
 /// else the newest supported one (the client then decides whether it can go on).
-pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+pub(crate) fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested
         .and_then(|requested| {
             SUPPORTED_PROTOCOL_VERSIONS
@@ -29,7 +29,7 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
 }
 
 /// The `initialize` result for a client that asked for `requested`.
-pub fn initialize_result(requested: Option<&str>) -> Value {
+pub(crate) fn initialize_result(requested: Option<&str>) -> Value {
     json!({
         "protocolVersion": negotiate_version(requested),
         "capabilities": { "tools": { "listChanged": false } },
@@ -43,7 +43,7 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
 /// The metadata goes along when the definition has it: `title`, `annotations` (the
 /// behaviour hints, plus the title again as `annotations.title`, where clients of the
 /// 2025-03-26 revision look for it) and `outputSchema`.
-pub fn tool_json(definition: &ToolDefinition) -> Value {
+pub(crate) fn tool_json(definition: &ToolDefinition) -> Value {
     let input_schema = match &definition.parameters {
         Value::Object(_) => definition.parameters.clone(),
         _ => json!({ "type": "object" }),
@@ -70,13 +70,13 @@ pub fn tool_json(definition: &ToolDefinition) -> Value {
 }
 
 /// The `tools/list` result.
-pub fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
+pub(crate) fn tools_list_result(definitions: &[ToolDefinition]) -> Value {
     json!({ "tools": definitions.iter().map(tool_json).collect::<Vec<_>>() })
 }
 
 /// What a `tools/call` asks for: the tool name and the arguments as JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallParams {
+pub(crate) struct CallParams {
     /// The tool's name.
     pub name: String,
     /// The arguments as the JSON text the client sent; empty when absent or null (the
@@ -92,7 +92,7 @@ pub struct CallParams {
 /// # Errors
 /// [`INVALID_PARAMS`] when `name` is missing or not a string: without it there is no
 /// tool call to report an error for.
-pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
+pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcError> {
     let Some(name) = params.str("name") else {
         let got = params.raw("name").map_or("nothing", raw_type_name);
         return Err(RpcError::new(
@@ -117,7 +117,7 @@ pub fn call_params(id: &RequestId, params: &Params) -> Result<CallParams, RpcErr
 /// A [structured](ToolResult::structured) result (the tool declares an output schema, and
 /// dispatch checked the content against it) is given twice, as MCP asks: as the text
 /// block, and as the object itself in `structuredContent`.
-pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
+pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
     let (text, is_error) = match outcome {
         Ok(result) => (content_text(&result.content), false),
         Err(err) => (err.to_string(), true),
@@ -137,7 +137,7 @@ pub fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
 }
 
 /// A result's content as the text the model reads.
-pub fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         other => other.to_string(),

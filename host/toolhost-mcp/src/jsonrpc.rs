@@ -17,40 +17,32 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// JSON-RPC error code: the line is not valid JSON.
-pub const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC error code: valid JSON, but not a valid request object.
-pub const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC error code: no such method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC error code: the method exists but its params are wrong.
-pub const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// A request id exactly as the client wrote it: the JSON text of a string or a number, or
 /// `null` for an answer to a message whose id could not be read.
 ///
 /// Two ids are equal when their text is; the answer to a request carries its id's text
 /// byte for byte.
-///
-/// ```
-/// use toolhost_mcp::RequestId;
-///
-/// let id = RequestId::parse("18446744073709551616").unwrap();
-/// assert_eq!(id.as_json(), "18446744073709551616");
-/// assert_eq!(RequestId::from("x").as_json(), r#""x""#);
-/// assert_eq!(RequestId::null().as_json(), "null");
-/// assert!(RequestId::parse("[1]").is_none() && RequestId::parse("null").is_none());
-/// ```
+/// (The test `ids_are_kept_as_sent` shows each kind.)
 #[derive(Clone, Default)]
-pub struct RequestId(Option<Box<RawValue>>);
+pub(crate) struct RequestId(Option<Box<RawValue>>);
 
 impl RequestId {
     /// `null`, the id of an answer to a message whose own id could not be read.
-    pub fn null() -> Self {
+    pub(crate) fn null() -> Self {
         Self(None)
     }
 
     /// An id from its JSON text: `None` unless it is one JSON string or number.
-    pub fn parse(json: &str) -> Option<Self> {
+    #[cfg(test)]
+    pub(crate) fn parse(json: &str) -> Option<Self> {
         let raw: Box<RawValue> = serde_json::from_str(json).ok()?;
         Self::from_raw(&raw).ok()
     }
@@ -65,13 +57,8 @@ impl RequestId {
     }
 
     /// The id's JSON text, as the client sent it.
-    pub fn as_json(&self) -> &str {
+    pub(crate) fn as_json(&self) -> &str {
         self.0.as_deref().map_or("null", RawValue::get)
-    }
-
-    /// Whether this is the `null` id.
-    pub fn is_null(&self) -> bool {
-        self.0.is_none()
     }
 
     /// The key two mentions of one request share: a number's exact text, or a string's
@@ -123,38 +110,34 @@ impl From<&str> for RequestId {
 /// A message's params object, each member kept as the JSON text the client sent, read into
 /// a value only where the server needs one.
 #[derive(Clone, Default)]
-pub struct Params(BTreeMap<String, Box<RawValue>>);
+pub(crate) struct Params(BTreeMap<String, Box<RawValue>>);
 
 impl Params {
     /// Params from the JSON text of an object: `None` for anything else.
-    pub fn parse(json: &str) -> Option<Self> {
+    pub(crate) fn parse(json: &str) -> Option<Self> {
         serde_json::from_str(json).ok().map(Self)
     }
 
     /// A member's JSON text, as sent (`null` included).
-    pub fn raw(&self, name: &str) -> Option<&RawValue> {
+    pub(crate) fn raw(&self, name: &str) -> Option<&RawValue> {
         self.0.get(name).map(AsRef::as_ref)
     }
 
     /// A member read as a value; `None` when absent, or when it cannot be one (a number
     /// beyond `f64`, nesting deeper than serde_json's 128 levels).
-    pub fn value(&self, name: &str) -> Option<Value> {
+    pub(crate) fn value(&self, name: &str) -> Option<Value> {
         serde_json::from_str(self.raw(name)?.get()).ok()
     }
 
     /// A member that is a JSON string, decoded.
-    pub fn str(&self, name: &str) -> Option<String> {
+    pub(crate) fn str(&self, name: &str) -> Option<String> {
         serde_json::from_str(self.raw(name)?.get()).ok()
     }
 
     /// How many members there are.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -179,7 +162,7 @@ impl std::fmt::Debug for Params {
 
 /// A JSON-RPC error object, with the id of the request it answers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     /// The request's id, [`RequestId::null`] when it could not be read.
     pub id: RequestId,
     /// One of the codes above.
@@ -190,7 +173,7 @@ pub struct RpcError {
 
 impl RpcError {
     /// An error answering `id`.
-    pub fn new(id: RequestId, code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(id: RequestId, code: i64, message: impl Into<String>) -> Self {
         Self {
             id,
             code,
@@ -199,7 +182,7 @@ impl RpcError {
     }
 
     /// The response object's JSON text (one line, no newline), the id as the client sent it.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let error = json!({ "code": self.code, "message": self.message });
         format!(
             "{{\"error\":{error},\"id\":{},\"jsonrpc\":\"2.0\"}}",
@@ -209,7 +192,9 @@ impl RpcError {
 }
 
 /// A success response's JSON text (one line, no newline): `result` is the result's JSON text.
-pub fn encode_response(id: &RequestId, result: &str) -> String {
+/// (The server writes [`response_head`], the result and the tail itself.)
+#[cfg(test)]
+pub(crate) fn encode_response(id: &RequestId, result: &str) -> String {
     [response_head(id).as_str(), result, RESPONSE_TAIL].concat()
 }
 
@@ -220,11 +205,12 @@ pub(crate) fn response_head(id: &RequestId) -> String {
 }
 
 /// What comes after the result in a success response.
+#[cfg(test)]
 pub(crate) const RESPONSE_TAIL: &str = "}";
 
 /// One well-formed incoming message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A request: it has an id and wants a response.
     Request {
         /// A string or a number, as sent.
@@ -254,7 +240,7 @@ pub enum Incoming {
 /// The [`RpcError`] to send back: [`PARSE_ERROR`] for text that is not JSON,
 /// [`INVALID_REQUEST`] for JSON that is not a single JSON-RPC 2.0 message, and
 /// [`INVALID_PARAMS`] for params that are not an object.
-pub fn parse_line(line: &[u8]) -> Result<Incoming, RpcError> {
+pub(crate) fn parse_line(line: &[u8]) -> Result<Incoming, RpcError> {
     let message: &RawValue = serde_json::from_slice(line).map_err(|err| {
         RpcError::new(
             RequestId::null(),
@@ -363,7 +349,7 @@ fn invalid_request(id: RequestId, what: &str) -> RpcError {
 }
 
 /// The JSON type of a value's text (valid JSON, as [`RawValue`] guarantees), for messages.
-pub fn raw_type_name(raw: &RawValue) -> &'static str {
+pub(crate) fn raw_type_name(raw: &RawValue) -> &'static str {
     match raw.get().trim_ascii_start().as_bytes().first() {
         Some(b'"') => "string",
         Some(b'{') => "object",
@@ -377,6 +363,15 @@ pub fn raw_type_name(raw: &RawValue) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_kept_as_sent() {
+        let id = RequestId::parse("18446744073709551616").unwrap();
+        assert_eq!(id.as_json(), "18446744073709551616");
+        assert_eq!(RequestId::from("x").as_json(), r#""x""#);
+        assert_eq!(RequestId::null().as_json(), "null");
+        assert!(RequestId::parse("[1]").is_none() && RequestId::parse("null").is_none());
+    }
 
     fn err(line: &str) -> RpcError {
         parse_line(line.as_bytes()).unwrap_err()

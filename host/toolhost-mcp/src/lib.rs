@@ -22,7 +22,7 @@
 //!   out through one writer, so lines never interleave. The session id is fixed per server.
 //! - Ids are answered byte for byte as sent (`18446744073709551616`, `1e400`, `"\u0078"`),
 //!   and tool arguments reach the registry as the client's own text: neither goes through
-//!   a `u64`/`f64` on the way ([`RequestId`], [`Params`]).
+//!   a `u64`/`f64` on the way (they are kept as the client's raw JSON text).
 //! - Nothing a client sends grows the host without bound ([`McpLimits`]): at most
 //!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once, holding at most
 //!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of arguments, and at most [`DEFAULT_MAX_QUEUED_BYTES`]
@@ -71,33 +71,29 @@
 //! all; and a notification arriving before `initialize` ended the session. Fixing that meant
 //! validating every message's JSON-RPC shape ourselves in front of it, at which point the
 //! SDK only routed five methods. This layer is that validation plus the five methods.
+#![deny(missing_docs)]
 
 mod convert;
 mod jsonrpc;
 mod server;
 
-pub use convert::{
-    call_result, content_text, initialize_result, negotiate_version, tool_json, tools_list_result,
-    SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
-};
-pub use jsonrpc::{
-    encode_response, parse_line, raw_type_name, Incoming, Params, RequestId, RpcError,
-    INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-};
+pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
 };
 
-/// Why serving stopped before the input ended.
+/// Why serving stopped before the input ended. The OS error is the
+/// [`source`](std::error::Error::source), not repeated in the text: print the chain
+/// (`anyhow`'s `{:#}`) to show it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// Reading the input failed.
-    #[error("reading MCP input failed: {0}")]
+    #[error("reading MCP input failed")]
     Read(#[source] std::io::Error),
     /// Writing a response failed (the client closed its end).
-    #[error("writing an MCP response failed (did the client exit?): {0}")]
+    #[error("writing an MCP response failed (did the client exit?)")]
     Write(#[source] std::io::Error),
 }
 

@@ -74,7 +74,7 @@ const fn non_zero(n: usize) -> NonZeroUsize {
     }
 }
 
-/// How much the server holds for its client at most (see [the module docs](self) for the
+/// How much the server holds for its client at most (see [the crate docs](crate) for the
 /// memory this bounds). [`Default`] gives the documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpLimits {
@@ -385,11 +385,12 @@ impl McpServer {
                 _ => debug!(%method, "ignored notification"),
             },
             Incoming::Response { id } => {
-                debug!(%id, "ignored a response: this server sends no requests")
+                debug!(%id, "ignored a response: this server sends no requests");
             }
         }
     }
 
+    #[allow(clippy::unused_self, reason = "a method like the other handlers")]
     fn initialize(&self, params: &Params) -> serde_json::Value {
         let requested = params.str("protocolVersion");
         let result = initialize_result(requested.as_deref());
@@ -514,7 +515,7 @@ impl McpServer {
             let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
             match &outcome {
                 Ok(_) => {
-                    info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok")
+                    info!(turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok");
                 }
                 Err(err) => info!(
                     turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),

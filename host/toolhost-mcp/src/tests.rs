@@ -16,10 +16,8 @@ use toolhost::registry::{
     Arguments, CallContext, Environment, Registry, ToolDefinition, ToolResult,
 };
 
-use super::{
-    tools_list_result, McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_QUEUED_BYTES,
-};
+use super::convert::tools_list_result;
+use super::{McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
 /// what is left of it) per read, and counts the lines it has handed out completely.

@@ -22,9 +22,9 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::error::error_chain;
-use super::PluginError;
+use super::{PluginError, PluginErrorKind};
 
-pub mod dir;
+pub(crate) mod dir;
 
 pub use dir::{check_cache_dir, CacheError, Placement};
 
@@ -75,7 +75,7 @@ impl fmt::Display for CompileSource {
 
 /// The compile cache of one engine.
 #[derive(Clone)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     dir: Option<CacheDir>,
     fingerprint: [u8; 32],
 }
@@ -112,7 +112,7 @@ impl CompileCache {
     ///
     /// # Errors
     /// [`CacheError`] naming the path and the fix.
-    pub fn open(
+    pub(crate) fn open(
         dir: Option<&Path>,
         roots: &[PathBuf],
         engine: &Engine,
@@ -141,7 +141,7 @@ impl CompileCache {
 
     /// The cache file for a component of these bytes, if the cache is on.
     #[cfg(test)]
-    pub fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
+    pub(crate) fn entry(&self, bytes: &[u8]) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         Some(entry_path(&dir.path, &self.key(bytes)))
     }
@@ -152,8 +152,8 @@ impl CompileCache {
     /// skipped, never an error.
     ///
     /// # Errors
-    /// [`PluginError::Compile`] when the bytes do not compile.
-    pub fn load(
+    /// [`PluginErrorKind::Compile`] when the bytes do not compile.
+    pub(crate) fn load(
         &self,
         engine: &Engine,
         path: &Path,
@@ -181,9 +181,11 @@ impl CompileCache {
                 }
             }
         }
-        let component = Component::new(engine, bytes).map_err(|err| PluginError::Compile {
-            path: path.to_owned(),
-            message: error_chain(&err),
+        let component = Component::new(engine, bytes).map_err(|err| {
+            PluginErrorKind::Compile {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
         })?;
         let compiled = CompileSource::Compiled(started.elapsed());
         if let Some((dir, key, file)) = cached {
@@ -276,7 +278,10 @@ fn read_bounded(file: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Deserialises an authenticated artifact.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "Component::deserialize of bytes whose HMAC was just checked; see SAFETY"
+)]
 fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts `artifact` to be an artifact produced by
     // wasmtime (it becomes native code). These bytes are: their HMAC-SHA256 tag was
@@ -457,7 +462,7 @@ mod tests {
         let err = cache
             .load(&engine, Path::new("bad.wasm"), b"\0asm\x0d\0\x01\0\xff")
             .unwrap_err();
-        assert!(matches!(err, PluginError::Compile { .. }));
+        assert!(matches!(err.kind(), PluginErrorKind::Compile { .. }));
         assert!(
             err.to_string()
                 .starts_with("bad.wasm: the component does not compile: "),

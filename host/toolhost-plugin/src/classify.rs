@@ -7,30 +7,19 @@
 //! refused memory grow), never by matching the text of the top-level error, which is
 //! "error while executing at wasm backtrace ...".
 //!
-//! | what happened | error |
-//! |---|---|
-//! | epoch deadline (CPU-bound guest) or timer (waiting guest) | [`ToolError::TimedOut`] with the limit that applied |
-//! | fuel ran out | [`ToolError::LimitExceeded`] `fuel (N)` |
-//! | a memory grow over the cap was refused, then the guest trapped | [`ToolError::LimitExceeded`] `memory (64 MiB)` |
-//! | any other trap (Rust panic, stack overflow, unreachable, out-of-bounds) | [`ToolError::ToolPanicked`]: panic message from stderr, else the trap |
-//! | the instance pool is exhausted | [`ToolError::LimitExceeded`] `concurrent plugin instances` |
-//! | the store's resource table is full (`max_handles`) | [`ToolError::LimitExceeded`] `host handles (1024)` |
-//! | any other host-side error | [`ToolError::ToolPanicked`] with the error's causes |
-//! | result text over `max_output_bytes` | [`ToolError::LimitExceeded`] `output (1 MiB)` |
-//! | result text not JSON | [`ToolError::Failed`] `the plugin returned invalid JSON: ...` |
-//! | guest `invalid-arguments(m)` / `failed(m)` | [`ToolError::InvalidArguments`] / [`ToolError::Failed`] with `m` |
+//! The table of which failure becomes which error is in the crate docs (`# Errors`).
 
 use std::time::Duration;
 
 use wasmtime::component::ResourceTableError;
 use wasmtime::{PoolConcurrencyLimitError, Trap};
 
-use toolhost::registry::{ToolError, ToolResult};
+use toolhost::registry::{Limit, ToolError, ToolResult};
 
 use super::bindings::toolhost::plugin::types::ToolError as GuestError;
 use super::error::error_chain;
-use super::limits::format_bytes;
 use super::output::Captured;
+use super::units::format_bytes;
 use super::PluginLimits;
 
 /// Stderr lines appended to an error that is not a panic.
@@ -40,7 +29,7 @@ const STDERR_TAIL_BYTES: usize = 1024;
 
 /// What is known about a call besides its error.
 #[derive(Debug, Clone, Copy)]
-pub struct CallFacts<'a> {
+pub(crate) struct CallFacts<'a> {
     /// The tool called.
     pub tool: &'a str,
     /// The plugin's limits.
@@ -54,7 +43,7 @@ pub struct CallFacts<'a> {
 }
 
 /// The [`ToolError`] for a call that trapped or failed on the host side.
-pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
+pub(crate) fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
     let tool = facts.tool.to_owned();
     let trap = err.downcast_ref::<Trap>().copied();
     if trap == Some(Trap::Interrupt) {
@@ -64,7 +53,7 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
         let fuel = facts.limits.fuel.unwrap_or(u64::MAX);
         return ToolError::LimitExceeded {
             tool,
-            limit: format!("fuel ({fuel})"),
+            limit: Limit::Fuel { units: fuel },
             message: with_stderr(
                 format!("the plugin used all its fuel ({fuel} units) before it finished; ask for less work per call"),
                 facts.stderr,
@@ -77,7 +66,7 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
     if err.is::<PoolConcurrencyLimitError>() {
         return ToolError::LimitExceeded {
             tool,
-            limit: "concurrent plugin instances".into(),
+            limit: Limit::ConcurrentInstances,
             message: "too many plugin calls are running at once; try again shortly".into(),
         };
     }
@@ -88,7 +77,7 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
         let cap = facts.limits.max_handles;
         return ToolError::LimitExceeded {
             tool,
-            limit: format!("host handles ({cap})"),
+            limit: Limit::Handles { count: cap.into() },
             message: with_stderr(
                 format!("the plugin held more than {cap} host handles (pollables, streams) at once and was stopped; drop each handle when done with it"),
                 facts.stderr,
@@ -104,7 +93,7 @@ pub fn failed(err: &wasmtime::Error, facts: &CallFacts<'_>) -> ToolError {
 }
 
 /// The error for a call stopped at its deadline.
-pub fn timed_out(facts: &CallFacts<'_>) -> ToolError {
+pub(crate) fn timed_out(facts: &CallFacts<'_>) -> ToolError {
     ToolError::TimedOut {
         tool: facts.tool.to_owned(),
         limit: facts.time_limit,
@@ -115,7 +104,9 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
     let cap = format_bytes(facts.limits.memory_bytes);
     ToolError::LimitExceeded {
         tool: facts.tool.to_owned(),
-        limit: format!("memory ({cap})"),
+        limit: Limit::Memory {
+            bytes: facts.limits.memory_bytes,
+        },
         message: with_stderr(
             format!(
                 "the plugin tried to grow its memory to {}, over its {cap} limit, and stopped; ask for less data per call",
@@ -128,7 +119,7 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
 
 /// The result of a call whose guest returned: its own error, or its result text checked
 /// for size and parsed as JSON.
-pub fn returned(
+pub(crate) fn returned(
     result: Result<String, GuestError>,
     tool: &str,
     limits: &PluginLimits,
@@ -145,7 +136,7 @@ pub fn returned(
     if text.len() > cap {
         return Err(ToolError::LimitExceeded {
             tool,
-            limit: format!("output ({})", format_bytes(cap as u64)),
+            limit: Limit::Output { bytes: cap as u64 },
             message: format!(
                 "the plugin returned {} of result JSON, over its limit of {}; ask for less (a smaller range, a narrower query)",
                 format_bytes(text.len() as u64),
@@ -167,7 +158,7 @@ pub fn returned(
 /// The Rust panic message in a guest's stderr, as `panicked at src/lib.rs:3:5: message`:
 /// the last `thread '…' panicked at` line and what follows it, minus the
 /// `note: run with RUST_BACKTRACE` hint.
-pub fn panic_message(stderr: &str) -> Option<String> {
+pub(crate) fn panic_message(stderr: &str) -> Option<String> {
     let start = stderr.rfind("panicked at ")?;
     let text = &stderr[start..];
     let mut parts: Vec<&str> = Vec::new();
@@ -301,7 +292,7 @@ mod tests {
             err,
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "memory (64 MiB)".into(),
+                limit: Limit::Memory { bytes: 64 << 20 },
                 message: "the plugin tried to grow its memory to 65 MiB, over its 64 MiB limit, and stopped; ask for less data per call; last stderr lines: memory allocation of 1048576 bytes failed".into()
             }
         );
@@ -320,7 +311,7 @@ mod tests {
             failed(&err, &facts(&limits, &stderr)),
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "host handles (8)".into(),
+                limit: Limit::Handles { count: 8 },
                 message: "the plugin held more than 8 host handles (pollables, streams) at once and was stopped; drop each handle when done with it".into()
             }
         );
@@ -335,7 +326,13 @@ mod tests {
         let stderr = Captured::default();
         let err = failed(&trap(Trap::OutOfFuel), &facts(&limits, &stderr));
         assert!(
-            matches!(&err, ToolError::LimitExceeded { limit, .. } if limit == "fuel (1000)"),
+            matches!(
+                &err,
+                ToolError::LimitExceeded {
+                    limit: Limit::Fuel { units: 1000 },
+                    ..
+                }
+            ),
             "{err:?}"
         );
     }
@@ -367,7 +364,7 @@ mod tests {
             err,
             ToolError::LimitExceeded {
                 tool: "divide".into(),
-                limit: "output (10 bytes)".into(),
+                limit: Limit::Output { bytes: 10 },
                 message: "the plugin returned 13 bytes of result JSON, over its limit of 10 bytes; ask for less (a smaller range, a narrower query)".into()
             }
         );

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolhost::tools::FilePolicy;
+use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 
 use super::{DefinitionLimits, PluginLimits};
@@ -13,6 +13,41 @@ use super::{DefinitionLimits, PluginLimits};
 ///
 /// Ordered: `None < Read < ReadWrite`. A plugin's manifest asks for one; the host's
 /// [`PluginHostConfig::max_file_access`] caps what any plugin may get.
+///
+/// # The `files` import
+/// Every call checks, in order: the grant ([`FileAccess::Read`] for `read` and `list`,
+/// [`FileAccess::ReadWrite`] for `write` and `delete`), that the host has a storage, the
+/// path policy ([`FilePolicy::check`](toolhost::vfs::FilePolicy::check), as the built-in file tools; for `write` and
+/// `delete` also [`FilePolicy::read_only`](toolhost::vfs::FilePolicy::read_only)), the size cap for writes. A manifest `root`
+/// confines the plugin to that sub-tree through [`toolhost::vfs::scope`]: paths are
+/// relative to it, and nothing outside is reachable. Denials are logged (target
+/// `plugin`).
+///
+/// # Sandbox
+/// The policy decides on the full store path, `root/path`, exactly as a built-in tool
+/// decides on its path argument: the root is checked when the grant is made
+/// ([`FilePolicy::check_root`](toolhost::vfs::FilePolicy::check_root): a hidden root such as `.git` is refused when the host
+/// hides hidden paths), each path is checked relative to the root (so errors name the
+/// plugin's own path) and then in full (so no rule of the policy can depend on where
+/// the root is), and a listing shows what the policy shows of the full paths. A
+/// property test checks, for every policy combination and thousands of
+/// generated roots and paths, that a plugin addresses exactly what the built-in tools
+/// allow.
+///
+/// # Time and budgets
+/// The storage is blocking; the import is async (`bindgen` `imports`), and each call
+/// runs the storage work on tokio's blocking pool  while the
+/// guest waits. So a slow storage holds no async worker, and the call's deadline (a
+/// timer around the whole guest call) fires while the plugin waits in the host: the
+/// call is answered `TimedOut`, the storage call ends in the background and its result
+/// is dropped. Storage calls in flight are bounded host-wide, abandoned ones included
+/// .
+///
+/// Before it reaches the storage, each call is counted against the call's budget
+/// ([`ImportLimits`](crate::ImportLimits)): file calls per call; a read is capped at the smallest of the
+/// plugin's memory, the host's read cap and what is left of the call's read budget
+/// (listings count too); a write reserves its bytes and one file against the call's and
+/// the plugin's lifetime quotas after the grant and the policy accepted it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FileAccess {
     /// No file access: every `files` call returns `denied`.
@@ -87,7 +122,7 @@ pub struct PluginHostConfig {
     /// Limits of a plugin whose manifest sets none.
     pub default_limits: PluginLimits,
     /// The most a manifest may ask for; a manifest asking more is refused at load
-    /// ([`PluginError::LimitTooHigh`](super::PluginError::LimitTooHigh)). The default is
+    /// ([`PluginErrorKind::LimitTooHigh`](super::PluginErrorKind::LimitTooHigh)). The default is
     /// [`PluginLimits::default`], the same as `default_limits`: a manifest may only lower
     /// its limits unless the operator raises this ceiling (the CLI's
     /// `--plugin-max-memory`, `--plugin-max-timeout`).
@@ -109,7 +144,7 @@ pub struct PluginHostConfig {
     /// call, as for the built-in file tools.
     pub file_policy: FilePolicy,
     /// The most file access any plugin may get. A plugin whose manifest asks for more is
-    /// not loaded ([`PluginError::GrantDenied`](super::PluginError::GrantDenied)).
+    /// not loaded ([`PluginErrorKind::GrantDenied`](super::PluginErrorKind::GrantDenied)).
     ///
     /// # Sandbox
     /// Anything above [`FileAccess::None`] lets plugin code read (or change) the files
@@ -218,7 +253,7 @@ mod tests {
             Some(PathBuf::from("/x/wasm-toolhost"))
         );
         assert_eq!(
-            cache_dir_from(Some(PathBuf::from("rel")), home.clone()),
+            cache_dir_from(Some(PathBuf::from("rel")), home),
             Some(PathBuf::from("/home/u/.cache/wasm-toolhost"))
         );
         assert_eq!(cache_dir_from(None, None), None);

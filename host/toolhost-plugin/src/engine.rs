@@ -7,7 +7,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::{PluginError, PluginHostConfig};
+use super::{PluginError, PluginErrorKind, PluginHostConfig};
 
 /// How often the epoch advances. A running guest checks its deadline at every tick, so
 /// a CPU-bound guest is stopped at most one tick after its deadline, and yields to the
@@ -51,7 +51,7 @@ impl PoolPlan {
     /// The pool for `config`.
     ///
     /// # Errors
-    /// [`PluginError::Host`] when not even one call fits
+    /// [`PluginErrorKind::Host`] when not even one call fits
     /// [`PluginHostConfig::max_pool_memory`].
     pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
         use super::format_bytes;
@@ -72,13 +72,11 @@ impl PoolPlan {
             } else {
                 format!("{slots_per_call} slots of {}", format_bytes(slot_memory))
             };
-            return Err(PluginError::Host {
-                message: format!(
+            return Err(PluginError::from(PluginErrorKind::Host { message: format!(
                     "one plugin call needs {} of pooled memory ({slots}), above the pool's cap of {}; raise the cap (--plugin-pool-memory, PluginHostConfig::max_pool_memory) or lower the plugins' maximum memory (--plugin-max-memory)",
                     format_bytes(per_call),
                     format_bytes(config.max_pool_memory)
-                ),
-            });
+                ) }));
         }
         let calls = config
             .max_concurrent_calls
@@ -100,7 +98,7 @@ impl PoolPlan {
 /// # Errors
 /// As [`PoolPlan::for_config`] and [`build_with`].
 #[cfg(test)]
-pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
+pub(crate) fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
     build_with(&PoolPlan::for_config(config)?)
 }
 
@@ -111,8 +109,8 @@ pub fn build(config: &PluginHostConfig) -> Result<Engine, PluginError> {
 /// few percent on guest code and nothing measurable per call.
 ///
 /// # Errors
-/// [`PluginError::Host`] when wasmtime refuses the configuration.
-pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
+/// [`PluginErrorKind::Host`] when wasmtime refuses the configuration.
+pub(crate) fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
@@ -146,11 +144,13 @@ pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
         .max_unused_warm_slots(WARM_SLOTS.min(instances));
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
-    Engine::new(&wasm).map_err(|err| PluginError::Host {
-        message: format!(
-            "wasmtime refused the engine configuration: {}",
-            super::error::error_chain(&err)
-        ),
+    Engine::new(&wasm).map_err(|err| {
+        PluginError::from(PluginErrorKind::Host {
+            message: format!(
+                "wasmtime refused the engine configuration: {}",
+                super::error::error_chain(&err)
+            ),
+        })
     })
 }
 
@@ -159,8 +159,8 @@ pub fn build_with(plan: &PoolPlan) -> Result<Engine, PluginError> {
 /// dropped.
 ///
 /// # Errors
-/// [`PluginError::Host`] when the thread cannot be spawned.
-pub fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
+/// [`PluginErrorKind::Host`] when the thread cannot be spawned.
+pub(crate) fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
     let weak = engine.weak();
     std::thread::Builder::new()
         .name("plugin-epoch".into())
@@ -172,15 +172,17 @@ pub fn start_ticker(engine: &Engine) -> Result<(), PluginError> {
             }
         })
         .map(drop)
-        .map_err(|err| PluginError::Host {
-            message: format!("cannot start the epoch ticker thread: {err}"),
+        .map_err(|err| {
+            PluginError::from(PluginErrorKind::Host {
+                message: format!("cannot start the epoch ticker thread: {err}"),
+            })
         })
 }
 
 /// A digest of everything that makes a compiled artifact usable by `engine`: the
 /// wasmtime version, target, compiler flags and tunables (wasmtime's
 /// `precompile_compatibility_hash`), plus this host's cache format version.
-pub fn fingerprint(engine: &Engine) -> [u8; 32] {
+pub(crate) fn fingerprint(engine: &Engine) -> [u8; 32] {
     struct Sha(Sha256);
     impl Hasher for Sha {
         fn write(&mut self, bytes: &[u8]) {

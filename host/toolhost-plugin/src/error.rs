@@ -1,79 +1,149 @@
-//! [`PluginError`]: why a plugin could not be loaded. Every message names the file.
+//! [`PluginError`]: why a plugin could not be loaded: what went wrong
+//! ([`PluginErrorKind`]) and, once, the file it is about.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-use super::{CacheError, DefinitionCap, FileAccess};
+use super::{format_bytes, CacheError, DefinitionCap, FileAccess, LimitValue};
 
-/// Why a plugin was not loaded (or the plugin host not built). Each message names the
-/// `.wasm` (or manifest) file, says what was wrong and what to do instead.
+/// Why a plugin was not loaded (or the plugin host not built): what went wrong
+/// ([`kind`](PluginError::kind)) and the `.wasm` or manifest file it is about
+/// ([`path`](PluginError::path)), as ripgrep's `ignore::Error::WithPath` carries it: the
+/// path is data, held once, and the text is `FILE: what went wrong`.
 ///
 /// A call's failure is a [`ToolError`](toolhost::registry::ToolError), not this.
+///
+/// ```
+/// use toolhost_plugin::{PluginError, PluginErrorKind};
+///
+/// let err = PluginErrorKind::NotAFile { found: "a FIFO" }.at("plugins/a.toml");
+/// assert!(matches!(err.kind(), PluginErrorKind::NotAFile { found: "a FIFO" }));
+/// assert_eq!(err.path(), Some(std::path::Path::new("plugins/a.toml")));
+/// assert_eq!(
+///     err.to_string(),
+///     "plugins/a.toml: is a FIFO, not a regular file; a plugin's .wasm and its manifest must be regular files"
+/// );
+/// ```
+///
+/// # Printing
+/// The text names the file and what is wrong; an underlying OS error (of
+/// [`PluginErrorKind::Io`]) is the [`source`](std::error::Error::source), not repeated in
+/// the text: print the chain (`anyhow`'s `{:#}`, or
+/// [`ErrorChain`](toolhost::error::ErrorChain)) to show it.
+#[derive(Debug)]
+pub struct PluginError {
+    path: Option<PathBuf>,
+    kind: PluginErrorKind,
+}
+
+impl PluginError {
+    /// What went wrong.
+    pub fn kind(&self) -> &PluginErrorKind {
+        &self.kind
+    }
+
+    /// What went wrong, by value.
+    pub fn into_kind(self) -> PluginErrorKind {
+        self.kind
+    }
+
+    /// The file the error is about: the `.wasm` or its manifest, or the compile cache's
+    /// directory or key for [`PluginErrorKind::Cache`]; `None` for
+    /// [`PluginErrorKind::Host`].
+    pub fn path(&self) -> Option<&Path> {
+        match (&self.path, &self.kind) {
+            (Some(path), _) => Some(path),
+            (None, PluginErrorKind::Cache(err)) => Some(err.path()),
+            (None, _) => None,
+        }
+    }
+
+    /// A stable snake_case name of the kind, for logs.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
+impl From<PluginErrorKind> for PluginError {
+    /// An error about no file in particular (the host, the cache).
+    fn from(kind: PluginErrorKind) -> Self {
+        Self { path: None, kind }
+    }
+}
+
+impl From<CacheError> for PluginError {
+    fn from(err: CacheError) -> Self {
+        PluginErrorKind::Cache(err).into()
+    }
+}
+
+impl fmt::Display for PluginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "{}: {}", path.display(), self.kind),
+            None => write!(f, "{}", self.kind),
+        }
+    }
+}
+
+impl std::error::Error for PluginError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The kind's text is part of ours, so its source (not the kind) is next.
+        std::error::Error::source(&self.kind)
+    }
+}
+
+/// What went wrong loading a plugin (see [`PluginError`], which adds the file). Each text
+/// says what was wrong and what to do instead.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum PluginError {
-    /// The file could not be read (or the cache directory could not be created).
-    #[error("{}: cannot read it: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+pub enum PluginErrorKind {
+    /// The file could not be read; the OS error is the source.
+    #[error("cannot read it")]
+    Io(#[source] std::io::Error),
     /// The file is not a WebAssembly component: not wasm at all, or a core module.
-    #[error("{}: not a WebAssembly component: {reason}", path.display())]
+    #[error("not a WebAssembly component: {reason}")]
     NotAComponent {
-        /// The file.
-        path: PathBuf,
         /// What it is instead, and how to build a component.
         reason: String,
     },
     /// wasmtime could not compile the component (malformed, or uses a feature this host
     /// does not enable).
-    #[error("{}: the component does not compile: {message}", path.display())]
+    #[error("the component does not compile: {message}")]
     Compile {
-        /// The file.
-        path: PathBuf,
         /// wasmtime's error, with its causes.
         message: String,
     },
     /// The component does not implement the `toolhost:plugin/plugin` world: an export
     /// is missing or has another type, or it imports something the host does not give.
-    #[error("{}: the component does not implement the toolhost:plugin@0.1.0 `plugin` world: {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit", path.display())]
+    #[error("the component does not implement the toolhost:plugin@0.1.0 `plugin` world: {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
     WrongWorld {
-        /// The file.
-        path: PathBuf,
         /// What does not match.
         message: String,
     },
     /// The manifest (`NAME.toml`) is not valid.
-    #[error("{}: invalid plugin manifest: {message}", path.display())]
+    #[error("invalid plugin manifest: {message}")]
     Manifest {
-        /// The manifest file.
-        path: PathBuf,
         /// What is wrong (names the key).
         message: String,
     },
     /// The manifest asks for a limit above the host's maximum
     /// ([`PluginHostConfig::max_limits`](super::PluginHostConfig::max_limits), by default
     /// the default limits: a manifest may only lower them).
-    #[error("{}: the manifest asks for {limit} {asked}, above the host's maximum of {max}; lower it in the manifest, or have the operator raise the maximum ({})", path.display(), raise_hint(limit, asked))]
+    #[error("the manifest asks for {limit} {asked}, above the host's maximum of {max}; lower it in the manifest, or have the operator raise the maximum ({})", raise_hint(limit, asked))]
     LimitTooHigh {
-        /// The manifest file.
-        path: PathBuf,
-        /// Which limit (`timeout`, `memory`, `fuel`, ...).
+        /// Which limit (`timeout`, `memory`, `fuel`, or an import budget's manifest key
+        /// such as `max_read_bytes`).
         limit: &'static str,
         /// The value asked for.
-        asked: String,
+        asked: LimitValue,
         /// The host's maximum.
-        max: String,
+        max: LimitValue,
     },
     /// The manifest asks for more file access than the host allows (the CLI flag named in
     /// the message is [`PluginHostConfig::max_file_access`](crate::PluginHostConfig::max_file_access) in a library).
-    #[error("{}: the manifest asks for file access \"{asked}\" but the host allows at most \"{allowed}\"; the plugin was not loaded. To allow it, start the host with `--plugin-files {asked}`, or remove the grant from the manifest", path.display())]
+    #[error("the manifest asks for file access \"{asked}\" but the host allows at most \"{allowed}\"; the plugin was not loaded. To allow it, start the host with `--plugin-files {asked}`, or remove the grant from the manifest")]
     GrantDenied {
-        /// The manifest file.
-        path: PathBuf,
         /// What the manifest asks for.
         asked: FileAccess,
         /// What the host allows.
@@ -81,10 +151,8 @@ pub enum PluginError {
     },
     /// A tool definition is invalid: bad name, or parameters that are not a JSON object
     /// schema.
-    #[error("{}: tool definition \"{tool}\" is invalid: {reason}", path.display())]
+    #[error("tool definition \"{tool}\" is invalid: {reason}")]
     BadDefinition {
-        /// The file.
-        path: PathBuf,
         /// The tool's name as declared.
         tool: String,
         /// What is wrong and what to do instead.
@@ -92,10 +160,8 @@ pub enum PluginError {
     },
     /// The plugin declares a tool name that is taken (by another tool of the registry, or
     /// twice in the plugin itself). None of the plugin's tools were registered.
-    #[error("{}: declares tool \"{name}\", but {taken_by}; none of its tools were registered. Rename the tool or remove the other one", path.display())]
+    #[error("declares tool \"{name}\", but {taken_by}; none of its tools were registered. Rename the tool or remove the other one")]
     DuplicateTool {
-        /// The file.
-        path: PathBuf,
         /// The taken name.
         name: String,
         /// Who has it: `the plugin FILE already declares it` (another plugin of the same
@@ -106,10 +172,8 @@ pub enum PluginError {
     /// The plugin's tool definitions are over a cap of
     /// [`DefinitionLimits`](super::DefinitionLimits) (tool count, schema or description
     /// size, schema depth, total size).
-    #[error("{}: {}", path.display(), cap.describe(tool.as_deref(), *actual, *limit))]
+    #[error("{}", cap.describe(tool.as_deref(), *actual, *limit))]
     DefinitionsTooLarge {
-        /// The file.
-        path: PathBuf,
         /// The tool over the cap; `None` for a cap on the whole plugin (tool count, total).
         tool: Option<String>,
         /// Which cap.
@@ -122,20 +186,18 @@ pub enum PluginError {
     /// The `.wasm` or manifest path is not a regular file (a FIFO, a device, a
     /// directory, a socket): refused without reading, so it cannot block or feed the
     /// host without end.
-    #[error("{}: is {found}, not a regular file; a plugin's .wasm and its manifest must be regular files", path.display())]
+    #[error(
+        "is {found}, not a regular file; a plugin's .wasm and its manifest must be regular files"
+    )]
     NotAFile {
-        /// The file.
-        path: PathBuf,
         /// What it is: `a FIFO`, `a directory`, `a character device`, ...
         found: &'static str,
     },
     /// The `.wasm` or manifest file is over its size cap
     /// ([`MAX_COMPONENT_BYTES`](super::MAX_COMPONENT_BYTES),
     /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES)); refused before it is read.
-    #[error("{}: the {what} is {}, over the host's cap of {}; {}", path.display(), super::format_bytes(*size), super::format_bytes(*limit), too_large_hint(what))]
+    #[error("the {what} is {}, over the host's cap of {}; {}", format_bytes(*size), format_bytes(*limit), too_large_hint(what))]
     FileTooLarge {
-        /// The file.
-        path: PathBuf,
         /// `component` or `manifest`.
         what: &'static str,
         /// Its size in bytes (at least; it may have grown while read).
@@ -144,10 +206,8 @@ pub enum PluginError {
         limit: u64,
     },
     /// Asking the plugin for its tool definitions failed (trap, timeout, limit).
-    #[error("{}: asking the plugin for its tool definitions failed: {message}", path.display())]
+    #[error("asking the plugin for its tool definitions failed: {message}")]
     Definitions {
-        /// The file.
-        path: PathBuf,
         /// What happened.
         message: String,
     },
@@ -160,56 +220,43 @@ pub enum PluginError {
     /// The compile cache directory may not be used: inside a storage root, another
     /// user's, writable by others, or unreadable. The plugin host was not built.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(CacheError),
 }
 
-impl PluginError {
-    /// The file the error is about (`None` for [`PluginError::Host`]).
-    pub fn path(&self) -> Option<&std::path::Path> {
-        match self {
-            PluginError::Io { path, .. }
-            | PluginError::NotAComponent { path, .. }
-            | PluginError::Compile { path, .. }
-            | PluginError::WrongWorld { path, .. }
-            | PluginError::Manifest { path, .. }
-            | PluginError::LimitTooHigh { path, .. }
-            | PluginError::GrantDenied { path, .. }
-            | PluginError::BadDefinition { path, .. }
-            | PluginError::DuplicateTool { path, .. }
-            | PluginError::DefinitionsTooLarge { path, .. }
-            | PluginError::NotAFile { path, .. }
-            | PluginError::FileTooLarge { path, .. }
-            | PluginError::Definitions { path, .. } => Some(path),
-            PluginError::Cache(err) => Some(err.path()),
-            PluginError::Host { .. } => None,
+impl PluginErrorKind {
+    /// This error about `path` (the `.wasm` or its manifest).
+    pub fn at(self, path: impl Into<PathBuf>) -> PluginError {
+        PluginError {
+            path: Some(path.into()),
+            kind: self,
         }
     }
 
     /// A stable snake_case name of the kind, for logs.
-    pub fn kind(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
-            PluginError::Io { .. } => "io",
-            PluginError::NotAComponent { .. } => "not_a_component",
-            PluginError::Compile { .. } => "compile",
-            PluginError::WrongWorld { .. } => "wrong_world",
-            PluginError::Manifest { .. } => "manifest",
-            PluginError::LimitTooHigh { .. } => "limit_too_high",
-            PluginError::GrantDenied { .. } => "grant_denied",
-            PluginError::BadDefinition { .. } => "bad_definition",
-            PluginError::DuplicateTool { .. } => "duplicate_tool",
-            PluginError::DefinitionsTooLarge { .. } => "definitions_too_large",
-            PluginError::NotAFile { .. } => "not_a_file",
-            PluginError::FileTooLarge { .. } => "file_too_large",
-            PluginError::Definitions { .. } => "definitions",
-            PluginError::Host { .. } => "host",
-            PluginError::Cache(_) => "cache",
+            Self::Io(_) => "io",
+            Self::NotAComponent { .. } => "not_a_component",
+            Self::Compile { .. } => "compile",
+            Self::WrongWorld { .. } => "wrong_world",
+            Self::Manifest { .. } => "manifest",
+            Self::LimitTooHigh { .. } => "limit_too_high",
+            Self::GrantDenied { .. } => "grant_denied",
+            Self::BadDefinition { .. } => "bad_definition",
+            Self::DuplicateTool { .. } => "duplicate_tool",
+            Self::DefinitionsTooLarge { .. } => "definitions_too_large",
+            Self::NotAFile { .. } => "not_a_file",
+            Self::FileTooLarge { .. } => "file_too_large",
+            Self::Definitions { .. } => "definitions",
+            Self::Host { .. } => "host",
+            Self::Cache(_) => "cache",
         }
     }
 }
 
 /// How the operator raises the maximum of `limit` to `asked`: the command-line flag
 /// with the value to give (for the limits that have one), and the config field.
-fn raise_hint(limit: &str, asked: &str) -> String {
+fn raise_hint(limit: &str, asked: &LimitValue) -> String {
     let flag = match limit {
         "memory" => "--plugin-max-memory",
         "timeout" => "--plugin-max-timeout",
@@ -217,7 +264,7 @@ fn raise_hint(limit: &str, asked: &str) -> String {
     };
     // `128 MiB` -> `128MiB`, `20s` stays: the flags take whole numbers with a unit, so a
     // rounded value (`1.5s`) is left out.
-    let value: String = asked.chars().filter(|c| *c != ' ').collect();
+    let value: String = asked.to_string().chars().filter(|c| *c != ' ').collect();
     if value.contains('.') {
         format!("{flag}, PluginHostConfig::max_limits")
     } else {
@@ -254,18 +301,46 @@ mod tests {
 
     #[test]
     fn grant_denied_names_file_and_how_to_allow() {
-        let err = PluginError::GrantDenied {
-            path: "plugins/wordcount.toml".into(),
+        let err = PluginErrorKind::GrantDenied {
             asked: FileAccess::Read,
             allowed: FileAccess::None,
-        };
+        }
+        .at("plugins/wordcount.toml");
         let text = err.to_string();
         assert!(text.starts_with("plugins/wordcount.toml: the manifest asks for file access \"read\" but the host allows at most \"none\""), "{text}");
         assert!(text.contains("`--plugin-files read`"), "{text}");
-        assert_eq!(err.kind(), "grant_denied");
+        assert_eq!(err.name(), "grant_denied");
         assert_eq!(
             err.path(),
             Some(std::path::Path::new("plugins/wordcount.toml"))
+        );
+    }
+
+    #[test]
+    fn an_os_error_is_printed_once() {
+        let err = PluginErrorKind::Io(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .at("plugins/a.wasm");
+        assert_eq!(err.to_string(), "plugins/a.wasm: cannot read it");
+        assert_eq!(
+            toolhost::error::ErrorChain(&err).to_string(),
+            "plugins/a.wasm: cannot read it: entity not found"
+        );
+        assert!(
+            matches!(err.kind(), PluginErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+        );
+    }
+
+    #[test]
+    fn limit_too_high_carries_both_values_as_data() {
+        let err = PluginErrorKind::LimitTooHigh {
+            limit: "memory",
+            asked: LimitValue::Bytes(128 << 20),
+            max: LimitValue::Bytes(64 << 20),
+        }
+        .at("p.toml");
+        assert_eq!(
+            err.to_string(),
+            "p.toml: the manifest asks for memory 128 MiB, above the host's maximum of 64 MiB; lower it in the manifest, or have the operator raise the maximum (--plugin-max-memory 128MiB, PluginHostConfig::max_limits)"
         );
     }
 

@@ -28,7 +28,7 @@
 //! runs in a fresh instance (by default) under a wall-time limit enforced by epoch
 //! interruption, a memory cap, optional fuel, instance/table counts and an output cap;
 //! whatever the plugin does, the call ends with a result or a [`ToolError`] and the host
-//! keeps serving. See [`classify`] for which failure becomes which error.
+//! keeps serving. Which failure becomes which error is under [Errors](#errors).
 //!
 //! A manifest may lower its limits but not raise them past
 //! [`PluginHostConfig::max_limits`], which is the default limits unless the operator
@@ -60,7 +60,34 @@
 //! ([`EPOCH_TICK`], 10 ms) of its deadline when it has a thread to itself, and shares
 //! its thread fairly with other tasks meanwhile (it yields at every tick).
 //!
+//! # Errors
+//! Loading fails with a [`PluginError`] naming the file. A call fails with a
+//! [`ToolError`], and the plugin's two channels are kept apart, as wasmtime's
+//! `TrappableError` does: the guest *returned* (a result, or its own `tool-error`), or
+//! the call *failed* (trap, interrupt, limit, host error). Failures are told apart by
+//! downcasting (`wasmtime::Trap`, `PoolConcurrencyLimitError`) and by what the store
+//! recorded (a refused memory grow), never by matching the text of the top-level error:
+//!
+//! | what happened | error |
+//! |---|---|
+//! | epoch deadline (CPU-bound guest) or timer (waiting guest) | [`ToolError::TimedOut`] with the limit that applied |
+//! | fuel ran out | [`ToolError::LimitExceeded`] `fuel (N)` |
+//! | a memory grow over the cap was refused, then the guest trapped | [`ToolError::LimitExceeded`] `memory (64 MiB)` |
+//! | any other trap (Rust panic, stack overflow, unreachable, out-of-bounds) | [`ToolError::ToolPanicked`]: panic message from stderr, else the trap |
+//! | the instance pool is exhausted | [`ToolError::LimitExceeded`] `concurrent plugin instances` |
+//! | the store's resource table is full (`max_handles`) | [`ToolError::LimitExceeded`] `host handles (1024)` |
+//! | any other host-side error | [`ToolError::ToolPanicked`] with the error's causes |
+//! | result text over `max_output_bytes` | [`ToolError::LimitExceeded`] `output (1 MiB)` |
+//! | result text not JSON | [`ToolError::Failed`] `the plugin returned invalid JSON: ...` |
+//! | guest `invalid-arguments(m)` / `failed(m)` | [`ToolError::InvalidArguments`] / [`ToolError::Failed`] with `m` |
+//!
 //! [`ToolError`]: toolhost::registry::ToolError
+//! [`ToolError::TimedOut`]: toolhost::registry::ToolError::TimedOut
+//! [`ToolError::LimitExceeded`]: toolhost::registry::ToolError::LimitExceeded
+//! [`ToolError::ToolPanicked`]: toolhost::registry::ToolError::ToolPanicked
+//! [`ToolError::Failed`]: toolhost::registry::ToolError::Failed
+//! [`ToolError::InvalidArguments`]: toolhost::registry::ToolError::InvalidArguments
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::path::PathBuf;
@@ -69,11 +96,11 @@ use std::sync::Arc;
 use wasmtime::component::Linker;
 use wasmtime::Engine;
 
-use toolhost::registry::ToolDefinition;
+use toolhost::registry::{format_bytes, ToolDefinition};
 
 mod bindings;
 mod cache;
-pub mod classify;
+mod classify;
 mod config;
 mod engine;
 mod error;
@@ -82,8 +109,10 @@ mod limits;
 mod loader;
 pub mod manifest;
 mod output;
+mod read;
 mod runtime;
 mod state;
+mod units;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{
@@ -91,7 +120,7 @@ pub use config::{
     DEFAULT_MAX_POOL_MEMORY,
 };
 pub use engine::{PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS};
-pub use error::PluginError;
+pub use error::{PluginError, PluginErrorKind};
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
     DEFAULT_MAX_FILES_WRITTEN_PER_CALL, DEFAULT_MAX_FILES_WRITTEN_TOTAL, DEFAULT_MAX_FILE_CALLS,
@@ -99,7 +128,7 @@ pub use host::quota::{
     HOST_READ_CAP,
 };
 pub use limits::{
-    format_bytes, DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
+    DefinitionCap, DefinitionLimits, LimitValue, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
     DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
     DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES, DEFAULT_MAX_TOOLS,
@@ -108,8 +137,9 @@ pub use limits::{
 pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 use cache::CompileCache;
+use host::Imports;
 use runtime::Shared;
-use state::{Imports, PluginState};
+use state::PluginState;
 
 /// Loads plugins and runs their calls: one wasmtime engine (epoch interruption, fuel
 /// metering, pooling allocator) with its epoch ticker thread, a linker with WASI p2 and
@@ -144,17 +174,15 @@ impl PluginHost {
     /// pool's memory cap lowered the calls that may run at once.
     ///
     /// # Errors
-    /// [`PluginError::Host`] when `config.default_limits` exceed `config.max_limits`, one
+    /// [`PluginErrorKind::Host`] when `config.default_limits` exceed `config.max_limits`, one
     /// call does not fit `config.max_pool_memory`, or wasmtime refuses the configuration;
-    /// [`PluginError::Cache`] when the compile cache directory may not be used (see
+    /// [`PluginErrorKind::Cache`] when the compile cache directory may not be used (see
     /// [`check_cache_dir`] and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         if let Some((limit, default, max)) = config.default_limits.first_above(&config.max_limits) {
-            return Err(PluginError::Host {
-                message: format!(
+            return Err(PluginError::from(PluginErrorKind::Host { message: format!(
                     "the default {limit} limit ({default}) is above the maximum ({max}); raise max_limits or lower default_limits"
-                ),
-            });
+                ) }));
         }
         let pool = PoolPlan::for_config(&config)?;
         tracing::info!(
@@ -179,8 +207,10 @@ impl PluginHost {
         let engine = engine::build_with(&pool)?;
         engine::start_ticker(&engine)?;
         let mut linker = Linker::new(&engine);
-        let link_error = |err: wasmtime::Error| PluginError::Host {
-            message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+        let link_error = |err: wasmtime::Error| {
+            PluginError::from(PluginErrorKind::Host {
+                message: format!("cannot link the host imports: {}", error::error_chain(&err)),
+            })
         };
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
@@ -263,7 +293,7 @@ pub struct PluginInfo {
     /// The file access the manifest asks for.
     pub grants: FileAccess,
     /// Whether this host allows that access (if not, loading fails with
-    /// [`PluginError::GrantDenied`]).
+    /// [`PluginErrorKind::GrantDenied`]).
     pub grant_allowed: bool,
     /// The sub-tree file access is confined to, if any.
     pub root: Option<String>,

@@ -6,6 +6,7 @@
 //! tables and instances by [`Limiter`], fuel by wasmtime's fuel metering, output by the
 //! call path after the guest returns.
 
+use super::units::{format_bytes, format_duration};
 use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
@@ -120,8 +121,11 @@ impl PluginLimits {
     /// The first limit of `self` above the same limit of `max`, as
     /// `(name, asked, max)`; `None` when every limit fits. A `None` fuel is unlimited, so
     /// it only fits a `None` maximum.
-    pub(crate) fn first_above(&self, max: &PluginLimits) -> Option<(&'static str, String, String)> {
-        let fuel = |f: Option<u64>| f.map_or_else(|| "unlimited".to_owned(), |f| f.to_string());
+    pub(crate) fn first_above(
+        &self,
+        max: &PluginLimits,
+    ) -> Option<(&'static str, LimitValue, LimitValue)> {
+        let fuel = |f: Option<u64>| f.map_or(LimitValue::Unlimited, LimitValue::Count);
         let fuel_above = match (self.fuel, max.fuel) {
             (_, None) => false,
             (None, Some(_)) => true,
@@ -130,49 +134,86 @@ impl PluginLimits {
         if self.timeout > max.timeout {
             Some((
                 "timeout",
-                format_duration(self.timeout),
-                format_duration(max.timeout),
+                LimitValue::Duration(self.timeout),
+                LimitValue::Duration(max.timeout),
             ))
         } else if self.memory_bytes > max.memory_bytes {
             Some((
                 "memory",
-                format_bytes(self.memory_bytes),
-                format_bytes(max.memory_bytes),
+                LimitValue::Bytes(self.memory_bytes),
+                LimitValue::Bytes(max.memory_bytes),
             ))
         } else if fuel_above {
             Some(("fuel", fuel(self.fuel), fuel(max.fuel)))
         } else if self.max_output_bytes > max.max_output_bytes {
             Some((
                 "output",
-                format_bytes(self.max_output_bytes as u64),
-                format_bytes(max.max_output_bytes as u64),
+                LimitValue::Bytes(self.max_output_bytes as u64),
+                LimitValue::Bytes(max.max_output_bytes as u64),
             ))
         } else if self.max_stderr_bytes > max.max_stderr_bytes {
             Some((
                 "stderr",
-                format_bytes(self.max_stderr_bytes as u64),
-                format_bytes(max.max_stderr_bytes as u64),
+                LimitValue::Bytes(self.max_stderr_bytes as u64),
+                LimitValue::Bytes(max.max_stderr_bytes as u64),
             ))
         } else if self.max_instances > max.max_instances {
             Some((
                 "instances",
-                self.max_instances.to_string(),
-                max.max_instances.to_string(),
+                LimitValue::Count(self.max_instances.into()),
+                LimitValue::Count(max.max_instances.into()),
             ))
         } else if self.max_tables > max.max_tables {
             Some((
                 "tables",
-                self.max_tables.to_string(),
-                max.max_tables.to_string(),
+                LimitValue::Count(self.max_tables.into()),
+                LimitValue::Count(max.max_tables.into()),
             ))
         } else if self.max_handles > max.max_handles {
             Some((
                 "handles",
-                self.max_handles.to_string(),
-                max.max_handles.to_string(),
+                LimitValue::Count(self.max_handles.into()),
+                LimitValue::Count(max.max_handles.into()),
             ))
         } else {
             self.imports.first_above(&max.imports)
+        }
+    }
+}
+
+/// The value of a limit, as data: what
+/// [`PluginErrorKind::LimitTooHigh`](crate::PluginErrorKind::LimitTooHigh) carries for the
+/// value a manifest asked for and the host's maximum, so a caller can compare them.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost_plugin::LimitValue;
+///
+/// assert_eq!(LimitValue::Bytes(128 << 20).to_string(), "128 MiB");
+/// assert_eq!(LimitValue::Duration(Duration::from_secs(20)).to_string(), "20s");
+/// assert_eq!(LimitValue::Count(1024).to_string(), "1024");
+/// assert_eq!(LimitValue::Unlimited.to_string(), "unlimited");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LimitValue {
+    /// A size in bytes.
+    Bytes(u64),
+    /// A count (fuel units, instances, handles, files, lines).
+    Count(u64),
+    /// A time.
+    Duration(Duration),
+    /// No limit (fuel off).
+    Unlimited,
+}
+
+impl std::fmt::Display for LimitValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitValue::Bytes(bytes) => f.write_str(&format_bytes(*bytes)),
+            LimitValue::Count(count) => write!(f, "{count}"),
+            LimitValue::Duration(duration) => f.write_str(&format_duration(*duration)),
+            LimitValue::Unlimited => f.write_str("unlimited"),
         }
     }
 }
@@ -181,7 +222,7 @@ impl PluginLimits {
 /// that keeps creating pollables or streams without dropping them gets an error (a trap,
 /// reported as [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded))
 /// instead of growing host memory outside its memory cap.
-pub fn resource_table(limits: &PluginLimits) -> ResourceTable {
+pub(crate) fn resource_table(limits: &PluginLimits) -> ResourceTable {
     let mut table = ResourceTable::new();
     table.set_max_capacity(usize::try_from(limits.max_handles).unwrap_or(usize::MAX));
     table
@@ -213,7 +254,7 @@ pub const DEFAULT_MAX_DEFINITIONS_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_DEFINITIONS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Caps on what a plugin may declare in `definitions`, checked at load: a plugin over
-/// any of them is not loaded ([`PluginError::DefinitionsTooLarge`](super::PluginError::DefinitionsTooLarge)
+/// any of them is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](super::PluginErrorKind::DefinitionsTooLarge)
 /// names the tool, the cap and both values), and the deadline for answering.
 ///
 /// ```
@@ -292,7 +333,7 @@ impl DefinitionCap {
         }
     }
 
-    /// The message of [`PluginError::DefinitionsTooLarge`](super::PluginError::DefinitionsTooLarge)
+    /// The message of [`PluginErrorKind::DefinitionsTooLarge`](super::PluginErrorKind::DefinitionsTooLarge)
     /// after the file name.
     pub(crate) fn describe(self, tool: Option<&str>, actual: u64, limit: u64) -> String {
         let (what, actual, limit) = match self {
@@ -339,39 +380,19 @@ impl DefinitionCap {
     }
 }
 
-/// `64 MiB`, `1.5 KiB`, `512 bytes`: sizes as a person writes them.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
-    for (unit, size) in UNITS {
-        if bytes >= size {
-            return if bytes.is_multiple_of(size) {
-                format!("{} {unit}", bytes / size)
-            } else {
-                format!("{:.1} {unit}", bytes as f64 / size as f64)
-            };
-        }
-    }
-    format!("{bytes} bytes")
-}
-
-/// `10s`, `1.5s`, `250ms`.
-pub fn format_duration(duration: Duration) -> String {
-    toolhost::registry::format_duration(duration)
-}
-
 /// The store's [`ResourceLimiter`]: wasmtime's [`StoreLimits`] plus a record of the
 /// first memory grow it refused, so a guest that aborts after a refused grow (Rust
 /// guests do: the allocation error handler traps) is reported as hitting the memory
 /// limit rather than as a crash.
 #[derive(Debug)]
-pub struct Limiter {
+pub(crate) struct Limiter {
     inner: StoreLimits,
     refused: Option<usize>,
 }
 
 impl Limiter {
     /// A limiter for `limits`.
-    pub fn new(limits: &PluginLimits) -> Self {
+    pub(crate) fn new(limits: &PluginLimits) -> Self {
         let memory = usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX);
         let count = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
         Self {
@@ -386,12 +407,12 @@ impl Limiter {
     }
 
     /// The size in bytes of the first memory grow refused for the limit, if any.
-    pub fn refused_grow(&self) -> Option<usize> {
+    pub(crate) fn refused_grow(&self) -> Option<usize> {
         self.refused
     }
 
     /// Forgets a refused grow (a reused instance starts a new call).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.refused = None;
     }
 }
@@ -473,15 +494,19 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&max),
-            Some(("memory", "512 MiB".into(), "256 MiB".into()))
+            Some((
+                "memory",
+                LimitValue::Bytes(512 << 20),
+                LimitValue::Bytes(256 << 20)
+            ))
         );
         let capped = PluginLimits {
             fuel: Some(10),
-            ..max.clone()
+            ..max
         };
         assert_eq!(
             PluginLimits::default().first_above(&capped),
-            Some(("fuel", "unlimited".into(), "10".into()))
+            Some(("fuel", LimitValue::Unlimited, LimitValue::Count(10)))
         );
         let asked = PluginLimits {
             fuel: Some(5),
@@ -494,7 +519,7 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&PluginLimits::default()),
-            Some(("handles", "1025".into(), "1024".into()))
+            Some(("handles", LimitValue::Count(1025), LimitValue::Count(1024)))
         );
     }
 

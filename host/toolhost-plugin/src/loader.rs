@@ -10,25 +10,25 @@
 //! [`DefinitionLimits`].
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::future::Future;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use toolhost::error::ErrorChain;
 use toolhost::registry::{check_name, Handler, RegisterError, Registry, ToolDefinition, ToolError};
 
 use super::bindings::PluginPre;
 use super::error::error_chain;
 use super::host::files::FileGrant;
 use super::manifest::{self, Resolved};
+use super::read::read_regular_file;
 use super::runtime::{PluginRuntime, PluginTool};
 use super::{
     CompileSource, DefinitionCap, DefinitionLimits, LoadFailure, LoadReport, LoadedPlugin,
-    PluginError, PluginHost, PluginInfo,
+    PluginError, PluginErrorKind, PluginHost, PluginInfo,
 };
 
 /// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
@@ -94,10 +94,7 @@ impl PluginHost {
                 .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && !path.is_dir())
                 .collect(),
             Err(source) => {
-                let error = PluginError::Io {
-                    path: dir.to_owned(),
-                    source,
-                };
+                let error = PluginErrorKind::Io(source).at(dir.to_owned());
                 tracing::warn!(target: "plugin", "no plugins loaded: {error}");
                 report.failed.push(LoadFailure {
                     path: dir.to_owned(),
@@ -123,7 +120,7 @@ impl PluginHost {
                     report.loaded.push(plugin);
                 }
                 Err(error) => {
-                    tracing::debug!(target: "plugin", kind = error.kind(), "plugin not loaded: {error}");
+                    tracing::debug!(target: "plugin", kind = error.name(), "plugin not loaded: {}", ErrorChain(&error));
                     report.failed.push(LoadFailure { path, error });
                 }
             }
@@ -159,6 +156,10 @@ impl PluginHost {
             .clamp(1, files.len().max(1));
         let per_thread = files.len().div_ceil(threads).max(1);
         std::thread::scope(|scope| {
+            #[allow(
+                clippy::needless_collect,
+                reason = "every worker must be spawned before the first is joined"
+            )]
             let workers: Vec<_> = files
                 .chunks(per_thread)
                 .map(|chunk| {
@@ -178,12 +179,12 @@ impl PluginHost {
                         chunk
                             .iter()
                             .map(|path| {
-                                Err(PluginError::Host {
+                                Err(PluginError::from(PluginErrorKind::Host {
                                     message: format!(
                                         "loading {} crashed the loader thread",
                                         path.display()
                                     ),
-                                })
+                                }))
                             })
                             .collect()
                     })
@@ -223,17 +224,9 @@ impl PluginHost {
         registry.register_all(batch).map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => self.taken(path, &name),
-            RegisterError::LookAlike { name, existing } => PluginError::DuplicateTool {
-                path: path.to_owned(),
-                name,
-                taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)"),
-            },
+            RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
             // Reserved for a built-in, or not a valid name.
-            other => PluginError::BadDefinition {
-                path: path.to_owned(),
-                tool: other.name().unwrap_or_default().to_owned(),
-                reason: other.to_string(),
-            },
+            other => PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason: other.to_string() }.at(path.to_owned()),
         })?;
         if let Ok(mut owners) = self.owners.lock() {
             for tool in &tools {
@@ -259,8 +252,8 @@ impl PluginHost {
     /// error, so the operator sees what the plugin asks for.
     ///
     /// # Errors
-    /// As [`PluginHost::load_file`], except [`PluginError::GrantDenied`] and
-    /// [`PluginError::DuplicateTool`] for a name taken in a registry.
+    /// As [`PluginHost::load_file`], except [`PluginErrorKind::GrantDenied`] and
+    /// [`PluginErrorKind::DuplicateTool`] for a name taken in a registry.
     pub fn inspect(&self, path: &Path) -> Result<PluginInfo, PluginError> {
         let prepared = self.prepare_with(path, true)?;
         Ok(PluginInfo {
@@ -319,12 +312,12 @@ impl PluginHost {
             for (path, task) in tasks {
                 answers.push(match task {
                     Ok(task) => task.await.unwrap_or_else(|_| {
-                        Err(PluginError::Host {
+                        Err(PluginError::from(PluginErrorKind::Host {
                             message: format!(
                                 "asking {} for its definitions crashed the loader task",
                                 path.display()
                             ),
-                        })
+                        }))
                     }),
                     Err(err) => Err(err),
                 });
@@ -335,12 +328,12 @@ impl PluginHost {
             paths
                 .iter()
                 .map(|path| {
-                    Err(PluginError::Host {
+                    Err(PluginError::from(PluginErrorKind::Host {
                         message: format!(
                             "cannot start a tokio runtime to load {}: {err}",
                             path.display()
                         ),
-                    })
+                    }))
                 })
                 .collect()
         })
@@ -352,9 +345,11 @@ impl PluginHost {
         let name = path
             .file_stem()
             .and_then(|stem| stem.to_str())
-            .ok_or_else(|| PluginError::NotAComponent {
-                path: path.to_owned(),
-                reason: "the file name is not valid UTF-8; rename it".into(),
+            .ok_or_else(|| {
+                PluginErrorKind::NotAComponent {
+                    reason: "the file name is not valid UTF-8; rename it".into(),
+                }
+                .at(path.to_owned())
             })?
             .to_owned();
         let resolved = if any_grant {
@@ -367,9 +362,11 @@ impl PluginHost {
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
         check_header(path, &bytes)?;
         let (component, compile) = self.cache.load(&self.engine, path, &bytes)?;
-        let wrong_world = |err: wasmtime::Error| PluginError::WrongWorld {
-            path: path.to_owned(),
-            message: error_chain(&err),
+        let wrong_world = |err: wasmtime::Error| {
+            PluginErrorKind::WrongWorld {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
         };
         let instance_pre = self
             .linker
@@ -384,9 +381,11 @@ impl PluginHost {
             resolved.root.as_deref(),
             self.config.file_policy.clone(),
         )
-        .map_err(|err| PluginError::Manifest {
-            path: manifest::manifest_path(path),
-            message: format!("grants.root: {err}"),
+        .map_err(|err| {
+            PluginErrorKind::Manifest {
+                message: format!("grants.root: {err}"),
+            }
+            .at(manifest::manifest_path(path))
         })?;
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
@@ -432,117 +431,23 @@ async fn ask_definitions(
     let raw = match tokio::time::timeout(caps.timeout, compiled.runtime.definitions()).await {
         Ok(Ok(raw)) => raw,
         Ok(Err(err)) => {
-            return Err(PluginError::Definitions {
-                path,
+            return Err(PluginErrorKind::Definitions {
                 message: definitions_failure(err),
-            })
+            }
+            .at(path))
         }
         Err(_elapsed) => {
-            return Err(PluginError::Definitions {
-                path,
+            return Err(PluginErrorKind::Definitions {
                 message: format!(
                 "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
-                super::limits::format_duration(caps.timeout)
+                super::units::format_duration(caps.timeout)
             ),
-            })
+            }
+            .at(path))
         }
     };
     let definitions = validate(&path, raw, &caps)?;
     Ok(compiled.with(definitions))
-}
-
-/// Reads the regular file at `path` (the plugin's `what`: `component` or `manifest`),
-/// refusing anything else and anything over `max` bytes before reading it.
-///
-/// # Sandbox
-/// The file is opened with `O_NONBLOCK` (on Linux), so a FIFO does not block the open
-/// waiting for a writer, and checked with `fstat` on the open handle, so it cannot be
-/// swapped between the check and the read. The read is bounded by `take(max + 1)`, so a
-/// file growing meanwhile cannot pass the cap either. (Elsewhere the type is checked
-/// with a `stat` before the open.)
-///
-/// # Errors
-/// [`PluginError::Io`] (a missing file is `NotFound`), [`PluginError::NotAFile`],
-/// [`PluginError::FileTooLarge`].
-pub(super) fn read_regular_file(
-    path: &Path,
-    what: &'static str,
-    max: u64,
-) -> Result<Vec<u8>, PluginError> {
-    let io = |source: std::io::Error| PluginError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let not_a_file = |file_type: std::fs::FileType| PluginError::NotAFile {
-        path: path.to_owned(),
-        found: describe_file_type(file_type),
-    };
-    let too_large = |size: u64| PluginError::FileTooLarge {
-        path: path.to_owned(),
-        what,
-        size,
-        limit: max,
-    };
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let metadata = std::fs::metadata(path).map_err(io)?;
-        if !metadata.is_file() {
-            return Err(not_a_file(metadata.file_type()));
-        }
-    }
-    let file: File = options.open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    if !metadata.is_file() {
-        return Err(not_a_file(metadata.file_type()));
-    }
-    if metadata.len() > max {
-        return Err(too_large(metadata.len()));
-    }
-    let mut bytes = Vec::new();
-    // Within the cap, so at most MAX_COMPONENT_BYTES; still, never abort on it.
-    bytes
-        .try_reserve_exact(usize::try_from(metadata.len()).unwrap_or(usize::MAX))
-        .map_err(|_| io(std::io::ErrorKind::OutOfMemory.into()))?;
-    (&file)
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// `a FIFO`, `a directory`, ...: what a path that is not a regular file is.
-fn describe_file_type(file_type: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO";
-        }
-        if file_type.is_char_device() {
-            return "a character device";
-        }
-        if file_type.is_block_device() {
-            return "a block device";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-    }
-    if file_type.is_dir() {
-        "a directory"
-    } else {
-        "something other than a file"
-    }
 }
 
 impl PluginHost {
@@ -558,11 +463,11 @@ impl PluginHost {
             Some(other) => format!("the plugin {} already declares it", other.display()),
             None => "a tool of that name is already registered (not by a plugin)".into(),
         };
-        PluginError::DuplicateTool {
-            path: path.to_owned(),
+        PluginErrorKind::DuplicateTool {
             name: name.to_owned(),
             taken_by,
         }
+        .at(path.to_owned())
     }
 }
 
@@ -573,7 +478,7 @@ fn definitions_failure(err: ToolError) -> String {
         ToolError::ToolPanicked { message, .. } => format!("it crashed: {message}"),
         ToolError::TimedOut { limit, .. } => format!(
             "it did not answer within {} (its timeout)",
-            super::limits::format_duration(limit)
+            super::units::format_duration(limit)
         ),
         ToolError::LimitExceeded { limit, message, .. } => {
             format!("it hit its {limit} limit: {message}")
@@ -584,9 +489,11 @@ fn definitions_failure(err: ToolError) -> String {
 
 /// Checks the WebAssembly header: a component, not a core module or something else.
 fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
-    let not = |reason: &str| PluginError::NotAComponent {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
+    let not = |reason: &str| {
+        PluginErrorKind::NotAComponent {
+            reason: reason.to_owned(),
+        }
+        .at(path)
     };
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(not("the file does not start with the WebAssembly magic bytes (\\0asm); is it a .wasm file?"));
@@ -607,21 +514,21 @@ fn validate(
     caps: &DefinitionLimits,
 ) -> Result<Vec<ToolDefinition>, PluginError> {
     if raw.is_empty() {
-        return Err(PluginError::Definitions {
-            path: path.to_owned(),
+        return Err(PluginErrorKind::Definitions {
             message:
                 "the plugin declares no tools; export at least one (export_plugin! in the SDK)"
                     .into(),
-        });
+        }
+        .at(path.to_owned()));
     }
     let over = |tool: Option<&str>, cap: DefinitionCap, actual: usize, limit: usize| {
-        PluginError::DefinitionsTooLarge {
-            path: path.to_owned(),
+        PluginErrorKind::DefinitionsTooLarge {
             tool: tool.map(str::to_owned),
             cap,
             actual: actual as u64,
             limit: limit as u64,
         }
+        .at(path.to_owned())
     };
     if raw.len() > caps.max_tools {
         return Err(over(None, DefinitionCap::Tools, raw.len(), caps.max_tools));
@@ -660,10 +567,12 @@ fn validate(
             caps.max_total_bytes,
         ));
     }
-    let bad = |tool: &str, reason: String| PluginError::BadDefinition {
-        path: path.to_owned(),
-        tool: tool.to_owned(),
-        reason,
+    let bad = |tool: &str, reason: String| {
+        PluginErrorKind::BadDefinition {
+            tool: tool.to_owned(),
+            reason,
+        }
+        .at(path.to_owned())
     };
     let mut seen = HashSet::new();
     let mut definitions = Vec::with_capacity(raw.len());
@@ -671,11 +580,11 @@ fn validate(
         let name = definition.name;
         check_name(&name).map_err(|err| bad(&name, err.to_string()))?;
         if !seen.insert(name.clone()) {
-            return Err(PluginError::DuplicateTool {
-                path: path.to_owned(),
+            return Err(PluginErrorKind::DuplicateTool {
                 name,
                 taken_by: "the plugin declares it twice".into(),
-            });
+            }
+            .at(path.to_owned()));
         }
         let parameters: Value = serde_json::from_str(&definition.parameters).map_err(|err| {
             bad(&name, format!("parameters are not valid JSON ({err}); give a JSON Schema object as text, e.g. {{\"type\":\"object\",\"properties\":{{}}}}"))

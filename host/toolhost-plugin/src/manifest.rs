@@ -30,15 +30,15 @@
 //!
 //! No manifest means no grant and the default limits. An unknown key is an error naming
 //! it. A manifest asking for more file access than the host allows is refused
-//! ([`PluginError::GrantDenied`]): the plugin is not loaded, and the log says how to
+//! ([`PluginErrorKind::GrantDenied`]): the plugin is not loaded, and the log says how to
 //! allow it. Refusing, rather than loading with less, keeps a tool that could never work
 //! out of the model's tool list. A limit above the host's maximum is refused the same
-//! way ([`PluginError::LimitTooHigh`]). The host's maximum is, unless the operator raises
+//! way ([`PluginErrorKind::LimitTooHigh`]). The host's maximum is, unless the operator raises
 //! it, its default: a manifest may lower its limits, not raise them.
 //!
 //! The manifest must be a regular file of at most
 //! [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES): a FIFO, device or directory is
-//! refused without being read ([`PluginError::NotAFile`]), so it cannot block start-up.
+//! refused without being read ([`PluginErrorKind::NotAFile`]), so it cannot block start-up.
 //!
 //! # Sandbox
 //! `grants.root` is checked with the host's path policy, as any path argument of a
@@ -52,9 +52,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use toolhost::tools::{FilePolicy, PolicyError};
+use toolhost::vfs::{FilePolicy, PolicyError};
 
-use super::{FileAccess, PluginError, PluginHostConfig, PluginLimits};
+use super::{FileAccess, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits};
 
 /// The manifest as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -141,25 +141,29 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 /// Reads and parses `path`; `Ok(None)` when there is no such file.
 ///
 /// # Errors
-/// [`PluginError::Io`] when it exists but cannot be read, [`PluginError::NotAFile`] when
-/// it is not a regular file, [`PluginError::FileTooLarge`] over
-/// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginError::Manifest`] when it
+/// [`PluginErrorKind::Io`] when it exists but cannot be read, [`PluginErrorKind::NotAFile`] when
+/// it is not a regular file, [`PluginErrorKind::FileTooLarge`] over
+/// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), [`PluginErrorKind::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    let bytes = match super::loader::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES)
-    {
+    let bytes = match super::read::read_regular_file(path, "manifest", super::MAX_MANIFEST_BYTES) {
         Ok(bytes) => bytes,
-        Err(PluginError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(err)
+            if matches!(err.kind(), PluginErrorKind::Io(source)
+                if source.kind() == std::io::ErrorKind::NotFound) =>
+        {
             return Ok(None)
         }
         Err(err) => return Err(err),
     };
-    let text = String::from_utf8(bytes).map_err(|err| PluginError::Manifest {
-        path: path.to_owned(),
-        message: format!(
-            "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
-            err.utf8_error().valid_up_to()
-        ),
+    let text = String::from_utf8(bytes).map_err(|err| {
+        PluginErrorKind::Manifest {
+            message: format!(
+                "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
+                err.utf8_error().valid_up_to()
+            ),
+        }
+        .at(path.to_owned())
     })?;
     parse(path, &text).map(Some)
 }
@@ -167,28 +171,25 @@ pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
 /// Parses manifest text; `path` is for the error message.
 ///
 /// # Errors
-/// [`PluginError::Manifest`] naming the bad or unknown key.
+/// [`PluginErrorKind::Manifest`] naming the bad or unknown key.
 pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
     toml::from_str(text).map_err(|err| {
         let line = err
             .span()
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
-        PluginError::Manifest {
-            path: path.to_owned(),
-            message: format!(
+        PluginErrorKind::Manifest { message: format!(
                 "{line}{}; the keys are [grants] files, root and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles",
                 err.message().trim()
-            ),
-        }
+            ) }.at(path.to_owned())
     })
 }
 
 /// Resolves the manifest of the plugin at `wasm` (if any) against `config`.
 ///
 /// # Errors
-/// [`PluginError::Manifest`], [`PluginError::GrantDenied`], [`PluginError::LimitTooHigh`],
-/// [`PluginError::Io`].
+/// [`PluginErrorKind::Manifest`], [`PluginErrorKind::GrantDenied`], [`PluginErrorKind::LimitTooHigh`],
+/// [`PluginErrorKind::Io`].
 pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
     match read(&path)? {
@@ -258,10 +259,7 @@ pub fn apply(
     manifest: Manifest,
     config: &PluginHostConfig,
 ) -> Result<Resolved, PluginError> {
-    let invalid = |message: String| PluginError::Manifest {
-        path: path.to_owned(),
-        message,
-    };
+    let invalid = |message: String| PluginErrorKind::Manifest { message }.at(path.to_owned());
     let files = match manifest.grants.files.as_deref() {
         None => FileAccess::None,
         Some(text) => FileAccess::parse(text).ok_or_else(|| {
@@ -279,11 +277,11 @@ pub fn apply(
         ));
     }
     if files > config.max_file_access {
-        return Err(PluginError::GrantDenied {
-            path: path.to_owned(),
+        return Err(PluginErrorKind::GrantDenied {
             asked: files,
             allowed: config.max_file_access,
-        });
+        }
+        .at(path.to_owned()));
     }
 
     let overrides = &manifest.limits;
@@ -327,12 +325,7 @@ pub fn apply(
         limits.max_handles = n;
     }
     if let Some((limit, asked, max)) = limits.first_above(&config.max_limits) {
-        return Err(PluginError::LimitTooHigh {
-            path: path.to_owned(),
-            limit,
-            asked,
-            max,
-        });
+        return Err(PluginErrorKind::LimitTooHigh { limit, asked, max }.at(path.to_owned()));
     }
     Ok(Resolved {
         manifest_path: Some(path.to_owned()),
@@ -400,7 +393,10 @@ mod tests {
             ("[extra]\n", 1, "extra"),
         ] {
             let err = resolve_text(text, &config(FileAccess::None)).unwrap_err();
-            assert!(matches!(err, PluginError::Manifest { .. }), "{err:?}");
+            assert!(
+                matches!(err.kind(), PluginErrorKind::Manifest { .. }),
+                "{err:?}"
+            );
             let message = err.to_string();
             let start = format!(
                 "plugins/p.toml: invalid plugin manifest: line {line}: unknown field `{key}`"
@@ -424,7 +420,7 @@ mod tests {
         assert!(err.contains("grants.root: argument \"root\""), "{err}");
         let err =
             resolve_text("[limits]\ntimeout_ms = \"5s\"\n", &config(FileAccess::None)).unwrap_err();
-        assert!(matches!(err, PluginError::Manifest { .. }));
+        assert!(matches!(err.kind(), PluginErrorKind::Manifest { .. }));
         let err = resolve_text("[limits]\nfuel = 0\n", &config(FileAccess::None)).unwrap_err();
         assert!(err.to_string().contains("limits.fuel is 0"), "{err}");
     }
@@ -433,10 +429,10 @@ mod tests {
     fn deny_by_default_refuses_a_read_grant() {
         let err =
             resolve_text("[grants]\nfiles = \"read\"\n", &PluginHostConfig::default()).unwrap_err();
-        match err {
-            PluginError::GrantDenied { asked, allowed, .. } => {
-                assert_eq!(asked, FileAccess::Read);
-                assert_eq!(allowed, FileAccess::None);
+        match err.kind() {
+            PluginErrorKind::GrantDenied { asked, allowed } => {
+                assert_eq!(*asked, FileAccess::Read);
+                assert_eq!(*allowed, FileAccess::None);
             }
             other => panic!("expected GrantDenied, got {other:?}"),
         }
@@ -446,8 +442,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(
-            err,
-            PluginError::GrantDenied {
+            err.kind(),
+            PluginErrorKind::GrantDenied {
                 asked: FileAccess::ReadWrite,
                 allowed: FileAccess::Read,
                 ..
@@ -479,8 +475,8 @@ mod tests {
             resolve_text("[limits]\nmemory_mib = 1024\n", &config(FileAccess::None)).unwrap_err();
         assert!(
             matches!(
-                err,
-                PluginError::LimitTooHigh {
+                err.kind(),
+                PluginErrorKind::LimitTooHigh {
                     limit: "memory",
                     ..
                 }
@@ -494,16 +490,16 @@ mod tests {
     #[test]
     fn a_root_the_path_policy_refuses_is_a_load_error() {
         let hiding = PluginHostConfig {
-            file_policy: toolhost::tools::FilePolicy {
+            file_policy: toolhost::vfs::FilePolicy {
                 hide_hidden_paths: true,
-                ..toolhost::tools::FilePolicy::default()
+                ..toolhost::vfs::FilePolicy::default()
             },
             ..config(FileAccess::ReadWrite)
         };
         for root in [".git", ".ssh", "docs/_private", "a/.config/b"] {
             let text = format!("[grants]\nfiles = \"read-write\"\nroot = \"{root}\"\n");
             match resolve_text(&text, &hiding) {
-                Err(err @ PluginError::Manifest { .. }) => assert_eq!(
+                Err(err) if matches!(err.kind(), PluginErrorKind::Manifest { .. }) => assert_eq!(
                     err.to_string(),
                     format!("plugins/p.toml: invalid plugin manifest: grants.root is \"{root}\", a hidden path (a segment starts with _ or .), and this host hides hidden paths from every tool (--hide-hidden); give a sub-directory without hidden segments, or start the host without --hide-hidden")
                 ),

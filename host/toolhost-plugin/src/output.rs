@@ -21,7 +21,7 @@ const WRITE_PERMIT: usize = 64 * 1024;
 
 /// A bounded, shared capture buffer; clones share the buffer.
 #[derive(Debug, Clone)]
-pub struct Capture {
+pub(crate) struct Capture {
     inner: Arc<Mutex<Buffer>>,
 }
 
@@ -34,7 +34,7 @@ struct Buffer {
 
 /// What a call wrote to one stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
+pub(crate) struct Captured {
     /// The last bytes written, as text (invalid UTF-8 replaced).
     pub text: String,
     /// Bytes written before those, which were dropped.
@@ -44,7 +44,7 @@ pub struct Captured {
 impl Captured {
     /// The last `max_lines` non-empty lines, at most `max_bytes` long in total (cut at a
     /// character boundary from the front), joined with `" | "`.
-    pub fn tail(&self, max_lines: usize, max_bytes: usize) -> String {
+    pub(crate) fn tail(&self, max_lines: usize, max_bytes: usize) -> String {
         let lines: Vec<&str> = self
             .text
             .lines()
@@ -66,7 +66,7 @@ impl Captured {
 
 impl Capture {
     /// An empty capture keeping at most `cap` bytes.
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Buffer {
                 cap,
@@ -82,7 +82,7 @@ impl Capture {
     }
 
     /// Appends `data`, dropping the oldest bytes beyond the cap.
-    pub fn push(&self, data: &[u8]) {
+    pub(crate) fn push(&self, data: &[u8]) {
         let mut buffer = self.lock();
         buffer.total += data.len() as u64;
         let cap = buffer.cap;
@@ -93,7 +93,7 @@ impl Capture {
     }
 
     /// Takes what was written so far and empties the buffer.
-    pub fn take(&self) -> Captured {
+    pub(crate) fn take(&self) -> Captured {
         let mut buffer = self.lock();
         let kept = buffer.bytes.len() as u64;
         let dropped = buffer.total - kept;

@@ -46,7 +46,7 @@ const LOGGED_LINE_BYTES: usize = 4 * 1024;
 
 /// State shared by every plugin of one host.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// One permit per call allowed to run at once.
     pub slots: Semaphore,
     /// One permit per plugin storage call allowed on the blocking pool at once, as many
@@ -67,7 +67,7 @@ pub struct Shared {
 
 impl Shared {
     /// Shared state for `max_calls` concurrent calls.
-    pub fn new(max_calls: u32, fresh: bool) -> Self {
+    pub(crate) fn new(max_calls: u32, fresh: bool) -> Self {
         Self {
             slots: Semaphore::new(max_calls.max(1) as usize),
             io: Arc::new(Semaphore::new(max_calls.max(1) as usize)),
@@ -79,7 +79,7 @@ impl Shared {
 }
 
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
-pub struct PluginRuntime {
+pub(crate) struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
     pre: PluginPre<PluginState>,
@@ -117,7 +117,7 @@ enum Out {
 
 impl PluginRuntime {
     /// A runtime for a component pre-instantiated as `pre`.
-    pub fn new(
+    pub(crate) fn new(
         name: Arc<str>,
         pre: PluginPre<PluginState>,
         limits: PluginLimits,
@@ -125,7 +125,7 @@ impl PluginRuntime {
         shared: Arc<Shared>,
     ) -> Self {
         Self {
-            meter: Arc::new(PluginMeter::new(name.clone(), limits.imports.clone())),
+            meter: Arc::new(PluginMeter::new(Arc::clone(&name), limits.imports.clone())),
             name,
             pre,
             limits,
@@ -139,7 +139,7 @@ impl PluginRuntime {
     ///
     /// # Errors
     /// The classified failure (trap, timeout, limit).
-    pub async fn definitions(&self) -> Result<Vec<WitDefinition>, ToolError> {
+    pub(crate) async fn definitions(&self) -> Result<Vec<WitDefinition>, ToolError> {
         match self.run("", None, Op::Definitions).await? {
             Out::Definitions(definitions) => Ok(definitions),
             Out::Call(_) => unreachable!("a definitions call returns definitions"),
@@ -150,7 +150,7 @@ impl PluginRuntime {
     ///
     /// # Errors
     /// See [`super::classify`].
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         ctx: &CallContext,
@@ -194,12 +194,12 @@ impl PluginRuntime {
             stderr: &no_output,
         };
 
-        let _slot =
-            match tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await {
-                Ok(Ok(permit)) => permit,
-                // The semaphore is never closed.
-                Ok(Err(_)) | Err(_) => return Err(classify::timed_out(&early)),
-            };
+        // The semaphore is never closed, so an error here is the deadline.
+        let Ok(Ok(_slot)) =
+            tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await
+        else {
+            return Err(classify::timed_out(&early));
+        };
         let mut instance = self.checkout();
         instance.arm(deadline, &self.limits, tool);
         let Instance { store, plugin, .. } = &mut instance;
@@ -255,11 +255,11 @@ impl PluginRuntime {
             }
         }
         let new = NewState::new(
-            self.name.clone(),
+            Arc::clone(&self.name),
             &self.limits,
-            self.files.clone(),
-            self.meter.clone(),
-            self.shared.io.clone(),
+            Arc::clone(&self.files),
+            Arc::clone(&self.meter),
+            Arc::clone(&self.shared.io),
         );
         let mut store = Store::new(self.pre.engine(), new.state);
         store.limiter(|state| &mut state.limiter);
@@ -339,7 +339,7 @@ impl Instance {
 }
 
 /// The registry handler of one plugin tool.
-pub struct PluginTool {
+pub(crate) struct PluginTool {
     /// The plugin.
     pub runtime: Arc<PluginRuntime>,
     /// The tool's name.

@@ -27,7 +27,7 @@ use bindings::toolhost::plugin::{files, log, types};
 use bindings::PluginPre;
 
 /// What a bare store holds: WASI and nothing else.
-pub struct BareState {
+pub(crate) struct BareState {
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -69,7 +69,7 @@ impl files::Host for BareState {
 
 /// How the pooling allocator resets a slot when an instance is dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reset {
+pub(crate) enum Reset {
     /// As the host does: keep up to 2 MiB of each memory (64 KiB of each table) resident
     /// and reset only the dirty pages, found with Linux's `PAGEMAP_SCAN` ioctl (6.7+;
     /// `Enabled::Auto` falls back where it is missing); at most `WARM_SLOTS` warm slots.
@@ -81,7 +81,7 @@ pub enum Reset {
 }
 
 /// A component ready to be instantiated in fresh stores.
-pub struct Bare {
+pub(crate) struct Bare {
     engine: Engine,
     pre: PluginPre<BareState>,
     env: Environment,
@@ -89,7 +89,7 @@ pub struct Bare {
 
 impl Bare {
     /// Compiles `wasm` for an engine configured like the host's.
-    pub fn new(wasm: &Path, reset: Reset) -> Result<Self> {
+    pub(crate) fn new(wasm: &Path, reset: Reset) -> Result<Self> {
         let engine = Engine::new(&host_like_config(reset)).map_err(|e| anyhow!("engine: {e}"))?;
         start_ticker(&engine);
         let component = Component::from_file(&engine, wasm)
@@ -113,7 +113,7 @@ impl Bare {
     }
 
     /// One call on a fresh instance: new store, instantiate, call `tool`, drop.
-    pub async fn call(&self, tool: &str, arguments: &str) -> Result<String> {
+    pub(crate) async fn call(&self, tool: &str, arguments: &str) -> Result<String> {
         let wasi = WasiCtxBuilder::new().build();
         let mut store = Store::new(
             &self.engine,

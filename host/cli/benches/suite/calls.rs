@@ -54,7 +54,7 @@ async fn greet(registry: &Registry, ctx: &CallContext, env: &Environment) -> Res
 
 /// Figures 1 and 2: greet through the registry on a fresh instance and on a reused one,
 /// and the bare wasmtime floor.
-pub fn plugin_calls(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn plugin_calls(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
     const WARMUP: usize = 500;
     const ROUNDS: usize = 40;
     const BATCH: usize = 200;
@@ -163,7 +163,7 @@ fn bare_greet(arguments: &str) -> Result<ToolResult, ToolError> {
 }
 
 /// Figure 3: a native tool through `Registry::dispatch` against a plain function call.
-pub fn native_dispatch(rt: &Runtime) -> Result<Vec<Row>> {
+pub(crate) fn native_dispatch(rt: &Runtime) -> Result<Vec<Row>> {
     const WARMUP: usize = 20_000;
     const ROUNDS: usize = 50;
     const BATCH: usize = 2_000;
@@ -313,6 +313,10 @@ fn spin_rate(threads: usize, window: Duration) -> f64 {
     let stop = Instant::now() + window;
     let started = Instant::now();
     let total: u64 = std::thread::scope(|scope| {
+        #[allow(
+            clippy::needless_collect,
+            reason = "every thread must be spawned before the first is joined"
+        )]
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(move || {
@@ -337,7 +341,7 @@ fn spin_rate(threads: usize, window: Duration) -> f64 {
 /// reference, the same at 1 and 2 on reused instances and on bare wasmtime, and how two
 /// threads of pure arithmetic scale on the machine right now. Rounds interleave every
 /// level; each ratio is taken within a round (adjacent windows), then the median.
-pub fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<Vec<Row>> {
+pub(crate) fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<Vec<Row>> {
     const ROUNDS: usize = 6;
     const WINDOW: Duration = Duration::from_millis(500);
     const SPIN: Duration = Duration::from_millis(200);

@@ -8,10 +8,10 @@ use anyhow::{bail, Context, Result};
 /// The five plugins of the start and memory figures (six tools: greet, divide, wordcount,
 /// upper, lower, hostile_loop). hostile_loop is there to hold calls open for the memory
 /// figure; it is never called elsewhere.
-pub const FIVE: [&str; 5] = ["greet", "divide", "wordcount", "multi", "hostile_loop"];
+pub(crate) const FIVE: [&str; 5] = ["greet", "divide", "wordcount", "multi", "hostile_loop"];
 
 /// The tools the five plugins register.
-pub const FIVE_TOOLS: [&str; 6] = [
+pub(crate) const FIVE_TOOLS: [&str; 6] = [
     "greet",
     "divide",
     "wordcount",
@@ -21,9 +21,9 @@ pub const FIVE_TOOLS: [&str; 6] = [
 ];
 
 /// A file of the memory figure, in [`Fixtures::root`]: 1 MiB of text for wordcount.
-pub const COUNTED_FILE: &str = "counted.txt";
+pub(crate) const COUNTED_FILE: &str = "counted.txt";
 
-pub struct Fixtures {
+pub(crate) struct Fixtures {
     /// Built components: `plugins/target/wasm32-wasip2/release`.
     pub built: PathBuf,
     /// A directory holding only greet.wasm.
@@ -41,7 +41,7 @@ pub struct Fixtures {
 }
 
 impl Fixtures {
-    pub fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
             .ancestors()
             .nth(2)
@@ -93,7 +93,7 @@ impl Fixtures {
         })
     }
 
-    pub fn greet_wasm(&self) -> PathBuf {
+    pub(crate) fn greet_wasm(&self) -> PathBuf {
         self.built.join("greet.wasm")
     }
 }
@@ -111,14 +111,14 @@ fn target_dir(repo: &Path) -> PathBuf {
 /// A small deterministic generator (xorshift64*), so generated data is the same on every
 /// run and machine.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -128,18 +128,18 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((self.next() >> 32) * n) >> 32
     }
 
     /// Uniform in `low..=high`.
-    pub fn between(&mut self, low: u64, high: u64) -> u64 {
+    pub(crate) fn between(&mut self, low: u64, high: u64) -> u64 {
         low + self.below(high - low + 1)
     }
 }
 
 /// Lower-case words, some hyphenated, some with digits: the text of generated files.
-pub const WORDS: [&str; 64] = [
+pub(crate) const WORDS: [&str; 64] = [
     "the",
     "of",
     "and",
@@ -207,7 +207,7 @@ pub const WORDS: [&str; 64] = [
 ];
 
 /// Appends one line of words (20 to 100 bytes, first word capitalised) and its newline.
-pub fn push_line(out: &mut Vec<u8>, rng: &mut Rng) {
+pub(crate) fn push_line(out: &mut Vec<u8>, rng: &mut Rng) {
     let target = rng.between(20, 100) as usize;
     let start = out.len();
     while out.len() - start < target {
@@ -222,7 +222,7 @@ pub fn push_line(out: &mut Vec<u8>, rng: &mut Rng) {
 }
 
 /// `size` bytes of short lines (the last one cut to fit, still ending in a newline).
-pub fn text_of_lines(size: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn text_of_lines(size: usize, seed: u64) -> Vec<u8> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::with_capacity(size + 128);
     while out.len() < size {

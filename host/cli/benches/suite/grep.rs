@@ -274,7 +274,7 @@ fn installed(program: &str) -> bool {
 }
 
 /// Figure 6.
-pub fn grep(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn grep(rt: &Runtime, fixtures: &Fixtures) -> Result<Vec<Row>> {
     let (root, manifest) = tree(&fixtures.data_dir)?;
     let registries = chunk_registries(&root)?;
     let has_rg = installed("rg");

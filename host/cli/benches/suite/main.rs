@@ -7,6 +7,13 @@
 //!
 //! Exit status: 0 when every target is met or missed by less than its margin (10 %), 1
 //! when one is missed by more, or a figure failed; 2 when the suite could not start.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark binary: it prints its table, and a failed set-up ends the run"
+)]
 
 use std::time::Instant;
 

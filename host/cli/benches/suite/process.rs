@@ -187,7 +187,7 @@ fn start_once(fixtures: &Fixtures, cache: &Path) -> Result<Duration> {
 }
 
 /// Figure 5: start to the first `tools/list` answer, empty vs filled compile cache.
-pub fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
     const COLD: usize = 3;
     const WARM: usize = 10;
     let mut cold = Samples::default();
@@ -226,7 +226,7 @@ pub fn start(fixtures: &Fixtures) -> Result<Vec<Row>> {
 
 /// Figure 8: RSS of `host run` idle with the five plugins, and its peak during rounds of
 /// 8 concurrent calls.
-pub fn memory(fixtures: &Fixtures) -> Result<Vec<Row>> {
+pub(crate) fn memory(fixtures: &Fixtures) -> Result<Vec<Row>> {
     const ROUNDS: usize = 20;
     let cache = fixtures.scratch.path().join("memory-cache");
     start_once(fixtures, &cache)?;

@@ -94,7 +94,7 @@ async fn walk(registry: &Registry, path: &str) -> Result<(Samples, u64)> {
 }
 
 /// Figure 7.
-pub fn read_file(rt: &Runtime) -> Result<Vec<Row>> {
+pub(crate) fn read_file(rt: &Runtime) -> Result<Vec<Row>> {
     let storage = Arc::new(MemoryStorage::new());
     for mib in SIZES {
         storage.write(

@@ -4,27 +4,27 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 /// How far past its target a figure may land before the run fails: 10 %.
-pub const MARGIN: f64 = 0.10;
+pub(crate) const MARGIN: f64 = 0.10;
 
 /// Latencies of one contender, in seconds.
 #[derive(Debug, Default, Clone)]
-pub struct Samples(Vec<f64>);
+pub(crate) struct Samples(Vec<f64>);
 
 impl Samples {
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Samples(Vec::with_capacity(n))
     }
 
-    pub fn push(&mut self, elapsed: Duration) {
+    pub(crate) fn push(&mut self, elapsed: Duration) {
         self.0.push(elapsed.as_secs_f64());
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
     /// The `p`-th percentile (0 to 100), nearest rank.
-    pub fn percentile(&self, p: f64) -> f64 {
+    pub(crate) fn percentile(&self, p: f64) -> f64 {
         let mut sorted = self.0.clone();
         sorted.sort_by(f64::total_cmp);
         if sorted.is_empty() {
@@ -34,21 +34,21 @@ impl Samples {
         sorted[rank.clamp(1, sorted.len()) - 1]
     }
 
-    pub fn p50(&self) -> f64 {
+    pub(crate) fn p50(&self) -> f64 {
         self.percentile(50.0)
     }
 
-    pub fn p99(&self) -> f64 {
+    pub(crate) fn p99(&self) -> f64 {
         self.percentile(99.0)
     }
 
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.0.iter().sum()
     }
 }
 
 /// The median of a few values (runs of a whole workload).
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     match sorted.len() {
@@ -59,7 +59,7 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 /// A time in seconds, with a unit that keeps 3 significant digits.
-pub fn time(seconds: f64) -> String {
+pub(crate) fn time(seconds: f64) -> String {
     let abs = seconds.abs();
     if abs >= 1.0 {
         format!("{seconds:.2} s")
@@ -73,12 +73,12 @@ pub fn time(seconds: f64) -> String {
 }
 
 /// `p50 X / p99 Y`.
-pub fn latency(samples: &Samples) -> String {
+pub(crate) fn latency(samples: &Samples) -> String {
     format!("p50 {} p99 {}", time(samples.p50()), time(samples.p99()))
 }
 
 /// Bytes with a binary unit.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
     if n as f64 >= MIB {
         format!("{:.1} MiB", n as f64 / MIB)
@@ -89,7 +89,7 @@ pub fn bytes(n: u64) -> String {
 
 /// What a figure is held to.
 #[derive(Debug, Clone, Copy)]
-pub enum Target {
+pub(crate) enum Target {
     /// The value must be at most this.
     AtMost(f64),
     /// The value must be at least this.
@@ -100,7 +100,7 @@ pub enum Target {
 
 /// The outcome of one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Target met.
     Pass,
     /// Target missed, but by less than [`MARGIN`]: noted, the run still passes.
@@ -126,7 +126,7 @@ impl Verdict {
 }
 
 /// Judges `value` against `target` with [`MARGIN`].
-pub fn judge(value: f64, target: Target) -> Verdict {
+pub(crate) fn judge(value: f64, target: Target) -> Verdict {
     match target {
         Target::Report => Verdict::Info,
         _ if !value.is_finite() => Verdict::Miss,
@@ -140,7 +140,7 @@ pub fn judge(value: f64, target: Target) -> Verdict {
 
 /// One line of the table.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub figure: String,
     pub measured: String,
     pub ratio: String,
@@ -150,7 +150,7 @@ pub struct Row {
 
 impl Row {
     /// A row whose `value` (shown as `ratio`) is judged against `target`.
-    pub fn judged(
+    pub(crate) fn judged(
         figure: impl Into<String>,
         measured: impl Into<String>,
         value: f64,
@@ -172,13 +172,13 @@ impl Row {
     }
 
     /// This row with `unit` after its target (`<= 2 µs`).
-    pub fn with_unit(mut self, unit: &str) -> Self {
+    pub(crate) fn with_unit(mut self, unit: &str) -> Self {
         self.target.push_str(unit);
         self
     }
 
     /// A row for a figure that could not be measured, saying why.
-    pub fn skipped(figure: impl Into<String>, why: impl Into<String>) -> Self {
+    pub(crate) fn skipped(figure: impl Into<String>, why: impl Into<String>) -> Self {
         Row {
             figure: figure.into(),
             measured: why.into(),
@@ -189,7 +189,7 @@ impl Row {
     }
 
     /// A row for a figure that failed outright (an error, failed calls): a miss.
-    pub fn failed(figure: impl Into<String>, why: impl Into<String>) -> Self {
+    pub(crate) fn failed(figure: impl Into<String>, why: impl Into<String>) -> Self {
         Row {
             figure: figure.into(),
             measured: why.into(),
@@ -201,7 +201,7 @@ impl Row {
 }
 
 /// The table as Markdown (readable as plain text, pasteable into the docs).
-pub fn table(rows: &[Row]) -> String {
+pub(crate) fn table(rows: &[Row]) -> String {
     let header = ["figure", "measured", "ratio", "target", "result"];
     let cells: Vec<[String; 5]> = rows
         .iter()
@@ -243,7 +243,7 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 /// Checks the arithmetic above; run at start (a bench target has no test harness).
-pub fn self_check() {
+pub(crate) fn self_check() {
     let mut samples = Samples::default();
     for ms in 1..=100 {
         samples.push(Duration::from_millis(ms));

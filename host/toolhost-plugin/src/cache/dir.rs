@@ -38,16 +38,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The key file's name in the cache directory.
-pub const KEY_FILE: &str = "hmac-key";
+pub(crate) const KEY_FILE: &str = "hmac-key";
 
 /// Bytes of the key: the output size of SHA-256, the key length RFC 2104 recommends for
 /// HMAC-SHA256 (shorter weakens it, longer adds nothing).
-pub const KEY_LEN: usize = 32;
+pub(crate) const KEY_LEN: usize = 32;
 
 /// A temporary file of the cache older than this was left by a host that died while
 /// writing it, and is removed when a host opens the cache. Far longer than any write
 /// takes (one artifact), so a file another running host is writing is never removed.
-pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
+pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
 
 /// The mode of the cache directory (and of every directory created on the way to it).
 pub(super) const DIR_MODE: u32 = 0o700;
@@ -374,7 +374,10 @@ fn load_or_create_key(dir: &Path) -> Result<[u8; KEY_LEN], CacheError> {
 }
 
 /// The key in `path`: `None` if there is none, `Some(Err(len))` if it has the wrong size.
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "three outcomes the caller tells apart, spelled out in the doc line above"
+)]
 fn read_key(path: &Path) -> Result<Option<Result<[u8; KEY_LEN], u64>>, CacheError> {
     let file = match open_no_follow(path) {
         Ok(file) => file,
@@ -452,6 +455,10 @@ mod sys {
     use super::CacheError;
 
     /// The permission bits, on Unix.
+    #[allow(
+        clippy::unnecessary_wraps,
+        reason = "always Some on Unix; None elsewhere"
+    )]
     pub(super) fn mode(metadata: &Metadata) -> Option<u32> {
         #[cfg(unix)]
         {

@@ -1,52 +1,21 @@
 //! `toolhost:plugin/files`: the host's [`Storage`] as far as the plugin was granted.
 //!
-//! Every call checks, in order: the grant ([`FileAccess::Read`] for `read` and `list`,
-//! [`FileAccess::ReadWrite`] for `write` and `delete`), that the host has a storage, the
-//! path policy ([`FilePolicy::check`], as the built-in file tools; for `write` and
-//! `delete` also [`FilePolicy::read_only`]), the size cap for writes. A manifest `root`
-//! confines the plugin to that sub-tree through [`toolhost::vfs::scope`]: paths are
-//! relative to it, and nothing outside is reachable. Denials are logged (target
-//! `plugin`).
-//!
-//! # Sandbox
-//! The policy decides on the full store path, `root/path`, exactly as a built-in tool
-//! decides on its path argument: the root is checked when the grant is made
-//! ([`FilePolicy::check_root`]: a hidden root such as `.git` is refused when the host
-//! hides hidden paths), each path is checked relative to the root (so errors name the
-//! plugin's own path) and then in full (so no rule of the policy can depend on where
-//! the root is), and a listing shows what the policy shows of the full paths. The
-//! property test below checks, for every policy combination and thousands of
-//! generated roots and paths, that a plugin addresses exactly what the built-in tools
-//! allow.
-//!
-//! # Time and budgets
-//! The storage is blocking; the import is async (`bindgen` `imports`), and each call
-//! runs the storage work on tokio's blocking pool ([`ImportCtx::blocking`]) while the
-//! guest waits. So a slow storage holds no async worker, and the call's deadline (a
-//! timer around the whole guest call) fires while the plugin waits in the host: the
-//! call is answered `TimedOut`, the storage call ends in the background and its result
-//! is dropped. Storage calls in flight are bounded host-wide, abandoned ones included
-//! ([`Shared::io`](super::super::runtime::Shared::io)).
-//!
-//! Before it reaches the storage, each call is counted against the call's budget
-//! ([`super::quota`]): file calls per call; a read is capped at the smallest of the
-//! plugin's memory, the host's read cap and what is left of the call's read budget
-//! (listings count too); a write reserves its bytes and one file against the call's and
-//! the plugin's lifetime quotas after the grant and the policy accepted it.
+//! The rules this import follows (grant, policy, root, time, budgets) are on
+//! [`FileAccess`], the public face of this module.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use toolhost::tools::{FilePolicy, PolicyError};
-use toolhost::vfs::{content_type_for, Storage, StorageError};
+use toolhost::error::ErrorChain;
+use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
 use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
-use super::super::state::ImportCtx;
 use super::super::FileAccess;
 use super::quota::ReadCap;
+use super::ImportCtx;
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
-pub struct FileGrant {
+pub(crate) struct FileGrant {
     plugin: String,
     access: FileAccess,
     storage: Option<Arc<dyn Storage>>,
@@ -58,7 +27,7 @@ pub struct FileGrant {
 impl FileGrant {
     /// No access at all.
     #[cfg(test)]
-    pub fn none(plugin: &str) -> Self {
+    pub(crate) fn none(plugin: &str) -> Self {
         Self {
             plugin: plugin.to_owned(),
             access: FileAccess::None,
@@ -74,7 +43,7 @@ impl FileGrant {
     /// [`PolicyError::InvalidPath`] when `root` breaks the path rules,
     /// [`PolicyError::Hidden`] when it has a hidden segment and `policy` hides them
     /// (argument `"root"`).
-    pub fn new(
+    pub(crate) fn new(
         plugin: &str,
         access: FileAccess,
         storage: Option<Arc<dyn Storage>>,
@@ -153,7 +122,7 @@ impl FileGrant {
 
     /// `read`: the whole file at `path`, refused (`too-large`, naming the file, its size
     /// and `cap`) when it is larger than `cap`.
-    pub fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
+    pub(crate) fn read(&self, path: &str, cap: ReadCap) -> Result<File, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         self.check_path(path, false)?;
         let file = storage
@@ -171,7 +140,7 @@ impl FileGrant {
     }
 
     /// `list`: every file the policy shows, sorted by path.
-    pub fn list(&self) -> Result<Vec<FileInfo>, FileError> {
+    pub(crate) fn list(&self) -> Result<Vec<FileInfo>, FileError> {
         let storage = self.storage(FileAccess::Read)?;
         let entries = storage.list().map_err(storage_error)?;
         Ok(entries
@@ -191,7 +160,7 @@ impl FileGrant {
     ///
     /// # Errors
     /// As [`FileGrant::write`], before the storage is called.
-    pub fn check_write(&self, path: &str, size: u64) -> Result<&dyn Storage, FileError> {
+    pub(crate) fn check_write(&self, path: &str, size: u64) -> Result<&dyn Storage, FileError> {
         let storage = self.storage(FileAccess::ReadWrite)?;
         self.check_path(path, true)?;
         self.policy.check_size(path, size).map_err(policy_error)?;
@@ -199,7 +168,7 @@ impl FileGrant {
     }
 
     /// `write`: creates or replaces the file at `path`.
-    pub fn write(
+    pub(crate) fn write(
         &self,
         path: &str,
         content: &[u8],
@@ -213,7 +182,7 @@ impl FileGrant {
     }
 
     /// `delete`: removes the file at `path`.
-    pub fn delete(&self, path: &str) -> Result<(), FileError> {
+    pub(crate) fn delete(&self, path: &str) -> Result<(), FileError> {
         let storage = self.storage(FileAccess::ReadWrite)?;
         self.check_path(path, true)?;
         storage.delete(path).map_err(storage_error)
@@ -241,7 +210,7 @@ fn storage_error(err: StorageError) -> FileError {
         StorageError::InvalidPath(_) => FileError::InvalidPath(err.to_string()),
         StorageError::Denied { .. } => FileError::Denied(err.to_string()),
         StorageError::FileTooLarge { .. } => FileError::TooLarge(err.to_string()),
-        other => FileError::Other(other.to_string()),
+        other => FileError::Other(ErrorChain(&other).to_string()),
     }
 }
 
@@ -647,7 +616,7 @@ mod tests {
             hide_hidden_paths: true,
             ..FilePolicy::default()
         };
-        match FileGrant::new("wc", FileAccess::ReadWrite, Some(storage.clone()), Some(".git"), policy) {
+        match FileGrant::new("wc", FileAccess::ReadWrite, Some(Arc::clone(&storage)), Some(".git"), policy) {
             Err(err) => assert_eq!(
                 err.to_string(),
                 "argument \"root\" is \".git\", a hidden path (a segment starts with _ or .); hidden paths are not available here, use another path"
@@ -783,7 +752,7 @@ mod tests {
 
         /// Every policy combination: hidden paths on/off, extensions none/one/two,
         /// read-only on/off.
-        pub fn policies() -> Vec<FilePolicy> {
+        pub(super) fn policies() -> Vec<FilePolicy> {
             let mut out = Vec::new();
             for hide in [false, true] {
                 for read_only in [false, true] {
@@ -805,7 +774,7 @@ mod tests {
         }
 
         /// `root/path`, or `path` without a root.
-        pub fn full(root: Option<&str>, path: &str) -> String {
+        pub(super) fn full(root: Option<&str>, path: &str) -> String {
             match root {
                 Some(root) => format!("{root}/{path}"),
                 None => path.to_owned(),
@@ -814,7 +783,7 @@ mod tests {
 
         /// Whether the built-in tools may write at all (their writing tools are not
         /// registered under read-only).
-        pub fn read_only(policy: &FilePolicy) -> bool {
+        pub(super) fn read_only(policy: &FilePolicy) -> bool {
             policy.read_only
         }
 
@@ -844,7 +813,7 @@ mod tests {
         }
 
         /// Roots (none, and generated ones) with the paths tried under each.
-        pub fn cases() -> Vec<(Option<String>, Vec<String>)> {
+        pub(super) fn cases() -> Vec<(Option<String>, Vec<String>)> {
             let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
             let mut roots: Vec<Option<String>> = vec![
                 None,
@@ -870,12 +839,12 @@ mod tests {
 
         /// The grant of a plugin asking for `root`, or `None` when such a plugin is not
         /// loaded.
-        pub fn grant(
+        pub(super) fn grant(
             storage: &Arc<MemoryStorage>,
             root: Option<&str>,
             policy: &FilePolicy,
         ) -> Option<FileGrant> {
-            let storage: Arc<dyn Storage> = storage.clone();
+            let storage: Arc<dyn Storage> = Arc::clone(storage) as Arc<dyn Storage>;
             let config = crate::PluginHostConfig {
                 cache_dir: None,
                 max_file_access: FileAccess::ReadWrite,
@@ -913,7 +882,7 @@ mod tests {
 
         /// Whether the call reached the store: `Ok`, `not-found` or `too-large` (a size,
         /// not a path, decision) versus `denied` / `invalid-path`.
-        pub fn allowed<T: std::fmt::Debug>(result: Result<T, FileError>) -> bool {
+        pub(super) fn allowed<T: std::fmt::Debug>(result: Result<T, FileError>) -> bool {
             match result {
                 Ok(_) | Err(FileError::NotFound(_)) => true,
                 Err(FileError::Denied(_) | FileError::InvalidPath(_)) => false,

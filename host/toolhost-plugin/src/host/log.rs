@@ -10,10 +10,10 @@
 //! cannot flood the host log, however many calls it gets.
 
 use super::super::bindings::toolhost::plugin::log::{Host, Level};
-use super::super::state::ImportCtx;
+use super::ImportCtx;
 
 /// Longest message kept, in bytes; the rest is cut (a plugin cannot flood one line).
-pub const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;
 
 impl Host for ImportCtx {
     fn log(&mut self, level: Level, message: String) {
@@ -33,7 +33,7 @@ impl Host for ImportCtx {
 
 /// `message` cut to `max` bytes (at a character boundary, with a note of the cut) and
 /// with control characters escaped, so one call makes one log line.
-pub fn clean(message: &str, max: usize) -> String {
+pub(crate) fn clean(message: &str, max: usize) -> String {
     let mut end = message.len().min(max);
     while !message.is_char_boundary(end) {
         end -= 1;

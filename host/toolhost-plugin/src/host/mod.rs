@@ -1,13 +1,15 @@
 //! The host side of the interfaces a plugin imports, one file per WIT interface (as
 //! wasmtime-wasi's `p2/host/`): [`log`] and [`files`]; [`quota`] holds the budgets both
-//! are held to.
+//! are held to, and [`ImportCtx`] is the per-store context they all work with. Nothing
+//! here depends on the store's state (`state.rs`), which holds an [`ImportCtx`].
 
-pub mod files;
-pub mod log;
-pub mod quota;
+mod ctx;
+pub(crate) mod files;
+pub(crate) mod log;
+pub(crate) mod quota;
 
 use super::bindings::toolhost::plugin::types;
-use super::state::ImportCtx;
+pub(crate) use ctx::{ImportCtx, Imports};
 
 // `types` declares only types; its `Host` trait has no function.
 impl types::Host for ImportCtx {}

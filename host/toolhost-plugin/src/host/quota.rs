@@ -1,24 +1,16 @@
 //! Budgets of the host imports: what one call, and one plugin over the host's lifetime,
 //! may do through `files` and `log`.
 //!
-//! The guest's own limits (time, memory, fuel) do not bound the work it makes the host
-//! do: a loop of `files.write` costs the guest nothing but fills the disk, and a loop of
-//! `log` fills the host log. So each call has a budget ([`CallBudget`]) of file calls,
-//! bytes read, bytes and files written; each plugin has lifetime totals of bytes and
-//! files written and a log rate limit ([`PluginMeter`], shared by all its calls). Every
-//! number is an [`ImportLimits`] field: the host's default, lowered per plugin in its
-//! manifest's `[limits]`, within the host's maximum.
-//!
-//! A refusal is a file error the plugin can report (`denied` for a count, `too-large`
-//! for bytes) naming the limit and its manifest key; excess log lines are dropped and
-//! counted, and one line says how many when logging resumes or at the end of the call.
+//! The why and how of these budgets is on [`ImportLimits`], the public face of this
+//! module.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::super::bindings::toolhost::plugin::files::FileError;
-use super::super::limits::format_bytes;
+use super::super::units::format_bytes;
+use crate::LimitValue;
 
 /// Default of [`ImportLimits::max_file_calls`]: 1000 `files` calls per tool call. Each
 /// is a hop to the blocking pool plus at least one system call; a tool call that
@@ -53,6 +45,18 @@ pub const HOST_READ_CAP: u64 = toolhost::tools::DEFAULT_MAX_READ_BYTES;
 
 /// What a plugin may do through its imports: per tool call, and in total over the
 /// host's lifetime. Part of [`PluginLimits`](super::super::PluginLimits).
+///
+/// The guest's own limits (time, memory, fuel) do not bound the work it makes the host
+/// do: a loop of `files.write` costs the guest nothing but fills the disk, and a loop of
+/// `log` fills the host log. So each call has a budget (`CallBudget`) of file calls,
+/// bytes read, bytes and files written; each plugin has lifetime totals of bytes and
+/// files written and a log rate limit (`PluginMeter`, shared by all its calls). Every
+/// number is a field of this struct: the host's default, lowered per plugin in its
+/// manifest's `[limits]`, within the host's maximum.
+///
+/// A refusal is a file error the plugin can report (`denied` for a count, `too-large`
+/// for bytes) naming the limit and its manifest key; excess log lines are dropped and
+/// counted, and one line says how many when logging resumes or at the end of the call.
 ///
 /// ```
 /// use toolhost_plugin::ImportLimits;
@@ -123,11 +127,14 @@ impl ImportLimits {
 
     /// The first limit of `self` above the same limit of `max`, as
     /// `(manifest key, asked, max)`.
-    pub(crate) fn first_above(&self, max: &ImportLimits) -> Option<(&'static str, String, String)> {
-        let bytes: fn(u64) -> String = format_bytes;
-        let count: fn(u64) -> String = |n| n.to_string();
-        /// (manifest key, asked, max, how to show a value)
-        type Check = (&'static str, u64, u64, fn(u64) -> String);
+    pub(crate) fn first_above(
+        &self,
+        max: &ImportLimits,
+    ) -> Option<(&'static str, LimitValue, LimitValue)> {
+        /// (manifest key, asked, max, what kind of value)
+        type Check = (&'static str, u64, u64, fn(u64) -> LimitValue);
+        let bytes: fn(u64) -> LimitValue = LimitValue::Bytes;
+        let count: fn(u64) -> LimitValue = LimitValue::Count;
         let checks: [Check; 8] = [
             (
                 "max_file_calls",
@@ -187,7 +194,7 @@ impl ImportLimits {
 
 /// What one tool call has used of its budget. Reset at the start of every call.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct CallBudget {
+pub(crate) struct CallBudget {
     /// `files` calls made.
     pub file_calls: u32,
     /// Bytes read (file contents and listings).
@@ -200,7 +207,7 @@ pub struct CallBudget {
 
 /// Why one read is capped where it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadCap {
+pub(crate) enum ReadCap {
     /// The plugin's memory limit: the file is copied into its memory whole.
     Memory(u64),
     /// [`HOST_READ_CAP`].
@@ -211,20 +218,20 @@ pub enum ReadCap {
 
 impl ReadCap {
     /// The cap in bytes.
-    pub fn bytes(self) -> u64 {
+    pub(crate) fn bytes(self) -> u64 {
         match self {
             ReadCap::Memory(cap) | ReadCap::Host(cap) | ReadCap::Budget(cap, _) => cap,
         }
     }
 
     /// The plugin's error for a file of `size` bytes at `path` over this cap.
-    pub fn refuse(self, path: &str, size: u64) -> FileError {
+    pub(crate) fn refuse(self, path: &str, size: u64) -> FileError {
         self.refuse_what(&format!("\"{}\"", path.escape_debug()), size)
     }
 
     /// The plugin's error for `what` (a quoted path, or "the listing of N files") of
     /// `size` bytes over this cap.
-    pub fn refuse_what(self, what: &str, size: u64) -> FileError {
+    pub(crate) fn refuse_what(self, what: &str, size: u64) -> FileError {
         let size = if size < 1024 {
             format_bytes(size)
         } else {
@@ -253,7 +260,11 @@ impl CallBudget {
     ///
     /// # Errors
     /// `denied`, naming the limit.
-    pub fn file_call(&mut self, plugin: &str, limits: &ImportLimits) -> Result<(), FileError> {
+    pub(crate) fn file_call(
+        &mut self,
+        plugin: &str,
+        limits: &ImportLimits,
+    ) -> Result<(), FileError> {
         if self.file_calls >= limits.max_file_calls {
             return Err(FileError::Denied(format!(
                 "plugin \"{plugin}\" made {} file calls in this tool call, its limit per call (limits.max_file_calls); touch fewer files per call",
@@ -266,7 +277,7 @@ impl CallBudget {
 
     /// The cap on the next read: the smallest of the plugin's memory, the host's read
     /// cap and what is left of the call's read budget.
-    pub fn read_cap(&self, memory_bytes: u64, limits: &ImportLimits) -> ReadCap {
+    pub(crate) fn read_cap(&self, memory_bytes: u64, limits: &ImportLimits) -> ReadCap {
         let left = limits.max_read_bytes.saturating_sub(self.read_bytes);
         let mut cap = ReadCap::Memory(memory_bytes);
         if HOST_READ_CAP < cap.bytes() {
@@ -279,7 +290,7 @@ impl CallBudget {
     }
 
     /// Counts `bytes` read.
-    pub fn read(&mut self, bytes: u64) {
+    pub(crate) fn read(&mut self, bytes: u64) {
         self.read_bytes = self.read_bytes.saturating_add(bytes);
     }
 
@@ -289,7 +300,7 @@ impl CallBudget {
     ///
     /// # Errors
     /// `denied` for a count, `too-large` for bytes, naming the limit and its key.
-    pub fn reserve_write(
+    pub(crate) fn reserve_write(
         &mut self,
         path: &str,
         bytes: u64,
@@ -322,7 +333,7 @@ impl CallBudget {
 
 /// A token bucket: `burst` tokens, refilled at `rate` a second.
 #[derive(Debug)]
-pub struct TokenBucket {
+pub(crate) struct TokenBucket {
     rate: f64,
     burst: f64,
     tokens: f64,
@@ -331,7 +342,7 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket.
-    pub fn new(rate: u32, burst: u32, now: Instant) -> Self {
+    pub(crate) fn new(rate: u32, burst: u32, now: Instant) -> Self {
         Self {
             rate: f64::from(rate),
             burst: f64::from(burst),
@@ -341,7 +352,7 @@ impl TokenBucket {
     }
 
     /// Takes a token at `now`, if there is one.
-    pub fn take(&mut self, now: Instant) -> bool {
+    pub(crate) fn take(&mut self, now: Instant) -> bool {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
         self.last = now.max(self.last);
@@ -357,7 +368,7 @@ impl TokenBucket {
 /// One plugin's shared meters: its lifetime write totals and its log rate limit, used by
 /// every call of the plugin (concurrent ones included).
 #[derive(Debug)]
-pub struct PluginMeter {
+pub(crate) struct PluginMeter {
     plugin: Arc<str>,
     /// The plugin's import limits.
     pub limits: ImportLimits,
@@ -369,7 +380,7 @@ pub struct PluginMeter {
 
 impl PluginMeter {
     /// Fresh meters for `plugin` under `limits`.
-    pub fn new(plugin: Arc<str>, limits: ImportLimits) -> Self {
+    pub(crate) fn new(plugin: Arc<str>, limits: ImportLimits) -> Self {
         Self {
             log: Mutex::new(TokenBucket::new(
                 limits.log_lines_per_second,
@@ -386,7 +397,7 @@ impl PluginMeter {
 
     /// Bytes and files the plugin has written so far (reserved, to be exact).
     #[cfg(test)]
-    pub fn written(&self) -> (u64, u64) {
+    pub(crate) fn written(&self) -> (u64, u64) {
         (
             self.written_bytes.load(Ordering::Relaxed),
             self.written_files.load(Ordering::Relaxed),
@@ -424,7 +435,7 @@ impl PluginMeter {
     /// Whether one more log line of the plugin may go to the host log now. A line over
     /// the rate is counted as dropped; the first line let through after drops is preceded
     /// by one line saying how many were dropped.
-    pub fn admit_log(&self, tool: &str) -> bool {
+    pub(crate) fn admit_log(&self, tool: &str) -> bool {
         let admitted = self
             .log
             .lock()
@@ -440,7 +451,7 @@ impl PluginMeter {
 
     /// Logs how many lines were dropped since the last such line, if any (at the end of
     /// a call, and when logging resumes).
-    pub fn flush_dropped(&self, tool: &str) {
+    pub(crate) fn flush_dropped(&self, tool: &str) {
         let dropped = self.dropped.swap(0, Ordering::Relaxed);
         if dropped > 0 {
             tracing::warn!(
@@ -598,7 +609,11 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&max),
-            Some(("max_write_bytes_per_call", "32 MiB".into(), "16 MiB".into()))
+            Some((
+                "max_write_bytes_per_call",
+                LimitValue::Bytes(32 << 20),
+                LimitValue::Bytes(16 << 20)
+            ))
         );
         let asked = ImportLimits {
             log_burst: 1001,
@@ -606,7 +621,11 @@ mod tests {
         };
         assert_eq!(
             asked.first_above(&max),
-            Some(("log_burst", "1001".into(), "1000".into()))
+            Some((
+                "log_burst",
+                LimitValue::Count(1001),
+                LimitValue::Count(1000)
+            ))
         );
     }
 }

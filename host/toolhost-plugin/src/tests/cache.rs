@@ -74,7 +74,7 @@ fn an_entry_holding_another_components_artifact_is_not_loaded() {
 
     // A bare wasmtime artifact of the other component (the format entries had before
     // they were authenticated).
-    let engine = PluginHost::new(config()).unwrap().engine.clone();
+    let engine = PluginHost::new(config()).unwrap().engine;
     let artifact = wasmtime::component::Component::new(&engine, one_tool("beta"))
         .unwrap()
         .serialize()
@@ -150,9 +150,9 @@ fn a_cache_dir_writable_by_group_or_others_is_refused() {
         let cache = tempfile::tempdir().unwrap();
         chmod(cache.path(), bits);
         let err = PluginHost::new(caching(cache.path())).unwrap_err();
-        assert_eq!(err.kind(), "cache", "{err:?}");
+        assert_eq!(err.name(), "cache", "{err:?}");
         assert!(
-            matches!(&err, PluginError::Cache(CacheError::Writable { mode, .. }) if *mode == bits),
+            matches!(err.kind(), PluginErrorKind::Cache(CacheError::Writable { mode, .. }) if *mode == bits),
             "{err:?}"
         );
         let text = err.to_string();
@@ -199,11 +199,11 @@ fn a_cache_dir_owned_by_another_user_is_refused() {
         return;
     }
     let err = PluginHost::new(caching(cache.path())).unwrap_err();
-    assert_eq!(err.kind(), "cache", "{err:?}");
+    assert_eq!(err.name(), "cache", "{err:?}");
     assert!(
         matches!(
-            &err,
-            PluginError::Cache(CacheError::NotOwned {
+            err.kind(),
+            PluginErrorKind::Cache(CacheError::NotOwned {
                 owner: 4242,
                 what: "the compile cache directory",
                 ..
@@ -233,8 +233,8 @@ fn a_key_file_others_can_read_or_own_is_refused() {
     let err = PluginHost::new(caching(cache.path())).unwrap_err();
     assert!(
         matches!(
-            &err,
-            PluginError::Cache(CacheError::KeyNotPrivate { mode: 0o640, .. })
+            err.kind(),
+            PluginErrorKind::Cache(CacheError::KeyNotPrivate { mode: 0o640, .. })
         ),
         "{err:?}"
     );
@@ -287,7 +287,7 @@ fn the_library_refuses_a_cache_inside_equal_to_or_above_a_storage_root() {
             Placement::Inside,
         ),
         (root.clone(), real_root.clone(), Placement::Same),
-        (top.path().to_owned(), real_top.clone(), Placement::Parent),
+        (top.path().to_owned(), real_top, Placement::Parent),
     ] {
         let err = PluginHost::new(PluginHostConfig {
             cache_dir: Some(cache.clone()),
@@ -296,11 +296,11 @@ fn the_library_refuses_a_cache_inside_equal_to_or_above_a_storage_root() {
             ..config()
         })
         .unwrap_err();
-        let PluginError::Cache(CacheError::InsideRoot {
+        let PluginErrorKind::Cache(CacheError::InsideRoot {
             cache: got_cache,
             root: got_root,
             placement: got,
-        }) = &err
+        }) = err.kind()
         else {
             panic!("{}: {err:?}", cache.display())
         };
@@ -341,8 +341,8 @@ fn a_cache_dir_that_is_a_file_or_a_key_that_is_a_link_is_refused() {
     let err = PluginHost::new(caching(&file)).unwrap_err();
     assert!(
         matches!(
-            &err,
-            PluginError::Cache(CacheError::WrongType {
+            err.kind(),
+            PluginErrorKind::Cache(CacheError::WrongType {
                 expected: "directory",
                 ..
             })
@@ -365,8 +365,8 @@ fn a_cache_dir_that_is_a_file_or_a_key_that_is_a_link_is_refused() {
     let err = PluginHost::new(caching(&cache)).unwrap_err();
     assert!(
         matches!(
-            &err,
-            PluginError::Cache(CacheError::WrongType {
+            err.kind(),
+            PluginErrorKind::Cache(CacheError::WrongType {
                 expected: "regular file",
                 ..
             })

@@ -25,28 +25,28 @@ use wasm_encoder::{
 };
 
 /// The tools the standard fixture declares.
-pub const TOOLS: &[&str] = &[
+pub(super) const TOOLS: &[&str] = &[
     "spin", "grow", "crash", "deep", "echo", "bad", "fail", "invalid",
 ];
 
 /// An object schema with no properties.
-pub const EMPTY_SCHEMA: &str = r#"{"type":"object","properties":{}}"#;
+pub(super) const EMPTY_SCHEMA: &str = r#"{"type":"object","properties":{}}"#;
 
 /// The standard fixture: every tool of [`TOOLS`] with an empty object schema.
-pub fn standard() -> Vec<u8> {
+pub(super) fn standard() -> Vec<u8> {
     let definitions: Vec<(&str, &str)> = TOOLS.iter().map(|name| (*name, EMPTY_SCHEMA)).collect();
     component(&definitions)
 }
 
 /// A fixture whose `definitions` returns `definitions` as (name, parameters) pairs,
 /// each with the description `t`.
-pub fn component(definitions: &[(&str, &str)]) -> Vec<u8> {
+pub(super) fn component(definitions: &[(&str, &str)]) -> Vec<u8> {
     encode(core_module(definitions, false))
 }
 
 /// A fixture whose `definitions` returns a list pointing outside its memory, so the host
 /// cannot read the answer.
-pub fn broken_definitions() -> Vec<u8> {
+pub(super) fn broken_definitions() -> Vec<u8> {
     encode(core_module(&[("x", EMPTY_SCHEMA)], true))
 }
 

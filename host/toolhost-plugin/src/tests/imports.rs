@@ -110,7 +110,7 @@ async fn a_log_flood_is_rate_limited_across_calls_and_counted() {
 #[test]
 fn a_grant_the_path_policy_refuses_is_not_loaded() {
     let storage: Arc<dyn toolhost::vfs::Storage> = Arc::new(toolhost::vfs::MemoryStorage::new());
-    let host = |policy: toolhost::tools::FilePolicy| {
+    let host = |policy: toolhost::vfs::FilePolicy| {
         PluginHost::new(PluginHostConfig {
             storage: Some(Arc::clone(&storage)),
             max_file_access: FileAccess::ReadWrite,
@@ -119,13 +119,13 @@ fn a_grant_the_path_policy_refuses_is_not_loaded() {
         })
         .unwrap()
     };
-    let hiding = toolhost::tools::FilePolicy {
+    let hiding = toolhost::vfs::FilePolicy {
         hide_hidden_paths: true,
-        ..toolhost::tools::FilePolicy::default()
+        ..toolhost::vfs::FilePolicy::default()
     };
-    let read_only = toolhost::tools::FilePolicy {
+    let read_only = toolhost::vfs::FilePolicy {
         read_only: true,
-        ..toolhost::tools::FilePolicy::default()
+        ..toolhost::vfs::FilePolicy::default()
     };
     for (manifest, policy, reason) in [
         (
@@ -150,7 +150,7 @@ fn a_grant_the_path_policy_refuses_is_not_loaded() {
             )
         );
         assert!(registry.is_empty());
-        let loaded = host(toolhost::tools::FilePolicy::default()).load_file(&wasm, &Registry::new());
+        let loaded = host(toolhost::vfs::FilePolicy::default()).load_file(&wasm, &Registry::new());
         assert!(loaded.is_ok(), "{loaded:?}");
     }
 }

@@ -14,10 +14,10 @@ use wasm_encoder::{
 };
 
 /// One tool definition: name, description, parameters.
-pub type Definition = (String, String, String);
+pub(super) type Definition = (String, String, String);
 
 /// What to build.
-pub enum Fixture {
+pub(super) enum Fixture {
     /// `definitions` returns these.
     Definitions(Vec<Definition>),
     /// `definitions` spins forever.
@@ -27,12 +27,12 @@ pub enum Fixture {
 }
 
 /// A definition with the description `t`.
-pub fn tool(name: &str, parameters: &str) -> Definition {
+pub(super) fn tool(name: &str, parameters: &str) -> Definition {
     (name.to_owned(), "t".to_owned(), parameters.to_owned())
 }
 
 /// The component for `fixture`.
-pub fn component(fixture: &Fixture) -> Vec<u8> {
+pub(super) fn component(fixture: &Fixture) -> Vec<u8> {
     let handles = matches!(fixture, Fixture::Handles);
     let definitions = match fixture {
         Fixture::Definitions(definitions) => definitions.clone(),

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError, ToolResult};
+use toolhost::registry::{
+    CallContext, Environment, Limit, Registry, ToolCall, ToolError, ToolResult,
+};
 
 use super::*;
 
@@ -213,20 +215,26 @@ async fn memory_fuel_and_output_limits_are_limit_errors() {
     let (_dir, registry) = loaded(config(), Some(manifest));
     let err = call(&registry, "grow", "{}").await.unwrap_err();
     assert!(
-        matches!(&err, ToolError::LimitExceeded { limit, message, .. }
-            if limit == "memory (2 MiB)" && message.starts_with("the plugin tried to grow its memory to 2.1 MiB, over its 2 MiB limit")),
+        matches!(&err, ToolError::LimitExceeded { limit: Limit::Memory { bytes }, message, .. }
+            if *bytes == 2 << 20 && message.starts_with("the plugin tried to grow its memory to 2.1 MiB, over its 2 MiB limit")),
         "{err:?}"
     );
     let err = call(&registry, "spin", "{}").await.unwrap_err();
     assert!(
-        matches!(&err, ToolError::LimitExceeded { limit, .. } if limit == "fuel (100000)"),
+        matches!(
+            &err,
+            ToolError::LimitExceeded {
+                limit: Limit::Fuel { units: 100_000 },
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert_eq!(
         call(&registry, "echo", r#"{"text":"0123456789"}"#).await,
         Err(ToolError::LimitExceeded {
             tool: "echo".into(),
-            limit: "output (16 bytes)".into(),
+            limit: Limit::Output { bytes: 16 },
             message: "the plugin returned 21 bytes of result JSON, over its limit of 16 bytes; ask for less (a smaller range, a narrower query)".into()
         })
     );
@@ -295,8 +303,8 @@ fn deny_by_default_refuses_a_plugin_asking_for_files() {
     let err = host.load_file(&wasm, &registry).unwrap_err();
     assert!(
         matches!(
-            err,
-            PluginError::GrantDenied {
+            err.kind(),
+            PluginErrorKind::GrantDenied {
                 asked: FileAccess::Read,
                 allowed: FileAccess::None,
                 ..
@@ -413,8 +421,8 @@ fn broken_files_fail_by_name_and_the_rest_load() {
             .starts_with(&failure.path.display().to_string()));
     }
     assert!(matches!(
-        failure(&report, "a_text.wasm"),
-        PluginError::NotAComponent { .. }
+        failure(&report, "a_text.wasm").kind(),
+        PluginErrorKind::NotAComponent { .. }
     ));
     let core = failure(&report, "b_core.wasm").to_string();
     assert!(
@@ -424,7 +432,10 @@ fn broken_files_fail_by_name_and_the_rest_load() {
         "{core}"
     );
     let wrong = failure(&report, "c_empty.wasm");
-    assert!(matches!(wrong, PluginError::WrongWorld { .. }), "{wrong:?}");
+    assert!(
+        matches!(wrong.kind(), PluginErrorKind::WrongWorld { .. }),
+        "{wrong:?}"
+    );
     assert!(
         wrong
             .to_string()
@@ -432,8 +443,8 @@ fn broken_files_fail_by_name_and_the_rest_load() {
         "{wrong}"
     );
     assert!(matches!(
-        failure(&report, "e_garbled.wasm"),
-        PluginError::Compile { .. }
+        failure(&report, "e_garbled.wasm").kind(),
+        PluginErrorKind::Compile { .. }
     ));
     assert_eq!(registry.names(), fixture::TOOLS);
 }
@@ -451,7 +462,7 @@ fn a_taken_name_refuses_the_whole_plugin() {
     );
     let err = failure(&report, "b_other.wasm");
     assert!(
-        matches!(err, PluginError::DuplicateTool { name, .. } if name == "echo"),
+        matches!(err.kind(), PluginErrorKind::DuplicateTool { name, .. } if name == "echo"),
         "{err:?}"
     );
     assert!(
@@ -500,7 +511,10 @@ fn an_unreadable_definitions_answer_is_a_load_error() {
     let registry = Registry::new();
     let (_dir, report) = load_dir_of(&[("p.wasm", &fixture::broken_definitions())], &registry);
     let err = failure(&report, "p.wasm");
-    assert!(matches!(err, PluginError::Definitions { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), PluginErrorKind::Definitions { .. }),
+        "{err:?}"
+    );
     let text = err.to_string();
     assert!(
         text.contains("p.wasm: asking the plugin for its tool definitions failed: it crashed: "),
@@ -515,7 +529,10 @@ fn a_missing_directory_is_one_failure() {
     let host = PluginHost::new(config()).unwrap();
     let report = host.load_dir(Path::new("/nonexistent/plugins"), &Registry::new());
     assert!(report.loaded.is_empty());
-    assert!(matches!(report.failed[0].error, PluginError::Io { .. }));
+    assert!(matches!(
+        report.failed[0].error.kind(),
+        PluginErrorKind::Io { .. }
+    ));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{failure, fixture, load_dir_of};
-use crate::PluginError;
+use crate::PluginErrorKind;
 use toolhost::registry::Registry;
 use toolhost::tools::{register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::MemoryStorage;
@@ -35,8 +35,8 @@ fn a_plugin_cannot_take_a_builtin_name_or_a_look_alike_of_one() {
         ]);
         let (_dir, report) = load_dir_of(&[("p.wasm", &plugin)], &registry);
         let err = failure(&report, "p.wasm");
-        match err {
-            PluginError::BadDefinition { tool, reason, .. } => {
+        match err.kind() {
+            PluginErrorKind::BadDefinition { tool, reason } => {
                 assert_eq!(tool, name);
                 assert!(
                     reason.starts_with(&format!(
@@ -66,7 +66,7 @@ fn a_second_plugin_with_a_look_alike_name_is_refused_naming_the_first() {
     let (_dir, report) = load_dir_of(&[("a.wasm", &first), ("b.wasm", &second)], &registry);
     let err = failure(&report, "b.wasm");
     assert!(
-        matches!(err, PluginError::DuplicateTool { name, .. } if name == "My-Tool"),
+        matches!(err.kind(), PluginErrorKind::DuplicateTool { name, .. } if name == "My-Tool"),
         "{err:?}"
     );
     let text = err.to_string();

@@ -108,15 +108,11 @@ fn text_fields(err: &mut ToolError) -> Vec<&mut String> {
         ToolError::InvalidArguments { tool, message }
         | ToolError::ToolPanicked { tool, message }
         | ToolError::Failed { tool, message }
-        | ToolError::InvalidOutput { tool, message } => vec![tool, message],
+        | ToolError::InvalidOutput { tool, message }
+        | ToolError::LimitExceeded { tool, message, .. } => vec![tool, message],
         ToolError::TimedOut { tool, .. }
         | ToolError::Cancelled { tool }
         | ToolError::ResultTooLarge { tool, .. } => vec![tool],
-        ToolError::LimitExceeded {
-            tool,
-            limit,
-            message,
-        } => vec![tool, limit, message],
         ToolError::FileTooLarge { tool, path, .. } => vec![tool, path],
     }
 }
@@ -124,6 +120,7 @@ fn text_fields(err: &mut ToolError) -> Vec<&mut String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Limit;
 
     fn encoded(text: &str) -> usize {
         serde_json::to_string(text).unwrap().len() - 2
@@ -181,7 +178,7 @@ mod tests {
     fn the_longest_field_is_cut_first() {
         let err = ToolError::LimitExceeded {
             tool: "t".into(),
-            limit: "memory (64 MiB)".into(),
+            limit: Limit::Memory { bytes: 64 << 20 },
             message: "m".repeat(10_000),
         };
         let capped = cap_error(err, 300);
@@ -194,7 +191,10 @@ mod tests {
         else {
             panic!("the kind is kept")
         };
-        assert_eq!((tool.as_str(), limit.as_str()), ("t", "memory (64 MiB)"));
+        assert_eq!(
+            (tool.as_str(), limit),
+            ("t", Limit::Memory { bytes: 64 << 20 })
+        );
         assert!(message.ends_with(" more bytes cut)"), "{message}");
     }
 }

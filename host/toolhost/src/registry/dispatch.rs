@@ -80,7 +80,7 @@ impl Registry {
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
-        .map_err(|panic| panicked(name, panic))?;
+        .map_err(|panic| panicked(name, &*panic))?;
         let guarded = AssertUnwindSafe(future).catch_unwind();
 
         let outcome = tokio::select! {
@@ -95,7 +95,7 @@ impl Registry {
         };
         let mut result =
             outcome
-                .map_err(|panic| panicked(name, panic))?
+                .map_err(|panic| panicked(name, &*panic))?
                 .map_err(|err| match err {
                     // The handler stopped itself at the deadline this call gave it, and measured
                     // its limit from its own start ("999ms" for `--timeout 1s`): report the
@@ -149,7 +149,7 @@ fn encoded_len(value: &serde_json::Value) -> usize {
     counter.0
 }
 
-fn panicked(tool: &str, panic: Box<dyn Any + Send>) -> ToolError {
+fn panicked(tool: &str, panic: &(dyn Any + Send)) -> ToolError {
     let message = if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {
@@ -558,7 +558,7 @@ mod tests {
                         Some("panic") => panic!("cannot handle {text}"),
                         Some("limit") => Err(ToolError::LimitExceeded {
                             tool: String::new(),
-                            limit: text.clone(),
+                            limit: crate::registry::Limit::Fuel { units: 1 },
                             message: text,
                         }),
                         Some("file") => Err(ToolError::FileTooLarge {

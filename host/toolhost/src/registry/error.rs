@@ -72,8 +72,8 @@ pub enum ToolError {
     LimitExceeded {
         /// The tool called.
         tool: String,
-        /// Which limit, with its value (`memory (64 MiB)`).
-        limit: String,
+        /// Which limit, with its value: shown as `memory (64 MiB)`.
+        limit: Limit,
         /// What happened.
         message: String,
     },
@@ -168,6 +168,55 @@ impl ToolError {
             }
         }
         self
+    }
+}
+
+/// A resource limit a call ran into, with its value: what
+/// [`ToolError::LimitExceeded`] carries, so a caller can match which limit it was.
+///
+/// ```
+/// use toolhost::registry::Limit;
+///
+/// assert_eq!(Limit::Memory { bytes: 64 << 20 }.to_string(), "memory (64 MiB)");
+/// assert_eq!(Limit::Fuel { units: 100_000 }.to_string(), "fuel (100000)");
+/// assert_eq!(Limit::ConcurrentInstances.to_string(), "concurrent plugin instances");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The memory one instance may grow to, in bytes.
+    Memory {
+        /// The cap.
+        bytes: u64,
+    },
+    /// The fuel one call may burn (roughly, WebAssembly instructions).
+    Fuel {
+        /// The fuel the call had.
+        units: u64,
+    },
+    /// The result text one call may return, in bytes.
+    Output {
+        /// The cap.
+        bytes: u64,
+    },
+    /// The host handles (pollables, streams) one call may hold at once.
+    Handles {
+        /// The cap.
+        count: u64,
+    },
+    /// Plugin instances running at once, host-wide: the pool was full.
+    ConcurrentInstances,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Memory { bytes } => write!(f, "memory ({})", format_bytes(*bytes)),
+            Limit::Fuel { units } => write!(f, "fuel ({units})"),
+            Limit::Output { bytes } => write!(f, "output ({})", format_bytes(*bytes)),
+            Limit::Handles { count } => write!(f, "host handles ({count})"),
+            Limit::ConcurrentInstances => f.write_str("concurrent plugin instances"),
+        }
     }
 }
 
@@ -310,6 +359,30 @@ pub fn format_duration(duration: Duration) -> String {
     }
 }
 
+/// `64 MiB`, `1.5 KiB`, `512 bytes`: sizes as a person writes them, as in every limit
+/// message.
+///
+/// ```
+/// use toolhost::registry::format_bytes;
+///
+/// assert_eq!(format_bytes(64 << 20), "64 MiB");
+/// assert_eq!(format_bytes(1536), "1.5 KiB");
+/// assert_eq!(format_bytes(512), "512 bytes");
+/// ```
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if bytes >= size {
+            return if bytes.is_multiple_of(size) {
+                format!("{} {unit}", bytes / size)
+            } else {
+                format!("{:.1} {unit}", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +393,27 @@ mod tests {
         assert_eq!(err.to_string(), "write_file: disk full");
         let err = err.with_tool("other");
         assert_eq!(err.tool(), "write_file");
+    }
+
+    #[test]
+    fn limits_are_data_and_show_their_value() {
+        let err = ToolError::LimitExceeded {
+            tool: "t".into(),
+            limit: Limit::Output { bytes: 1 << 20 },
+            message: "too much".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "t: stopped at the output (1 MiB) limit: too much"
+        );
+        assert!(matches!(
+            err,
+            ToolError::LimitExceeded {
+                limit: Limit::Output { bytes: 1_048_576 },
+                ..
+            }
+        ));
+        assert_eq!(Limit::Handles { count: 8 }.to_string(), "host handles (8)");
     }
 
     #[test]

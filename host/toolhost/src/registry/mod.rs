@@ -82,14 +82,14 @@ mod panic;
 mod types;
 
 pub use arguments::{json_type, Arguments};
-pub use error::{RegisterError, ToolError};
+pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use types::{Environment, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
-pub use error::format_duration;
+pub use error::{format_bytes, format_duration};
 
 /// Default per-call time limit: a call still running after this is stopped with
 /// [`ToolError::TimedOut`].

@@ -3,9 +3,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::FilePolicy;
+use crate::error::ErrorChain;
 use crate::registry::{Arguments, ToolAnnotations, ToolError};
-use crate::vfs::StorageError;
+use crate::vfs::{FilePolicy, PolicyError, StorageError};
 
 /// [`changes_files`]: calling the tool twice with the same arguments leaves the store as
 /// the first call did (write the same content, delete or move the same file).
@@ -30,8 +30,11 @@ pub(crate) fn changes_files(idempotent: bool) -> ToolAnnotations {
 /// - `InvalidPath` and `InvalidQuery` are the caller's argument: [`ToolError::InvalidArguments`].
 /// - `FileTooLarge` is [`ToolError::FileTooLarge`], the error callers match for the size
 ///   caps (of writes, and of reads).
+/// - `Io` is [`ToolError::Failed`] with the error and its OS cause, and what the model
+///   can do about it (try again, or another path): that hint is for a model only, so it
+///   is added here and not in the storage's own text.
 /// - Everything else (`NotFound`, `Denied`, `IsDirectory`, `ParentIsFile`, `Changed`,
-///   `AlreadyExists`, `Io`, ...) is [`ToolError::Failed`] with the storage's own message,
+///   `AlreadyExists`, ...) is [`ToolError::Failed`] with the storage's own message,
 ///   which already says what to do.
 pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
     match err {
@@ -47,7 +50,29 @@ pub(crate) fn storage_error(tool: &str, err: StorageError) -> ToolError {
             size,
             limit,
         },
+        StorageError::Io { .. } => ToolError::Failed {
+            tool: tool.to_owned(),
+            message: format!("{}; try again, or try another path", ErrorChain(&err)),
+        },
         other => ToolError::Failed {
+            tool: tool.to_owned(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// The tool error for a path or size the [`FilePolicy`] refused, naming `tool`: path
+/// refusals are [`ToolError::InvalidArguments`], the size cap is
+/// [`ToolError::FileTooLarge`].
+pub(crate) fn policy_error(tool: &str, err: PolicyError) -> ToolError {
+    match err {
+        PolicyError::TooLarge { path, size, limit } => ToolError::FileTooLarge {
+            tool: tool.to_owned(),
+            path,
+            size,
+            limit,
+        },
+        other => ToolError::InvalidArguments {
             tool: tool.to_owned(),
             message: other.to_string(),
         },
@@ -67,7 +92,7 @@ pub(crate) fn checked_path(
     let path = args.required_str(argument)?;
     policy
         .check(argument, path)
-        .map_err(|err| err.into_tool_error(args.tool()))?;
+        .map_err(|err| policy_error(args.tool(), err))?;
     Ok(path.to_owned())
 }
 
@@ -177,6 +202,18 @@ mod tests {
                 message: "\"a.md\" changed while it was being edited (another writer changed or deleted it after it was read), so nothing was written and the other change is kept; read the file again and redo the edit".into()
             }
         );
+        assert_eq!(
+            storage_error(
+                "read_file",
+                StorageError::io("a.md", std::io::Error::other("disk on fire"))
+            ),
+            ToolError::Failed {
+                tool: "read_file".into(),
+                message:
+                    "input/output error on \"a.md\": disk on fire; try again, or try another path"
+                        .into()
+            }
+        );
         let too_large = storage_error(
             "write_file",
             StorageError::FileTooLarge {
@@ -206,6 +243,34 @@ mod tests {
         assert!(!is_binary(&late));
         late[BINARY_SNIFF_BYTES - 1] = 0;
         assert!(is_binary(&late));
+    }
+
+    #[test]
+    fn policy_errors_map_to_tool_errors() {
+        let policy = FilePolicy {
+            maximum_file_bytes: 10,
+            hide_hidden_paths: true,
+            ..FilePolicy::default()
+        };
+        let too_large = policy.check_size("a", 11).unwrap_err();
+        assert_eq!(
+            policy_error("write_file", too_large),
+            ToolError::FileTooLarge {
+                tool: "write_file".into(),
+                path: "a".into(),
+                size: 11,
+                limit: 10
+            }
+        );
+        let hidden = policy.check("path", ".env").unwrap_err();
+        let message = hidden.to_string();
+        assert_eq!(
+            policy_error("read_file", hidden),
+            ToolError::InvalidArguments {
+                tool: "read_file".into(),
+                message
+            }
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The `edit_file` tool: replace an exact piece of text in a file; and [`apply_edit`], the
+//! The `edit_file` tool: replace an exact piece of text in a file; and `apply_edit`, the
 //! one replacement rule `multi_edit` shares.
 //!
 //! Arguments: `path`, `old_string`, `new_string` (required), `replace_all` (default false).

@@ -30,7 +30,7 @@ const TITLE: &str = "Find files by pattern";
 
 /// At most this many paths in one result. 500 paths of typical length stay well under the
 /// 64 KiB result cap; a pattern matching more should be narrowed.
-pub(super) const MAX_PATHS: usize = 500;
+pub const MAX_PATHS: usize = 500;
 
 const DESCRIPTION: &str = "Find files by path pattern. * matches within one path segment (no \
 /), ** matches across segments, ? matches one character, [abc] a character class, {a,b} either \

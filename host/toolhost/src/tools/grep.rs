@@ -23,7 +23,7 @@
 //!   (or than the tools' `max_read_bytes`, when that is lower) are skipped unread; the
 //!   scan stops before a file that would take the bytes read past [`SCAN_BUDGET`]. Each
 //!   read is capped at the same size ([`Storage::read_capped`]), so a file that grew after
-//!   the listing is skipped too, before any memory is taken for it. Binary files (a NUL byte in the first 8 KiB, [`common::is_binary`], the rule read_file
+//!   the listing is skipped too, before any memory is taken for it. Binary files (a NUL byte in the first 8 KiB, `common::is_binary`, the rule read_file
 //!   refuses them by) are
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
@@ -43,11 +43,11 @@ use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::{is_binary, storage_error};
 use super::register_file_tool;
-use super::{blocking, FilePolicy, FileTools};
+use super::{blocking, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
-use crate::vfs::{FileEntry, Storage, StorageError};
+use crate::vfs::{FileEntry, FilePolicy, Storage, StorageError};
 
 mod lines;
 
@@ -56,20 +56,20 @@ const NAME: &str = "grep";
 const TITLE: &str = "Search file contents";
 
 /// At most this many entries in one result.
-pub(super) const MAX_ENTRIES: usize = 200;
+pub const MAX_ENTRIES: usize = 200;
 
 /// At most this many bytes of entries, JSON-encoded, in one result: 200 lines of 500
 /// characters would pass the registry's default 64 KiB result cap, and a result over the
 /// cap reaches the model as an error instead of as a cut list. The same 40 KiB the
 /// read_file window uses.
-pub(super) const RESULT_BUDGET: usize = 40 * 1024;
+pub const RESULT_BUDGET: usize = 40 * 1024;
 
 /// A scan stops before a file that would take the bytes read past 32 MiB, so one call's
 /// I/O and time stay bounded whatever the store holds.
-pub(super) const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
+pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
 
 /// Most threads one call scans with; also bounded by the machine's parallelism.
-pub(super) const MAX_WORKERS: usize = 4;
+pub const MAX_WORKERS: usize = 4;
 
 /// Most context lines before and after a match.
 const MAX_CONTEXT: u64 = 5;
@@ -251,8 +251,7 @@ impl Hits {
         match self {
             Hits::Lines(lines) => (lines.len(), lines.iter().map(|line| line.len() + 3).sum()),
             Hits::Count(0) | Hits::Nothing | Hits::Unreadable => (0, 0),
-            Hits::Count(_) => (1, path.len() + 3),
-            Hits::Matched => (1, path.len() + 3),
+            Hits::Count(_) | Hits::Matched => (1, path.len() + 3),
         }
     }
 }

@@ -5,6 +5,12 @@
 //! `multi_edit`, `move_file`, and `search` when the storage is
 //! [`Searchable`](crate::vfs::Searchable). [`register_plan_tool`] adds `todo_write`.
 //!
+//! Each tool's rules (result shape, windows and caps, error kinds, and the choices made
+//! where the tools reference is silent) are the docs of its module below: [`read_file`],
+//! [`list_files`], [`write_file`], [`delete_file`], [`grep`], [`glob`], [`edit_file`],
+//! [`multi_edit`], [`move_file`], [`search`], [`todo_write`]. The modules hold no API of
+//! their own: the tools are reached through the [`Registry`].
+//!
 //! ```
 //! use std::sync::Arc;
 //! use toolhost::registry::Registry;
@@ -27,27 +33,25 @@ use crate::registry::{
     Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
     ToolResult,
 };
-use crate::vfs::Storage;
+use crate::vfs::{FilePolicy, Storage, DEFAULT_MAXIMUM_FILE_BYTES};
 
 mod common;
-mod delete_file;
-mod edit_file;
-mod glob;
-mod grep;
-mod list_files;
-mod move_file;
-mod multi_edit;
+pub mod delete_file;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod list_files;
+pub mod move_file;
+pub mod multi_edit;
 mod pattern;
-mod policy;
-mod read_file;
-mod search;
+pub mod read_file;
+pub mod search;
 #[cfg(test)]
 pub(crate) mod testutil;
-mod todo_write;
-mod write_file;
+pub mod todo_write;
+pub mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
-pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use read_file::DEFAULT_MAX_READ_BYTES;
 pub use todo_write::register_plan_tool;
 
@@ -144,13 +148,22 @@ pub fn register_vfs_tools(
     registry: &Registry,
     options: VfsToolOptions,
 ) -> Result<(), RegisterError> {
+    let policy = options.policy();
+    let VfsToolOptions {
+        storage,
+        read_only,
+        disable_extended,
+        max_read_bytes,
+        ..
+    } = options;
+    let searchable = storage.searchable().is_some();
     let tools = Arc::new(FileTools {
-        policy: options.policy(),
-        storage: Arc::clone(&options.storage),
-        max_read_bytes: options.max_read_bytes,
+        policy,
+        storage,
+        max_read_bytes,
     });
-    let writes = !options.read_only;
-    let extended = !options.disable_extended;
+    let writes = !read_only;
+    let extended = !disable_extended;
     read_file::register(registry, &tools)?;
     list_files::register(registry, &tools)?;
     if writes {
@@ -166,7 +179,7 @@ pub fn register_vfs_tools(
         multi_edit::register(registry, &tools)?;
         move_file::register(registry, &tools)?;
     }
-    if options.storage.searchable().is_some() {
+    if searchable {
         search::register(registry, &tools)?;
     }
     Ok(())

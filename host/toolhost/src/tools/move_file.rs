@@ -36,6 +36,7 @@ use toolhost_sdk::schema::{boolean, object, string};
 use super::common::{checked_path, storage_error};
 use super::register_file_tool;
 use super::{blocking, FileTools};
+use crate::error::ErrorChain;
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
@@ -47,7 +48,7 @@ const TITLE: &str = "Move or rename file";
 
 /// How long one cleanup step (removing the staging file, restoring the source) may take
 /// before the tool gives up on it and reports what is left.
-pub(crate) const CLEANUP_STEP_LIMIT: Duration = Duration::from_secs(30);
+pub const CLEANUP_STEP_LIMIT: Duration = Duration::from_secs(30);
 
 /// Registers `move_file`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
@@ -198,8 +199,8 @@ impl Move {
             .map_err(|err| storage_error(NAME, err))?;
         if let Err(err) = self.storage.delete(&self.source) {
             return Err(failed(format!(
-                "wrote \"{}\", but could not delete \"{}\" ({err}); both files now exist with the same content. Delete \"{}\" with delete_file to finish the move",
-                self.destination, self.source, self.source
+                "wrote \"{}\", but could not delete \"{}\" ({}); both files now exist with the same content. Delete \"{}\" with delete_file to finish the move",
+                self.destination, self.source, ErrorChain(&err), self.source
             )));
         }
         Ok(existed)
@@ -218,8 +219,9 @@ impl Move {
         self.stop_if_expired()?;
         if let Err(err) = self.storage.write(&staging, &content, content_type) {
             return Err(failed(format!(
-                "could not stage the rename of \"{}\" in \"{staging}\" ({err}); nothing was changed",
-                self.source
+                "could not stage the rename of \"{}\" in \"{staging}\" ({}); nothing was changed",
+                self.source,
+                ErrorChain(&err)
             )));
         }
         let cleanup = Cleanup {
@@ -237,7 +239,7 @@ impl Move {
                     self.source
                 );
             }
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         if let Err(err) = self.storage.delete(&self.source) {
             let outcome = match cleanup.remove_staging() {
@@ -245,8 +247,9 @@ impl Move {
                 Err(left) => format!("\"{}\" is unchanged, but {left}", self.source),
             };
             return Err(failed(format!(
-                "could not delete \"{}\" to rename it ({err}); {outcome}",
-                self.source
+                "could not delete \"{}\" to rename it ({}); {outcome}",
+                self.source,
+                ErrorChain(&err)
             )));
         }
         if self.ctx.expired() {
@@ -256,15 +259,16 @@ impl Move {
                 "stopped while renaming \"{}\": {outcome}",
                 self.source
             );
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         if let Err(err) = self
             .storage
             .write(&self.destination, &cleanup.content, content_type)
         {
             return Err(failed(format!(
-                "could not write \"{}\" ({err}); {}",
+                "could not write \"{}\" ({}); {}",
                 self.destination,
+                ErrorChain(&err),
                 cleanup.restore()
             )));
         }
@@ -295,12 +299,12 @@ impl Move {
 
     fn stop_if_expired(&self) -> Result<(), ToolError> {
         if self.ctx.expired() {
-            return Err(self.stopped());
+            return Err(Self::stopped());
         }
         Ok(())
     }
 
-    fn stopped(&self) -> ToolError {
+    fn stopped() -> ToolError {
         ToolError::Cancelled {
             tool: NAME.to_owned(),
         }
@@ -323,8 +327,9 @@ impl Cleanup {
         let staging = self.staging.clone();
         bounded(CLEANUP_STEP_LIMIT, move || storage.delete(&staging)).map_err(|err| {
             format!(
-                "the staging file \"{}\" could not be removed ({err})",
-                self.staging
+                "the staging file \"{}\" could not be removed ({})",
+                self.staging,
+                ErrorChain(&err)
             )
         })
     }
@@ -342,8 +347,10 @@ impl Cleanup {
         });
         match restored {
             Err(err) => format!(
-                "restoring \"{}\" failed too ({err}); its content is kept in \"{}\"",
-                self.source, self.staging
+                "restoring \"{}\" failed too ({}); its content is kept in \"{}\"",
+                self.source,
+                ErrorChain(&err),
+                self.staging
             ),
             Ok(()) => match self.remove_staging() {
                 Ok(()) => format!("\"{}\" was restored, so nothing was changed", self.source),
@@ -356,7 +363,7 @@ impl Cleanup {
 /// Why a bounded cleanup step did not succeed.
 #[derive(Debug, thiserror::Error)]
 enum StepError {
-    #[error("{0}")]
+    #[error(transparent)]
     Storage(#[from] StorageError),
     #[error("gave up after {}", crate::registry::format_duration(*.0))]
     TimedOut(Duration),

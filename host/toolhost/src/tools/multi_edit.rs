@@ -5,7 +5,7 @@
 //! were applied, how many replacements they made in all, and the new file size in bytes.
 //!
 //! Rules:
-//! - Every edit follows edit_file's rule ([`apply_edit`], shared): an exact `old_string`
+//! - Every edit follows edit_file's rule (`edit_file::apply_edit`, shared): an exact `old_string`
 //!   starting at exactly one position unless `replace_all`, different from `new_string`.
 //! - The edits apply in order, each on the result of the ones before, in memory; the file
 //!   is written once, after the last edit succeeded. A failing edit writes nothing and its

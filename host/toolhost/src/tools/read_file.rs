@@ -11,7 +11,7 @@
 //! - An empty file has 0 lines; offset 1 (the default) gives empty content, any other
 //!   offset is past the end.
 //! - A file with a NUL byte in its first 8 KiB is binary and refused (see
-//!   [`is_binary`](super::common::is_binary)); other invalid UTF-8 shows as U+FFFD, and
+//!   `common::is_binary`); other invalid UTF-8 shows as U+FFFD, and
 //!   columns then count the bytes of the text as shown.
 //! - A line is cut only when it is the first of the window: a long line later in the window
 //!   ends the window before it, and the next call starts with it.
@@ -47,12 +47,12 @@ const TITLE: &str = "Read file";
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Most lines one call shows (and the default `limit`).
-pub(crate) const MAX_LINES: u64 = 2000;
+pub const MAX_LINES: u64 = 2000;
 
 /// Most bytes of `content` one call shows, measured as the JSON encoding of the string
 /// without its two quotes (`"` and `\` count 2, `\n` and `\t` 2, other control characters
 /// 6). 40 KiB leaves room for the other fields under the 64 KiB result cap.
-pub(crate) const MAX_CONTENT_BYTES: usize = 40 * 1024;
+pub const MAX_CONTENT_BYTES: usize = 40 * 1024;
 
 const DESCRIPTION: &str = "Read a text file. Returns {content, content_type, size, offset, \
 total_lines, truncated}: content holds the lines, each prefixed by its line number and a tab \

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
-use super::common::{checked_path, storage_error};
+use super::common::{checked_path, policy_error, storage_error};
 use super::register_file_tool;
 use super::{blocking, FileTools};
 use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
@@ -62,7 +62,7 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
     tools
         .policy
         .check_size(&path, size)
-        .map_err(|err| err.into_tool_error(NAME))?;
+        .map_err(|err| policy_error(NAME, err))?;
     blocking(move || {
         let created = !tools
             .storage

@@ -1,22 +1,10 @@
-//! Errors of the storage layer.
-//!
-//! [`StorageError`] is what every [`Storage`](super::Storage) method returns; [`PathError`]
-//! is what [`validate_path`](super::validate_path) returns, and it names the argument that
-//! held the bad path. Both are written to be shown to a model as they are: each says what
-//! was wrong and what to do instead.
-//!
-//! ```
-//! use toolhost::vfs::{validate_path, PathErrorReason};
-//!
-//! let err = validate_path("path", "../secrets.md").unwrap_err();
-//! assert_eq!(err.reason, PathErrorReason::DotDot);
-//! assert!(err.to_string().starts_with("argument \"path\""));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! [`StorageError`]: what every [`Storage`](super::Storage) method returns, and
+//! [`OpenError`]: why [`OsStorage::open`](super::OsStorage::open) failed.
 
-use std::fmt;
+use std::path::PathBuf;
 
-use super::path::{MAX_PATH_LEN, MAX_SEGMENT_LEN};
+use super::path::PathError;
+use super::shown::Shown;
 
 /// Why a [`Storage`](super::Storage) call failed.
 #[derive(Debug, thiserror::Error)]
@@ -114,11 +102,10 @@ pub enum StorageError {
         /// What is wrong with it, and what to do instead.
         reason: String,
     },
-    /// Any other I/O failure.
-    #[error(
-        "input/output error on \"{}\": {source}; try again, or try another path",
-        Shown(path)
-    )]
+    /// Any other I/O failure. Its text names the path; the OS error is its
+    /// [`source`](std::error::Error::source), not repeated in the text (print the chain,
+    /// e.g. with [`ErrorChain`](crate::error::ErrorChain), to show both).
+    #[error("input/output error on \"{}\"", Shown(path))]
     Io {
         /// The path being accessed.
         path: String,
@@ -138,131 +125,52 @@ impl StorageError {
     }
 }
 
-/// A path argument that breaks the rules of [`validate_path`](super::validate_path).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("argument \"{argument}\" {}", self.describe())]
-pub struct PathError {
-    /// The name of the argument that held the path (e.g. `"path"`, `"destination"`).
-    pub argument: String,
-    /// The path as given (shown shortened and escaped in the message).
-    pub path: String,
-    /// Which rule it breaks.
-    pub reason: PathErrorReason,
-}
-
-/// Which path rule a [`PathError`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Why [`OsStorage::open`](super::OsStorage::open) could not open a directory as a store.
+///
+/// A set-up error for whoever chose the directory (an operator, a config file), not for a
+/// model: it says what is wrong with the directory, once. The OS error of
+/// [`OpenError::Io`] is its [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum PathErrorReason {
-    /// The path is empty.
-    Empty,
-    /// The path is longer than [`MAX_PATH_LEN`] bytes.
-    TooLong,
-    /// A segment is longer than [`MAX_SEGMENT_LEN`](super::path::MAX_SEGMENT_LEN) bytes.
-    SegmentTooLong,
-    /// The path holds a NUL byte.
-    Nul,
-    /// The path holds another control character (newline, tab, DEL, ...).
-    Control,
-    /// The path holds a backslash.
-    Backslash,
-    /// The path starts with `/`.
-    Absolute,
-    /// The path starts with a drive letter such as `C:`.
-    Drive,
-    /// The path ends with `/`.
-    TrailingSlash,
-    /// The path holds an empty segment (`a//b`).
-    EmptySegment,
-    /// The path holds a `.` segment.
-    DotSegment,
-    /// The path holds a `..` segment.
-    DotDot,
+pub enum OpenError {
+    /// Nothing exists at the path.
+    #[error("{} does not exist", path.display())]
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The path exists but is not a directory.
+    #[error("{} is not a directory", path.display())]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The directory could not be opened (permissions, a broken symlink, ...).
+    #[error("cannot open {}", path.display())]
+    Io {
+        /// The path given.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-impl PathError {
-    /// Builds a [`PathError`].
-    pub fn new(argument: &str, path: &str, reason: PathErrorReason) -> Self {
-        PathError {
-            argument: argument.to_owned(),
-            path: path.to_owned(),
-            reason,
+impl OpenError {
+    /// The path that could not be opened.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            OpenError::NotFound { path }
+            | OpenError::NotADirectory { path }
+            | OpenError::Io { path, .. } => path,
         }
-    }
-
-    fn describe(&self) -> String {
-        let p = Shown(&self.path);
-        match self.reason {
-            PathErrorReason::Empty => {
-                "is empty; give a relative path such as \"notes/todo.md\"".to_owned()
-            }
-            PathErrorReason::TooLong => format!(
-                "is {} bytes long, over the limit of {MAX_PATH_LEN} bytes; use a shorter path",
-                self.path.len()
-            ),
-            PathErrorReason::SegmentTooLong => {
-                let longest = self.path.split('/').map(str::len).max().unwrap_or(0);
-                format!(
-                    "has a name of {longest} bytes in \"{p}\", over the limit of {MAX_SEGMENT_LEN} bytes per name; use shorter names"
-                )
-            }
-            PathErrorReason::Nul => {
-                format!("contains a NUL byte (\"{p}\"); remove it")
-            }
-            PathErrorReason::Control => {
-                format!("contains a control character (\"{p}\"); use printable characters only")
-            }
-            PathErrorReason::Backslash => format!(
-                "contains a backslash (\"{p}\"); separate names with forward slashes, e.g. \"notes/todo.md\""
-            ),
-            PathErrorReason::Absolute => format!(
-                "must be relative to the store root, got \"{p}\"; drop the leading \"/\", e.g. \"notes/todo.md\""
-            ),
-            PathErrorReason::Drive => format!(
-                "must be relative to the store root, got the drive path \"{p}\"; drop the drive letter, e.g. \"notes/todo.md\""
-            ),
-            PathErrorReason::TrailingSlash => format!(
-                "ends with \"/\" (\"{p}\"); name a file, not a directory"
-            ),
-            PathErrorReason::EmptySegment => format!(
-                "contains an empty name (\"//\") in \"{p}\"; put exactly one \"/\" between names"
-            ),
-            PathErrorReason::DotSegment => format!(
-                "contains a \".\" segment in \"{p}\"; drop the \"./\", paths are already relative to the store root"
-            ),
-            PathErrorReason::DotDot => format!(
-                "contains a \"..\" segment in \"{p}\"; paths cannot leave the store, name the file from the store root instead"
-            ),
-        }
-    }
-}
-
-/// Displays a caller-supplied path for a message: control characters escaped, and at most
-/// [`SHOWN_LEN`] characters (a 10,000-byte path must not flood the model's context).
-struct Shown<'a>(&'a str);
-
-/// How many characters of a path a message shows.
-const SHOWN_LEN: usize = 120;
-
-impl fmt::Display for Shown<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (count, c) in self.0.chars().enumerate() {
-            if count == SHOWN_LEN {
-                return write!(f, "...({} bytes in all)", self.0.len());
-            }
-            if c.is_control() || c == '"' || c == '\\' {
-                write!(f, "{}", c.escape_default())?;
-            } else {
-                write!(f, "{c}")?;
-            }
-        }
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vfs::PathErrorReason;
 
     #[test]
     fn not_found_message_tells_what_to_do() {
@@ -276,25 +184,11 @@ mod tests {
     }
 
     #[test]
-    fn shown_escapes_and_shortens() {
-        assert_eq!(Shown("a\0b\"c\n").to_string(), "a\\u{0}b\\\"c\\n");
-        let long = "a".repeat(10_000);
-        let shown = Shown(&long).to_string();
-        assert_eq!(shown, format!("{}...(10000 bytes in all)", "a".repeat(120)));
-    }
-
-    #[test]
-    fn path_error_names_the_argument() {
-        let err = PathError::new("destination", "/etc/passwd", PathErrorReason::Absolute);
-        assert_eq!(
-            err.to_string(),
-            "argument \"destination\" must be relative to the store root, got \"/etc/passwd\"; drop the leading \"/\", e.g. \"notes/todo.md\""
-        );
-        let err = PathError::new("path", &"a".repeat(2000), PathErrorReason::TooLong);
-        assert_eq!(
-            err.to_string(),
-            "argument \"path\" is 2000 bytes long, over the limit of 1024 bytes; use a shorter path"
-        );
+    fn io_shows_the_path_and_returns_the_os_error_as_source() {
+        let err = StorageError::io("a.md", std::io::Error::other("disk on fire"));
+        assert_eq!(err.to_string(), "input/output error on \"a.md\"");
+        let source = std::error::Error::source(&err).expect("a source");
+        assert_eq!(source.to_string(), "disk on fire");
     }
 
     #[test]

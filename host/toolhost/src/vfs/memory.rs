@@ -409,7 +409,7 @@ mod tests {
         let s = std::sync::Arc::new(MemoryStorage::new());
         let handles: Vec<_> = (0..8)
             .map(|i| {
-                let s = s.clone();
+                let s = std::sync::Arc::clone(&s);
                 std::thread::spawn(move || {
                     for j in 0..50 {
                         s.write(&format!("t{i}/f{j}"), b"x", "").unwrap();

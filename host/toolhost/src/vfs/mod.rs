@@ -32,13 +32,16 @@ mod error;
 mod memory;
 mod os;
 mod path;
+mod policy;
 mod scope;
+mod shown;
 
 pub use content_type::content_type_for;
-pub use error::{PathError, PathErrorReason, StorageError};
+pub use error::{OpenError, StorageError};
 pub use memory::MemoryStorage;
 pub use os::OsStorage;
-pub use path::{validate_path, MAX_PATH_LEN, MAX_SEGMENT_LEN};
+pub use path::{validate_path, PathError, PathErrorReason, MAX_PATH_LEN, MAX_SEGMENT_LEN};
+pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
 pub use scope::{scope, ScopedStorage};
 
 /// The most bytes a plain [`Storage::read`] returns: 256 MiB. A larger file is
@@ -94,6 +97,9 @@ pub trait Storage: Send + Sync {
     /// Reads a whole file of at most [`MAX_READ_BYTES`]; a larger one is
     /// [`StorageError::FileTooLarge`]. Callers that know a tighter bound use
     /// [`read_capped`](Storage::read_capped).
+    ///
+    /// # Errors
+    /// `NotFound`, `InvalidPath`, `Denied`, `IsDirectory`, `FileTooLarge`, `Io`.
     fn read(&self, path: &str) -> Result<FileContent, StorageError>;
     /// Reads a whole file of at most `max_bytes`. A larger file is
     /// [`StorageError::FileTooLarge`] naming its size and `max_bytes`.
@@ -103,6 +109,9 @@ pub trait Storage: Send + Sync {
     /// reading at `max_bytes + 1`, so a file that grows during the read cannot pass the
     /// cap either. The default reads the whole file with [`read`](Storage::read) (bounded
     /// by [`MAX_READ_BYTES`]) and then checks its size: backends override it.
+    ///
+    /// # Errors
+    /// As [`read`](Storage::read), with `FileTooLarge` naming `max_bytes`.
     fn read_capped(&self, path: &str, max_bytes: u64) -> Result<FileContent, StorageError> {
         let file = self.read(path)?;
         if file.size > max_bytes {
@@ -118,6 +127,9 @@ pub trait Storage: Send + Sync {
     /// leaves any previous content intact. An empty `content_type` means "derive it from
     /// the extension" ([`content_type_for`]); backends that do not store types (such as
     /// [`OsStorage`]) always derive it.
+    ///
+    /// # Errors
+    /// `InvalidPath`, `Denied`, `IsDirectory`, `ParentIsFile`, `Io`.
     fn write(&self, path: &str, content: &[u8], content_type: &str) -> Result<(), StorageError>;
     /// Replaces the file at `path` with `content`, but only if it still holds exactly
     /// `expected` (what the caller read before): a read-modify-write that does not drop a
@@ -128,6 +140,10 @@ pub trait Storage: Send + Sync {
     /// under its lock; [`OsStorage`] after the new content is on disk, just before the
     /// rename that puts it in place). The default reads the file, compares, then calls
     /// [`write`](Storage::write): a writer between those two calls still loses its change.
+    ///
+    /// # Errors
+    /// `Changed` when the file no longer holds `expected`; otherwise as
+    /// [`write`](Storage::write).
     fn write_if_unchanged(
         &self,
         path: &str,
@@ -150,6 +166,9 @@ pub trait Storage: Send + Sync {
     /// Whether a file exists at `path`, without reading it: `Ok(false)` where
     /// [`read`](Storage::read) would give `NotFound`, the same error where it would give
     /// any other. The default reads the file; backends override it with a cheap check.
+    ///
+    /// # Errors
+    /// As [`read`](Storage::read), except `NotFound` (which is `Ok(false)`).
     fn exists(&self, path: &str) -> Result<bool, StorageError> {
         match self.read(path) {
             Ok(_) => Ok(true),
@@ -158,6 +177,9 @@ pub trait Storage: Send + Sync {
         }
     }
     /// Deletes a file; a missing file is `NotFound`.
+    ///
+    /// # Errors
+    /// `NotFound`, `InvalidPath`, `Denied`, `IsDirectory`, `Io`.
     fn delete(&self, path: &str) -> Result<(), StorageError>;
     /// Renames the file `from` to `to` in one step: at every instant its content is
     /// reachable under one of the two names, even if the process is killed. Parent
@@ -173,6 +195,10 @@ pub trait Storage: Send + Sync {
     ///
     /// Optional: the default is [`StorageError::Unsupported`], and callers then build the
     /// move from [`write`](Storage::write) and [`delete`](Storage::delete).
+    ///
+    /// # Errors
+    /// `Unsupported` (the default), `AlreadyExists`, and what [`read`](Storage::read) and
+    /// [`write`](Storage::write) give for either path.
     fn rename(&self, from: &str, to: &str, overwrite: bool) -> Result<bool, StorageError> {
         let _ = (from, to, overwrite);
         Err(StorageError::Unsupported {
@@ -180,6 +206,9 @@ pub trait Storage: Send + Sync {
         })
     }
     /// Every file in the store, sorted by path.
+    ///
+    /// # Errors
+    /// `Io` when the store cannot be walked.
     fn list(&self) -> Result<Vec<FileEntry>, StorageError>;
     /// The store's search capability, if it has one.
     fn searchable(&self) -> Option<&dyn Searchable> {
@@ -190,6 +219,9 @@ pub trait Storage: Send + Sync {
 /// A store that can answer free-text queries (the `search` tool).
 pub trait Searchable: Send + Sync {
     /// Paths matching `query`, sorted.
+    ///
+    /// # Errors
+    /// `InvalidQuery` for a query the backend cannot parse, `Io`.
     fn search(&self, query: &str) -> Result<Vec<String>, StorageError>;
     /// A description of the query syntax, embedded in the `search` tool's description.
     fn search_syntax(&self) -> String;

@@ -33,8 +33,8 @@ use std::time::SystemTime;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 use super::{
-    content_type_for, validate_path, FileContent, FileEntry, Storage, StorageError, MAX_READ_BYTES,
-    MAX_SEGMENT_LEN,
+    content_type_for, validate_path, FileContent, FileEntry, OpenError, Storage, StorageError,
+    MAX_READ_BYTES, MAX_SEGMENT_LEN,
 };
 
 mod recover;
@@ -143,11 +143,18 @@ impl OsStorage {
     /// logged; a step that fails is logged and skipped, never an error.
     ///
     /// # Errors
-    /// [`StorageError::Io`] if `root` does not exist, is not a directory or cannot be opened.
-    pub fn open(root: impl AsRef<Path>) -> Result<OsStorage, StorageError> {
+    /// [`OpenError::NotFound`] if `root` does not exist, [`OpenError::NotADirectory`] if
+    /// it is not a directory, [`OpenError::Io`] if it cannot be opened.
+    pub fn open(root: impl AsRef<Path>) -> Result<OsStorage, OpenError> {
         let path = root.as_ref();
-        let root = Dir::open_ambient_dir(path, cap_std::ambient_authority())
-            .map_err(|e| StorageError::io(path.display().to_string(), e))?;
+        let root = Dir::open_ambient_dir(path, cap_std::ambient_authority()).map_err(|source| {
+            let path = path.to_owned();
+            match source.kind() {
+                std::io::ErrorKind::NotFound => OpenError::NotFound { path },
+                std::io::ErrorKind::NotADirectory => OpenError::NotADirectory { path },
+                _ => OpenError::Io { path, source },
+            }
+        })?;
         let report = recover::recover(&root);
         report.log(path);
         Ok(OsStorage {
@@ -168,7 +175,7 @@ impl OsStorage {
 
     /// The directory this store was opened at, canonicalised at [`OsStorage::open`] (the
     /// store keeps working through its handle if the directory is moved later; this path
-    /// does not follow). For [`PluginHostConfig::storage_roots`](crate::plugin::PluginHostConfig::storage_roots).
+    /// does not follow). For `toolhost_plugin::PluginHostConfig::storage_roots`.
     pub fn root(&self) -> &Path {
         &self.root_path
     }
@@ -426,13 +433,12 @@ impl OsStorage {
                 None if expected.is_some() => {
                     return Err(StorageError::Changed { path: path.into() })
                 }
-                None => {}
                 Some(md) if md.is_symlink() => return Err(symlink_denied(path, path)),
                 Some(md) if md.is_dir() => {
                     return Err(StorageError::IsDirectory { path: path.into() })
                 }
                 Some(md) if !md.is_file() => return Err(not_regular(path)),
-                Some(_) => {}
+                None | Some(_) => {}
             }
             match self.write_temp(path, content) {
                 Err(StorageError::NotFound { .. }) if attempts < 3 => continue,
@@ -581,7 +587,10 @@ impl OsStorage {
                 StorageError::AlreadyExists { .. } | StorageError::IsDirectory { .. } => err,
                 other => StorageError::io(
                     to,
-                    io::Error::other(format!("the rename failed midway: {other}")),
+                    io::Error::other(format!(
+                        "the rename failed midway: {}",
+                        crate::error::ErrorChain(&other)
+                    )),
                 ),
             });
         }

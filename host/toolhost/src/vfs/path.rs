@@ -1,22 +1,6 @@
-//! The one rule set for every path argument.
-//!
-//! A valid path is relative to the store root, uses forward slashes, and names a file:
-//! no leading `/`, no drive letter, no backslash, no `..`, `.` or empty segments, no
-//! trailing `/`, no NUL or other control characters, at most [`MAX_PATH_LEN`] bytes and
-//! [`MAX_SEGMENT_LEN`] bytes per segment. Nothing is normalised: a path that would need
-//! fixing is refused, so the caller (usually a model) learns the rule and the stores never
-//! disagree about which file a path means.
-//!
-//! ```
-//! use toolhost::vfs::{validate_path, PathErrorReason};
-//!
-//! validate_path("path", "notes/2024/todo.md")?;
-//! let err = validate_path("path", "notes/../../etc/passwd").unwrap_err();
-//! assert_eq!(err.reason, PathErrorReason::DotDot);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The path rules: [`validate_path`], its limits and its error, [`PathError`].
 
-use super::error::{PathError, PathErrorReason};
+use super::shown::Shown;
 
 /// The longest path accepted, in bytes.
 ///
@@ -30,12 +14,34 @@ pub const MAX_PATH_LEN: usize = 1024;
 /// and macOS and the limit of most file systems.
 pub const MAX_SEGMENT_LEN: usize = 255;
 
-/// Checks `path` against the rules of this module; `argument` is the name of the argument
-/// that held it, and the error names it so the caller can correct the call.
+/// Checks `path` against the one rule set for every path a caller gives a
+/// [`Storage`](super::Storage); `argument` is the name of the argument that held it, and
+/// the error names it so the caller (usually a model) can correct the call.
+///
+/// A valid path is relative to the store root, uses forward slashes, and names a file:
+/// no leading `/`, no drive letter, no backslash, no `..`, `.` or empty segments, no
+/// trailing `/`, no NUL or other control characters, at most [`MAX_PATH_LEN`] bytes and
+/// [`MAX_SEGMENT_LEN`] bytes per segment. Nothing is normalised: a path that would need
+/// fixing is refused, so the caller learns the rule and the stores never disagree about
+/// which file a path means. Hidden paths and extensions are not path rules but policy:
+/// see [`FilePolicy`](super::FilePolicy).
 ///
 /// Rules are checked in a fixed order, and the first one broken is reported: empty, too
 /// long, NUL, other control character, backslash, absolute, drive letter, trailing slash,
 /// then per segment: empty, `.`, `..`, too long.
+///
+/// ```
+/// use toolhost::vfs::{validate_path, PathErrorReason};
+///
+/// validate_path("path", "notes/2024/todo.md")?;
+/// let err = validate_path("path", "notes/../../etc/passwd").unwrap_err();
+/// assert_eq!(err.reason, PathErrorReason::DotDot);
+/// assert_eq!(
+///     err.to_string(),
+///     "argument \"path\" contains a \"..\" segment in \"notes/../../etc/passwd\"; paths cannot leave the store, name the file from the store root instead"
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// A [`PathError`] whose [`reason`](PathError::reason) says which rule was broken.
@@ -76,6 +82,105 @@ pub fn validate_path(argument: &str, path: &str) -> Result<(), PathError> {
         }
     }
     Ok(())
+}
+
+/// A path argument that breaks the rules of [`validate_path`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("argument \"{argument}\" {}", self.describe())]
+pub struct PathError {
+    /// The name of the argument that held the path (e.g. `"path"`, `"destination"`).
+    pub argument: String,
+    /// The path as given (shown shortened and escaped in the message).
+    pub path: String,
+    /// Which rule it breaks.
+    pub reason: PathErrorReason,
+}
+
+/// Which path rule a [`PathError`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PathErrorReason {
+    /// The path is empty.
+    Empty,
+    /// The path is longer than [`MAX_PATH_LEN`] bytes.
+    TooLong,
+    /// A segment is longer than [`MAX_SEGMENT_LEN`] bytes.
+    SegmentTooLong,
+    /// The path holds a NUL byte.
+    Nul,
+    /// The path holds another control character (newline, tab, DEL, ...).
+    Control,
+    /// The path holds a backslash.
+    Backslash,
+    /// The path starts with `/`.
+    Absolute,
+    /// The path starts with a drive letter such as `C:`.
+    Drive,
+    /// The path ends with `/`.
+    TrailingSlash,
+    /// The path holds an empty segment (`a//b`).
+    EmptySegment,
+    /// The path holds a `.` segment.
+    DotSegment,
+    /// The path holds a `..` segment.
+    DotDot,
+}
+
+impl PathError {
+    /// Builds a [`PathError`].
+    pub fn new(argument: &str, path: &str, reason: PathErrorReason) -> Self {
+        PathError {
+            argument: argument.to_owned(),
+            path: path.to_owned(),
+            reason,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let p = Shown(&self.path);
+        match self.reason {
+            PathErrorReason::Empty => {
+                "is empty; give a relative path such as \"notes/todo.md\"".to_owned()
+            }
+            PathErrorReason::TooLong => format!(
+                "is {} bytes long, over the limit of {MAX_PATH_LEN} bytes; use a shorter path",
+                self.path.len()
+            ),
+            PathErrorReason::SegmentTooLong => {
+                let longest = self.path.split('/').map(str::len).max().unwrap_or(0);
+                format!(
+                    "has a name of {longest} bytes in \"{p}\", over the limit of {MAX_SEGMENT_LEN} bytes per name; use shorter names"
+                )
+            }
+            PathErrorReason::Nul => {
+                format!("contains a NUL byte (\"{p}\"); remove it")
+            }
+            PathErrorReason::Control => {
+                format!("contains a control character (\"{p}\"); use printable characters only")
+            }
+            PathErrorReason::Backslash => format!(
+                "contains a backslash (\"{p}\"); separate names with forward slashes, e.g. \"notes/todo.md\""
+            ),
+            PathErrorReason::Absolute => format!(
+                "must be relative to the store root, got \"{p}\"; drop the leading \"/\", e.g. \"notes/todo.md\""
+            ),
+            PathErrorReason::Drive => format!(
+                "must be relative to the store root, got the drive path \"{p}\"; drop the drive letter, e.g. \"notes/todo.md\""
+            ),
+            PathErrorReason::TrailingSlash => format!(
+                "ends with \"/\" (\"{p}\"); name a file, not a directory"
+            ),
+            PathErrorReason::EmptySegment => format!(
+                "contains an empty name (\"//\") in \"{p}\"; put exactly one \"/\" between names"
+            ),
+            PathErrorReason::DotSegment => format!(
+                "contains a \".\" segment in \"{p}\"; drop the \"./\", paths are already relative to the store root"
+            ),
+            PathErrorReason::DotDot => format!(
+                "contains a \"..\" segment in \"{p}\"; paths cannot leave the store, name the file from the store root instead"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +303,20 @@ mod tests {
         assert_eq!(
             validate_path("source", "a\nb").unwrap_err().to_string(),
             "argument \"source\" contains a control character (\"a\\nb\"); use printable characters only"
+        );
+    }
+
+    #[test]
+    fn path_error_names_the_argument() {
+        let err = PathError::new("destination", "/etc/passwd", PathErrorReason::Absolute);
+        assert_eq!(
+            err.to_string(),
+            "argument \"destination\" must be relative to the store root, got \"/etc/passwd\"; drop the leading \"/\", e.g. \"notes/todo.md\""
+        );
+        let err = PathError::new("path", &"a".repeat(2000), PathErrorReason::TooLong);
+        assert_eq!(
+            err.to_string(),
+            "argument \"path\" is 2000 bytes long, over the limit of 1024 bytes; use a shorter path"
         );
     }
 }

@@ -71,7 +71,7 @@ impl ScopedStorage {
 
     /// `inner` without the prefix; a path outside the sub-tree (an ancestor of the
     /// prefix, in an error) becomes `path`, the caller's own argument.
-    fn outer(&self, inner: String, path: &str) -> String {
+    fn outer(&self, inner: &str, path: &str) -> String {
         match inner.strip_prefix(&self.prefix) {
             Some(rest) => rest.to_owned(),
             None => path.to_owned(),
@@ -82,18 +82,18 @@ impl ScopedStorage {
     fn map_err(&self, err: StorageError, path: &str) -> StorageError {
         match err {
             StorageError::NotFound { path: p } => StorageError::NotFound {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
             },
             StorageError::InvalidPath(e) => StorageError::InvalidPath(PathError {
-                path: self.outer(e.path, path),
+                path: self.outer(&e.path, path),
                 ..e
             }),
             StorageError::Denied { path: p, reason } => StorageError::Denied {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
                 reason: reason.replace(&self.prefix, ""),
             },
             StorageError::IsDirectory { path: p } => StorageError::IsDirectory {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
             },
             StorageError::ParentIsFile { path: p, parent } if !parent.starts_with(&self.prefix) => {
                 let _ = p;
@@ -103,26 +103,26 @@ impl ScopedStorage {
                 }
             }
             StorageError::ParentIsFile { path: p, parent } => StorageError::ParentIsFile {
-                path: self.outer(p, path),
-                parent: self.outer(parent, path),
+                path: self.outer(&p, path),
+                parent: self.outer(&parent, path),
             },
             StorageError::FileTooLarge {
                 path: p,
                 size,
                 limit,
             } => StorageError::FileTooLarge {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
                 size,
                 limit,
             },
             StorageError::Changed { path: p } => StorageError::Changed {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
             },
             StorageError::AlreadyExists { path: p } => StorageError::AlreadyExists {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
             },
             StorageError::Io { path: p, source } => StorageError::Io {
-                path: self.outer(p, path),
+                path: self.outer(&p, path),
                 source,
             },
             other => other,
@@ -252,7 +252,7 @@ mod tests {
                     assert_eq!(
                         (e.argument.as_str(), e.path.as_str(), e.reason),
                         ("path", path, want)
-                    )
+                    );
                 }
                 other => panic!("{path}: {other:?}"),
             }
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn search_is_filtered_to_the_subtree() {
         let s = shared();
-        let a = scope(s.clone(), "a").unwrap();
+        let a = scope(Arc::clone(&s) as Arc<dyn Storage>, "a").unwrap();
         let search = a.searchable().expect("inner is searchable");
         assert_eq!(search.search("x.md").unwrap(), ["x.md"]);
         assert_eq!(search.search_syntax(), s.search_syntax());

@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::registry::ToolCall;
 use crate::tools::testutil::{backend_tests, failed, invalid_arguments, Backend};
-use crate::tools::{register_vfs_tools, FilePolicy, VfsToolOptions};
+use crate::tools::{register_vfs_tools, VfsToolOptions};
+use crate::vfs::FilePolicy;
 use crate::vfs::{FileContent, FileEntry, MemoryStorage};
 
 async fn moves_a_file(backend: Backend) {
@@ -309,7 +310,11 @@ fn faulty(
             .expect("seed");
     }
     let registry = Registry::new();
-    register_vfs_tools(&registry, VfsToolOptions::new(storage.clone())).expect("register");
+    register_vfs_tools(
+        &registry,
+        VfsToolOptions::new(Arc::clone(&storage) as Arc<dyn Storage>),
+    )
+    .expect("register");
     (registry, storage)
 }
 
@@ -347,7 +352,7 @@ async fn a_failed_delete_leaves_both_and_says_so() {
     let (registry, storage) = faulty(&[("a.md", "x")], |_| false, |p| p == "a.md");
     assert_eq!(
         failed(call(&registry, json!({"source": "a.md", "destination": "b.md"})).await),
-        "wrote \"b.md\", but could not delete \"a.md\" (input/output error on \"a.md\": injected fault; try again, or try another path); both files now exist with the same content. Delete \"a.md\" with delete_file to finish the move"
+        "wrote \"b.md\", but could not delete \"a.md\" (input/output error on \"a.md\": injected fault); both files now exist with the same content. Delete \"a.md\" with delete_file to finish the move"
     );
     assert_eq!(files(&storage), pairs(&[("a.md", "x"), ("b.md", "x")]));
 }
@@ -392,7 +397,7 @@ async fn case_only_failures_restore_the_source() {
     let (registry, storage) = faulty(&[("Readme.md", "x")], |p| p == "README.md", |_| false);
     assert_eq!(
         failed(call(&registry, rename.clone()).await),
-        "could not write \"README.md\" (input/output error on \"README.md\": injected fault; try again, or try another path); \"Readme.md\" was restored, so nothing was changed"
+        "could not write \"README.md\" (input/output error on \"README.md\": injected fault); \"Readme.md\" was restored, so nothing was changed"
     );
     assert_eq!(files(&storage), pairs(&[("Readme.md", "x")]));
 
@@ -412,7 +417,7 @@ async fn case_only_failures_restore_the_source() {
     );
     assert_eq!(content, "x");
     assert!(
-        message.ends_with(&format!("restoring \"Readme.md\" failed too (input/output error on \"Readme.md\": injected fault; try again, or try another path); its content is kept in \"{staging}\"")),
+        message.ends_with(&format!("restoring \"Readme.md\" failed too (input/output error on \"Readme.md\": injected fault); its content is kept in \"{staging}\"")),
         "{message}"
     );
 
@@ -438,11 +443,11 @@ fn a_stopped_call_changes_nothing() {
         let job = Move {
             ctx: CallContext::new().with_cancellation(token),
             tools: Arc::new(FileTools {
-                storage: storage.clone(),
+                storage: Arc::clone(&storage) as Arc<dyn Storage>,
                 policy: FilePolicy::default(),
                 max_read_bytes: crate::tools::DEFAULT_MAX_READ_BYTES,
             }),
-            storage: storage.clone(),
+            storage: Arc::clone(&storage) as Arc<dyn Storage>,
             source: "a.md".into(),
             destination: destination.into(),
             overwrite: false,
@@ -522,7 +527,11 @@ fn kill_child() {
         storage.force_case_staging(true);
     }
     let registry = Registry::new();
-    register_vfs_tools(&registry, VfsToolOptions::new(storage.clone())).expect("register");
+    register_vfs_tools(
+        &registry,
+        VfsToolOptions::new(Arc::clone(&storage) as Arc<dyn Storage>),
+    )
+    .expect("register");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -533,8 +542,7 @@ fn kill_child() {
     }
     // libtest prints the test's name on the same line first.
     println!("{READY}");
-    use std::io::Write as _;
-    std::io::stdout().flush().expect("flush");
+    std::io::Write::flush(&mut std::io::stdout()).expect("flush");
     for round in 0u64.. {
         runtime.block_on(async {
             call(&registry, json!({"source": from, "destination": to}))

@@ -381,7 +381,7 @@ fn window_at_the_end_of_16_mib() {
     let total = (text.len() / 64) as u64;
     let window = Window::of(&text, "big.md", total, 2000, 1).expect("window");
     assert_eq!(window.total_lines, total);
-    assert_eq!(window.content, format!("{total}\t{}", line));
+    assert_eq!(window.content, format!("{total}\t{line}"));
     assert!(!window.truncated);
 }
 

@@ -115,7 +115,10 @@ fn summary(content: &[u8]) -> String {
 
 /// A tree with one of each thing `read` must tell apart, and the exact outcome of
 /// reading each, with whether the `openat2` path answers it (on Linux).
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "a table of cases, read right where it is built"
+)]
 fn read_cases(root: &Path) -> Vec<(&'static str, Result<(String, String, u64), String>, bool)> {
     std::fs::create_dir_all(root.join("d/sub")).unwrap();
     std::fs::write(root.join("d/a.md"), b"alpha\n").unwrap();
@@ -300,10 +303,32 @@ fn openat2_errors_are_classified() {
 }
 
 #[test]
-fn open_refuses_a_missing_root() {
+fn open_says_what_is_wrong_with_the_root_once() {
     let dir = tempfile::tempdir().unwrap();
-    let err = OsStorage::open(dir.path().join("nope")).unwrap_err();
-    assert!(matches!(err, StorageError::Io { .. }), "{err:?}");
+    let missing = dir.path().join("nope");
+    let err = OsStorage::open(&missing).unwrap_err();
+    assert!(
+        matches!(&err, OpenError::NotFound { path } if *path == missing),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("{} does not exist", missing.display())
+    );
+    // Nothing else to say: no OS error to print a second time, no hint for a model.
+    assert!(std::error::Error::source(&err).is_none());
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = OsStorage::open(&file).unwrap_err();
+    assert!(
+        matches!(&err, OpenError::NotADirectory { path } if *path == file),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("{} is not a directory", file.display())
+    );
+    assert_eq!(err.path(), file);
 }
 
 /// Every name under `dir`, recursively, relative to it, sorted.
@@ -528,7 +553,7 @@ fn a_file_growing_during_the_read_cannot_pass_the_cap() {
     assert_eq!(file.metadata().unwrap().len(), 0);
     match read_open("status", file, 10) {
         Err(StorageError::FileTooLarge { path, size, limit }) => {
-            assert_eq!((path.as_str(), size, limit), ("status", 11, 10))
+            assert_eq!((path.as_str(), size, limit), ("status", 11, 10));
         }
         other => panic!("{other:?}"),
     }

@@ -1,8 +1,9 @@
-//! The path policy every file tool (and a granted plugin's file access) applies before
-//! the storage is called: path rules, hidden paths, allowed extensions, the size cap.
+//! [`FilePolicy`]: the storage rules a caller applies on top of the path rules before a
+//! [`Storage`](super::Storage) is called: hidden paths, allowed extensions, the size cap,
+//! read-only. The built-in file tools and a granted plugin's `files` import apply the same
+//! policy, so a plugin reaches exactly what the built-in tools reach.
 
-use crate::registry::ToolError;
-use crate::vfs::{validate_path, PathError};
+use super::{validate_path, PathError};
 
 /// Default cap for written and moved files: 1 MiB.
 pub const DEFAULT_MAXIMUM_FILE_BYTES: u64 = 1024 * 1024;
@@ -10,7 +11,7 @@ pub const DEFAULT_MAXIMUM_FILE_BYTES: u64 = 1024 * 1024;
 /// The checks applied to every path argument and every file written.
 ///
 /// ```
-/// use toolhost::tools::FilePolicy;
+/// use toolhost::vfs::FilePolicy;
 ///
 /// let policy = FilePolicy {
 ///     hide_hidden_paths: true,
@@ -88,25 +89,6 @@ pub enum PolicyError {
         /// The cap.
         limit: u64,
     },
-}
-
-impl PolicyError {
-    /// The tool error for this refusal: path refusals are
-    /// [`ToolError::InvalidArguments`], the size cap is [`ToolError::FileTooLarge`].
-    pub fn into_tool_error(self, tool: &str) -> ToolError {
-        match self {
-            Self::TooLarge { path, size, limit } => ToolError::FileTooLarge {
-                tool: tool.to_owned(),
-                path,
-                size,
-                limit,
-            },
-            other => ToolError::InvalidArguments {
-                tool: tool.to_owned(),
-                message: other.to_string(),
-            },
-        }
-    }
 }
 
 impl FilePolicy {
@@ -292,16 +274,12 @@ mod tests {
         };
         assert!(policy.check_size("a", 10).is_ok());
         assert_eq!(
-            policy
-                .check_size("a", 11)
-                .unwrap_err()
-                .into_tool_error("write_file"),
-            ToolError::FileTooLarge {
-                tool: "write_file".into(),
+            policy.check_size("a", 11),
+            Err(PolicyError::TooLarge {
                 path: "a".into(),
                 size: 11,
                 limit: 10
-            }
+            })
         );
     }
 }

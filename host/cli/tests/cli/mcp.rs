@@ -9,19 +9,23 @@ use std::thread;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use toolhost::tools::DEFAULT_TOOL_NAMES;
 
-const BUILTINS_AND_PLAN: [&str; 10] = [
-    "read_file",
-    "list_files",
-    "write_file",
-    "delete_file",
-    "grep",
-    "glob",
-    "edit_file",
-    "multi_edit",
-    "move_file",
-    "todo_write",
-];
+/// The built-in file tools over a directory, in order (no `search`: a directory is not
+/// searchable).
+fn builtins() -> Vec<&'static str> {
+    DEFAULT_TOOL_NAMES
+        .into_iter()
+        .filter(|name| *name != "search")
+        .collect()
+}
+
+/// [`builtins`], then the plan tool.
+fn builtins_and_plan() -> Vec<&'static str> {
+    let mut names = builtins();
+    names.push("todo_write");
+    names
+}
 
 /// How long a test waits for one response before failing (not hanging).
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -166,7 +170,7 @@ fn mcp_session_over_stdio() {
     let list = server.request(2, "tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, BUILTINS_AND_PLAN);
+    assert_eq!(names, builtins_and_plan());
     for tool in tools {
         assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
@@ -342,9 +346,10 @@ fn bad_root_fails_at_startup() {
     assert_eq!(output.status.code(), Some(3));
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
+    // Said once: no OS error twice, no hint written for a model.
     assert_eq!(
         stderr,
-        "error: --root /does/not/exist does not exist; create it, or pass an existing directory (it defaults to the current one)\n"
+        "error: --root /does/not/exist does not exist; pass an existing directory (it defaults to the current one)\n"
     );
 }
 
@@ -399,7 +404,7 @@ fn host_call_prints_the_result_or_the_error() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).starts_with("error ["));
 
-    // Not JSON at all: a bad command line (exit 2), see cli_messages.rs.
+    // Not JSON at all: a bad command line (exit 2), see messages.rs.
     let output = call(root, &["read_file", "{path"]);
     assert_eq!(output.status.code(), Some(2));
 
@@ -466,7 +471,7 @@ fn host_tools_lists_definitions_in_order() {
         .iter()
         .map(|d| d["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, BUILTINS_AND_PLAN);
+    assert_eq!(names, builtins_and_plan());
     // Every built-in carries a title and its hints; only todo_write an output schema.
     for definition in &definitions {
         let keys: Vec<&String> = definition.as_object().unwrap().keys().collect();
@@ -574,7 +579,7 @@ fn mcp_session_with_plugins() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    let mut expected: Vec<&str> = BUILTINS_AND_PLAN[..9].to_vec();
+    let mut expected: Vec<&str> = builtins();
     expected.extend([
         "divide",
         "greet",

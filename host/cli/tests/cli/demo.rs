@@ -52,7 +52,10 @@ fn the_demo_tells_the_story_and_keeps_the_log_apart() {
     }
     // No raw JSON-RPC in the story, and no line longer than a screen's worth.
     assert!(!story.contains("jsonrpc"), "{story}");
-    assert!(story.lines().all(|line| line.chars().count() <= 500), "{story}");
+    assert!(
+        story.lines().all(|line| line.chars().count() <= 500),
+        "{story}"
+    );
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("plugin greet loaded"), "{logged}");
 

@@ -126,7 +126,7 @@ fn a_missing_root_is_said_not_to_exist_once() {
         assert_eq!(
             stderr(&output),
             format!(
-                "error: --root {} does not exist; create it, or pass an existing directory (it defaults to the current one)\n",
+                "error: --root {} does not exist; pass an existing directory (it defaults to the current one)\n",
                 missing.display()
             )
         );

@@ -1,0 +1,17 @@
+//! End-to-end tests of the `host` binary, as a child process (`CARGO_BIN_EXE_host`): one
+//! test binary with a module per area. It links neither wasmtime nor the plugin host:
+//! everything it checks goes through the binary's stdin, stdout, stderr and exit code.
+//! Library-level integration tests live in `tests/all` (package `toolhost-tests`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap is a failed test, with its location"
+)]
+
+mod cache;
+mod demo;
+mod guide;
+mod hostile_args;
+mod mcp;
+mod messages;
+mod new;
