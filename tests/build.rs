@@ -54,6 +54,8 @@ fn main() {
     rerun_if_changed(&root.join("sdk/src"));
     rerun_if_changed(&root.join("sdk/Cargo.toml"));
     rerun_if_changed(&root.join("wit"));
+    // The SDK binds its own copy of wit/ (scripts/sync-wit).
+    rerun_if_changed(&root.join("sdk/wit"));
     // The sdk inherits its dependency versions from the root workspace.
     rerun_if_changed(&root.join("Cargo.toml"));
 

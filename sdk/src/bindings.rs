@@ -16,8 +16,10 @@
 
 wit_bindgen::generate!({
     world: "plugin",
-    // Relative to this crate's manifest: the one WIT package the host also binds.
-    path: "../wit",
+    // Relative to this crate's manifest: a copy of the repository's wit/ (the package the
+    // host binds), inside this crate so that it packages; scripts/sync-wit makes the copy
+    // and tests/wit_in_sync.rs fails when it drifts.
+    path: "wit",
     // The plugin crate, not this one, exports the implementation, so the export macro
     // must be usable from another crate.
     pub_export_macro: true,

@@ -176,7 +176,7 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         let report = host.load_dir(plugins.path(), &registry);
         (registry, report, plugins)
     };
-    let (registry, report, _dir) = setup;
+    let (registry, report, plugins) = setup;
     let failed: Vec<String> = report
         .failed
         .iter()
@@ -229,6 +229,15 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         ),
         "{:?}",
         report.failed[2].error
+    );
+    // The message names both plugins' files.
+    assert_eq!(
+        report.failed[2].error.to_string(),
+        format!(
+            "{}: declares tool \"greet\", but the plugin {} already declares it; none of its tools were registered. Rename the tool or remove the other one",
+            plugins.path().join("zz_dupname.wasm").display(),
+            plugins.path().join("greet.wasm").display()
+        )
     );
     assert_eq!(registry.names(), ["greet", "upper", "lower"]);
 }

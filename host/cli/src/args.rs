@@ -56,8 +56,8 @@ Prints the result's content as JSON on stdout. On a tool error, prints
 `error [KIND]: MESSAGE` on stderr and exits 1 (KIND is e.g. unknown_tool,
 invalid_arguments, tool_panicked, timed_out, failed).
 
-Exit codes: 0 on success, 1 on a tool error, 2 for a bad command line, 3 when the tools
-cannot be set up.";
+Exit codes: 0 on success, 1 on a tool error, 2 for a bad command line (JSON arguments
+that are not one JSON object included), 3 when the tools cannot be set up.";
 
 const INSPECT_EXAMPLES: &str = "\
 Examples:
@@ -128,6 +128,47 @@ pub enum Command {
     /// Serve the tools as an MCP server over Streamable HTTP (`host run --http ADDR`).
     #[command(after_help = SERVE_EXAMPLES, mut_arg("http", |arg| arg.required(true)))]
     Serve(RunArgs),
+    /// Create a plugin project (outside this repository) that builds with one command.
+    #[command(after_help = NEW_EXAMPLES)]
+    New(NewArgs),
+}
+
+const NEW_EXAMPLES: &str = "\
+Examples:
+  host new word_tools                # ./word_tools: Cargo.toml, src/lib.rs, word_tools.toml, build, README.md
+  host new word_tools --dir ~/src    # ~/src/word_tools
+  cd word_tools && cargo test && ./build && host call --plugins dist word_tools '{\"text\":\"hi there\"}'
+
+The project depends on the SDK of the checkout this host was built from (or --sdk PATH).
+Nothing is overwritten: an existing folder is refused.
+
+Exit codes: 0, 2 for a bad command line (a name that is not lower_case_with_digits),
+3 when the project cannot be created.";
+
+/// `host new`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The plugin's name: lower-case letters, digits and _, starting with a letter. It
+    /// names the folder, the crate, the tool and NAME.wasm.
+    #[arg(value_name = "PLUGIN_NAME", value_parser = super::scaffold::parse_plugin_name)]
+    pub name: String,
+    /// The language of the project.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    pub lang: Lang,
+    /// Create the project folder in DIR [default: the current folder].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The toolhost-sdk crate to depend on (the sdk/ folder of a wasm-toolhost checkout)
+    /// [default: the one this host was built from].
+    #[arg(long, value_name = "PATH")]
+    pub sdk: Option<PathBuf>,
+}
+
+/// The languages `host new` writes a project in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A Rust crate using toolhost-sdk, built for wasm32-wasip2.
+    Rust,
 }
 
 /// `host run`.

@@ -12,7 +12,7 @@ use toolhost_mcp::McpServer;
 
 use super::args::{CallArgs, Command, InspectArgs, RunArgs, ToolsArgs};
 use super::setup::build_registry;
-use super::{plugins, EXIT_TOOL_ERROR};
+use super::{plugins, scaffold, EXIT_TOOL_ERROR, EXIT_USAGE};
 
 /// Runs one subcommand.
 pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
@@ -25,6 +25,10 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Lock(args) => super::oci::lock(args),
         Command::Pull(args) => super::oci::pull(args).await,
         Command::Push(args) => super::oci::push(args).await,
+        Command::New(args) => {
+            let project = scaffold::create(&args)?;
+            print(&scaffold::next_steps(&project, &args.name))
+        }
     }
 }
 
@@ -87,23 +91,56 @@ fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     print(&text)
 }
 
-/// One line per tool: its name, padded, and the first sentence of its description's
-/// first line (the built-in descriptions are one long paragraph).
+/// One line per tool: its name, padded, and a summary of its description ([`summary`]).
 fn tools_table(definitions: &[ToolDefinition]) -> String {
     let width = definitions.iter().map(|d| d.name.len()).max().unwrap_or(0);
     definitions
         .iter()
         .map(|d| {
-            let line = d.description.lines().next().unwrap_or_default().trim();
-            let summary = line.split_once(". ").map_or(line, |(first, _)| first);
-            let dot = if summary.len() < line.len() { "." } else { "" };
-            let summary = format!("{summary}{dot}");
-            format!("{:width$}  {summary}", d.name)
+            format!("{:width$}  {}", d.name, summary(&d.description))
                 .trim_end()
                 .to_owned()
                 + "\n"
         })
         .collect()
+}
+
+/// The longest summary `host tools` prints, in characters (the table stays readable in a
+/// terminal; `--json` has the whole description).
+const SUMMARY_CHARS: usize = 100;
+
+/// The first sentence of the description's first line, if it fits in [`SUMMARY_CHARS`];
+/// otherwise as many whole words as fit, followed by an ellipsis. A sentence ends at `.`,
+/// `!` or `?` right after a word (not `such as . (`) that is not an abbreviation (`e.g.`),
+/// followed by the end of the line or a space.
+fn summary(description: &str) -> String {
+    let line = description.lines().next().unwrap_or_default().trim();
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    let sentence_end = chars.iter().enumerate().find_map(|(i, &(at, c))| {
+        let word = line[..at].rsplit(' ').next().unwrap_or_default();
+        let after_word = word.chars().last().is_some_and(|before| {
+            before.is_alphanumeric() || matches!(before, ')' | '"' | '\'' | '`' | ']' | '}')
+        }) && !word.contains('.');
+        let then_space = chars.get(i + 1).is_none_or(|&(_, next)| next == ' ');
+        (matches!(c, '.' | '!' | '?') && after_word && then_space).then_some(at + c.len_utf8())
+    });
+    let sentence = &line[..sentence_end.unwrap_or(line.len())];
+    if sentence.chars().count() <= SUMMARY_CHARS {
+        return sentence.to_owned();
+    }
+    // Whole words within the cap (the ellipsis included), without a dangling `,` or `(`.
+    let cap = sentence
+        .char_indices()
+        .nth(SUMMARY_CHARS - 1)
+        .map_or(sentence.len(), |(at, _)| at);
+    // Up to and including the character at the cap (a space there ends a whole word).
+    let upto = cap + sentence[cap..].chars().next().map_or(0, char::len_utf8);
+    let cut = match sentence[..upto].rfind(' ') {
+        Some(space) if space > 0 => &sentence[..space],
+        _ => &sentence[..cap],
+    };
+    let cut = cut.trim_end_matches(|c: char| !c.is_alphanumeric() && !matches!(c, ')' | '"' | '`'));
+    format!("{cut}…")
 }
 
 #[allow(
@@ -120,6 +157,12 @@ async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.arguments
     };
+    // Broken JSON here is a bad command line (exit 2), said before any set-up, not a
+    // tool error the model would get.
+    if let Err(problem) = check_arguments(&arguments) {
+        eprintln!("error: {problem}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     let toolset = build_registry(&args.registry)?;
     let env = Environment::generate();
     debug!(session_id = %env.session_id, turn_id = %env.turn_id, tool = %args.name, "call");
@@ -137,6 +180,37 @@ async fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error [{}]: {err}", err.kind());
             Ok(ExitCode::from(EXIT_TOOL_ERROR))
         }
+    }
+}
+
+/// What `host call` takes as its JSON argument, for its error messages.
+const ARGUMENTS_EXAMPLE: &str = r#"pass one JSON object in single quotes, e.g. host call greet '{"name":"Ada"}', or - to read it from stdin"#;
+
+/// `host call`'s JSON argument must be one JSON object (empty means `{}`).
+fn check_arguments(arguments: &str) -> Result<(), String> {
+    if arguments.trim().is_empty() {
+        return Ok(());
+    }
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(other) => Err(format!(
+            "the tool's arguments must be a JSON object, not {}; {ARGUMENTS_EXAMPLE}",
+            json_kind(&other)
+        )),
+        Err(err) => Err(format!(
+            "the tool's arguments are not valid JSON ({err}); {ARGUMENTS_EXAMPLE}"
+        )),
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -183,5 +257,56 @@ mod tests {
             tools_table(&defs),
             "read_file  Read a file.\nglob       Find paths.\nx\n"
         );
+    }
+
+    /// grep's description came out as "... escape regex characters such as ." (cut at the
+    /// first ". "): a summary ends at a sentence's end or, when that is too long, at a word
+    /// with an ellipsis.
+    #[test]
+    fn summaries_end_at_a_sentence_or_a_word_with_an_ellipsis() {
+        assert_eq!(
+            summary("Read a file. Returns {content, size}. More."),
+            "Read a file."
+        );
+        assert_eq!(
+            summary("Find paths (e.g. docs/*.md) fast"),
+            "Find paths (e.g. docs/*.md) fast"
+        );
+        assert_eq!(
+            summary("Edit a file. old_string is the text."),
+            "Edit a file."
+        );
+        assert_eq!(summary("Find paths. * matches a segment."), "Find paths.");
+        assert_eq!(summary("Is it? Yes."), "Is it?");
+        // One long word: cut inside it, still with the ellipsis.
+        let long = "x".repeat(300);
+        assert_eq!(summary(&long).chars().count(), SUMMARY_CHARS);
+        let dir = tempfile::tempdir().unwrap();
+        let registry = toolhost::registry::Registry::new();
+        toolhost::tools::register_vfs_tools(
+            &registry,
+            toolhost::tools::VfsToolOptions::new(std::sync::Arc::new(
+                toolhost::vfs::OsStorage::open(dir.path()).unwrap(),
+            )),
+        )
+        .unwrap();
+        let definitions = registry.definitions();
+        let grep = definitions.iter().find(|d| d.name == "grep").unwrap();
+        let text = summary(&grep.description);
+        assert_eq!(
+            text,
+            "Search the contents of files with a regular expression (RE2 syntax: no look-around or…"
+        );
+        assert!(text.chars().count() <= SUMMARY_CHARS);
+        // Every built-in's summary is a whole sentence or ends with the ellipsis.
+        for definition in definitions {
+            let text = summary(&definition.description);
+            assert!(
+                text.ends_with('.') || text.ends_with('…'),
+                "{}: {text}",
+                definition.name
+            );
+            assert!(!text.ends_with(" ."), "{}: {text}", definition.name);
+        }
     }
 }

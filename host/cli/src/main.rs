@@ -1,5 +1,6 @@
 //! The `host` command line: serve the tools to an agent over MCP (`host run`), list them
-//! (`host tools`), call one by hand (`host call`), look into a plugin (`host inspect`).
+//! (`host tools`), call one by hand (`host call`), look into a plugin (`host inspect`),
+//! start a plugin project (`host new`).
 //!
 //! `run`, `tools` and `call` take the same flags ([`RegistryArgs`]) and build their
 //! registry with the same function, [`build_registry`], so what `host tools` lists is
@@ -36,9 +37,11 @@ mod units;
 mod oci;
 mod oci_args;
 mod plugins;
+mod scaffold;
 pub use args::{
     CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
 };
+pub use args::{Lang, NewArgs};
 pub use http::HttpArgs;
 pub use oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
 pub use setup::{build_registry, Toolset};
@@ -107,7 +110,7 @@ fn init_logging(default_level: &str) {
         .ok()
         .filter(|value| !value.trim().is_empty())
         .and_then(|value| EnvFilter::try_new(value).ok())
-        .unwrap_or_else(|| EnvFilter::new(default_level));
+        .unwrap_or_else(|| EnvFilter::new(log_directives(default_level)));
     // stderr as RUST_LOG (or -v) says, and, beside it with its own filter, the layer that
     // forwards log lines to MCP clients that asked for them (logging/setLevel).
     let stderr = tracing_subscriber::fmt::layer()
@@ -121,11 +124,41 @@ fn init_logging(default_level: &str) {
         .try_init();
 }
 
+/// Our crates (and the plugins' log lines, target `plugin`) at `level`; dependency crates at
+/// `warn` at most: at `debug`, Cranelift alone wrote 24,778 lines compiling one plugin.
+/// `RUST_LOG` can still ask for them (`RUST_LOG=debug`).
+fn log_directives(level: &str) -> String {
+    const OURS: [&str; 6] = [
+        "host",
+        "toolhost",
+        "toolhost_plugin",
+        "toolhost_mcp",
+        "toolhost_oci",
+        "plugin",
+    ];
+    if matches!(level, "error" | "warn") {
+        return level.to_owned();
+    }
+    std::iter::once("warn".to_owned())
+        .chain(OURS.iter().map(|target| format!("{target}={level}")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
 
     use super::{build_registry, Cli, Command};
+
+    #[test]
+    fn dependencies_stay_at_warn_unless_rust_log_says() {
+        assert_eq!(super::log_directives("warn"), "warn");
+        assert_eq!(
+            super::log_directives("debug"),
+            "warn,host=debug,toolhost=debug,toolhost_plugin=debug,toolhost_mcp=debug,plugin=debug"
+        );
+    }
 
     /// The module docs' example: `host tools --read-only --root DIR` builds the reading
     /// file tools only.

@@ -148,8 +148,9 @@ pub enum PluginErrorKind {
         /// The host's maximum.
         max: LimitValue,
     },
-    /// The manifest asks for more file access than the host allows.
-    #[error("the manifest asks for file access \"{asked}\" but the host allows at most \"{allowed}\"; the plugin was not loaded. To allow it, start the host with `--plugin-files {asked}` (PluginHostConfig::max_file_access), or remove the grant from the manifest")]
+    /// The manifest asks for more file access than the host allows (the CLI flag named in
+    /// the message is [`PluginHostConfig::max_file_access`](crate::PluginHostConfig::max_file_access) in a library).
+    #[error("the manifest asks for file access \"{asked}\" but the host allows at most \"{allowed}\"; the plugin was not loaded. To allow it, start the host with `--plugin-files {asked}`, or remove the grant from the manifest")]
     GrantDenied {
         /// What the manifest asks for.
         asked: FileAccess,
@@ -187,8 +188,9 @@ pub enum PluginErrorKind {
     DuplicateTool {
         /// The taken name.
         name: String,
-        /// Who has it: `a tool of that name is already registered`, or
-        /// `the plugin declares it twice`.
+        /// Who has it: `the plugin FILE already declares it` (another plugin of the same
+        /// [`PluginHost`](crate::PluginHost)), `a tool of that name is already registered
+        /// (not by a plugin)`, or `the plugin declares it twice`.
         taken_by: String,
     },
     /// The plugin's tool definitions are over a cap of

@@ -185,6 +185,9 @@ pub struct PluginHost {
     config: PluginHostConfig,
     pool: PoolPlan,
     shared: Arc<Shared>,
+    /// Which file registered each tool through this host, so a duplicate name can name both
+    /// plugins' files.
+    owners: std::sync::Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
 }
 
 impl fmt::Debug for PluginHost {
@@ -255,6 +258,7 @@ impl PluginHost {
             )),
             config,
             pool,
+            owners: Default::default(),
         })
     }
 

@@ -182,7 +182,7 @@ impl PluginHost {
         let prepared = self.prepare_all(&files, pins);
         for (path, prepared) in files.into_iter().zip(prepared) {
             match prepared
-                .and_then(|prepared| Self::register_prepared(&path, prepared, registry, &[]))
+                .and_then(|prepared| self.register_prepared(&path, prepared, registry, &[]))
             {
                 Ok(plugin) => {
                     tracing::debug!(
@@ -215,7 +215,7 @@ impl PluginHost {
     /// # Errors
     /// Any [`PluginError`]; on error, none of the plugin's tools is registered.
     pub fn load_file(&self, path: &Path, registry: &Registry) -> Result<LoadedPlugin, PluginError> {
-        Self::register_prepared(path, self.prepare(path)?, registry, &[])
+        self.register_prepared(path, self.prepare(path)?, registry, &[])
     }
 
     /// Loads one plugin in place of the tools named `replacing` (hot reload: a plugin's
@@ -247,7 +247,7 @@ impl PluginHost {
             .ask_all(vec![(path.to_owned(), compiled)])
             .pop()
             .unwrap_or_else(|| unreachable!("one answer per plugin"))?;
-        Self::register_prepared(path, prepared, registry, replacing)
+        self.register_prepared(path, prepared, registry, replacing)
     }
 
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
@@ -313,6 +313,7 @@ impl PluginHost {
     /// Registers a prepared plugin's tools, all or none, in place of the tools named
     /// `replacing` (none for a first load).
     fn register_prepared(
+        &self,
         path: &Path,
         prepared: Prepared,
         registry: &Registry,
@@ -320,7 +321,7 @@ impl PluginHost {
     ) -> Result<LoadedPlugin, PluginError> {
         for definition in &prepared.definitions {
             if registry.has(&definition.name) && !replacing.contains(&definition.name) {
-                return Err(taken(path, &definition.name));
+                return Err(self.taken(path, &definition.name));
             }
         }
         let tools: Vec<String> = prepared
@@ -341,11 +342,19 @@ impl PluginHost {
             .collect();
         registry.replace_all(replacing, batch).map_err(|err| match err {
             // Registered by someone else since the check above.
-            RegisterError::DuplicateTool { name } => taken(path, &name),
+            RegisterError::DuplicateTool { name } => self.taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
             // Reserved for a built-in, or not a valid name.
             other => PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason: other.to_string() }.at(path.to_owned()),
         })?;
+        if let Ok(mut owners) = self.owners.lock() {
+            for old in replacing {
+                owners.remove(old);
+            }
+            for tool in &tools {
+                owners.insert(tool.clone(), path.to_owned());
+            }
+        }
         Ok(LoadedPlugin {
             name: prepared.name,
             path: path.to_owned(),
@@ -663,12 +672,25 @@ async fn ask_definitions(
     Ok(compiled.with(definitions))
 }
 
-fn taken(path: &Path, name: &str) -> PluginError {
-    PluginErrorKind::DuplicateTool {
-        name: name.to_owned(),
-        taken_by: "a tool of that name is already registered".into(),
+impl PluginHost {
+    /// `name` is taken in the registry: by a plugin this host loaded (named by its file),
+    /// or by a tool registered otherwise (a built-in, the embedding program's own).
+    fn taken(&self, path: &Path, name: &str) -> PluginError {
+        let owner = self
+            .owners
+            .lock()
+            .ok()
+            .and_then(|owners| owners.get(name).cloned());
+        let taken_by = match owner {
+            Some(other) => format!("the plugin {} already declares it", other.display()),
+            None => "a tool of that name is already registered (not by a plugin)".into(),
+        };
+        PluginErrorKind::DuplicateTool {
+            name: name.to_owned(),
+            taken_by,
+        }
+        .at(path.to_owned())
     }
-    .at(path.to_owned())
 }
 
 /// What went wrong asking for the definitions, for the operator (the [`ToolError`]

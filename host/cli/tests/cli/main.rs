@@ -9,8 +9,12 @@
 )]
 
 mod cache;
+mod demo;
+mod guide;
 mod hostile_args;
 mod mcp;
+mod messages;
+mod new;
 mod oci;
 mod plugin_http;
 mod serve_http;

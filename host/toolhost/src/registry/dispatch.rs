@@ -93,9 +93,19 @@ impl Registry {
                 return Err(ToolError::Cancelled { tool: name.to_owned() });
             }
         };
-        let mut result = outcome
-            .map_err(|panic| panicked(name, &*panic))?
-            .map_err(|err| err.with_tool(name))?;
+        let mut result =
+            outcome
+                .map_err(|panic| panicked(name, &*panic))?
+                .map_err(|err| match err {
+                    // The handler stopped itself at the deadline this call gave it, and measured
+                    // its limit from its own start ("999ms" for `--timeout 1s`): report the
+                    // configured limit. A handler stopped earlier by its own, lower limit keeps
+                    // its figure.
+                    ToolError::TimedOut { tool, .. } if Instant::now() >= deadline => {
+                        ToolError::TimedOut { tool, limit }.with_tool(name)
+                    }
+                    err => err.with_tool(name),
+                })?;
         result.structured = match &entry.definition.output_schema {
             Some(schema) => {
                 super::check_output(schema, &result.content).map_err(|message| {
@@ -387,6 +397,45 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, ToolError::TimedOut { .. }), "{err:?}");
         assert!(started.elapsed() < Duration::from_millis(200));
+    }
+
+    /// A handler that stops itself at the deadline it was given reports the time it had
+    /// left ("999ms"); the error names the configured limit instead.
+    #[tokio::test]
+    async fn a_handler_timing_out_at_the_deadline_reports_the_configured_limit() {
+        let registry = Registry::new().with_call_timeout(Duration::from_millis(100));
+        for (name, own_limit) in [("at_deadline", None), ("own_limit", Some(30))] {
+            registry
+                .register(
+                    ToolDefinition::new(name, "Times out.", Value::Null),
+                    move |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                        let remaining = ctx.remaining().expect("dispatch sets a deadline");
+                        let limit = own_limit.map_or(remaining, Duration::from_millis);
+                        // Blocking, so the future is ready at its first poll, after the deadline
+                        // for `at_deadline` (as a plugin stopped by an epoch tick is).
+                        std::thread::sleep(limit);
+                        Err(ToolError::TimedOut {
+                            tool: String::new(),
+                            limit,
+                        })
+                    },
+                )
+                .unwrap();
+        }
+        assert_eq!(
+            call(&registry, "at_deadline", "{}").await.unwrap_err(),
+            ToolError::TimedOut {
+                tool: "at_deadline".into(),
+                limit: Duration::from_millis(100)
+            }
+        );
+        assert_eq!(
+            call(&registry, "own_limit", "{}").await.unwrap_err(),
+            ToolError::TimedOut {
+                tool: "own_limit".into(),
+                limit: Duration::from_millis(30)
+            }
+        );
     }
 
     #[tokio::test]

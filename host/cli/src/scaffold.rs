@@ -1,0 +1,296 @@
+//! `host new NAME`: a plugin project outside this repository that builds with one command
+//! (`./build`, which puts `dist/NAME.wasm` and its manifest `dist/NAME.toml` where
+//! `host run --plugins dist` loads them), with a unit test and a README.
+//!
+//! Each language is a list of template files ([`templates`]); a template's text has
+//! `{{name}}` (the plugin, crate, tool and file name) and `{{sdk}}` (the SDK's dependency)
+//! filled in. Rust is the only language so far; Python and JavaScript templates can be
+//! added the same way (their examples are `plugins/python/textstats` and
+//! `plugins/javascript/greeting`, built by `scripts/build-pyjs-plugins`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+use super::args::{Lang, NewArgs};
+
+/// The SDK of the checkout this binary was built from (`sdk/`), the default for `--sdk`.
+const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk");
+
+/// Longest plugin name: a tool name is at most 128 characters, a file name should stay short.
+const MAX_NAME_CHARS: usize = 64;
+
+/// `--lang`'s value for `NAME`: lower-case letters, digits and `_`, starting with a letter,
+/// so that one name serves as the crate, the tool, `NAME.wasm` and `NAME.toml`.
+///
+/// # Errors
+/// A message saying what is wrong and a name that would do.
+pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
+    let valid_chars = text
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let starts_with_letter = text.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    if text.is_empty() || text.chars().count() > MAX_NAME_CHARS {
+        return Err(format!(
+            "a plugin name has 1 to {MAX_NAME_CHARS} characters, e.g. word_tools"
+        ));
+    }
+    if !valid_chars || !starts_with_letter {
+        let suggestion: String = text
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let suggestion = suggestion.trim_start_matches(|c: char| !c.is_ascii_lowercase());
+        let hint = if suggestion.is_empty() {
+            "e.g. word_tools".to_owned()
+        } else {
+            format!("e.g. {suggestion}")
+        };
+        return Err(format!(
+            "\"{text}\" is not a plugin name: use lower-case letters, digits and _, starting with a letter ({hint}); it names the crate, the tool and NAME.wasm"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
+///
+/// # Errors
+/// When the directory already exists (nothing is overwritten), the SDK cannot be found,
+/// or a file cannot be written (what was created is removed).
+pub(crate) fn create(args: &NewArgs) -> anyhow::Result<PathBuf> {
+    let sdk = sdk_dir(args.sdk.as_deref())?;
+    let parent = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let project = parent.join(&args.name);
+    if std::fs::symlink_metadata(&project).is_ok() {
+        bail!(
+            "{} already exists; nothing was written. Choose another name, or another folder with --dir",
+            project.display()
+        );
+    }
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("cannot create the folder {}", parent.display()))?;
+    std::fs::create_dir(&project)
+        .with_context(|| format!("cannot create the project folder {}", project.display()))?;
+    let written = write_all(&project, &templates(args.lang), &args.name, &sdk);
+    if let Err(err) = written {
+        // Leave nothing half made.
+        let _ = std::fs::remove_dir_all(&project);
+        return Err(err);
+    }
+    Ok(project)
+}
+
+/// The SDK folder the project depends on: `--sdk`, or the checkout this host was built
+/// from; absolute, and holding the `toolhost-sdk` crate.
+fn sdk_dir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let (dir, flag) = match given {
+        Some(dir) => (dir.to_owned(), true),
+        None => (PathBuf::from(BUILT_FROM_SDK), false),
+    };
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    if !manifest.contains("name = \"toolhost-sdk\"") {
+        if flag {
+            bail!(
+                "--sdk {} is not the toolhost-sdk crate (no Cargo.toml naming toolhost-sdk there); pass the sdk/ folder of a wasm-toolhost checkout",
+                dir.display()
+            );
+        }
+        bail!(
+            "this host was built away from its source tree, so the plugin SDK is not at {}; pass --sdk PATH, the sdk/ folder of a wasm-toolhost checkout",
+            dir.display()
+        );
+    }
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve --sdk {}", dir.display()))
+}
+
+/// One file of a template: its path in the project, its text, and whether it is a script.
+struct Template {
+    path: &'static str,
+    text: &'static str,
+    executable: bool,
+}
+
+fn write_all(project: &Path, files: &[Template], name: &str, sdk: &Path) -> anyhow::Result<()> {
+    // The path as TOML string content: backslashes and quotes escaped.
+    let sdk_toml = sdk
+        .to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    for file in files {
+        let path = project.join(file.path.replace("{{name}}", name));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let text = file
+            .text
+            .replace("{{name}}", name)
+            .replace("{{sdk}}", &sdk_toml);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        out.write_all(text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        #[cfg(unix)]
+        if file.executable {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("cannot make {} executable", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The files of a project in `lang`.
+fn templates(lang: Lang) -> Vec<Template> {
+    match lang {
+        Lang::Rust => vec![
+            Template {
+                path: "Cargo.toml",
+                text: include_str!("scaffold/rust/Cargo.toml.in"),
+                executable: false,
+            },
+            Template {
+                path: "src/lib.rs",
+                text: include_str!("scaffold/rust/lib.rs.in"),
+                executable: false,
+            },
+            Template {
+                path: "{{name}}.toml",
+                text: include_str!("scaffold/rust/manifest.toml.in"),
+                executable: false,
+            },
+            Template {
+                path: "build",
+                text: include_str!("scaffold/rust/build.in"),
+                executable: true,
+            },
+            Template {
+                path: "README.md",
+                text: include_str!("scaffold/rust/README.md.in"),
+                executable: false,
+            },
+            Template {
+                path: ".gitignore",
+                text: "/target\n/dist\n",
+                executable: false,
+            },
+        ],
+    }
+}
+
+/// What `host new` prints when the project is made: where it is and the next commands.
+pub(crate) fn next_steps(project: &Path, name: &str) -> String {
+    format!(
+        "created {dir}: a Rust plugin with one tool, `{name}`\n\
+         \n\
+         next:\n  \
+           cd {dir}\n  \
+           cargo test        # the tool's unit tests, natively\n  \
+           ./build           # dist/{name}.wasm and dist/{name}.toml\n  \
+           host call --plugins dist {name} '{{\"text\":\"hello plugin world\"}}'\n  \
+           host run --plugins dist     # serve it to an MCP client\n\
+         \n\
+         README.md says how to add tools, ask for file access and set limits.\n",
+        dir = project.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_are_checked_with_a_suggestion() {
+        assert_eq!(parse_plugin_name("word_tools").unwrap(), "word_tools");
+        assert_eq!(parse_plugin_name("a1").unwrap(), "a1");
+        assert_eq!(
+            parse_plugin_name("My-Tool").unwrap_err(),
+            "\"My-Tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the crate, the tool and NAME.wasm"
+        );
+        // A path is not a name: nothing is created outside the folder.
+        assert!(parse_plugin_name("../evil")
+            .unwrap_err()
+            .contains("(e.g. evil)"));
+        assert!(parse_plugin_name("/tmp/x").is_err());
+        assert!(parse_plugin_name("1abc").is_err());
+        assert!(parse_plugin_name("").is_err());
+        assert!(parse_plugin_name(&"a".repeat(65)).is_err());
+    }
+
+    fn new_args(name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {
+        NewArgs {
+            name: name.to_owned(),
+            lang: Lang::Rust,
+            dir: Some(dir.to_owned()),
+            sdk: sdk.map(Path::to_owned),
+        }
+    }
+
+    #[test]
+    fn creates_the_project_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = create(&new_args("word_tools", dir.path(), None)).unwrap();
+        assert_eq!(project, dir.path().join("word_tools"));
+        let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+        let sdk = std::fs::canonicalize(BUILT_FROM_SDK).unwrap();
+        assert!(
+            cargo.contains(&format!(
+                "toolhost-sdk = {{ path = \"{}\" }}",
+                sdk.display()
+            )),
+            "{cargo}"
+        );
+        assert!(cargo.contains("name = \"word_tools\""), "{cargo}");
+        assert!(cargo.contains(r#"serde = { version = "1", features = ["derive"] }"#));
+        for file in [
+            "src/lib.rs",
+            "word_tools.toml",
+            "build",
+            "README.md",
+            ".gitignore",
+        ] {
+            let text = std::fs::read_to_string(project.join(file)).unwrap();
+            assert!(!text.contains("{{"), "{file} has an unfilled placeholder");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(project.join("build"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o111, 0o111);
+        }
+        // Again: refused, and the first project is untouched.
+        std::fs::write(project.join("src/lib.rs"), "// mine").unwrap();
+        let err = create(&new_args("word_tools", dir.path(), None)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} already exists; nothing was written. Choose another name, or another folder with --dir",
+                project.display()
+            )
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("src/lib.rs")).unwrap(),
+            "// mine"
+        );
+    }
+
+    #[test]
+    fn a_wrong_sdk_is_refused_and_nothing_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = create(&new_args("x", dir.path(), Some(dir.path()))).unwrap_err();
+        assert!(
+            err.to_string().ends_with("is not the toolhost-sdk crate (no Cargo.toml naming toolhost-sdk there); pass the sdk/ folder of a wasm-toolhost checkout"),
+            "{err}"
+        );
+        assert!(!dir.path().join("x").exists());
+    }
+}
