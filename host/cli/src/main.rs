@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(super::log_directives("warn"), "warn");
         assert_eq!(
             super::log_directives("debug"),
-            "warn,host=debug,toolhost=debug,toolhost_plugin=debug,toolhost_mcp=debug,plugin=debug"
+            "warn,host=debug,toolhost=debug,toolhost_plugin=debug,toolhost_mcp=debug,toolhost_oci=debug,plugin=debug"
         );
     }
 
