@@ -19,19 +19,8 @@ use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{MemoryStorage, Storage};
 use toolhost_fuzz::{json_object, runtime, text, Json, INTERESTING_STRINGS};
 
-const TOOLS: [&str; 11] = [
-    "read_file",
-    "list_files",
-    "write_file",
-    "delete_file",
-    "grep",
-    "glob",
-    "edit_file",
-    "multi_edit",
-    "move_file",
-    "search",
-    "todo_write",
-];
+/// Every built-in tool (the reserved names are exactly the built-ins).
+const TOOLS: [&str; 11] = toolhost::registry::RESERVED_TOOL_NAMES;
 
 #[derive(Debug)]
 struct Input {

@@ -365,23 +365,10 @@ impl Summary {
     }
 
     fn text(&self) -> String {
-        const BUILTINS: [&str; 11] = [
-            "read_file",
-            "list_files",
-            "write_file",
-            "delete_file",
-            "grep",
-            "glob",
-            "edit_file",
-            "multi_edit",
-            "move_file",
-            "search",
-            "todo_write",
-        ];
         let builtin = self
             .tools
             .iter()
-            .filter(|t| BUILTINS.contains(&t.as_str()))
+            .filter(|t| toolhost::registry::RESERVED_TOOL_NAMES.contains(&t.as_str()))
             .count();
         let mut text = format!(
             "Summary\n  tools listed:     {} ({builtin} built-in, {} from plugins)\n  calls made:       {} ({} answered, {} error result{}: {})\n",
