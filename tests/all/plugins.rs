@@ -288,3 +288,48 @@ async fn a_second_host_loads_from_the_compile_cache() {
     assert!(matches!(load(), CompileSource::Compiled(_)));
     assert!(matches!(load(), CompileSource::CacheHit(_)));
 }
+
+/// The `progress` import: a plugin's reports reach the caller's progress hook in order,
+/// with their messages; a call made without a hook costs the plugin nothing and fails
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_progress_reports_reach_the_caller_that_asked() {
+    use std::sync::{Arc, Mutex};
+    use toolhost::registry::{CallContext, Environment, ProgressHook, ToolCall};
+
+    let setup = setup(&["conformance"]);
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let ctx = CallContext::new().with_progress(ProgressHook::new(move |p| {
+        sink.lock().unwrap().push((p.progress, p.total, p.message));
+    }));
+    let result = setup
+        .registry
+        .dispatch(
+            &ctx,
+            &ToolCall::new("test_tool_with_progress", "{}"),
+            &Environment::generate(),
+        )
+        .await
+        .expect("test_tool_with_progress");
+    assert_eq!(
+        result.content,
+        json!("Reported progress 0, 50 and 100 of 100.")
+    );
+    let reports = seen.lock().unwrap().clone();
+    assert_eq!(
+        reports,
+        [0.0, 50.0, 100.0]
+            .map(|done| (done, Some(100.0), Some(format!("{done} of 100"))))
+            .to_vec()
+    );
+    // Without a hook, the same call just runs.
+    assert_eq!(
+        setup
+            .call("test_tool_with_progress", "{}")
+            .await
+            .expect("no hook"),
+        json!("Reported progress 0, 50 and 100 of 100.")
+    );
+}

@@ -17,7 +17,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::Semaphore;
 use wasmtime::{Engine, Store, UpdateDeadline};
@@ -316,7 +316,7 @@ impl PluginRuntime {
     /// # Errors
     /// The classified failure (trap, timeout, limit).
     pub(crate) async fn definitions(&self) -> Result<Vec<WitDefinition>, ToolError> {
-        match self.run("", None, Op::Definitions).await? {
+        match self.run("", &CallContext::new(), Op::Definitions).await? {
             Out::Definitions(definitions) => Ok(definitions),
             Out::Call(_) => unreachable!("a definitions call returns definitions"),
         }
@@ -343,7 +343,7 @@ impl PluginRuntime {
             env: &env,
         };
         let started = Instant::now();
-        let result = self.run(name, ctx.remaining(), op).await;
+        let result = self.run(name, ctx, op).await;
         tracing::trace!(target: "plugin", plugin = %self.name, tool = name, elapsed = ?started.elapsed(), "call done");
         let redactor = &self.grants.redactor;
         let redact = |error: ToolError| {
@@ -359,13 +359,10 @@ impl PluginRuntime {
         }
     }
 
-    /// Runs `op` in an instance under the limits; `remaining` is the caller's time left.
-    async fn run(
-        &self,
-        tool: &str,
-        remaining: Option<Duration>,
-        op: Op<'_>,
-    ) -> Result<Out, ToolError> {
+    /// Runs `op` in an instance under the limits, for a caller with `ctx` (its time left,
+    /// where progress reports go).
+    async fn run(&self, tool: &str, ctx: &CallContext, op: Op<'_>) -> Result<Out, ToolError> {
+        let remaining = ctx.remaining();
         let started = Instant::now();
         let time_limit = remaining.map_or(self.limits.timeout, |r| r.min(self.limits.timeout));
         let deadline = started + time_limit;
@@ -386,7 +383,7 @@ impl PluginRuntime {
         };
         let mut instance = self.checkout();
         let _running = self.shared.enter(instance.shard);
-        instance.arm(deadline, &self.limits, tool);
+        instance.arm(deadline, &self.limits, tool, ctx);
         let shard = instance.shard;
         let Instance { store, plugin, .. } = &mut instance;
         let outcome = tokio::time::timeout_at(deadline.into(), async {
@@ -529,10 +526,10 @@ impl PluginRuntime {
 
 impl Instance {
     /// Sets the deadline, fuel and per-call state for a call of `tool`.
-    fn arm(&mut self, deadline: Instant, limits: &PluginLimits, tool: &str) {
+    fn arm(&mut self, deadline: Instant, limits: &PluginLimits, tool: &str, ctx: &CallContext) {
         let state = self.store.data_mut();
         state.limiter.reset();
-        state.imports.begin_call(tool);
+        state.imports.begin_call(tool, ctx.clone());
         state.http_hooks.begin_call(tool, deadline);
         // A plugin with a fuel limit runs on the engine that meters fuel
         // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.

@@ -103,6 +103,7 @@ impl NewState {
                     io,
                     config: Arc::clone(&grants.config),
                     redactor: Arc::clone(&grants.redactor),
+                    call: toolhost::registry::CallContext::default(),
                 },
             },
             stdout,

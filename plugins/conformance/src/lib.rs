@@ -29,6 +29,18 @@ fn with_logging(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
     Ok("Logged three messages at info level.".to_owned())
 }
 
+/// Three increasing progress reports (0, 50, 100 of 100), a little over the host's
+/// 100 ms forwarding interval apart so that each one reaches the client.
+fn with_progress(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
+    for (i, done) in [0u64, 50, 100].into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(120));
+        }
+        log::progress(done, Some(100), Some(&format!("{done} of 100")));
+    }
+    Ok("Reported progress 0, 50 and 100 of 100.".to_owned())
+}
+
 fn reconnection(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
     Ok("Reconnection test completed successfully".to_owned())
 }
@@ -55,6 +67,12 @@ export_plugin!(|| vec![
         "Logs three lines at info level (conformance scenario tools-call-with-logging).",
         json!({ "type": "object" }),
         with_logging,
+    ),
+    Tool::new(
+        "test_tool_with_progress",
+        "Reports progress 0, 50 and 100 of 100 (conformance scenario tools-call-with-progress).",
+        json!({ "type": "object" }),
+        with_progress,
     ),
     Tool::new(
         "test_reconnection",

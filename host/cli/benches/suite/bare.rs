@@ -55,6 +55,7 @@ impl config::Host for BareState {
 
 impl log::Host for BareState {
     fn log(&mut self, _level: log::Level, _message: String) {}
+    fn progress(&mut self, _done: u64, _total: Option<u64>, _message: Option<String>) {}
 }
 
 impl files::Host for BareState {

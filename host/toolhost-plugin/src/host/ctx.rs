@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
+use toolhost::registry::CallContext;
 use wasmtime::component::HasData;
 
 use super::files::FileGrant;
@@ -31,13 +32,17 @@ pub(crate) struct ImportCtx {
     pub config: Arc<PluginConfig>,
     /// Replaces the plugin's secret values in its log lines.
     pub redactor: Arc<Redactor>,
+    /// The running call's context: where its `progress` reports go (nowhere while
+    /// loading, or when the caller did not ask for progress).
+    pub call: CallContext,
 }
 
 impl ImportCtx {
-    /// Resets the per-call state for a call of `tool`.
-    pub(crate) fn begin_call(&mut self, tool: &str) {
+    /// Resets the per-call state for a call of `tool` made with `call`.
+    pub(crate) fn begin_call(&mut self, tool: &str, call: CallContext) {
         tool.clone_into(&mut self.tool);
         self.budget = CallBudget::default();
+        self.call = call;
     }
 }
 
@@ -57,6 +62,7 @@ impl ImportCtx {
             io: Arc::new(Semaphore::new(io)),
             config: Arc::default(),
             redactor: Arc::default(),
+            call: CallContext::default(),
         }
     }
 }

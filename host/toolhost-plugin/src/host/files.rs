@@ -569,7 +569,7 @@ mod tests {
             too_large(Host::list(&mut ctx).await),
             "the listing of 3 files is 68 bytes, over what is left (5 bytes) of this tool call's read budget of 25 bytes (limits.max_read_bytes); read less per call"
         );
-        ctx.begin_call("t");
+        ctx.begin_call("t", toolhost::registry::CallContext::new());
         assert_eq!(
             Host::read(&mut ctx, "ten.md".into()).await.unwrap().size,
             10

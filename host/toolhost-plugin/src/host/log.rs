@@ -31,6 +31,14 @@ impl Host for ImportCtx {
             Level::Error => tracing::error!(target: "plugin", plugin, tool, "{message}"),
         }
     }
+
+    fn progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
+        // The MCP layer keeps reports increasing and throttles them; nothing is built
+        // unless the caller asked for progress.
+        self.call.report_progress(done, total, || {
+            message.map(|message| clean(&self.redactor.redact(&message), MAX_LOG_MESSAGE_BYTES))
+        });
+    }
 }
 
 /// `message` cut to `max` bytes (at a character boundary, with a note of the cut) and
