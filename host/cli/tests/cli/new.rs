@@ -129,6 +129,12 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
         )),
         "{said}"
     );
+    // The project's README says how to ship it, with its own name filled in.
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(
+        readme.contains("host push dist/word_count.wasm oci://REGISTRY/word_count:1"),
+        "{readme}"
+    );
     let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
     assert!(
         manifest.contains(&format!(
