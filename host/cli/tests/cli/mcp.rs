@@ -41,6 +41,11 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// The host's stderr so far, once [`Server::drain_stderr`] reads it.
+    stderr_log: Option<(
+        std::sync::Arc<std::sync::Mutex<String>>,
+        thread::JoinHandle<()>,
+    )>,
 }
 
 impl Server {
@@ -70,7 +75,27 @@ impl Server {
             child,
             stdin,
             lines,
+            stderr_log: None,
         }
+    }
+
+    /// Reads the host's stderr as it comes (a long-running server must never block on a
+    /// full pipe), keeping it for failure messages.
+    fn drain_stderr(&mut self) {
+        let Some(stderr) = self.child.stderr.take() else {
+            return;
+        };
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&log);
+        let reader = thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut log = sink.lock().unwrap_or_else(|p| p.into_inner());
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        self.stderr_log = Some((log, reader));
     }
 
     fn send_line(&mut self, line: &str) {
@@ -134,11 +159,16 @@ impl Server {
         drop(self.stdin.take());
         let output = self.child.wait_with_output().expect("wait for host run");
         let rest = self.lines.try_iter().collect();
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-            rest,
-        )
+        let stderr = match self.stderr_log.take() {
+            // Read as it came: complete once the reader has seen the end of the pipe.
+            Some((log, reader)) => {
+                let _ = reader.join();
+                let log = log.lock().unwrap_or_else(|p| p.into_inner());
+                log.clone()
+            }
+            None => String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        (output.status.code(), stderr, rest)
     }
 }
 
@@ -651,7 +681,13 @@ fn receive_until(server: &mut Server, wanted: impl Fn(&Value) -> bool) -> (Value
         let line = server
             .lines
             .recv_timeout(Duration::from_secs(120))
-            .expect("a message within two minutes");
+            .unwrap_or_else(|err| {
+                let log = server.stderr_log.as_ref().map_or_else(
+                    || "(not read)".to_owned(),
+                    |(log, _)| log.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                );
+                panic!("no message within two minutes ({err}); before: {before:?}; host stderr:\n{log}")
+            });
         let message: Value = serde_json::from_str(&line).unwrap();
         if wanted(&message) {
             return (message, before);
@@ -684,6 +720,7 @@ fn watch_reloads_plugins_and_tells_the_client() {
             "--watch",
         ],
     );
+    server.drain_stderr();
     let init = server.request(
         1,
         "initialize",
