@@ -405,6 +405,9 @@ impl PluginRuntime {
         })
         .await;
 
+        // The call's context (its progress hook holds the client's channel) is not kept
+        // by an instance that waits idle for the next call.
+        instance.store.data_mut().imports.call = CallContext::new();
         // Secrets out before anything reads the output (the log, an error's stderr tail).
         let stderr = self.redacted(instance.stderr.take());
         self.log_output(tool, "stdout", &self.redacted(instance.stdout.take()));
