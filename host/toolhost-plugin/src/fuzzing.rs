@@ -50,6 +50,9 @@ pub fn check_definitions(
             name: d.name,
             description: d.description,
             parameters: d.parameters,
+            title: None,
+            annotations: None,
+            output_schema: None,
         })
         .collect();
     super::loader::validate(path, raw, caps)
