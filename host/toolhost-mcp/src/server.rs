@@ -291,7 +291,8 @@ impl McpServer {
         // Tells an initialized legacy client when the tools change (with --watch).
         let announcer = tokio::spawn({
             let session = session.clone();
-            async move { session.announce_changes().await }
+            let changes = session.tool_changes();
+            async move { session.announce_changes(changes).await }
         });
         let mut line = Vec::new();
         let mut discarding = false;

@@ -432,18 +432,26 @@ impl Session {
         self.0.catalog.list_changed
     }
 
+    /// A receiver of the registry's changes that has seen the tool set as it is now.
+    pub(crate) fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        let mut changes = self.registry().changes();
+        changes.borrow_and_update();
+        changes
+    }
+
     /// Sends `notifications/tools/list_changed` through the session's notifier each time
     /// the registry's tools change, once a legacy client has initialized, until the session
     /// ends; returns at once when the session does not announce changes. A transport runs
     /// it beside the session (stdio: for the whole input; HTTP: while the session's GET
     /// stream is open). Clients of the modern era subscribe instead
     /// (`subscriptions/listen`).
-    pub(crate) async fn announce_changes(&self) {
+    ///
+    /// `changes` comes from [`Session::tool_changes`], taken before the task is spawned:
+    /// a change made before the task first runs is then still announced.
+    pub(crate) async fn announce_changes(&self, mut changes: tokio::sync::watch::Receiver<u64>) {
         if !self.announces_changes() {
             return;
         }
-        let mut changes = self.registry().changes();
-        changes.borrow_and_update();
         loop {
             tokio::select! {
                 changed = changes.changed() => {

@@ -1364,11 +1364,13 @@ async fn get_mcp(
     let stopping = app.stopping.clone();
     let app = Arc::clone(&app);
     debug!(session_id = %id, "session event stream opened");
+    // Taken now, as the stream opens: a change made before the tasks first run is announced.
+    let changes = session.tool_changes();
     tokio::spawn(async move {
         // While the stream is open, a change of the tools is announced on it.
         let announcer = tokio::spawn({
             let session = session.clone();
-            async move { session.announce_changes().await }
+            async move { session.announce_changes(changes).await }
         });
         let mut keep_alive = tokio::time::interval(KEEP_ALIVE);
         keep_alive.tick().await;
