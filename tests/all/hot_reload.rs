@@ -20,6 +20,21 @@ fn copy(plugin: &str, dir: &Path, as_name: &str) {
     std::fs::rename(&staging, dir.join(format!("{as_name}.wasm"))).unwrap();
 }
 
+/// A plugin host on the shared compile cache, with a 2 s call limit.
+fn host() -> Arc<PluginHost> {
+    Arc::new(
+        PluginHost::new(PluginHostConfig {
+            cache_dir: Some(cache_dir()),
+            default_limits: PluginLimits {
+                timeout: Duration::from_secs(2),
+                ..PluginLimits::default()
+            },
+            ..PluginHostConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
 /// Polls until something happens (a change is acted on at its second sighting).
 fn settle(watcher: &mut PluginWatcher) -> Vec<WatchEvent> {
     for _ in 0..5 {
@@ -50,17 +65,7 @@ async fn call(
 async fn plugins_come_change_break_and_go_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     copy("greet", dir.path(), "greet");
-    let host = Arc::new(
-        PluginHost::new(PluginHostConfig {
-            cache_dir: Some(cache_dir()),
-            default_limits: PluginLimits {
-                timeout: Duration::from_secs(2),
-                ..PluginLimits::default()
-            },
-            ..PluginHostConfig::default()
-        })
-        .unwrap(),
-    );
+    let host = host();
     let registry = Arc::new(Registry::new());
     let report = host.load_dir(dir.path(), &registry);
     assert_eq!(registry.names(), ["greet"]);
@@ -157,17 +162,7 @@ async fn plugins_come_change_break_and_go_without_a_restart() {
 async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     let dir = tempfile::tempdir().unwrap();
     copy("hostile_loop", dir.path(), "slow");
-    let host = Arc::new(
-        PluginHost::new(PluginHostConfig {
-            cache_dir: Some(cache_dir()),
-            default_limits: PluginLimits {
-                timeout: Duration::from_secs(2),
-                ..PluginLimits::default()
-            },
-            ..PluginHostConfig::default()
-        })
-        .unwrap(),
-    );
+    let host = host();
     let registry = Arc::new(Registry::new());
     let report = host.load_dir(dir.path(), &registry);
     let mut watcher = PluginWatcher::new(
@@ -211,13 +206,7 @@ async fn hot_reload_loads_only_what_the_lock_pins() {
     copy("greet", dir.path(), "greet");
     let (lock, _) = PluginLock::scan(dir.path(), None).unwrap();
     lock.write(dir.path()).unwrap();
-    let host = Arc::new(
-        PluginHost::new(PluginHostConfig {
-            cache_dir: Some(cache_dir()),
-            ..PluginHostConfig::default()
-        })
-        .unwrap(),
-    );
+    let host = host();
     let registry = Arc::new(Registry::new());
     let lock = PluginLock::read(dir.path()).unwrap();
     let report = host.load_dir_pinned(dir.path(), &registry, lock.as_ref());
