@@ -242,11 +242,7 @@ impl PluginHost {
             lock,
             path: &lock_path,
         });
-        let compiled = self.compile_with(path, false, pins);
-        let prepared = self
-            .ask_all(vec![(path.to_owned(), compiled)])
-            .pop()
-            .unwrap_or_else(|| unreachable!("one answer per plugin"))?;
+        let prepared = self.prepare_with(path, false, pins)?;
         self.register_prepared(path, prepared, registry, replacing)
     }
 
@@ -379,7 +375,7 @@ impl PluginHost {
     /// As [`PluginHost::load_file`], except [`PluginErrorKind::GrantDenied`] and
     /// [`PluginErrorKind::DuplicateTool`] for a name taken in a registry.
     pub fn inspect(&self, path: &Path) -> Result<PluginInfo, PluginError> {
-        let prepared = self.prepare_with(path, true)?;
+        let prepared = self.prepare_with(path, true, None)?;
         Ok(PluginInfo {
             name: prepared.name,
             path: path.to_owned(),
@@ -403,11 +399,18 @@ impl PluginHost {
     }
 
     fn prepare(&self, path: &Path) -> Result<Prepared, PluginError> {
-        self.prepare_with(path, false)
+        self.prepare_with(path, false, None)
     }
 
-    fn prepare_with(&self, path: &Path, any_grant: bool) -> Result<Prepared, PluginError> {
-        let compiled = self.compile_with(path, any_grant, None);
+    /// One plugin compiled (checked against `pins` first, when given) and asked for its
+    /// definitions; `any_grant` resolves its manifest for inspection.
+    fn prepare_with(
+        &self,
+        path: &Path,
+        any_grant: bool,
+        pins: Option<Pins<'_>>,
+    ) -> Result<Prepared, PluginError> {
+        let compiled = self.compile_with(path, any_grant, pins);
         self.ask_all(vec![(path.to_owned(), compiled)])
             .pop()
             .unwrap_or_else(|| unreachable!("one answer per plugin"))
