@@ -387,6 +387,38 @@ impl OsStorage {
         prefix: &str,
         out: &mut Vec<String>,
     ) -> Result<(), StorageError> {
+        self.walk_files(dir, prefix, &mut |_, rel| {
+            out.push(rel);
+            Ok(())
+        })
+    }
+
+    /// The files under `dir` with their size and modification time.
+    fn walk(&self, dir: &Dir, prefix: &str, out: &mut Vec<FileEntry>) -> Result<(), StorageError> {
+        self.walk_files(dir, prefix, &mut |entry, rel| {
+            let md = match entry.metadata() {
+                Ok(md) => md,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(io_error(&rel, e)),
+            };
+            out.push(FileEntry {
+                updated_at: modified(&rel, &md)?,
+                size: md.len(),
+                path: rel,
+            });
+            Ok(())
+        })
+    }
+
+    /// Calls `on_file` with each regular file under `dir` (its entry and its path, `prefix`
+    /// first), in directory order, depth first. Skips what no method could reach (links,
+    /// temporary files, bad names) and entries gone since the listing.
+    fn walk_files(
+        &self,
+        dir: &Dir,
+        prefix: &str,
+        on_file: &mut dyn FnMut(&cap_std::fs::DirEntry, String) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
         let shown = if prefix.is_empty() { "." } else { prefix };
         let entries = dir.entries().map_err(|e| io_error(shown, e))?;
         for entry in entries {
@@ -413,51 +445,12 @@ impl OsStorage {
             }
             if file_type.is_dir() {
                 match entry.open_dir() {
-                    Ok(sub) => self.walk_paths(&sub, &format!("{rel}/"), out)?,
+                    Ok(sub) => self.walk_files(&sub, &format!("{rel}/"), on_file)?,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(io_error(&rel, e)),
                 }
             } else if file_type.is_file() {
-                out.push(rel);
-            }
-        }
-        Ok(())
-    }
-
-    fn walk(&self, dir: &Dir, prefix: &str, out: &mut Vec<FileEntry>) -> Result<(), StorageError> {
-        let shown = if prefix.is_empty() { "." } else { prefix };
-        let entries = dir.entries().map_err(|e| io_error(shown, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error(shown, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let rel = format!("{prefix}{name}");
-            // Skip what no method could reach: links, temporary files, bad names.
-            if is_reserved_name(name) || validate_path("path", &rel).is_err() {
-                continue;
-            }
-            let file_type = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io_error(&rel, e)),
-            };
-            if file_type.is_dir() {
-                match entry.open_dir() {
-                    Ok(sub) => self.walk(&sub, &format!("{rel}/"), out)?,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_error(&rel, e)),
-                }
-            } else if file_type.is_file() {
-                let md = match entry.metadata() {
-                    Ok(md) => md,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io_error(&rel, e)),
-                };
-                out.push(FileEntry {
-                    updated_at: modified(&rel, &md)?,
-                    size: md.len(),
-                    path: rel,
-                });
+                on_file(&entry, rel)?;
             }
         }
         Ok(())
