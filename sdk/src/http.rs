@@ -40,7 +40,8 @@ use std::time::Duration;
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
-    ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse, Method,
+    OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
 };
 use wasip2::io::streams::StreamError;
 
@@ -494,15 +495,22 @@ fn send_once(
     // Send first, then write the body: the host reads it while sending.
     let future =
         outgoing_handler::handle(request, options).map_err(|code| from_code(&code, url))?;
-    write_body(outgoing, body).map_err(|code| match code {
-        Some(code) => from_code(&code, url),
-        None => failed("writing the request body failed".into()),
-    })?;
-    future.subscribe().block();
-    let incoming = match future.get() {
-        Some(Ok(Ok(response))) => response,
-        Some(Ok(Err(code))) => return Err(from_code(&code, url)),
-        Some(Err(())) | None => return Err(failed("the response was lost".into())),
+    if let Err(code) = write_body(outgoing, body) {
+        return Err(match code {
+            Some(code) => from_code(&code, url),
+            // The host closes the body when it refuses the request (a declared length
+            // over its limit, a denied host): the reason is in the response, so wait
+            // for it rather than report a bare broken pipe.
+            None => match response_of(&future) {
+                Some(Err(code)) => from_code(&code, url),
+                _ => failed("writing the request body failed".into()),
+            },
+        });
+    }
+    let incoming = match response_of(&future) {
+        Some(Ok(response)) => response,
+        Some(Err(code)) => return Err(from_code(&code, url)),
+        None => return Err(failed("the response was lost".into())),
     };
     let status = incoming.status();
     let headers = incoming
@@ -524,6 +532,13 @@ fn send_once(
         body,
         url: format!("{}{}", url.origin(), url.path),
     })
+}
+
+/// Waits for the answer to a sent request: `None` when it was lost (taken twice, or the
+/// host dropped it).
+fn response_of(future: &FutureIncomingResponse) -> Option<Result<IncomingResponse, ErrorCode>> {
+    future.subscribe().block();
+    future.get()?.ok()
 }
 
 /// Writes `body` into `outgoing` and finishes it. `Err(Some(code))` when the host says

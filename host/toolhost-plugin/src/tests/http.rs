@@ -504,6 +504,20 @@ async fn requests_per_call_and_body_sizes_are_limited() {
         message,
         "the request body is larger than the host allows (at most 1024 bytes)"
     );
+    // A body too big to sit in the pipe is still being written when the host refuses
+    // the request and closes it: the plugin must get the reason, not a broken pipe.
+    let message = failed_message(
+        call(
+            &registry,
+            "send",
+            json!({"url": server.url("/hello"), "method": "POST", "body_bytes": 4_000_000}),
+        )
+        .await,
+    );
+    assert_eq!(
+        message,
+        "the request body is larger than the host allows (at most 1024 bytes)"
+    );
     let small = call(
         &registry,
         "send",
