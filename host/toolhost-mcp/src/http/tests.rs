@@ -14,13 +14,15 @@ use hyper::body::Frame;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use toolhost::registry::{
     Arguments, CallContext, Environment, Registry, ToolDefinition, ToolError, ToolResult,
 };
 
+use super::streams::event_stream;
 use super::*;
+use crate::session::Message;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;

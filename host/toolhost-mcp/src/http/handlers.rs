@@ -1,0 +1,423 @@
+//! The endpoint's methods: `POST` (one message, or a batch), `GET` (the session's event
+//! stream) and `DELETE` (end the session).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn};
+
+use crate::jsonrpc::{
+    parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST, METHOD_NOT_FOUND,
+    PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::revision::Revision;
+use crate::session::{Message, Notifier, Session, Step};
+
+use super::admit::{
+    accept, body_version, check_mirrored_headers, check_protocol, read_body, session_refusal,
+};
+use super::streams::{answer_one, event, event_stream, finished, sse_response, ChannelOutlet};
+use super::{
+    header_str, json, refuse, reject, App, Conn, KEEP_ALIVE, PROTOCOL_HEADER, SERVER_ERROR,
+    SESSION_HEADER, STREAM_QUEUE,
+};
+
+pub(super) async fn post_mcp(
+    State(app): State<Arc<App>>,
+    Extension(conn): Extension<Conn>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let client = match app.admit(headers, &parts.uri, &conn) {
+        Ok(client) => client,
+        Err(response) => return *response,
+    };
+    let content_type = header_str(headers, "content-type").unwrap_or_default();
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    if !media.eq_ignore_ascii_case("application/json") {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Unsupported Media Type: {content_type:?}; send one JSON-RPC message with Content-Type: application/json"),
+        );
+    }
+    let accepts = accept(headers);
+    if !accepts.json && !accepts.sse {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: this server answers with application/json or text/event-stream; accept both",
+        );
+    }
+    if let Err(response) = check_protocol(headers) {
+        return *response;
+    }
+    let body = match read_body(body, headers, app.max_body_bytes).await {
+        Ok(body) => body,
+        Err(response) => return *response,
+    };
+    let text = body.trim_ascii();
+    // The revision the header names: how an error whose id could not be read is given
+    // before a session says, and whether a stateless server takes a batch.
+    let revision = header_str(headers, PROTOCOL_HEADER).and_then(|v| Revision::parse(v.trim()));
+    let null_id = revision.is_some_and(Revision::null_error_id);
+    // An array is a batch, read once the session says whether its revision has them.
+    let is_batch = text.first() == Some(&b'[');
+    let message = parse_line(text);
+    if let Err(err) = &message {
+        if !is_batch && (err.code == PARSE_ERROR || err.code == INVALID_REQUEST) {
+            debug!(peer = %conn.peer, code = err.code, "{}", err.message);
+            return json(
+                StatusCode::BAD_REQUEST,
+                Bytes::from(err.encode_with(null_id)),
+            );
+        }
+    }
+    if let Ok(Incoming::Request { id, method, params }) = &message {
+        if let Err(err) = check_mirrored_headers(headers, id, method, params) {
+            debug!(peer = %conn.peer, "{}", err.message);
+            return json(StatusCode::BAD_REQUEST, Bytes::from(err.encode_with(false)));
+        }
+    }
+    let modern_method = match &message {
+        Ok(Incoming::Request { params, .. }) => body_version(params)
+            .as_deref()
+            .and_then(Revision::parse)
+            .is_some_and(Revision::is_modern),
+        _ => false,
+    };
+    let initialize =
+        matches!(&message, Ok(Incoming::Request { method, .. }) if method == "initialize");
+    // A request of the modern era (2026-07-28) stands alone: it needs no session.
+    let modern =
+        revision.is_some_and(Revision::is_modern) && header_str(headers, SESSION_HEADER).is_none();
+    let (session, new_id) = if !app.sessions.stateful() || modern {
+        match app.sessions.ephemeral(client.as_deref()).await {
+            Ok(session) => (session, None),
+            Err(refusal) => return session_refusal(refusal),
+        }
+    } else if initialize {
+        match app.sessions.create(client.as_deref()).await {
+            Ok(session) => {
+                let id = session.environment().session_id.clone();
+                (session, Some(id))
+            }
+            Err(refusal) => return session_refusal(refusal),
+        }
+    } else {
+        match app.session_of(headers, client.as_deref()).await {
+            Ok((session, _)) => (session, None),
+            Err(response) => return *response,
+        }
+    };
+    if is_batch {
+        let batches = if app.sessions.stateful() && !modern {
+            session.accepts_batches()
+        } else {
+            revision.is_some_and(Revision::accepts_batches)
+        };
+        match (batches, parse_batch(text)) {
+            (true, Some(Ok(members))) => return post_batch(&app, &conn, &session, members).await,
+            (true, Some(Err(err))) | (false, Some(Err(err))) => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    session.error_message(&err).to_bytes(),
+                )
+            }
+            _ => {
+                let err = message.err().unwrap_or_else(|| {
+                    RpcError::new(
+                        RequestId::null(),
+                        INVALID_REQUEST,
+                        "Invalid Request".to_owned(),
+                    )
+                });
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    session.error_message(&err).to_bytes(),
+                );
+            }
+        }
+    }
+    let mut response = match session.receive(message) {
+        Step::Nothing => StatusCode::ACCEPTED.into_response(),
+        // 2026-07-28: an unknown method is 404 with its JSON-RPC error, so a client tells
+        // it from a server without the endpoint.
+        Step::Reply(reply) if modern_method && reply.error_code() == Some(METHOD_NOT_FOUND) => {
+            json(StatusCode::NOT_FOUND, reply.to_bytes())
+        }
+        Step::Reply(reply)
+            if modern_method && reply.error_code() == Some(UNSUPPORTED_PROTOCOL_VERSION) =>
+        {
+            json(StatusCode::BAD_REQUEST, reply.to_bytes())
+        }
+        Step::Listen(listen) => {
+            if !accepts.sse {
+                let err = RpcError::new(
+                    listen.id().clone(),
+                    INVALID_REQUEST,
+                    "Invalid Request: subscriptions/listen is answered as an event stream; send Accept: text/event-stream".to_owned(),
+                );
+                return json(
+                    StatusCode::NOT_ACCEPTABLE,
+                    session.error_message(&err).to_bytes(),
+                );
+            }
+            // A subscription holds one of the connection's places as a call does, so
+            // the streams one client keeps open are bounded (HTTP/2 multiplexes them).
+            let Ok(request_permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+                let err = RpcError::new(
+                    listen.id().clone(),
+                    SERVER_ERROR,
+                    format!("Service Unavailable: {} requests are running on this connection, the most allowed; close a subscription or use another connection", app.per_connection),
+                );
+                return json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    session.error_message(&err).to_bytes(),
+                );
+            };
+            // The client gone (the stream dropped): the subscription ends.
+            let guard = listen.cancellation().drop_guard();
+            let (sender, mut receiver) = mpsc::channel(STREAM_QUEUE);
+            let notifier = Notifier::new(Arc::new(ChannelOutlet {
+                sender,
+                lossy: false,
+            }));
+            let mut task = tokio::spawn(async move {
+                let _permit = request_permit;
+                listen.run(notifier).await
+            });
+            tokio::select! {
+                biased;
+                Some(first) = receiver.recv() => event_stream(first, receiver, task, guard),
+                joined = &mut task => {
+                    drop(guard.disarm());
+                    finished(&accepts, joined, &mut receiver)
+                }
+            }
+        }
+        Step::Reply(reply) => answer_one(&accepts, reply),
+        Step::Call(call) => {
+            let busy = |message: String, id: &RequestId| {
+                let mut response = json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Bytes::from(RpcError::new(id.clone(), SERVER_ERROR, message).encode()),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                response
+            };
+            let Ok(request_permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+                return busy(
+                    format!("Service Unavailable: {} tool calls are running on this connection, the most allowed; retry when one ends, or use another connection", app.per_connection),
+                    call.id(),
+                );
+            };
+            let slot = match app.limiter.try_acquire(call.argument_bytes()) {
+                Ok(slot) => slot,
+                Err(err) => {
+                    info!(peer = %conn.peer, "refused a tool call: {err}");
+                    return busy(format!("Service Unavailable: {err}"), call.id());
+                }
+            };
+            let token = call.cancellation();
+            // The client gone (this future or the stream dropped): the call stops.
+            let guard = token.drop_guard();
+            let (sender, mut receiver) = mpsc::channel(STREAM_QUEUE);
+            let notifier = if accepts.sse {
+                Notifier::new(Arc::new(ChannelOutlet {
+                    sender,
+                    lossy: false,
+                }))
+            } else {
+                Notifier::none()
+            };
+            let mut task = tokio::spawn(async move {
+                let _permit = request_permit;
+                call.run(slot, notifier).await
+            });
+            tokio::select! {
+                biased;
+                joined = &mut task => {
+                    drop(guard.disarm());
+                    finished(&accepts, joined, &mut receiver)
+                }
+                Some(first) = receiver.recv() => {
+                    event_stream(first, receiver, task, guard)
+                }
+            }
+        }
+    };
+    if let Some(id) = new_id {
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+    }
+    response
+}
+
+/// A JSON-RPC batch (2025-03-26): each member served as if it came alone, the calls
+/// concurrently (each taking its place among the calls in flight, or answered busy), and
+/// one JSON array of the answers; `202` when there is none (notifications only).
+/// Notifications about the calls are not sent: a batch is answered with JSON.
+pub(super) async fn post_batch(
+    app: &App,
+    conn: &Conn,
+    session: &Session,
+    members: Vec<Result<Incoming, RpcError>>,
+) -> Response {
+    enum Answer {
+        Ready(Message),
+        Running(tokio::task::JoinHandle<Option<Message>>),
+    }
+    let mut answers = Vec::with_capacity(members.len());
+    // Dropped with this future (the client gone): the batch's calls stop.
+    let mut guards = Vec::new();
+    for member in members {
+        match session.receive(member) {
+            Step::Nothing => {}
+            Step::Reply(reply) => answers.push(Answer::Ready(reply)),
+            Step::Listen(listen) => {
+                let err = RpcError::new(
+                    listen.id().clone(),
+                    INVALID_REQUEST,
+                    "Invalid Request: subscriptions/listen cannot be part of a batch; send it alone, accepting text/event-stream".to_owned(),
+                );
+                answers.push(Answer::Ready(session.error_message(&err)));
+            }
+            Step::Call(call) => {
+                let busy = |message: String| {
+                    Answer::Ready(Message::error(&RpcError::new(
+                        call.id().clone(),
+                        SERVER_ERROR,
+                        format!("Service Unavailable: {message}"),
+                    )))
+                };
+                let Ok(permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+                    answers.push(busy(format!("{} tool calls are running on this connection, the most allowed; retry when one ends", app.per_connection)));
+                    continue;
+                };
+                let slot = match app.limiter.try_acquire(call.argument_bytes()) {
+                    Ok(slot) => slot,
+                    Err(err) => {
+                        answers.push(busy(err.to_string()));
+                        continue;
+                    }
+                };
+                guards.push(call.cancellation().drop_guard());
+                answers.push(Answer::Running(tokio::spawn(async move {
+                    let _permit = permit;
+                    call.run(slot, Notifier::none()).await
+                })));
+            }
+        }
+    }
+    let mut gathered = Vec::with_capacity(answers.len());
+    for answer in answers {
+        match answer {
+            Answer::Ready(reply) => gathered.push(reply),
+            Answer::Running(task) => match task.await {
+                Ok(Some(reply)) => gathered.push(reply),
+                Ok(None) => {}
+                Err(err) => warn!("a tool call task failed outside the registry: {err}"),
+            },
+        }
+    }
+    for guard in guards {
+        drop(guard.disarm());
+    }
+    match Message::batch(gathered) {
+        Some(reply) => json(StatusCode::OK, reply.to_bytes()),
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+pub(super) async fn get_mcp(
+    State(app): State<Arc<App>>,
+    Extension(conn): Extension<Conn>,
+    request: Request,
+) -> Response {
+    let streams = |headers: &HeaderMap| {
+        if !accept(headers).sse {
+            return Err(reject(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: GET opens an event stream; send Accept: text/event-stream",
+            ));
+        }
+        check_protocol(headers)
+    };
+    let (session, id) = match app.admit_session(&conn, request, "GET", streams).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if !app.sessions.set_streaming(&id, true) {
+        return refuse(
+            StatusCode::CONFLICT,
+            "Conflict: this session already has its GET event stream open; use that one",
+        );
+    }
+    let (sender, mut messages) = mpsc::channel(STREAM_QUEUE);
+    session.set_notifier(Notifier::new(Arc::new(ChannelOutlet {
+        sender,
+        lossy: true,
+    })));
+    let (frames, receiver) = mpsc::channel::<Bytes>(STREAM_QUEUE);
+    let stopping = app.stopping.clone();
+    let app = Arc::clone(&app);
+    debug!(session_id = %id, "session event stream opened");
+    // Taken now, as the stream opens: a change made before the tasks first run is announced.
+    let changes = session.tool_changes();
+    tokio::spawn(async move {
+        // While the stream is open, a change of the tools is announced on it.
+        let announcer = tokio::spawn({
+            let session = session.clone();
+            async move { session.announce_changes(changes).await }
+        });
+        let mut keep_alive = tokio::time::interval(KEEP_ALIVE);
+        keep_alive.tick().await;
+        loop {
+            tokio::select! {
+                Some(message) = messages.recv() => {
+                    if frames.send(event(&message)).await.is_err() { break }
+                }
+                _ = keep_alive.tick() => {
+                    if frames.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() { break }
+                }
+                () = frames.closed() => break,
+                () = stopping.cancelled() => break,
+                () = session_closed(&session) => break,
+            }
+        }
+        announcer.abort();
+        session.set_notifier(Notifier::none());
+        app.sessions.set_streaming(&id, false);
+        debug!(session_id = %id, "session event stream closed");
+    });
+    sse_response(receiver)
+}
+
+pub(super) async fn session_closed(session: &Session) {
+    session.closed().await;
+}
+
+pub(super) async fn delete_mcp(
+    State(app): State<Arc<App>>,
+    Extension(conn): Extension<Conn>,
+    request: Request,
+) -> Response {
+    match app
+        .admit_session(&conn, request, "DELETE", |_| Ok(()))
+        .await
+    {
+        Ok((_, id)) => {
+            app.sessions.terminate(&id);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(response) => response,
+    }
+}
