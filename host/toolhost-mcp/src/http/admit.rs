@@ -18,6 +18,7 @@ use crate::session::Session;
 
 use super::guard::{host_name, normalize_origin};
 use super::sessions::Refusal;
+use super::LOG_TARGET;
 use super::{
     header_str, json, refuse, reject, App, Conn, Rejection, BODY_TIMEOUT, PROTOCOL_HEADER,
     SESSION_HEADER,
@@ -39,7 +40,7 @@ impl App {
             };
             let name = host.as_deref().and_then(host_name);
             if !name.is_some_and(|name| hosts.contains(&name)) {
-                warn!(peer = %conn.peer, host = ?host, "refused a request for a host that is not allowed (DNS rebinding?)");
+                warn!(target: LOG_TARGET, peer = %conn.peer, host = ?host, "refused a request for a host that is not allowed (DNS rebinding?)");
                 return Err(reject(
                     StatusCode::FORBIDDEN,
                     format!(
@@ -53,7 +54,7 @@ impl App {
         if let (Some(origins), Some(origin)) = (&self.origins, headers.get(header::ORIGIN)) {
             let origin = origin.to_str().map(normalize_origin).unwrap_or_default();
             if !origins.contains(&origin) {
-                warn!(peer = %conn.peer, %origin, "refused a request from a browser origin that is not allowed");
+                warn!(target: LOG_TARGET, peer = %conn.peer, %origin, "refused a request from a browser origin that is not allowed");
                 return Err(reject(
                     StatusCode::FORBIDDEN,
                     format!("Forbidden: requests from the origin {origin:?} are not allowed; start the server with --allow-origin {origin} if that page should use it"),
@@ -76,7 +77,7 @@ impl App {
         };
         match presented {
             None => {
-                debug!(peer = %conn.peer, "refused a request without a bearer token");
+                debug!(target: LOG_TARGET, peer = %conn.peer, "refused a request without a bearer token");
                 let mut response = refuse(
                     StatusCode::UNAUTHORIZED,
                     "Unauthorized: send the token as `Authorization: Bearer TOKEN`",
@@ -89,7 +90,7 @@ impl App {
             Some(token) => match tokens.check(token) {
                 Some(client) => Ok(client.name),
                 None => {
-                    warn!(peer = %conn.peer, "refused a request with a wrong bearer token");
+                    warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
                     let mut response = refuse(
                         StatusCode::UNAUTHORIZED,
                         "Unauthorized: the bearer token is not valid; check the token you were given",
@@ -175,7 +176,7 @@ pub(super) fn session_refusal(refusal: Refusal) -> Response {
             response
         }
         Refusal::Setup(err) => {
-            warn!("cannot set up a session: {err}");
+            warn!(target: LOG_TARGET, "cannot set up a session: {err}");
             refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Internal Server Error: cannot set up the session: {err}"),

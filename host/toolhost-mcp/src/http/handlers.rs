@@ -22,6 +22,7 @@ use super::admit::{
     accept, body_version, check_mirrored_headers, check_protocol, read_body, session_refusal,
 };
 use super::streams::{answer_one, event, event_stream, finished, sse_response, ChannelOutlet};
+use super::LOG_TARGET;
 use super::{
     header_str, json, refuse, reject, App, Conn, KEEP_ALIVE, PROTOCOL_HEADER, SERVER_ERROR,
     SESSION_HEADER, STREAM_QUEUE,
@@ -70,7 +71,7 @@ pub(super) async fn post_mcp(
     let message = parse_line(text);
     if let Err(err) = &message {
         if !is_batch && (err.code == PARSE_ERROR || err.code == INVALID_REQUEST) {
-            debug!(peer = %conn.peer, code = err.code, "{}", err.message);
+            debug!(target: LOG_TARGET, peer = %conn.peer, code = err.code, "{}", err.message);
             return json(
                 StatusCode::BAD_REQUEST,
                 Bytes::from(err.encode_with(null_id)),
@@ -79,7 +80,7 @@ pub(super) async fn post_mcp(
     }
     if let Ok(Incoming::Request { id, method, params }) = &message {
         if let Err(err) = check_mirrored_headers(headers, id, method, params) {
-            debug!(peer = %conn.peer, "{}", err.message);
+            debug!(target: LOG_TARGET, peer = %conn.peer, "{}", err.message);
             return json(StatusCode::BAD_REQUEST, Bytes::from(err.encode_with(false)));
         }
     }
@@ -221,7 +222,7 @@ pub(super) async fn post_mcp(
             let slot = match app.limiter.try_acquire(call.argument_bytes()) {
                 Ok(slot) => slot,
                 Err(err) => {
-                    info!(peer = %conn.peer, "refused a tool call: {err}");
+                    info!(target: LOG_TARGET, peer = %conn.peer, "refused a tool call: {err}");
                     return busy(format!("Service Unavailable: {err}"), call.id());
                 }
             };
@@ -324,7 +325,9 @@ pub(super) async fn post_batch(
             Answer::Running(task) => match task.await {
                 Ok(Some(reply)) => gathered.push(reply),
                 Ok(None) => {}
-                Err(err) => warn!("a tool call task failed outside the registry: {err}"),
+                Err(err) => {
+                    warn!(target: LOG_TARGET, "a tool call task failed outside the registry: {err}");
+                }
             },
         }
     }
@@ -369,7 +372,7 @@ pub(super) async fn get_mcp(
     let (frames, receiver) = mpsc::channel::<Bytes>(STREAM_QUEUE);
     let stopping = app.stopping.clone();
     let app = Arc::clone(&app);
-    debug!(session_id = %id, "session event stream opened");
+    debug!(target: LOG_TARGET, session_id = %id, "session event stream opened");
     // Taken now, as the stream opens: a change made before the tasks first run is announced.
     let changes = session.tool_changes();
     tokio::spawn(async move {
@@ -396,7 +399,7 @@ pub(super) async fn get_mcp(
         announcer.abort();
         session.set_notifier(Notifier::none());
         app.sessions.set_streaming(&id, false);
-        debug!(session_id = %id, "session event stream closed");
+        debug!(target: LOG_TARGET, session_id = %id, "session event stream closed");
     });
     sse_response(receiver)
 }

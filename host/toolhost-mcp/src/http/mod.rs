@@ -87,6 +87,11 @@ use crate::session::{CallLimiter, Counters};
 
 use sessions::Sessions;
 
+/// The target of the transport's log lines in every file of this module: its own path, the
+/// logger name clients see in `notifications/message` and what `RUST_LOG` filters on,
+/// as it was when the module was one file.
+const LOG_TARGET: &str = module_path!();
+
 /// The endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
 

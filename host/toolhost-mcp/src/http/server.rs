@@ -25,6 +25,7 @@ use crate::session::{CallLimiter, Counters};
 use super::guard::{host_name, normalize_origin};
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
 use super::sessions::{Registries, Sessions};
+use super::LOG_TARGET;
 use super::{App, Conn, HttpConfig, HttpError, HEADER_TIMEOUT, KEEP_ALIVE, MCP_PATH};
 
 /// A bound Streamable HTTP server.
@@ -171,6 +172,7 @@ impl HttpServer {
         let connections = Arc::new(Semaphore::new(max_connections));
         let graceful = GracefulShutdown::new();
         info!(
+            target: LOG_TARGET,
             %addr,
             path = MCP_PATH,
             auth = app.tokens.is_some(),
@@ -189,7 +191,7 @@ impl HttpServer {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(err) => {
-                        warn!("accepting a connection failed: {err}; retrying");
+                        warn!(target: LOG_TARGET, "accepting a connection failed: {err}; retrying");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     }
@@ -214,23 +216,24 @@ impl HttpServer {
             tokio::spawn(async move {
                 let _permit: OwnedSemaphorePermit = permit;
                 if let Err(err) = connection.await {
-                    debug!(%peer, "connection ended: {err}");
+                    debug!(target: LOG_TARGET, %peer, "connection ended: {err}");
                 }
             });
         }
         drop(listener);
         let running = app.counters.calls_running.load(Ordering::SeqCst);
         info!(
+            target: LOG_TARGET,
             calls_running = running,
             grace = ?shutdown_grace,
             "shutting down: no new connections; running calls get the grace period to finish"
         );
         app.stopping.cancel();
         tokio::select! {
-            () = graceful.shutdown() => info!("every connection closed; MCP server stopped"),
+            () = graceful.shutdown() => info!(target: LOG_TARGET, "every connection closed; MCP server stopped"),
             () = tokio::time::sleep(shutdown_grace) => {
                 let running = app.counters.calls_running.load(Ordering::SeqCst);
-                warn!(calls_running = running, "grace period over: cancelling the calls still running");
+                warn!(target: LOG_TARGET, calls_running = running, "grace period over: cancelling the calls still running");
                 app.sessions.close_all();
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }

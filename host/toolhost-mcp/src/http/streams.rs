@@ -16,6 +16,7 @@ use tracing::{debug, warn};
 use crate::session::{Message, Outlet};
 
 use super::admit::Accept;
+use super::LOG_TARGET;
 use super::{json, refuse, STREAM_QUEUE};
 
 /// The plain answer to a call: its response, or `204` when it was cancelled (a cancelled
@@ -28,7 +29,7 @@ pub(super) fn answer(
         Ok(Some(reply)) => answer_one(accepts, reply),
         Ok(None) => StatusCode::NO_CONTENT.into_response(),
         Err(err) => {
-            warn!("a tool call task failed outside the registry: {err}");
+            warn!(target: LOG_TARGET, "a tool call task failed outside the registry: {err}");
             refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Internal Server Error: the tool call failed inside the server",
@@ -55,7 +56,9 @@ pub(super) fn finished(
     match joined {
         Ok(Some(reply)) => sent.push(reply),
         Ok(None) => {}
-        Err(err) => warn!("a tool call task failed outside the registry: {err}"),
+        Err(err) => {
+            warn!(target: LOG_TARGET, "a tool call task failed outside the registry: {err}");
+        }
     }
     let (frames, receiver) = mpsc::channel::<Bytes>(sent.len());
     for message in &sent {
@@ -135,7 +138,7 @@ pub(super) fn event_stream(
                     match joined {
                         Ok(Some(reply)) => { let _ = frames.send(event(&reply)).await; }
                         Ok(None) => {}
-                        Err(err) => warn!("a tool call task failed outside the registry: {err}"),
+                        Err(err) => warn!(target: LOG_TARGET, "a tool call task failed outside the registry: {err}"),
                     }
                     return;
                 }
@@ -167,7 +170,7 @@ impl Outlet for ChannelOutlet {
         Box::pin(async move {
             if self.lossy {
                 if let Err(mpsc::error::TrySendError::Full(_)) = self.sender.try_send(message) {
-                    debug!("a session event stream is full: dropped a notification");
+                    debug!(target: LOG_TARGET, "a session event stream is full: dropped a notification");
                 }
             } else {
                 let _ = self.sender.send(message).await;
