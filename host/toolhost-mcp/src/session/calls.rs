@@ -1,0 +1,202 @@
+//! Running what [`Session::receive`](super::Session::receive) hands back: a
+//! `tools/call` ([`PendingCall`]) and a `subscriptions/listen` ([`PendingListen`]).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use toolhost::registry::{CallContext, ToolCall};
+
+use crate::conn::{progress_hook, Subscription};
+use crate::convert::{call_result, CallParams};
+use crate::jsonrpc::RequestId;
+use crate::logging::{self, SinkGuard};
+use crate::protocol::{self, RequestMeta};
+
+use super::LOG_TARGET;
+use super::{CallSlot, Message, Notifier, Registration};
+
+/// A `tools/call` to run, from [`Session::receive`]. Dropping it without running drops
+/// the call (its entry among the calls in flight goes with it).
+pub(crate) struct PendingCall {
+    pub(super) registration: Registration,
+    pub(super) id: RequestId,
+    pub(super) call: CallParams,
+    pub(super) meta: RequestMeta,
+}
+
+impl std::fmt::Debug for PendingCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingCall")
+            .field("id", &self.id)
+            .field("tool", &self.call.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingCall {
+    /// The request's id.
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    #[cfg(test)]
+    /// The tool's name.
+    pub(crate) fn tool(&self) -> &str {
+        &self.call.name
+    }
+
+    /// The size of the arguments' JSON text, what the call holds of
+    /// [`McpLimits::max_in_flight_bytes`].
+    pub(crate) fn argument_bytes(&self) -> usize {
+        self.call.arguments.len()
+    }
+
+    /// A token cancelled when the client cancels the call (or the session ends); a
+    /// transport cancels it too when its client is gone.
+    pub(crate) fn cancellation(&self) -> CancellationToken {
+        self.registration.token.clone()
+    }
+
+    /// Runs the call, holding `slot` until it ends, and gives its response: `None` when
+    /// the call was cancelled (MCP: a cancelled request is not answered). Messages about
+    /// the call (progress when the client sent a `progressToken`, log lines at the level
+    /// it asked for) go through `notifier`, when they fit without waiting.
+    pub(crate) async fn run(self, slot: CallSlot, notifier: Notifier) -> Option<Message> {
+        let _slot = slot;
+        let session = self.registration.session.clone();
+        let token = self.registration.token.clone();
+        let env = session.0.env.next_turn();
+        let id = self.id;
+        let meta = self.meta;
+        // Log lines of this call go to the client that asked, at the level it asked for:
+        // in the modern era per request; in the legacy era at the session's level, on
+        // this call's own channel when it has one (an HTTP event stream), else on the
+        // session's.
+        let level = if meta.modern {
+            meta.log_level
+        } else {
+            session.0.conn.level()
+        };
+        let request_sink = match level {
+            Some(level) if notifier.is_connected() => {
+                let sender = notifier.clone();
+                Some(SinkGuard::new(Some(level), false, move |line| {
+                    sender.try_send(Message::text(line));
+                }))
+            }
+            _ => None,
+        };
+        let sink = match (&request_sink, meta.modern) {
+            (Some(sink), _) => sink.id(),
+            (None, true) => 0,
+            (None, false) => session.0.conn.sink_id(),
+        };
+        let progress = match &meta.progress_token {
+            Some(progress_token) if notifier.is_connected() => Some(progress_hook(
+                progress_token.clone(),
+                notifier.clone(),
+                token.clone(),
+            )),
+            _ => None,
+        };
+        info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %self.call.name, request = %id, "tools/call");
+        let started = Instant::now();
+        let call = ToolCall {
+            id: id.as_json().to_owned(),
+            name: self.call.name,
+            arguments: self.call.arguments,
+        };
+        let mut ctx = CallContext::new().with_cancellation(token.clone());
+        if let Some((hook, _)) = &progress {
+            ctx = ctx.with_progress(hook.clone());
+        }
+        // The call's own lines (the plugin's, the host's about it) go to its log sink.
+        let span = logging::call_span(sink);
+        let outcome = tracing::Instrument::instrument(
+            session.registry().dispatch(&ctx, &call, &env),
+            span.clone(),
+        )
+        .await;
+        // Progress stops with the call, whatever its threads still do.
+        if let Some((_, done)) = &progress {
+            done.cancel();
+        }
+        drop(self.registration);
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        span.in_scope(|| match &outcome {
+            Ok(_) => info!(target: LOG_TARGET, turn_id = %env.turn_id, tool = %call.name, elapsed_ms, "tool call ok"),
+            Err(err) => info!(
+                target: LOG_TARGET,
+                turn_id = %env.turn_id, tool = %call.name, elapsed_ms, kind = err.kind(),
+                "tool call failed: {err}"
+            ),
+        });
+        drop(request_sink);
+        if token.is_cancelled() {
+            // MCP: the receiver of a cancellation should not answer the cancelled request.
+            debug!(target: LOG_TARGET, request = %id, "not answering a cancelled call");
+            return None;
+        }
+        let result = protocol::complete(&meta, call_result(&outcome));
+        Some(Message::response(&id, Bytes::from(result.to_string())))
+    }
+}
+
+/// A `subscriptions/listen` request to run, from [`Session::receive`]: it acknowledges,
+/// then sends the tool-list changes it asked for until the client cancels it or the
+/// session ends. Dropping it without running drops the subscription.
+pub(crate) struct PendingListen {
+    pub(super) registration: Registration,
+    pub(super) subscription: Subscription,
+}
+
+impl std::fmt::Debug for PendingListen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingListen")
+            .field("id", self.subscription.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingListen {
+    /// The request's id.
+    pub(crate) fn id(&self) -> &RequestId {
+        self.subscription.id()
+    }
+
+    /// A token cancelled when the client cancels the subscription (or the session
+    /// ends); a transport cancels it too when its client is gone.
+    pub(crate) fn cancellation(&self) -> CancellationToken {
+        self.registration.token.clone()
+    }
+
+    /// Runs the subscription, sending its notifications through `notifier`, until the
+    /// client cancels it (`None`: not answered) or the session ends (its response).
+    pub(crate) async fn run(self, notifier: Notifier) -> Option<Message> {
+        let changes = self.registration.session.registry().changes();
+        let token = self.registration.token.clone();
+        let closing = self.registration.session.0.conn.closing.clone();
+        // A cancelled request is not answered; the session's end completes it.
+        let cancelled = CancellationToken::new();
+        let watcher = {
+            let (token, cancelled) = (token.clone(), cancelled.clone());
+            async move {
+                token.cancelled().await;
+                if !closing.is_cancelled() {
+                    cancelled.cancel();
+                }
+            }
+        };
+        let run = self.subscription.run(changes, &notifier, cancelled.clone());
+        tokio::pin!(run);
+        let answer = tokio::select! {
+            answer = &mut run => answer,
+            () = watcher => run.await,
+        };
+        drop(self.registration);
+        answer
+    }
+}

@@ -1,0 +1,180 @@
+//! What the calls in flight may hold ([`CallLimiter`], [`CallSlot`]) and the server's
+//! counters ([`Counters`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tracing::info;
+
+use crate::server::McpLimits;
+
+use super::LOG_TARGET;
+
+/// What a server holds now and held at most, counted across every session that shares
+/// the counters.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) queued_bytes: AtomicUsize,
+    pub(crate) queued_answers: AtomicUsize,
+    pub(crate) peak_queued_bytes: AtomicUsize,
+    pub(crate) calls_running: AtomicUsize,
+    pub(crate) peak_calls_running: AtomicUsize,
+    pub(crate) call_argument_bytes: AtomicUsize,
+    pub(crate) tools_list_encodings: AtomicUsize,
+}
+
+/// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
+/// [`McpLimits::max_in_flight_bytes`] of arguments. Share one among the sessions whose
+/// calls it bounds together. Never closed: acquiring only waits.
+#[derive(Debug, Clone)]
+pub(crate) struct CallLimiter {
+    calls: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+    bytes_capacity: usize,
+    limits: McpLimits,
+    counters: Arc<Counters>,
+}
+
+/// Why [`CallLimiter::try_acquire`] gave no slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum Busy {
+    /// As many calls as allowed are running.
+    #[error("{limit} tool calls are running, the most allowed at once; retry when one ends")]
+    Calls {
+        /// The limit, [`McpLimits::max_in_flight`].
+        limit: usize,
+    },
+    /// The calls running hold too many bytes of arguments for these to fit.
+    #[error("the tool calls running hold too much argument data ({limit} bytes at most) for {wanted} more bytes; retry when one ends")]
+    Bytes {
+        /// The limit, [`McpLimits::max_in_flight_bytes`].
+        limit: usize,
+        /// The arguments' size.
+        wanted: usize,
+    },
+}
+
+impl CallLimiter {
+    #[cfg(test)]
+    /// A limiter for `limits`' in-flight counts, with its own counters.
+    pub(crate) fn new(limits: &McpLimits) -> Self {
+        Self::with_counters(limits, Arc::default())
+    }
+
+    pub(crate) fn with_counters(limits: &McpLimits, counters: Arc<Counters>) -> Self {
+        let bytes_capacity = limits.max_in_flight_bytes.get().min(Semaphore::MAX_PERMITS);
+        Self {
+            calls: Arc::new(Semaphore::new(
+                limits.max_in_flight.get().min(Semaphore::MAX_PERMITS),
+            )),
+            bytes: Arc::new(Semaphore::new(bytes_capacity)),
+            bytes_capacity,
+            limits: *limits,
+            counters,
+        }
+    }
+
+    fn wanted(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.clamp(1, self.bytes_capacity)).unwrap_or(u32::MAX)
+    }
+
+    /// A place for one more call whose arguments are `bytes` long, waiting while
+    /// [`McpLimits::max_in_flight`] calls hold one, or while the arguments do not fit in
+    /// what [`McpLimits::max_in_flight_bytes`] leaves. Arguments larger than the whole
+    /// budget wait until no other call runs, then go alone.
+    pub(crate) async fn acquire(&self, bytes: usize) -> CallSlot {
+        let permit = match Arc::clone(&self.calls).try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                info!(
+                    target: LOG_TARGET,
+                    limit = self.limits.max_in_flight,
+                    "tool calls at the in-flight limit: this call, and reading further messages, wait until one ends"
+                );
+                Arc::clone(&self.calls).acquire_owned().await.ok()
+            }
+        };
+        let wanted = self.wanted(bytes);
+        let bytes_permit = match Arc::clone(&self.bytes).try_acquire_many_owned(wanted) {
+            Ok(permit) => Some(permit),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                info!(
+                    target: LOG_TARGET,
+                    limit = self.limits.max_in_flight_bytes,
+                    arguments = bytes,
+                    "tool call arguments over the in-flight byte limit: this call, and reading further messages, wait until calls end"
+                );
+                Arc::clone(&self.bytes)
+                    .acquire_many_owned(wanted)
+                    .await
+                    .ok()
+            }
+        };
+        self.slot(permit, bytes_permit, bytes)
+    }
+
+    /// A place for one more call, now or never: for transports that refuse work over the
+    /// limit instead of waiting.
+    ///
+    /// # Errors
+    /// [`Busy`] naming the limit that is reached.
+    pub(crate) fn try_acquire(&self, bytes: usize) -> Result<CallSlot, Busy> {
+        let permit = Arc::clone(&self.calls)
+            .try_acquire_owned()
+            .map_err(|_| Busy::Calls {
+                limit: self.limits.max_in_flight.get(),
+            })?;
+        let bytes_permit = Arc::clone(&self.bytes)
+            .try_acquire_many_owned(self.wanted(bytes))
+            .map_err(|_| Busy::Bytes {
+                limit: self.limits.max_in_flight_bytes.get(),
+                wanted: bytes,
+            })?;
+        Ok(self.slot(Some(permit), Some(bytes_permit), bytes))
+    }
+
+    fn slot(
+        &self,
+        permit: Option<OwnedSemaphorePermit>,
+        bytes_permit: Option<OwnedSemaphorePermit>,
+        bytes: usize,
+    ) -> CallSlot {
+        let c = &self.counters;
+        let now = c.calls_running.fetch_add(1, Ordering::SeqCst) + 1;
+        c.peak_calls_running.fetch_max(now, Ordering::SeqCst);
+        c.call_argument_bytes.fetch_add(bytes, Ordering::SeqCst);
+        CallSlot {
+            _permits: (permit, bytes_permit),
+            bytes,
+            counters: Arc::clone(&self.counters),
+        }
+    }
+}
+
+/// One tool call's place among the calls in flight, given back when dropped.
+pub(crate) struct CallSlot {
+    /// A place and its arguments' bytes (`None` only if the semaphores were closed,
+    /// which they never are).
+    _permits: (Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>),
+    bytes: usize,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for CallSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallSlot")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.counters.calls_running.fetch_sub(1, Ordering::SeqCst);
+        self.counters
+            .call_argument_bytes
+            .fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
