@@ -18,7 +18,7 @@ use crate::protocol::{self, RequestMeta};
 use super::LOG_TARGET;
 use super::{CallSlot, Message, Notifier, Registration};
 
-/// A `tools/call` to run, from [`Session::receive`]. Dropping it without running drops
+/// A `tools/call` to run, from [`Session::receive`](super::Session::receive). Dropping it without running drops
 /// the call (its entry among the calls in flight goes with it).
 pub(crate) struct PendingCall {
     pub(super) registration: Registration,
@@ -49,7 +49,7 @@ impl PendingCall {
     }
 
     /// The size of the arguments' JSON text, what the call holds of
-    /// [`McpLimits::max_in_flight_bytes`].
+    /// [`McpLimits::max_in_flight_bytes`](crate::McpLimits::max_in_flight_bytes).
     pub(crate) fn argument_bytes(&self) -> usize {
         self.call.arguments.len()
     }
@@ -145,7 +145,7 @@ impl PendingCall {
     }
 }
 
-/// A `subscriptions/listen` request to run, from [`Session::receive`]: it acknowledges,
+/// A `subscriptions/listen` request to run, from [`Session::receive`](super::Session::receive): it acknowledges,
 /// then sends the tool-list changes it asked for until the client cancels it or the
 /// session ends. Dropping it without running drops the subscription.
 pub(crate) struct PendingListen {
