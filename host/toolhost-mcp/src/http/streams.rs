@@ -152,10 +152,6 @@ pub(super) fn event_stream(
 /// Messages into an event stream's queue. `lossy`: when the queue is full the message
 /// is dropped (a session stream must not hold up the calls that log to it); else the
 /// sender waits.
-#[allow(
-    dead_code,
-    reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-)]
 pub(super) struct ChannelOutlet {
     pub(super) sender: mpsc::Sender<Message>,
     pub(super) lossy: bool,

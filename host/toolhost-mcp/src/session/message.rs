@@ -2,6 +2,7 @@
 //! (the encoded `tools/list`) is not copied.
 
 use bytes::Bytes;
+#[cfg(test)]
 use serde_json::Value;
 
 use crate::jsonrpc::{response_head, RequestId, RpcError};
@@ -68,7 +69,9 @@ impl Message {
         })
     }
 
-    /// A notification: `method` with `params` (left out when `None`).
+    /// A notification: `method` with `params` (left out when `None`). Only the tests
+    /// build notifications from a [`Value`]; the server writes its own as text.
+    #[cfg(test)]
     pub(crate) fn notification(method: &str, params: Option<&Value>) -> Self {
         let mut message = serde_json::json!({ "jsonrpc": "2.0", "method": method });
         if let Some(params) = params {

@@ -199,10 +199,6 @@ impl Session {
             .unwrap_or_else(PoisonError::into_inner) = notifier;
     }
 
-    #[allow(
-        dead_code,
-        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-    )]
     /// Where the session's own notifications go now.
     pub(crate) fn notifier(&self) -> Notifier {
         self.0

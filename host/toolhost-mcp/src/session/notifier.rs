@@ -5,16 +5,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+#[cfg(test)]
 use serde_json::Value;
 
 use super::Message;
 
 /// Where messages the server sends on its own go: a transport's outlet.
 pub(crate) trait Outlet: Send + Sync + 'static {
-    #[allow(
-        dead_code,
-        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-    )]
     /// Sends `message`, waiting for room if the transport bounds what waits. A transport
     /// whose client is gone drops it.
     fn send(&self, message: Message) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
@@ -55,30 +52,22 @@ impl Notifier {
         Self(None)
     }
 
-    #[allow(
-        dead_code,
-        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-    )]
     /// Whether anything reaches a client.
     pub(crate) fn is_connected(&self) -> bool {
         self.0.is_some()
     }
 
-    #[allow(
-        dead_code,
-        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-    )]
-    /// Sends the notification `method` with `params`; nothing when not connected.
+    /// Sends the notification `method` with `params`; nothing when not connected. Only
+    /// the tests send this way: the server's own notifications are built where they are
+    /// sent (progress, log lines, list changes) and go through [`Notifier::send`] or
+    /// [`Notifier::try_send`].
+    #[cfg(test)]
     pub(crate) async fn notify(&self, method: &str, params: Option<&Value>) {
         if let Some(outlet) = &self.0 {
             outlet.send(Message::notification(method, params)).await;
         }
     }
 
-    #[allow(
-        dead_code,
-        reason = "server-initiated messages (issue 12 part B: progress, log lines, list_changed) go this way; today only the transports' tests send through it"
-    )]
     /// Sends `message` as it is; nothing when not connected.
     pub(crate) async fn send(&self, message: Message) {
         if let Some(outlet) = &self.0 {
