@@ -68,37 +68,36 @@ impl App {
             let (scheme, token) = value.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-        let challenge = |error: Option<&str>| {
-            let mut value = r#"Bearer realm="wasm-toolhost""#.to_owned();
+        // 401 with `WWW-Authenticate: Bearer`, naming the `error` when there is one.
+        let unauthorized = |message: &str, error: Option<&str>| {
+            let mut challenge = r#"Bearer realm="wasm-toolhost""#.to_owned();
             if let Some(error) = error {
-                value.push_str(&format!(r#", error="{error}""#));
+                challenge.push_str(&format!(r#", error="{error}""#));
             }
-            HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("Bearer"))
+            let challenge =
+                HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"));
+            let mut response = refuse(StatusCode::UNAUTHORIZED, message);
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
+            Err(Box::new(response))
         };
         match presented {
             None => {
                 debug!(target: LOG_TARGET, peer = %conn.peer, "refused a request without a bearer token");
-                let mut response = refuse(
-                    StatusCode::UNAUTHORIZED,
+                unauthorized(
                     "Unauthorized: send the token as `Authorization: Bearer TOKEN`",
-                );
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, challenge(None));
-                Err(Box::new(response))
+                    None,
+                )
             }
             Some(token) => match tokens.check(token) {
                 Some(client) => Ok(client.name),
                 None => {
                     warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
-                    let mut response = refuse(
-                        StatusCode::UNAUTHORIZED,
+                    unauthorized(
                         "Unauthorized: the bearer token is not valid; check the token you were given",
-                    );
-                    response
-                        .headers_mut()
-                        .insert(header::WWW_AUTHENTICATE, challenge(Some("invalid_token")));
-                    Err(Box::new(response))
+                        Some("invalid_token"),
+                    )
                 }
             },
         }
