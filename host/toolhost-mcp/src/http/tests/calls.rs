@@ -1,0 +1,184 @@
+//! Tool calls under load and going away: the global and per-connection limits, clients
+//! that leave or cancel, and shutdown.
+
+use super::*;
+
+#[tokio::test]
+async fn calls_over_the_global_limit_get_503_and_the_rest_go_on() {
+    let probe: Arc<Probe> = Arc::default();
+    let mut config = HttpConfig::new(None);
+    config.limits.max_in_flight = NonZeroUsize::new(2).unwrap();
+    let server = start(config, &probe).await;
+    let addr = server.addr;
+    let held: Vec<_> = (0..2)
+        .map(|i| tokio::spawn(async move { post(addr, &[], &call(i, "hold")).await }))
+        .collect();
+    until("two calls hold", || {
+        probe.running.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    let reply = post(addr, &[], &call(9, "greet")).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert_eq!(reply.json()["id"], 9);
+    assert_eq!(
+        reply.json()["error"]["message"],
+        "Service Unavailable: 2 tool calls are running, the most allowed at once; retry when one ends"
+    );
+    // Methods that run no tool are still answered.
+    assert_eq!(post(addr, &[], LIST).await.status, StatusCode::OK);
+    probe.release.notify_waiters();
+    for held in held {
+        let reply = held.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.json()["result"]["content"][0]["text"], "held");
+    }
+    assert_eq!(
+        post(addr, &[], &call(9, "greet")).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        server
+            .app
+            .counters
+            .peak_calls_running
+            .load(Ordering::SeqCst),
+        2
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn one_http2_connection_runs_at_most_its_share() {
+    let probe: Arc<Probe> = Arc::default();
+    let mut config = HttpConfig::new(None);
+    config.max_in_flight_per_connection = 2;
+    let server = start(config, &probe).await;
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let authority = format!("127.0.0.1:{}", server.addr.port());
+    let request = |body: String| {
+        hyper::Request::post(format!("http://{authority}{MCP_PATH}"))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap()
+    };
+    // A first exchange settles the connection's settings (its stream limit).
+    let mut first = sender.clone();
+    let status = first
+        .send_request(request(LIST.into()))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, StatusCode::OK);
+    let calls: Vec<_> = (0..5)
+        .map(|i| {
+            let mut sender = sender.clone();
+            let request = request(call(i, "hold"));
+            tokio::spawn(async move {
+                // A stream over the limit may be refused by HTTP/2 itself (REFUSED_STREAM).
+                sender.send_request(request).await.map(|r| r.status())
+            })
+        })
+        .collect();
+    until("two calls hold", || {
+        probe.running.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(probe.running.load(Ordering::SeqCst), 2, "the others wait");
+    let mut answered = 0;
+    while answered < 5 {
+        probe.release.notify_waiters();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        answered = calls.iter().filter(|c| c.is_finished()).count();
+    }
+    let mut ok = 0;
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(StatusCode::OK) => ok += 1,
+            Ok(status) => assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE),
+            Err(err) => assert!(err.to_string().contains("refused"), "{err}"),
+        }
+    }
+    assert!(ok >= 2, "{ok}");
+    assert_eq!(probe.peak.load(Ordering::SeqCst), 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_its_call() {
+    let probe: Arc<Probe> = Arc::default();
+    let server = start(HttpConfig::new(None), &probe).await;
+    let request = server.running_call(None, 1, "wait").await;
+    request.abort();
+    until("the call is cancelled", || {
+        probe.cancelled.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    until("its slot is free", || {
+        server.app.counters.calls_running.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_not_answered() {
+    let probe: Arc<Probe> = Arc::default();
+    let server = start(stateful(), &probe).await;
+    let addr = server.addr;
+    let id = post(addr, &[], INIT).await.session();
+    let request = server.running_call(Some(&id), 7, "wait").await;
+    let reply = post(
+        addr,
+        &[(SESSION_HEADER, &id)],
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    let reply = request.await.unwrap();
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (StatusCode::NO_CONTENT, "")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_running_calls_finish() {
+    let probe: Arc<Probe> = Arc::default();
+    let server = start(HttpConfig::new(None), &probe).await;
+    let addr = server.addr;
+    let napping = server.running_call(None, 1, "nap").await;
+    let took = server.stop().await;
+    let reply = napping.await.unwrap();
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "rested");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // No new connection is taken.
+    assert!(TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test]
+async fn shutdown_cancels_what_outlives_the_grace_period() {
+    let probe: Arc<Probe> = Arc::default();
+    let mut config = stateful();
+    config.shutdown_grace = Duration::from_millis(300);
+    let server = start(config, &probe).await;
+    let addr = server.addr;
+    let id = post(addr, &[], INIT).await.session();
+    let waiting = server.running_call(Some(&id), 1, "wait").await;
+    let took = server.stop().await;
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(probe.cancelled.load(Ordering::SeqCst), 1);
+    // Its client got no answer (the call was cancelled, or the connection closed).
+    if let Ok(reply) = waiting.await {
+        assert_ne!(reply.status, StatusCode::OK);
+    }
+}
