@@ -493,7 +493,11 @@ async fn step_task(
             let slot = limiter.acquire(call.argument_bytes()).await;
             let notifier = notifier.clone();
             // The slot is given back when the call ends, after its answer is queued.
-            tasks.spawn(async move { reply_to.reply(call.run(slot, notifier).await).await });
+            tasks.spawn(async move {
+                let reply = call.run(&slot, notifier).await;
+                reply_to.reply(reply).await;
+                drop(slot);
+            });
         }
         Step::Listen(listen) => {
             let notifier = notifier.clone();

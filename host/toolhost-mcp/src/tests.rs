@@ -461,6 +461,47 @@ async fn argument_bytes_in_flight_are_capped() {
     assert_eq!((stats.calls_running, stats.call_argument_bytes), (0, 0));
 }
 
+/// A call keeps its slot until its answer is queued: with one slot, a client that never
+/// reads and room for one answer, the first answer sits in the writer, the second call
+/// runs and waits for room, and no third call starts (they would pile up behind the full
+/// queue, and with one slot their answers could overtake each other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_call_keeps_its_slot_until_its_answer_is_queued() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::new();
+    let counter = Arc::clone(&started);
+    registry
+        .register(
+            ToolDefinition::new("count", "Count the calls.", json!({"type": "object"})),
+            move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(ToolResult::new("counted")) }
+            },
+        )
+        .unwrap();
+    let input: String = (0..6)
+        .map(|id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"count"}}}}"#
+            ) + "\n"
+        })
+        .collect();
+    let (output, _client_end) = tokio::io::duplex(16);
+    let server = McpServer::new(Arc::new(registry)).with_limits(McpLimits {
+        max_in_flight: NonZeroUsize::new(1).unwrap(),
+        ..limits(1)
+    });
+    let serving = tokio::spawn(async move { server.serve(input.as_bytes(), output).await });
+    let ran = settled(
+        &started,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(ran, 2, "calls run while an earlier answer waits for room");
+    serving.abort();
+}
+
 async fn serve_text(registry: Arc<Registry>, input: &str) -> String {
     let mut output = Vec::new();
     McpServer::new(registry)

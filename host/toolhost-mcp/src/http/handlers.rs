@@ -240,7 +240,7 @@ pub(super) async fn post_mcp(
             };
             let mut task = tokio::spawn(async move {
                 let _permit = request_permit;
-                call.run(slot, notifier).await
+                call.run(&slot, notifier).await
             });
             tokio::select! {
                 biased;
@@ -313,7 +313,7 @@ pub(super) async fn post_batch(
                 guards.push(call.cancellation().drop_guard());
                 answers.push(Answer::Running(tokio::spawn(async move {
                     let _permit = permit;
-                    call.run(slot, Notifier::none()).await
+                    call.run(&slot, Notifier::none()).await
                 })));
             }
         }

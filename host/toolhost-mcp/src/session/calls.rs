@@ -60,12 +60,14 @@ impl PendingCall {
         self.registration.token.clone()
     }
 
-    /// Runs the call, holding `slot` until it ends, and gives its response: `None` when
-    /// the call was cancelled (MCP: a cancelled request is not answered). Messages about
-    /// the call (progress when the client sent a `progressToken`, log lines at the level
-    /// it asked for) go through `notifier`, when they fit without waiting.
-    pub(crate) async fn run(self, slot: CallSlot, notifier: Notifier) -> Option<Message> {
-        let _slot = slot;
+    /// Runs the call in `_slot` and gives its response: `None` when the call was
+    /// cancelled (MCP: a cancelled request is not answered). The caller keeps the slot
+    /// until it has handed the response on (queued it for the client), so that calls
+    /// cannot finish ahead of the limit while their answers wait, and with one slot the
+    /// answers go out in the order of the requests. Messages about the call (progress
+    /// when the client sent a `progressToken`, log lines at the level it asked for) go
+    /// through `notifier`, when they fit without waiting.
+    pub(crate) async fn run(self, _slot: &CallSlot, notifier: Notifier) -> Option<Message> {
         let session = self.registration.session.clone();
         let token = self.registration.token.clone();
         let env = session.0.env.next_turn();

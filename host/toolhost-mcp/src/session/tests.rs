@@ -94,7 +94,7 @@ async fn a_call_runs_to_its_answer() {
     let limiter = CallLimiter::new(&McpLimits::default());
     let call = call(&session, r#""x""#);
     let slot = limiter.try_acquire(call.argument_bytes()).unwrap();
-    let reply = call.run(slot, Notifier::none()).await.unwrap();
+    let reply = call.run(&slot, Notifier::none()).await.unwrap();
     assert_eq!(
         reply.to_bytes(),
         r#"{"id":"x","jsonrpc":"2.0","result":{"content":[{"text":"{\"a\":1}","type":"text"}],"isError":false}}"#
@@ -118,7 +118,7 @@ async fn a_finished_call_never_unregisters_a_later_one_with_its_id() {
     let slot = CallLimiter::new(&McpLimits::default())
         .try_acquire(0)
         .unwrap();
-    assert_eq!(second.run(slot, Notifier::none()).await, None);
+    assert_eq!(second.run(&slot, Notifier::none()).await, None);
 }
 
 #[test]
