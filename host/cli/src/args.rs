@@ -152,7 +152,7 @@ Exit codes: 0, 2 for a bad command line (a name that is not lower_case_with_digi
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// The plugin's name: lower-case letters, digits and _, starting with a letter. It
-    /// names the folder, the crate, the tool and NAME.wasm.
+    /// names the folder, the tool, NAME.wasm and NAME.toml (and, in Rust, the crate).
     #[arg(value_name = "PLUGIN_NAME", value_parser = super::scaffold::parse_plugin_name)]
     pub name: String,
     /// The language of the project.

@@ -331,12 +331,7 @@ mod tests {
     }
 
     fn new_args(name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {
-        NewArgs {
-            name: name.to_owned(),
-            lang: Lang::Rust,
-            dir: Some(dir.to_owned()),
-            sdk: sdk.map(Path::to_owned),
-        }
+        lang_args(Lang::Rust, name, dir, sdk)
     }
 
     fn lang_args(lang: Lang, name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {

@@ -83,7 +83,7 @@ fn packaged_sdk(work: &Path) -> PathBuf {
     sdk
 }
 
-/// docs/guide.md's journey 2 shows the commands this test runs.
+/// docs/guide.md's journey 2 shows the commands the tests here run.
 #[test]
 fn the_guide_shows_the_commands_run_here() {
     let guide =
@@ -96,6 +96,10 @@ fn the_guide_shows_the_commands_run_here() {
         "./build",
         "host inspect dist/word_count.wasm",
         r#"host call --plugins dist word_count '{"text":"hello plugin world"}'"#,
+        // The same in Python (and JavaScript), run by the two tests below.
+        "host new word_count --lang python",
+        "python3 -m unittest",
+        "`--lang js`, the tests are `node --test`):",
     ] {
         assert!(
             guide.lines().any(|l| l == line),
