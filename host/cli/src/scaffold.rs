@@ -71,8 +71,9 @@ pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
 /// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
 ///
 /// # Errors
-/// When the directory already exists (nothing is overwritten), the SDK cannot be found,
-/// or a file cannot be written (what was created is removed).
+/// When `--sdk` is given for Python or JavaScript, the directory already exists (nothing
+/// is overwritten), the SDK (Rust) or `scripts/pyjs-toolchain` (Python, JavaScript) cannot
+/// be found, or a file cannot be written (what was created is removed).
 pub(crate) fn create(args: &NewArgs) -> anyhow::Result<PathBuf> {
     if let Err(problem) = check_flags(args) {
         bail!("{problem}");
