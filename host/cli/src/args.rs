@@ -137,9 +137,12 @@ const NEW_EXAMPLES: &str = "\
 Examples:
   host new word_tools                # ./word_tools: Cargo.toml, src/lib.rs, word_tools.toml, build, README.md
   host new word_tools --dir ~/src    # ~/src/word_tools
+  host new word_tools --lang python  # app.py, tool.py, test_tool.py, word_tools.toml, build, README.md
+  host new word_tools --lang js      # plugin.js, tool.js, tool.test.js, package.json, word_tools.toml, build, README.md
   cd word_tools && cargo test && ./build && host call --plugins dist word_tools '{\"text\":\"hi there\"}'
 
-The project depends on the SDK of the checkout this host was built from (or --sdk PATH).
+A Rust project depends on the SDK of the checkout this host was built from (or --sdk PATH);
+a Python or JavaScript one builds with that checkout's scripts/pyjs-toolchain.
 Nothing is overwritten: an existing folder is refused.
 
 Exit codes: 0, 2 for a bad command line (a name that is not lower_case_with_digits),
@@ -149,7 +152,7 @@ Exit codes: 0, 2 for a bad command line (a name that is not lower_case_with_digi
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// The plugin's name: lower-case letters, digits and _, starting with a letter. It
-    /// names the folder, the crate, the tool and NAME.wasm.
+    /// names the folder, the tool, NAME.wasm and NAME.toml (and, in Rust, the crate).
     #[arg(value_name = "PLUGIN_NAME", value_parser = super::scaffold::parse_plugin_name)]
     pub name: String,
     /// The language of the project.
@@ -159,7 +162,7 @@ pub struct NewArgs {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// The toolhost-sdk crate to depend on (the sdk/ folder of a wasm-toolhost checkout)
-    /// [default: the one this host was built from].
+    /// [default: the one this host was built from]. Only for --lang rust.
     #[arg(long, value_name = "PATH")]
     pub sdk: Option<PathBuf>,
 }
@@ -169,6 +172,12 @@ pub struct NewArgs {
 pub enum Lang {
     /// A Rust crate using toolhost-sdk, built for wasm32-wasip2.
     Rust,
+    /// A Python module built by componentize-py (from PyPI).
+    #[value(alias = "py")]
+    Python,
+    /// A JavaScript module built by ComponentizeJS (from npm; needs node).
+    #[value(name = "js", alias = "javascript")]
+    Js,
 }
 
 /// `host run`.

@@ -10,7 +10,7 @@ use tracing::{debug, info};
 use toolhost::registry::{CallContext, Environment, ToolCall, ToolDefinition};
 use toolhost_mcp::McpServer;
 
-use super::args::{CallArgs, Command, InspectArgs, RunArgs, ToolsArgs};
+use super::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
 use super::setup::build_registry;
 use super::{plugins, scaffold, EXIT_TOOL_ERROR, EXIT_USAGE};
 
@@ -25,11 +25,21 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Lock(args) => super::oci::lock(args),
         Command::Pull(args) => super::oci::pull(args).await,
         Command::Push(args) => super::oci::push(args).await,
-        Command::New(args) => {
-            let project = scaffold::create(&args)?;
-            print(&scaffold::next_steps(&project, &args.name))
-        }
+        Command::New(args) => new(&args),
     }
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "flags that do not go together are a bad command line, reported on stderr"
+)]
+fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
+    if let Err(problem) = scaffold::check_flags(args) {
+        eprintln!("error: {problem}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let project = scaffold::create(args)?;
+    print(&scaffold::next_steps(&project, &args.name, args.lang))
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -1,12 +1,18 @@
-//! `host new NAME`: a plugin project outside this repository that builds with one command
-//! (`./build`, which puts `dist/NAME.wasm` and its manifest `dist/NAME.toml` where
-//! `host run --plugins dist` loads them), with a unit test and a README.
+//! `host new NAME [--lang rust|python|js]`: a plugin project outside this repository that
+//! builds with one command (`./build`, which puts `dist/NAME.wasm` and its manifest
+//! `dist/NAME.toml` where `host run --plugins dist` loads them), with a test runnable
+//! without the host (`cargo test`, `python3 -m unittest`, `node --test`) and a README.
 //!
 //! Each language is a list of template files ([`templates`]); a template's text has
-//! `{{name}}` (the plugin, crate, tool and file name) and `{{sdk}}` (the SDK's dependency)
-//! filled in. Rust is the only language so far; Python and JavaScript templates can be
-//! added the same way (their examples are `plugins/python/textstats` and
-//! `plugins/javascript/greeting`, built by `scripts/build-pyjs-plugins`).
+//! `{{name}}` (the plugin, tool and manifest name), `{{sdk}}` (Rust: the SDK's path) and
+//! `{{toolchain}}` (Python, JavaScript: the checkout's `scripts/pyjs-toolchain`, which
+//! installs componentize-py or ComponentizeJS once into the same user cache as
+//! `scripts/build-pyjs-plugins`) filled in. A Python or JavaScript project carries a copy
+//! of the WIT this host speaks (`wit/plugin.wit`): ComponentizeJS reads WIT only inside
+//! the folder it runs in. Their modules have fixed names (`app.py`/`tool.py`,
+//! `plugin.js`/`tool.js`), so no plugin name can shadow a module or be a keyword there;
+//! only `NAME.toml` and `dist/NAME.wasm` carry the name. The examples they follow are
+//! `plugins/python/textstats` and `plugins/javascript/greeting`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +23,13 @@ use super::args::{Lang, NewArgs};
 
 /// The SDK of the checkout this binary was built from (`sdk/`), the default for `--sdk`.
 const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk");
+
+/// The checkout's toolchain installer for Python and JavaScript projects.
+const BUILT_FROM_TOOLCHAIN: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pyjs-toolchain");
+
+/// The WIT this host speaks, copied into Python and JavaScript projects.
+const PLUGIN_WIT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"));
 
 /// Longest plugin name: a tool name is at most 128 characters, a file name should stay short.
 const MAX_NAME_CHARS: usize = 64;
@@ -49,7 +62,7 @@ pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
             format!("e.g. {suggestion}")
         };
         return Err(format!(
-            "\"{text}\" is not a plugin name: use lower-case letters, digits and _, starting with a letter ({hint}); it names the crate, the tool and NAME.wasm"
+            "\"{text}\" is not a plugin name: use lower-case letters, digits and _, starting with a letter ({hint}); it names the project, the tool and NAME.wasm"
         ));
     }
     Ok(text.to_owned())
@@ -58,10 +71,17 @@ pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
 /// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
 ///
 /// # Errors
-/// When the directory already exists (nothing is overwritten), the SDK cannot be found,
-/// or a file cannot be written (what was created is removed).
+/// When `--sdk` is given for Python or JavaScript, the directory already exists (nothing
+/// is overwritten), the SDK (Rust) or `scripts/pyjs-toolchain` (Python, JavaScript) cannot
+/// be found, or a file cannot be written (what was created is removed).
 pub(crate) fn create(args: &NewArgs) -> anyhow::Result<PathBuf> {
-    let sdk = sdk_dir(args.sdk.as_deref())?;
+    if let Err(problem) = check_flags(args) {
+        bail!("{problem}");
+    }
+    let fill = match args.lang {
+        Lang::Rust => vec![("{{sdk}}", toml_string(&sdk_dir(args.sdk.as_deref())?))],
+        Lang::Python | Lang::Js => vec![("{{toolchain}}", shell_quoted(&toolchain()?))],
+    };
     let parent = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let project = parent.join(&args.name);
     if std::fs::symlink_metadata(&project).is_ok() {
@@ -74,13 +94,59 @@ pub(crate) fn create(args: &NewArgs) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot create the folder {}", parent.display()))?;
     std::fs::create_dir(&project)
         .with_context(|| format!("cannot create the project folder {}", project.display()))?;
-    let written = write_all(&project, &templates(args.lang), &args.name, &sdk);
+    let written = write_all(&project, &templates(args.lang), &args.name, &fill);
     if let Err(err) = written {
         // Leave nothing half made.
         let _ = std::fs::remove_dir_all(&project);
         return Err(err);
     }
     Ok(project)
+}
+
+/// Flags that do not go together, as a bad command line (exit 2).
+///
+/// # Errors
+/// `--sdk` with another language than Rust.
+pub(crate) fn check_flags(args: &NewArgs) -> Result<(), String> {
+    if args.sdk.is_some() && args.lang != Lang::Rust {
+        return Err(format!(
+            "--sdk is for --lang rust; a {} project does not use the Rust SDK (leave --sdk out)",
+            language_name(args.lang)
+        ));
+    }
+    Ok(())
+}
+
+fn language_name(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "Rust",
+        Lang::Python => "Python",
+        Lang::Js => "JavaScript",
+    }
+}
+
+/// The checkout's `scripts/pyjs-toolchain`, absolute, which the project's `./build` runs.
+fn toolchain() -> anyhow::Result<PathBuf> {
+    let script = Path::new(BUILT_FROM_TOOLCHAIN);
+    if !script.is_file() {
+        bail!(
+            "this host was built away from its source tree, so scripts/pyjs-toolchain (which installs the Python and JavaScript plugin toolchains) is not at {}; use a host built from a wasm-toolhost checkout",
+            script.display()
+        );
+    }
+    std::fs::canonicalize(script).with_context(|| format!("cannot resolve {}", script.display()))
+}
+
+/// A path as TOML basic-string content: backslashes and quotes escaped.
+fn toml_string(path: &Path) -> String {
+    path.to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+}
+
+/// A path as one single-quoted shell word: nothing in it is expanded.
+fn shell_quoted(path: &Path) -> String {
+    format!("'{}'", path.to_string_lossy().replace('\'', r"'\''"))
 }
 
 /// The SDK folder the project depends on: `--sdk`, or the checkout this host was built
@@ -113,22 +179,23 @@ struct Template {
     executable: bool,
 }
 
-fn write_all(project: &Path, files: &[Template], name: &str, sdk: &Path) -> anyhow::Result<()> {
-    // The path as TOML string content: backslashes and quotes escaped.
-    let sdk_toml = sdk
-        .to_string_lossy()
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"");
+fn write_all(
+    project: &Path,
+    files: &[Template],
+    name: &str,
+    fill: &[(&str, String)],
+) -> anyhow::Result<()> {
     for file in files {
         let path = project.join(file.path.replace("{{name}}", name));
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let text = file
-            .text
-            .replace("{{name}}", name)
-            .replace("{{sdk}}", &sdk_toml);
+        let text = fill
+            .iter()
+            .fold(file.text.replace("{{name}}", name), |text, (key, value)| {
+                text.replace(key, value)
+            });
         let mut out = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -146,58 +213,99 @@ fn write_all(project: &Path, files: &[Template], name: &str, sdk: &Path) -> anyh
     Ok(())
 }
 
+/// A file of every language's project.
+const MANIFEST: Template = Template {
+    path: "{{name}}.toml",
+    text: include_str!("scaffold/manifest.toml.in"),
+    executable: false,
+};
+
 /// The files of a project in `lang`.
 fn templates(lang: Lang) -> Vec<Template> {
+    let file = |path, text| Template {
+        path,
+        text,
+        executable: false,
+    };
+    let build = |text| Template {
+        path: "build",
+        text,
+        executable: true,
+    };
     match lang {
         Lang::Rust => vec![
-            Template {
-                path: "Cargo.toml",
-                text: include_str!("scaffold/rust/Cargo.toml.in"),
-                executable: false,
-            },
-            Template {
-                path: "src/lib.rs",
-                text: include_str!("scaffold/rust/lib.rs.in"),
-                executable: false,
-            },
-            Template {
-                path: "{{name}}.toml",
-                text: include_str!("scaffold/rust/manifest.toml.in"),
-                executable: false,
-            },
-            Template {
-                path: "build",
-                text: include_str!("scaffold/rust/build.in"),
-                executable: true,
-            },
-            Template {
-                path: "README.md",
-                text: include_str!("scaffold/rust/README.md.in"),
-                executable: false,
-            },
-            Template {
-                path: ".gitignore",
-                text: "/target\n/dist\n",
-                executable: false,
-            },
+            file("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.in")),
+            file("src/lib.rs", include_str!("scaffold/rust/lib.rs.in")),
+            MANIFEST,
+            build(include_str!("scaffold/rust/build.in")),
+            file("README.md", include_str!("scaffold/rust/README.md.in")),
+            file(".gitignore", "/target\n/dist\n"),
+        ],
+        Lang::Python => vec![
+            file("app.py", include_str!("scaffold/python/app.py.in")),
+            file("tool.py", include_str!("scaffold/python/tool.py.in")),
+            file(
+                "test_tool.py",
+                include_str!("scaffold/python/test_tool.py.in"),
+            ),
+            MANIFEST,
+            file("wit/plugin.wit", PLUGIN_WIT),
+            build(include_str!("scaffold/python/build.in")),
+            file("README.md", include_str!("scaffold/python/README.md.in")),
+            file(".gitignore", "/dist\n__pycache__/\n"),
+        ],
+        Lang::Js => vec![
+            file(
+                "plugin.js",
+                include_str!("scaffold/javascript/plugin.js.in"),
+            ),
+            file("tool.js", include_str!("scaffold/javascript/tool.js.in")),
+            file(
+                "tool.test.js",
+                include_str!("scaffold/javascript/tool.test.js.in"),
+            ),
+            file(
+                "package.json",
+                include_str!("scaffold/javascript/package.json.in"),
+            ),
+            MANIFEST,
+            file("wit/plugin.wit", PLUGIN_WIT),
+            build(include_str!("scaffold/javascript/build.in")),
+            file(
+                "README.md",
+                include_str!("scaffold/javascript/README.md.in"),
+            ),
+            file(".gitignore", "/dist\n/node_modules\n"),
         ],
     }
 }
 
 /// What `host new` prints when the project is made: where it is and the next commands.
-pub(crate) fn next_steps(project: &Path, name: &str) -> String {
+pub(crate) fn next_steps(project: &Path, name: &str, lang: Lang) -> String {
+    let (test, build_time) = match lang {
+        Lang::Rust => ("cargo test        # the tool's unit tests, natively", ""),
+        Lang::Python => (
+            "python3 -m unittest   # the tool's tests, natively",
+            " (componentize-py: ~40 s; installed once)",
+        ),
+        Lang::Js => (
+            "node --test       # the tool's tests, natively",
+            " (ComponentizeJS: ~40 s; installed once)",
+        ),
+    };
     format!(
-        "created {dir}: a Rust plugin with one tool, `{name}`\n\
+        "created {dir}: a {language} plugin with one tool, `{name}`\n\
          \n\
          next:\n  \
            cd {dir}\n  \
-           cargo test        # the tool's unit tests, natively\n  \
-           ./build           # dist/{name}.wasm and dist/{name}.toml\n  \
+           {test}\n  \
+           ./build           # dist/{name}.wasm and dist/{name}.toml{build_time}\n  \
            host call --plugins dist {name} '{{\"text\":\"hello plugin world\"}}'\n  \
            host run --plugins dist     # serve it to an MCP client\n\
          \n\
          README.md says how to add tools, ask for file access and set limits.\n",
-        dir = project.display()
+        dir = project.display(),
+        language = language_name(lang),
     )
 }
 
@@ -211,7 +319,7 @@ mod tests {
         assert_eq!(parse_plugin_name("a1").unwrap(), "a1");
         assert_eq!(
             parse_plugin_name("My-Tool").unwrap_err(),
-            "\"My-Tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the crate, the tool and NAME.wasm"
+            "\"My-Tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the project, the tool and NAME.wasm"
         );
         // A path is not a name: nothing is created outside the folder.
         assert!(parse_plugin_name("../evil")
@@ -224,9 +332,13 @@ mod tests {
     }
 
     fn new_args(name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {
+        lang_args(Lang::Rust, name, dir, sdk)
+    }
+
+    fn lang_args(lang: Lang, name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {
         NewArgs {
             name: name.to_owned(),
-            lang: Lang::Rust,
+            lang,
             dir: Some(dir.to_owned()),
             sdk: sdk.map(Path::to_owned),
         }
@@ -292,5 +404,90 @@ mod tests {
             "{err}"
         );
         assert!(!dir.path().join("x").exists());
+    }
+
+    #[test]
+    fn python_and_js_projects_carry_the_wit_and_the_toolchain_and_never_overwrite() {
+        let toolchain = std::fs::canonicalize(BUILT_FROM_TOOLCHAIN).unwrap();
+        for (lang, files) in [
+            (
+                Lang::Python,
+                &[
+                    "app.py",
+                    "tool.py",
+                    "test_tool.py",
+                    "README.md",
+                    ".gitignore",
+                ][..],
+            ),
+            (
+                Lang::Js,
+                &[
+                    "plugin.js",
+                    "tool.js",
+                    "tool.test.js",
+                    "package.json",
+                    "README.md",
+                    ".gitignore",
+                ],
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let project = create(&lang_args(lang, "word_tools", dir.path(), None)).unwrap();
+            for file in files.iter().chain(&["word_tools.toml", "build"]) {
+                let text = std::fs::read_to_string(project.join(file)).unwrap();
+                assert!(!text.contains("{{"), "{file} has an unfilled placeholder");
+            }
+            assert_eq!(
+                std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap(),
+                PLUGIN_WIT
+            );
+            assert!(PLUGIN_WIT.contains("package toolhost:plugin@0.2.0;"));
+            let build = std::fs::read_to_string(project.join("build")).unwrap();
+            assert!(
+                build.contains(&format!("default_toolchain='{}'\n", toolchain.display())),
+                "{build}"
+            );
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(project.join("build"))
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(mode & 0o111, 0o111);
+            }
+            // Again: refused, and the first project is untouched.
+            std::fs::write(project.join(files[0]), "mine").unwrap();
+            let err = create(&lang_args(lang, "word_tools", dir.path(), None)).unwrap_err();
+            assert!(err.to_string().ends_with("already exists; nothing was written. Choose another name, or another folder with --dir"), "{err}");
+            assert_eq!(
+                std::fs::read_to_string(project.join(files[0])).unwrap(),
+                "mine"
+            );
+            // --sdk is Rust's: refused before anything is made.
+            let other = tempfile::tempdir().unwrap();
+            let err = create(&lang_args(lang, "x", other.path(), Some(other.path()))).unwrap_err();
+            assert!(
+                err.to_string().starts_with("--sdk is for --lang rust; a "),
+                "{err}"
+            );
+            assert!(!other.path().join("x").exists());
+        }
+    }
+
+    #[test]
+    fn paths_are_quoted_for_toml_and_the_shell() {
+        assert_eq!(toml_string(Path::new(r#"/a "b"\c"#)), r#"/a \"b\"\\c"#);
+        let path = Path::new("/it's $HOME/`x` \"y\"");
+        let quoted = shell_quoted(path);
+        assert_eq!(quoted, r#"'/it'\''s $HOME/`x` "y"'"#);
+        // The shell reads it back as the very path, expanding nothing.
+        let echoed = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {quoted}"))
+            .output()
+            .unwrap();
+        assert_eq!(echoed.stdout, path.to_string_lossy().as_bytes());
     }
 }

@@ -83,7 +83,7 @@ fn packaged_sdk(work: &Path) -> PathBuf {
     sdk
 }
 
-/// docs/guide.md's journey 2 shows the commands this test runs.
+/// docs/guide.md's journey 2 shows the commands the tests here run.
 #[test]
 fn the_guide_shows_the_commands_run_here() {
     let guide =
@@ -96,6 +96,10 @@ fn the_guide_shows_the_commands_run_here() {
         "./build",
         "host inspect dist/word_count.wasm",
         r#"host call --plugins dist word_count '{"text":"hello plugin world"}'"#,
+        // The same in Python (and JavaScript), run by the two tests below.
+        "host new word_count --lang python",
+        "python3 -m unittest",
+        "`--lang js`, the tests are `node --test`):",
     ] {
         assert!(
             guide.lines().any(|l| l == line),
@@ -273,4 +277,313 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
         serde_json::from_str::<Value>(text).unwrap(),
         json!({"words": 2, "characters": 7})
     );
+}
+
+/// `host new` with a command line it cannot follow: exit 2, a message saying what to do,
+/// nothing created.
+#[test]
+fn a_bad_language_or_flag_is_a_bad_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, message) in [
+        (
+            &["new", "x", "--lang", "ruby"][..],
+            "error: invalid value 'ruby' for '--lang <LANG>'\n  [possible values: rust, python, js]\n\nFor more information, try '--help'.\n",
+        ),
+        (
+            &["new", "x", "--lang", "python", "--sdk", "."],
+            "error: --sdk is for --lang rust; a Python project does not use the Rust SDK (leave --sdk out)\n",
+        ),
+        (
+            &["new", "x", "--lang", "js", "--sdk", "."],
+            "error: --sdk is for --lang rust; a JavaScript project does not use the Rust SDK (leave --sdk out)\n",
+        ),
+        (
+            &["new", "my-tool", "--lang", "python"],
+            "error: invalid value 'my-tool' for '<PLUGIN_NAME>': \"my-tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the project, the tool and NAME.wasm\n\nFor more information, try '--help'.\n",
+        ),
+    ] {
+        let output = host()
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), message, "{args:?}");
+        assert_eq!(output.stdout, b"", "{args:?}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// An existing folder is refused in every language, and what is in it is kept.
+#[test]
+fn an_existing_folder_is_never_overwritten_in_any_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("tool");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("tool.py"), "# mine").unwrap();
+    for lang in ["rust", "python", "js"] {
+        let output = host()
+            .args(["new", "tool", "--lang", lang])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{lang}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "error: {} already exists; nothing was written. Choose another name, or another folder with --dir\n",
+                Path::new(".").join("tool").display()
+            ),
+            "{lang}"
+        );
+    }
+    let files: Vec<_> = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(files, ["tool.py"]);
+    assert_eq!(
+        std::fs::read_to_string(project.join("tool.py")).unwrap(),
+        "# mine"
+    );
+}
+
+/// A Python or JavaScript project's modules have fixed names, so a plugin named like one
+/// of them, a standard module or a keyword still gets a project whose own tests pass
+/// natively (`python3 -m unittest`, `node --test`), and its tool carries that name.
+#[test]
+fn python_and_js_projects_test_natively_whatever_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (lang, names, test) in [
+        (
+            "python",
+            &["tool", "app", "test_tool", "json", "unittest", "class"][..],
+            &["python3", "-m", "unittest", "--quiet"][..],
+        ),
+        (
+            "js",
+            &["tool", "plugin", "package", "class", "node_modules"],
+            &["node", "--test"],
+        ),
+    ] {
+        for name in names {
+            let parent = dir.path().join(lang);
+            succeed(
+                host()
+                    .args(["new", name, "--lang", lang, "--dir"])
+                    .arg(&parent),
+            );
+            let project = parent.join(name);
+            assert!(project.join(format!("{name}.toml")).is_file());
+            let output = succeed(
+                Command::new(test[0])
+                    .args(&test[1..])
+                    .env_remove("NODE_OPTIONS")
+                    .env_remove("PYTHONPATH")
+                    .current_dir(&project),
+            );
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            // Every test of the template ran (none was silently skipped).
+            let ran = if lang == "python" {
+                "Ran 3 tests"
+            } else {
+                "# pass 3"
+            };
+            assert!(said.contains(ran), "{lang} {name}: {said}");
+            let logic = if lang == "python" {
+                "tool.py"
+            } else {
+                "tool.js"
+            };
+            let logic = std::fs::read_to_string(project.join(logic)).unwrap();
+            assert!(
+                logic.contains(&format!("NAME = \"{name}\""))
+                    || logic.contains(&format!("NAME = '{name}'")),
+                "{lang} {name}: {logic}"
+            );
+        }
+    }
+}
+
+/// Whether componentize-py (`python`) or ComponentizeJS (`javascript`) is installed, asked
+/// the way `scripts/build-pyjs-plugins` (and tests/all/pyjs.rs) do: `scripts/test` installs
+/// them and sets `TOOLHOST_REQUIRE_PYJS=1`, so there a missing one fails the test; a plain
+/// `cargo test` without them skips it and says so.
+#[allow(
+    clippy::print_stderr,
+    reason = "a skipped test says so on stderr, where cargo test shows it"
+)]
+fn toolchain_installed(language: &str) -> bool {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pyjs-toolchain");
+    let output = Command::new("bash")
+        .arg(script)
+        .arg(language)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash scripts/pyjs-toolchain");
+    match output.status.code() {
+        Some(0) => true,
+        Some(3 | 4) if std::env::var_os("TOOLHOST_REQUIRE_PYJS").is_none() => {
+            eprintln!(
+                "SKIPPED: the {language} toolchain is missing (run `bash scripts/build-pyjs-plugins --install-only`, or scripts/test, which does)"
+            );
+            false
+        }
+        other => panic!(
+            "scripts/pyjs-toolchain {language} failed ({other:?}):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+/// The journey of a Python or JavaScript plugin: `host new --lang LANG`, its native tests,
+/// `./build`, then `host inspect`, `host tools` and `host call` as its README writes them.
+#[allow(
+    clippy::print_stderr,
+    reason = "the build's time is reported on stderr, where cargo test shows it"
+)]
+fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
+    if !toolchain_installed(toolchain) {
+        return;
+    }
+    let projects = tempfile::tempdir().unwrap();
+    let output = succeed(
+        host()
+            .args(["new", "word_count", "--lang", lang])
+            .current_dir(projects.path()),
+    );
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "created {}: a {language} plugin with one tool, `word_count`\n",
+            Path::new(".").join("word_count").display()
+        )),
+        "{said}"
+    );
+    let project = projects.path().join("word_count");
+    // The WIT is the one this host speaks, and the README has the name filled in.
+    assert_eq!(
+        std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap(),
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"))
+            .unwrap()
+    );
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    for line in [
+        "host inspect dist/word_count.wasm",
+        r#"host call  --plugins dist word_count '{"text":"hello plugin world"}'"#,
+        "host push dist/word_count.wasm oci://REGISTRY/word_count:1",
+    ] {
+        assert!(readme.contains(line), "{line:?} not in:\n{readme}");
+    }
+
+    // One command builds it into dist/.
+    let started = std::time::Instant::now();
+    let output = succeed(Command::new(project.join("build")).current_dir(&project));
+    eprintln!("{language} ./build took {:.1?}", started.elapsed());
+    let size = std::fs::metadata(project.join("dist/word_count.wasm"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+        format!("built dist/word_count.wasm ({size} bytes) and dist/word_count.toml")
+    );
+    assert!(project.join("dist/word_count.toml").is_file());
+    assert!(!project.join("dist/.word_count.wasm.partial").exists());
+
+    // From the project folder, as the README writes the commands; the compile cache is
+    // this test's own (XDG_CACHE_HOME).
+    let xdg = tempfile::tempdir().unwrap();
+    let in_project = |args: &[&str]| {
+        let mut command = host();
+        command
+            .args(args)
+            .env("XDG_CACHE_HOME", xdg.path())
+            .current_dir(&project);
+        command
+    };
+    let started = std::time::Instant::now();
+    let output = succeed(&mut in_project(&["inspect", "dist/word_count.wasm"]));
+    eprintln!(
+        "{language} host inspect (compiling the component) took {:.1?}",
+        started.elapsed()
+    );
+    let report = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "word_count (dist/word_count.wasm)\n",
+        "  manifest: dist/word_count.toml\n",
+        "  file access: none\n",
+        "  http: none\n",
+        "  limits: 5s per call, 32 MiB memory, no fuel limit, 1 MiB output\n",
+        "  tools (1):\n    word_count  Count the words and characters of a text. Returns {\"words\", \"characters\"}.\n                (read-only: true)\n",
+        "    toolhost:plugin/tools@0.2.0\n",
+    ] {
+        assert!(report.contains(line), "{line:?} not in:\n{report}");
+    }
+    // No web access asked for: the JavaScript build leaves ComponentizeJS's fetch out.
+    assert!(!report.contains("wasi:http/outgoing-handler"), "{report}");
+
+    let output = succeed(&mut in_project(&[
+        "tools",
+        "--no-builtins",
+        "--plugins",
+        "dist",
+    ]));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "word_count  Count the words and characters of a text.\n"
+    );
+    let output = succeed(&mut in_project(&[
+        "call",
+        "--plugins",
+        "dist",
+        "word_count",
+        r#"{"text":"hello plugin world"}"#,
+    ]));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, json!({"words": 3, "characters": 18}));
+
+    // Wrong arguments, as an argument error for the model: the host checks them against
+    // the tool's schema first (in the same words as the tool's own check), and the tool
+    // checks what a schema cannot say (an empty text).
+    for (arguments, message) in [
+        (
+            r#"{"text":3}"#,
+            r#"argument "text" must be a string, got number 3"#,
+        ),
+        ("{}", r#"argument "text" is required"#),
+        (
+            r#"{"text":" "}"#,
+            "text is empty; pass the text whose words to count",
+        ),
+    ] {
+        let output = in_project(&["call", "--plugins", "dist", "word_count", arguments])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{arguments}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!("error [invalid_arguments]: word_count: {message}\n"),
+            "{arguments}"
+        );
+    }
+}
+
+#[test]
+fn a_new_python_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
+    scaffold_build_and_call("python", "python", "Python");
+}
+
+#[test]
+fn a_new_javascript_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
+    scaffold_build_and_call("js", "javascript", "JavaScript");
 }
