@@ -111,6 +111,7 @@ mod server;
     )
 )]
 mod session;
+mod stdio;
 
 pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};

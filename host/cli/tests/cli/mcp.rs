@@ -1,7 +1,7 @@
 //! End to end: the `host` binary as a child process, driven over real JSON-RPC on its
 //! stdin/stdout (`host run`), and the one-shot commands (`host call`, `host tools`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -364,6 +364,51 @@ fn eof_right_away_exits_cleanly() {
     let (code, stderr, rest) = server.finish();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(rest.is_empty());
+}
+
+#[test]
+fn a_client_that_closes_its_reading_end_stops_the_host_though_stdin_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = host()
+        .arg("run")
+        .arg("--root")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn host run");
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    // stdin stays open: the host must notice the broken output, not wait for input.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the host kept running after its output closed"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("error: writing an MCP response failed (did the client exit?)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -738,19 +783,24 @@ fn watch_reloads_plugins_and_tells_the_client() {
 
     install_as("divide", plugins.path(), "calc");
     let is_change = |m: &Value| m["method"] == "notifications/tools/list_changed";
-    receive_until(&mut server, is_change);
-    // The host's log line about it reaches the client that asked for log lines (and
-    // nothing else comes between).
-    let (_, between) = receive_until(&mut server, |m| {
+    // The client hears that the list changed, and the host's log line about it reaches
+    // the client that asked for log lines, in either order: the line is forwarded as it
+    // is logged, the change is announced by a task of its own. Nothing else comes.
+    let is_added = |m: &Value| {
         m["params"]["data"]["message"]
             .as_str()
             .is_some_and(|text| text.starts_with("plugin calc added"))
-    });
+    };
+    let (first, mut seen) = receive_until(&mut server, |m| is_change(m) || is_added(m));
+    let (_, between) = if is_change(&first) {
+        receive_until(&mut server, is_added)
+    } else {
+        receive_until(&mut server, is_change)
+    };
+    seen.extend(between);
     assert!(
-        between
-            .iter()
-            .all(|m| m["method"] == "notifications/message"),
-        "{between:?}"
+        seen.iter().all(|m| m["method"] == "notifications/message"),
+        "{seen:?}"
     );
     // From here on only errors: info would bring a line per tool call.
     assert_eq!(
