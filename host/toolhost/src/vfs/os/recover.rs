@@ -19,7 +19,8 @@ use std::path::Path;
 
 use cap_std::fs::Dir;
 
-use super::{is_tmp_name, TMP_RANDOM_LEN};
+use super::names::is_tmp_name;
+use super::TMP_RANDOM_LEN;
 
 /// Marks a staging directory: `.stage-<32 hex digits>`.
 pub(super) const STAGE_MARK: &str = ".stage-";
@@ -88,7 +89,7 @@ pub(super) fn recover(root: &Dir) -> Report {
     report
 }
 
-fn walk(dir: &Dir, prefix: &str, report: &mut Report) {
+pub(super) fn walk(dir: &Dir, prefix: &str, report: &mut Report) {
     let Ok(entries) = dir.entries() else {
         return;
     };

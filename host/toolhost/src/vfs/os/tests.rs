@@ -1,7 +1,12 @@
 //! Unit tests of [`OsStorage`](super::OsStorage): containment, atomic writes and the
 //! two read paths.
 
+use super::errors::{not_regular, outside, symlink_denied};
+use super::names::{is_tmp_name, tmp_name};
+use super::read::{checked, read_rest};
+use super::recover::{is_stage_name, stage_name};
 use super::*;
+use crate::vfs::MAX_SEGMENT_LEN;
 use std::sync::atomic::Ordering;
 
 #[test]
@@ -288,7 +293,7 @@ fn read_gives_the_same_answers_on_both_paths() {
 #[cfg(target_os = "linux")]
 #[test]
 fn openat2_errors_are_classified() {
-    use beneath::{classify, Miss};
+    use super::read::beneath::{classify, Miss};
     use rustix::io::Errno;
     assert_eq!(classify(Errno::XDEV), Miss::Outside);
     for e in [Errno::NOSYS, Errno::PERM, Errno::INVAL] {
@@ -348,7 +353,7 @@ fn open_says_what_is_wrong_with_the_root_once() {
 
 /// Every name under `dir`, recursively, relative to it, sorted.
 fn tree(dir: &Path) -> Vec<String> {
-    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    pub(super) fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let entry = entry.unwrap();
             let name = format!("{prefix}{}", entry.file_name().to_string_lossy());

@@ -1,0 +1,365 @@
+//! [`RegistryClient`]: resolve, download and publish one plugin artifact.
+//!
+//! This file holds the client, its options and results, `resolve` and `download`; the
+//! bounded transfers are in `fetch.rs`, publishing in `push.rs`, the error mapping in
+//! `errors.rs`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use super::layout::{
+    self, check_component, plugin_layers, Fetched, PluginLayers, MAX_MANIFEST_LAYER_BYTES,
+    WASM_CONFIG_MEDIA_TYPE,
+};
+use super::{Credentials, OciError, OciReference};
+
+mod errors;
+mod fetch;
+mod push;
+
+use fetch::Authorization;
+
+/// Default largest component fetched (64 MiB): the example plugins are 100-300 KiB and
+/// large real-world components a few tens of MiB.
+pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Default time limit of each request (connect, and each wait for data).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The slowest average download accepted (64 KiB/s): a blob of N bytes must arrive
+/// within the timeout plus N / 64 KiB seconds, so a registry that trickles bytes cannot
+/// hold a pull forever.
+pub const MIN_DOWNLOAD_BYTES_PER_SECOND: u64 = 64 * 1024;
+
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 5;
+
+/// Told how a download goes: what (`greet.wasm`), bytes so far, bytes in all.
+pub type ProgressFn = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
+
+/// How to reach a registry.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// How to log in.
+    pub credentials: Credentials,
+    /// Registries (`HOST` or `HOST:PORT`) spoken to over plain HTTP. Loopback ones
+    /// always are; every other one uses HTTPS unless listed here.
+    pub insecure_registries: Vec<String>,
+    /// Time limit of each request (connect, and each wait for data).
+    pub timeout: Duration,
+    /// Largest component fetched; reading stops there.
+    pub max_component_bytes: u64,
+    /// Called as a download goes, if set.
+    pub progress: Option<ProgressFn>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            credentials: Credentials::Anonymous,
+            insecure_registries: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("credentials", &self.credentials)
+            .field("insecure_registries", &self.insecure_registries)
+            .field("timeout", &self.timeout)
+            .field("max_component_bytes", &self.max_component_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a reference resolved to: the artifact's digest and its layers, checked to be a
+/// plugin. Nothing is downloaded but the manifest (and config).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The digest the reference resolved to (of the index, when it is one): what the lock
+    /// records as the source's digest, and what a later pull of the tag is compared with.
+    pub digest: String,
+    /// The component's size in bytes, as declared.
+    pub component_size: u64,
+    /// Whether the artifact carries a plugin manifest.
+    pub has_manifest: bool,
+    layers: PluginLayers,
+}
+
+/// A file downloaded into the plugin directory under a temporary name, verified.
+#[derive(Debug)]
+pub struct PulledFile {
+    /// The temporary file (deleted when dropped, unless persisted).
+    pub file: tempfile::NamedTempFile,
+    /// `sha256:...` of its bytes (checked against the registry's descriptor).
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A plugin downloaded and verified, not yet installed.
+#[derive(Debug)]
+pub struct Pulled {
+    /// The component.
+    pub component: PulledFile,
+    /// Its manifest, when the artifact carries one.
+    pub manifest: Option<PulledFile>,
+}
+
+/// What a push published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    /// The digest of the OCI manifest pushed: `oci://HOST/REPO@DIGEST` pulls exactly it.
+    pub digest: String,
+    /// The layers pushed (1: the component; 2: and its manifest).
+    pub layers: usize,
+}
+
+/// A client for one repository of one registry.
+///
+/// # Sandbox
+/// HTTPS unless the registry is on loopback or named insecure. Every blob is checked
+/// against its digest, capped (a component at [`ClientOptions::max_component_bytes`], a
+/// manifest layer at [`MAX_MANIFEST_LAYER_BYTES`], an OCI manifest at
+/// [`MAX_OCI_MANIFEST_BYTES`](crate::layout::MAX_OCI_MANIFEST_BYTES)) and read as it arrives, never past the cap or its declared
+/// size. Alternate `urls` a manifest gives for a layer are never fetched. Credentials are
+/// not sent to another host when a request is redirected there, and a redirect from HTTPS
+/// to plain HTTP is refused.
+pub struct RegistryClient {
+    client: oci_client::Client,
+    http: reqwest::Client,
+    reference: OciReference,
+    client_reference: oci_client::Reference,
+    insecure: bool,
+    options: ClientOptions,
+    authorization: OnceCell<Authorization>,
+}
+
+impl std::fmt::Debug for RegistryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryClient")
+            .field("reference", &self.reference)
+            .field("insecure", &self.insecure)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryClient {
+    /// A client for `reference`'s repository.
+    ///
+    /// # Errors
+    /// [`OciError::Protocol`] when the HTTP client cannot be built.
+    pub fn new(reference: &OciReference, options: ClientOptions) -> Result<Self, OciError> {
+        // reqwest is built without a bundled crypto provider; ring is ours. Installing
+        // twice is harmless (the first one stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let insecure = reference.is_loopback()
+            || options
+                .insecure_registries
+                .iter()
+                .any(|name| name == reference.registry() || name == reference.host());
+        let config = ClientConfig {
+            protocol: if insecure {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
+            read_timeout: Some(options.timeout),
+            connect_timeout: Some(options.timeout),
+            user_agent: concat!("wasm-toolhost/", env!("CARGO_PKG_VERSION")),
+            max_concurrent_download: 1,
+            max_concurrent_upload: 1,
+            ..ClientConfig::default()
+        };
+        let registry = reference.registry().to_owned();
+        let build_error = |message: String| OciError::Protocol {
+            registry: registry.clone(),
+            what: "setting up".into(),
+            message,
+        };
+        let client = oci_client::Client::try_from(config)
+            .map_err(|err| build_error(format!("cannot build the HTTP client: {err}")))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(options.timeout)
+            .read_timeout(options.timeout)
+            .user_agent(concat!("wasm-toolhost/", env!("CARGO_PKG_VERSION")))
+            .redirect(redirect_policy())
+            .build()
+            .map_err(|err| build_error(format!("cannot build the HTTP client: {err}")))?;
+        Ok(Self {
+            client,
+            http,
+            client_reference: reference.to_client(),
+            reference: reference.clone(),
+            insecure,
+            options,
+            authorization: OnceCell::new(),
+        })
+    }
+
+    /// Whether this client speaks plain HTTP.
+    pub fn is_insecure(&self) -> bool {
+        self.insecure
+    }
+
+    /// Fetches the reference's manifest (following an index to its wasm entry) and checks
+    /// that it is a plugin: one `application/wasm` layer within the size limit, at most
+    /// one plugin manifest layer, and (when the config is a Wasm config) a component.
+    ///
+    /// # Errors
+    /// Any [`OciError`]: unreachable, time-out, 401/403/404, a digest that does not
+    /// match, not a plugin, too large.
+    pub async fn resolve(&self) -> Result<Resolved, OciError> {
+        let reference = &self.reference;
+        let (body, digest, content_type) = self.get_manifest(reference).await?;
+        let not_a_plugin = |reason: String| OciError::NotAPlugin {
+            reference: reference.to_string(),
+            reason,
+        };
+        let image = match layout::parse_manifest(&body, content_type.as_deref())
+            .map_err(|reason| not_a_plugin(format!("its manifest is not usable: {reason}")))?
+        {
+            Fetched::Image(image) => image,
+            Fetched::Index(index) => {
+                let entry = layout::pick_from_index(&index).map_err(not_a_plugin)?;
+                crate::reference::check_digest(&entry).map_err(|reason| {
+                    not_a_plugin(format!("its index names an entry with a {reason}"))
+                })?;
+                let (body, _, content_type) =
+                    self.get_manifest(&reference.with_digest(&entry)).await?;
+                match layout::parse_manifest(&body, content_type.as_deref()).map_err(|reason| {
+                    not_a_plugin(format!(
+                        "the manifest its index points to is not usable: {reason}"
+                    ))
+                })? {
+                    Fetched::Image(image) => image,
+                    Fetched::Index(_) => {
+                        return Err(not_a_plugin(
+                            "its index points to another index; a plugin is an image manifest"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+        };
+        let layers = plugin_layers(&image).map_err(not_a_plugin)?;
+        for layer in [Some(&layers.component), layers.manifest.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            crate::reference::check_digest(&layer.digest).map_err(|reason| {
+                not_a_plugin(format!(
+                    "a layer's {reason}; this host verifies sha256 only"
+                ))
+            })?;
+        }
+        let component_size = layout::size_of(&layers.component).map_err(not_a_plugin)?;
+        if component_size > self.options.max_component_bytes {
+            return Err(OciError::TooLarge {
+                reference: reference.to_string(),
+                what: "component".into(),
+                size: component_size,
+                limit: self.options.max_component_bytes,
+                endless: false,
+            });
+        }
+        if layers.config.media_type == WASM_CONFIG_MEDIA_TYPE {
+            self.check_config(&layers.config).await?;
+        }
+        Ok(Resolved {
+            digest,
+            component_size,
+            has_manifest: layers.manifest.is_some(),
+            layers,
+        })
+    }
+
+    /// Downloads what `resolved` names into `dir`, as temporary files (`.NAME.wasm.*`),
+    /// each checked against its digest and its size as it arrives, and the component's
+    /// header. A failure leaves nothing behind.
+    ///
+    /// # Errors
+    /// Any [`OciError`]; [`OciError::Io`] when the directory cannot be written.
+    pub async fn download(
+        &self,
+        resolved: &Resolved,
+        dir: &Path,
+        name: &str,
+    ) -> Result<Pulled, OciError> {
+        let reference = self.reference.to_string();
+        let component_file = format!("{name}.wasm");
+        let component = self
+            .fetch_to_file(
+                &resolved.layers.component,
+                &component_file,
+                self.options.max_component_bytes,
+                dir,
+            )
+            .await?;
+        let mut head = [0_u8; 8];
+        let read = {
+            use std::io::Read;
+            let mut file = component.file.reopen().map_err(|error| OciError::Io {
+                path: component.file.path().to_owned(),
+                message: "cannot read the downloaded component".into(),
+                error,
+            })?;
+            file.read(&mut head).unwrap_or(0)
+        };
+        check_component(&head[..read]).map_err(|reason| OciError::NotAComponent {
+            reference: reference.clone(),
+            reason,
+        })?;
+        let manifest = match &resolved.layers.manifest {
+            Some(layer) => Some(
+                self.fetch_to_file(
+                    layer,
+                    &format!("{name}.toml"),
+                    MAX_MANIFEST_LAYER_BYTES,
+                    dir,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        Ok(Pulled {
+            component,
+            manifest,
+        })
+    }
+}
+
+/// The redirect policy of our own requests: at most [`MAX_REDIRECTS`], never from HTTPS
+/// to plain HTTP (reqwest already drops credentials on a redirect to another host).
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let downgrade = attempt.url().scheme() == "http"
+            && attempt.previous().iter().any(|url| url.scheme() == "https");
+        if downgrade {
+            attempt.error("a redirect from HTTPS to plain HTTP was refused")
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// `sha256:` and the hex digest of `bytes`.
+pub(crate) fn sha256_text(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,135 @@
+//! `toolhost:plugin/files`: the host's [`Storage`](toolhost::vfs::Storage) as far as the plugin was granted.
+//!
+//! The rules this import follows (grant, policy, root, time, budgets) are on
+//! [`FileAccess`](crate::FileAccess), the public face of this module.
+//!
+//! This file serves the interface (`Host` for [`ImportCtx`]: budgets, the blocking pool,
+//! denial logs); what one plugin's grant allows is [`FileGrant`] in `grant.rs`.
+
+use std::sync::Arc;
+
+use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
+use super::ImportCtx;
+use grant::listing_bytes;
+
+mod grant;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use grant::FileGrant;
+
+impl ImportCtx {
+    /// Logs a denial (within the plugin's log rate limit) and passes the result on.
+    fn logged<T>(
+        &self,
+        op: &str,
+        path: &str,
+        result: Result<T, FileError>,
+    ) -> Result<T, FileError> {
+        if let Err(FileError::Denied(reason)) = &result {
+            if self.meter.admit_log(&self.tool) {
+                tracing::warn!(target: "plugin", plugin = %self.plugin, tool = %self.tool, "file {op} of \"{}\" denied: {reason}", path.escape_debug());
+            }
+        }
+        result
+    }
+
+    /// Runs `work` on the grant on the blocking pool, holding one of the host's storage
+    /// permits until it returns (even when the call awaiting it was dropped at its
+    /// deadline). The guest waits; the async worker does not.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, FileError>
+    where
+        F: FnOnce(&FileGrant) -> Result<T, FileError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = Arc::clone(&self.io)
+            .acquire_owned()
+            .await
+            .map_err(|_| FileError::Other("the host is shutting down; try again later".into()))?;
+        let grant = Arc::clone(&self.files);
+        let task = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&grant)
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(err) => {
+                tracing::error!(target: "plugin", plugin = %self.plugin, tool = %self.tool, "a file call of the plugin failed in the host: {err}");
+                Err(FileError::Other(
+                    "the host's storage failed during this call; try again, and report it to the operator if it persists".into(),
+                ))
+            }
+        }
+    }
+
+    async fn read_file(&mut self, path: &str) -> Result<File, FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let cap = self.budget.read_cap(self.memory_bytes, &self.meter.limits);
+        let path = path.to_owned();
+        let file = self.blocking(move |grant| grant.read(&path, cap)).await?;
+        self.budget.read(file.size);
+        Ok(file)
+    }
+
+    async fn list_files(&mut self) -> Result<Vec<FileInfo>, FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let cap = self.budget.read_cap(self.memory_bytes, &self.meter.limits);
+        let entries = self.blocking(FileGrant::list).await?;
+        let bytes = listing_bytes(&entries);
+        if bytes > cap.bytes() {
+            return Err(cap.refuse_what(&format!("the listing of {} files", entries.len()), bytes));
+        }
+        self.budget.read(bytes);
+        Ok(entries)
+    }
+
+    async fn write_file(
+        &mut self,
+        path: &str,
+        content: Vec<u8>,
+        content_type: Option<String>,
+    ) -> Result<(), FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let size = content.len() as u64;
+        self.files.check_write(path, size)?;
+        self.budget.reserve_write(path, size, &self.meter)?;
+        let path = path.to_owned();
+        self.blocking(move |grant| grant.write(&path, &content, content_type.as_deref()))
+            .await
+    }
+
+    async fn delete_file(&mut self, path: &str) -> Result<(), FileError> {
+        self.budget.file_call(&self.plugin, &self.meter.limits)?;
+        let path = path.to_owned();
+        self.blocking(move |grant| grant.delete(&path)).await
+    }
+}
+
+/// Each call counts against the call's budget ([`CallBudget`](super::quota::CallBudget)),
+/// then runs on the blocking pool ([`ImportCtx::blocking`]).
+impl Host for ImportCtx {
+    async fn read(&mut self, path: String) -> Result<File, FileError> {
+        let result = self.read_file(&path).await;
+        self.logged("read", &path, result)
+    }
+
+    async fn list(&mut self) -> Result<Vec<FileInfo>, FileError> {
+        let result = self.list_files().await;
+        self.logged("list", "", result)
+    }
+
+    async fn write(
+        &mut self,
+        path: String,
+        content: Vec<u8>,
+        content_type: Option<String>,
+    ) -> Result<(), FileError> {
+        let result = self.write_file(&path, content, content_type).await;
+        self.logged("write", &path, result)
+    }
+
+    async fn delete(&mut self, path: String) -> Result<(), FileError> {
+        let result = self.delete_file(&path).await;
+        self.logged("delete", &path, result)
+    }
+}

@@ -1,0 +1,163 @@
+//! Tests of the HTTP hooks: checks before sending, request counts and body caps,
+//! forbidden addresses.
+
+use super::*;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use wasmtime_wasi_http::{Error, WasiBody, WasiHttpHooks};
+
+use super::transport::Capped;
+use crate::host::quota::PluginMeter;
+use crate::http_policy::{HttpLimits, HttpPolicy};
+use http_body_util::{Empty, Full};
+
+fn hooks(allow: &[&str], limits: HttpLimits) -> HttpHooks {
+    let grant = HttpGrant {
+        allow: allow.iter().map(|p| p.parse().unwrap()).collect(),
+        policy: HttpPolicy::default(),
+        limits,
+    };
+    let meter = Arc::new(PluginMeter::new(
+        Arc::from("p"),
+        super::super::quota::ImportLimits::default(),
+    ));
+    let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter, Arc::default());
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
+    hooks
+}
+
+fn request(uri: &str, length: Option<u64>) -> http::Request<WasiBody> {
+    let mut builder = http::Request::builder().uri(uri);
+    if let Some(length) = length {
+        builder = builder.header(http::header::CONTENT_LENGTH, length);
+    }
+    builder
+        .body(
+            Empty::<Bytes>::new()
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
+        .unwrap()
+}
+
+fn checked(hooks: &mut HttpHooks, uri: &str, length: Option<u64>) -> Result<String, String> {
+    hooks
+        .check(&request(uri, length))
+        .map(|target| target.to_string())
+        .map_err(|err| format!("{err:?}"))
+}
+
+#[test]
+fn requests_are_checked_against_the_grant_before_anything_is_sent() {
+    let mut hooks = hooks(
+        &["api.test", "http://*.local.test:8080"],
+        HttpLimits::default(),
+    );
+    assert_eq!(
+        checked(&mut hooks, "https://api.test/x?y", None),
+        Ok("https://api.test:443".into())
+    );
+    assert_eq!(
+        checked(&mut hooks, "http://a.local.test:8080/", None),
+        Ok("http://a.local.test:8080".into())
+    );
+    for denied in [
+        "http://api.test/",
+        "https://api.test:8443/",
+        "https://evil.test/",
+        "https://api.test.evil.test/",
+        "http://local.test:8080/",
+    ] {
+        assert_eq!(
+            checked(&mut hooks, denied, None),
+            Err("HttpRequestDenied".into()),
+            "{denied}"
+        );
+    }
+    assert_eq!(
+        checked(&mut hooks, "https://user:pw@api.test/", None),
+        Err("HttpRequestUriInvalid".into())
+    );
+    assert_eq!(
+        checked(&mut hooks, "/relative", None),
+        Err("HttpRequestUriInvalid".into())
+    );
+}
+
+#[test]
+fn the_request_count_and_declared_body_size_are_limited() {
+    let limits = HttpLimits {
+        max_requests: 2,
+        max_request_bytes: 100,
+        ..HttpLimits::default()
+    };
+    let mut hooks = hooks(&["api.test"], limits);
+    assert!(checked(&mut hooks, "https://api.test/", Some(100)).is_ok());
+    assert_eq!(
+        checked(&mut hooks, "https://api.test/", Some(101)),
+        Err("HttpRequestBodySize(Some(100))".into())
+    );
+    assert_eq!(
+        checked(&mut hooks, "https://api.test/", None),
+        Err("ConnectionLimitReached".into())
+    );
+    // Denied requests count too, so a loop of them stops early.
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
+    assert!(checked(&mut hooks, "https://evil.test/", None).is_err());
+    assert!(checked(&mut hooks, "https://api.test/", None).is_ok());
+    assert_eq!(
+        checked(&mut hooks, "https://api.test/", None),
+        Err("ConnectionLimitReached".into())
+    );
+}
+
+#[tokio::test]
+async fn forbidden_addresses_are_refused_before_connecting() {
+    let mut hooks = hooks(
+        &["http://169.254.169.254", "http://[::1]:9"],
+        HttpLimits::default(),
+    );
+    for uri in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]:9/",
+    ] {
+        let future = hooks.send_request(request(uri, None), None, Box::new(async { Ok(()) }));
+        let result = Pin::from(future).await;
+        assert!(
+            matches!(result, Err(Error::DestinationIpProhibited)),
+            "{uri}: {:?}",
+            result.err()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_capped_body_fails_past_its_limit_and_says_so() {
+    let over = Arc::new(AtomicBool::new(false));
+    let body = Capped {
+        inner: Full::new(Bytes::from(vec![0u8; 11])).map_err(|never| match never {}),
+        seen: 0,
+        limit: 10,
+        over: Arc::clone(&over),
+        response: true,
+    };
+    let err = body.collect().await.expect_err("over the cap");
+    assert!(
+        matches!(err, Error::HttpResponseBodySize(Some(10))),
+        "{err:?}"
+    );
+    assert!(over.load(Ordering::Relaxed));
+    let body = Capped {
+        inner: Full::new(Bytes::from(vec![0u8; 10])).map_err(|never| match never {}),
+        seen: 0,
+        limit: 10,
+        over: Arc::new(AtomicBool::new(false)),
+        response: false,
+    };
+    assert_eq!(body.collect().await.ok().unwrap().to_bytes().len(), 10);
+}

@@ -1,0 +1,273 @@
+//! Compiling: a plugin's manifest and component read once, checked against the pins,
+//! the manifest resolved, the component compiled (or loaded from the compile cache),
+//! its header and world checked and pre-instantiated: everything but its definitions.
+//! A directory's plugins compile on one thread per core.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolhost::registry::ToolDefinition;
+
+use super::pins::{check_pins, Pins};
+use super::{Prepared, MAX_COMPONENT_BYTES};
+use crate::bindings::{v0_1, PluginPre};
+use crate::cache;
+use crate::error::error_chain;
+use crate::host::files::FileGrant;
+use crate::host::http::HttpGrant;
+use crate::lock::{read_manifest_bytes, Sha256Digest};
+use crate::manifest::{self, Resolved};
+use crate::read::read_regular_file;
+use crate::runtime::{PluginRuntime, PrepareShard, ShardPres, WorldPre};
+use crate::state::{Grants, PluginState};
+use crate::{CompileSource, Metering, PluginError, PluginErrorKind, PluginHost};
+
+/// The `tools` export of `toolhost:plugin@0.2.0`.
+pub(crate) const TOOLS_V0_2: &str = "toolhost:plugin/tools@0.2.0";
+/// The `tools` export of `toolhost:plugin@0.1.0`.
+pub(crate) const TOOLS_V0_1: &str = "toolhost:plugin/tools@0.1.0";
+
+/// A plugin compiled and pre-instantiated, not yet asked for its tools.
+pub(super) struct Compiled {
+    name: String,
+    resolved: Resolved,
+    compile: CompileSource,
+    pub(super) runtime: Arc<PluginRuntime>,
+    imports: Vec<String>,
+    exports: Vec<String>,
+}
+
+impl Compiled {
+    pub(super) fn with(self, definitions: Vec<ToolDefinition>) -> Prepared {
+        Prepared {
+            name: self.name,
+            resolved: self.resolved,
+            compile: self.compile,
+            runtime: self.runtime,
+            definitions,
+            imports: self.imports,
+            exports: self.exports,
+        }
+    }
+}
+
+impl PluginHost {
+    /// Compiles every file of `files` on up to one thread per core, keeping the order.
+    pub(super) fn compile_all(
+        &self,
+        files: &[PathBuf],
+        pins: Option<Pins<'_>>,
+    ) -> Vec<Result<Compiled, PluginError>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, files.len().max(1));
+        let per_thread = files.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            #[allow(
+                clippy::needless_collect,
+                reason = "every worker must be spawned before the first is joined"
+            )]
+            let workers: Vec<_> = files
+                .chunks(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|path| self.compile_with(path, false, pins))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .zip(files.chunks(per_thread))
+                .flat_map(|(worker, chunk)| {
+                    worker.join().unwrap_or_else(|_| {
+                        chunk
+                            .iter()
+                            .map(|path| {
+                                Err(PluginError::from(PluginErrorKind::Host {
+                                    message: format!(
+                                        "loading {} crashed the loader thread",
+                                        path.display()
+                                    ),
+                                }))
+                            })
+                            .collect()
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Reads the manifest and component of the plugin at `path` (once each), checks
+    /// their digests against `pins`, resolves the manifest, compiles (or loads from the
+    /// cache, keyed by the digest) the component from the bytes checked and
+    /// pre-instantiates it: everything but its definitions.
+    pub(super) fn compile_with(
+        &self,
+        path: &Path,
+        any_grant: bool,
+        pins: Option<Pins<'_>>,
+    ) -> Result<Compiled, PluginError> {
+        let name = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .ok_or_else(|| {
+                PluginErrorKind::NotAComponent {
+                    reason: "the file name is not valid UTF-8; rename it".into(),
+                }
+                .at(path.to_owned())
+            })?
+            .to_owned();
+        let manifest_file = manifest::manifest_path(path);
+        let manifest_bytes = read_manifest_bytes(&manifest_file)?;
+        let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
+        let digest = Sha256Digest::of(&bytes);
+        if let Some(pins) = pins {
+            check_pins(pins, path, &digest, manifest_bytes.as_deref())?;
+        }
+        let resolved = if any_grant {
+            manifest::resolve_bytes_with(
+                path,
+                manifest_bytes,
+                &self.config,
+                manifest::Check::Inspect,
+            )?
+        } else {
+            manifest::resolve_bytes(path, manifest_bytes, &self.config)?
+        };
+        check_header(path, &bytes)?;
+        let backend = self.backend(Metering::for_limits(&resolved.limits))?;
+        // Compiled (or read from the cache) into the first shard's engine only; the
+        // other shards get it from its artifact when a call first lands there.
+        let engines = backend.engines();
+        let (mut components, compile) =
+            backend
+                .cache
+                .load_into(&engines[..1], path, &bytes, digest.as_bytes())?;
+        let component = components
+            .pop()
+            .unwrap_or_else(|| unreachable!("one engine asked, one component"));
+        let wrong_world = |err: wasmtime::Error| {
+            PluginErrorKind::WrongWorld {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
+        };
+        let engine = &backend.shards[0].engine;
+        let component_type = component.component_type();
+        let exports: Vec<String> = component_type
+            .exports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        // The world is the `tools` export the component carries; with neither, 0.2.0's
+        // check names what is missing.
+        let legacy =
+            exports.iter().any(|e| e == TOOLS_V0_1) && !exports.iter().any(|e| e == TOOLS_V0_2);
+        let first =
+            world_pre(&backend.shards[0].linker, &component, legacy).map_err(wrong_world)?;
+        let prepare: PrepareShard = {
+            let shards: Vec<_> = backend
+                .shards
+                .iter()
+                .map(|shard| (shard.engine.clone(), shard.linker.clone()))
+                .collect();
+            Box::new(move |shard| {
+                let (engine, linker) = &shards[shard];
+                let artifact = component.serialize()?;
+                let component = cache::deserialize(engine, &artifact)?;
+                world_pre(linker, &component, legacy)
+            })
+        };
+
+        let files = FileGrant::new(
+            &name,
+            resolved.files,
+            self.config.storage.clone(),
+            resolved.root.as_deref(),
+            self.config.file_policy.clone(),
+        )
+        .map_err(|err| {
+            PluginErrorKind::Manifest {
+                message: format!("grants.root: {err}"),
+            }
+            .at(manifest::manifest_path(path))
+        })?;
+        if !resolved.undeclared_config.is_empty() && !any_grant {
+            tracing::warn!(
+                target: "plugin",
+                plugin = %name,
+                "config values given for {name} that its manifest does not declare are not passed to it: {}",
+                resolved.undeclared_config.join(", ")
+            );
+        }
+        let grants = Grants {
+            redactor: Arc::new(resolved.config.redactor()),
+            config: Arc::new(resolved.config.clone()),
+            http: Arc::new(HttpGrant {
+                allow: resolved.http.clone(),
+                policy: self.config.http.clone(),
+                limits: resolved.limits.http.clone(),
+            }),
+        };
+        let runtime = Arc::new(PluginRuntime::new(
+            Arc::from(name.as_str()),
+            ShardPres {
+                first,
+                engines: engines.into_iter().cloned().collect(),
+                prepare,
+            },
+            resolved.limits.clone(),
+            Arc::new(files),
+            grants,
+            Arc::clone(&self.shared),
+        ));
+
+        let imports = component_type
+            .imports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        Ok(Compiled {
+            name,
+            resolved,
+            compile,
+            runtime,
+            imports,
+            exports,
+        })
+    }
+}
+
+/// Checks the WebAssembly header: a component, not a core module or something else.
+fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
+    let not = |reason: &str| {
+        PluginErrorKind::NotAComponent {
+            reason: reason.to_owned(),
+        }
+        .at(path)
+    };
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(not("the file does not start with the WebAssembly magic bytes (\\0asm); is it a .wasm file?"));
+    }
+    match bytes[6..8] {
+        [1, 0] => Ok(()),
+        [0, 0] => Err(not("it is a core WebAssembly module; build the plugin for the wasm32-wasip2 target (cargo build --target wasm32-wasip2 --release), which makes a component")),
+        _ => Err(not("its header declares an unknown WebAssembly layer; build it with a current toolchain for wasm32-wasip2")),
+    }
+}
+
+/// `component` pre-instantiated with `linker` for its world: `toolhost:plugin@0.1.0`
+/// when `legacy`, else 0.2.0.
+fn world_pre(
+    linker: &wasmtime::component::Linker<PluginState>,
+    component: &wasmtime::component::Component,
+    legacy: bool,
+) -> wasmtime::Result<WorldPre> {
+    let instance_pre = linker.instantiate_pre(component)?;
+    Ok(if legacy {
+        WorldPre::V0_1(v0_1::PluginPre::new(instance_pre)?)
+    } else {
+        WorldPre::V0_2(PluginPre::new(instance_pre)?)
+    })
+}

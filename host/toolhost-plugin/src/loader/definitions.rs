@@ -1,0 +1,182 @@
+//! Asking compiled plugins for their tool definitions: all of a directory's at once on a
+//! private tokio runtime, each within [`DefinitionLimits::timeout`], and what went
+//! wrong told to the operator.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use toolhost::registry::ToolError;
+
+use super::compile::Compiled;
+use super::pins::Pins;
+use super::validate::validate;
+use super::Prepared;
+use crate::{DefinitionLimits, PluginError, PluginErrorKind, PluginHost};
+
+impl PluginHost {
+    /// Prepares every file of `files`, keeping the order: the manifest and compile (or
+    /// cache) on up to one thread per core, since compiling is the slow part of a cold
+    /// start; then the definitions of all of them at once ([`PluginHost::ask_all`]).
+    pub(super) fn prepare_all(
+        &self,
+        files: &[PathBuf],
+        pins: Option<Pins<'_>>,
+    ) -> Vec<Result<Prepared, PluginError>> {
+        let compiled = self.compile_all(files, pins);
+        self.ask_all(files.iter().cloned().zip(compiled).collect())
+    }
+
+    pub(super) fn prepare(&self, path: &Path) -> Result<Prepared, PluginError> {
+        self.prepare_with(path, false, None)
+    }
+
+    /// One plugin compiled (checked against `pins` first, when given) and asked for its
+    /// definitions; `any_grant` resolves its manifest for inspection.
+    pub(super) fn prepare_with(
+        &self,
+        path: &Path,
+        any_grant: bool,
+        pins: Option<Pins<'_>>,
+    ) -> Result<Prepared, PluginError> {
+        let compiled = self.compile_with(path, any_grant, pins);
+        self.ask_all(vec![(path.to_owned(), compiled)])
+            .pop()
+            .unwrap_or_else(|| unreachable!("one answer per plugin"))
+    }
+
+    /// Asks every compiled plugin of `plugins` for its definitions, all at once (up to
+    /// the pool's concurrent calls), each within [`DefinitionLimits::timeout`], and
+    /// checks them. Keeps the order; a failed compile is passed through.
+    fn ask_all(
+        &self,
+        plugins: Vec<(PathBuf, Result<Compiled, PluginError>)>,
+    ) -> Vec<Result<Prepared, PluginError>> {
+        let caps = self.config.definition_limits.clone();
+        let gate = Arc::new(Semaphore::new(self.pool.concurrent_calls.max(1) as usize));
+        let asking = plugins.iter().filter(|(_, c)| c.is_ok()).count();
+        let paths: Vec<PathBuf> = plugins.iter().map(|(path, _)| path.clone()).collect();
+        let answers = block_on(asking, async move {
+            let tasks: Vec<_> = plugins
+                .into_iter()
+                .map(|(path, compiled)| {
+                    let task = compiled.map(|compiled| {
+                        tokio::spawn(ask_definitions(
+                            path.clone(),
+                            compiled,
+                            caps.clone(),
+                            Arc::clone(&gate),
+                        ))
+                    });
+                    (path, task)
+                })
+                .collect();
+            let mut answers = Vec::with_capacity(tasks.len());
+            for (path, task) in tasks {
+                answers.push(match task {
+                    Ok(task) => task.await.unwrap_or_else(|_| {
+                        Err(PluginError::from(PluginErrorKind::Host {
+                            message: format!(
+                                "asking {} for its definitions crashed the loader task",
+                                path.display()
+                            ),
+                        }))
+                    }),
+                    Err(err) => Err(err),
+                });
+            }
+            answers
+        });
+        answers.unwrap_or_else(|err| {
+            paths
+                .iter()
+                .map(|path| {
+                    Err(PluginError::from(PluginErrorKind::Host {
+                        message: format!(
+                            "cannot start a tokio runtime to load {}: {err}",
+                            path.display()
+                        ),
+                    }))
+                })
+                .collect()
+        })
+    }
+}
+
+/// Asks a compiled plugin for its definitions (once one of `gate`'s permits is free, so
+/// the deadline does not run while it waits for others) within `caps.timeout`, and
+/// checks them against `caps`.
+async fn ask_definitions(
+    path: PathBuf,
+    compiled: Compiled,
+    caps: DefinitionLimits,
+    gate: Arc<Semaphore>,
+) -> Result<Prepared, PluginError> {
+    // The gate is never closed.
+    let _permit = gate.acquire_owned().await.ok();
+    // The guest yields to the runtime at every epoch tick, so this timeout fires even
+    // for a `loop {}`; dropping the call drops its store.
+    let raw = match tokio::time::timeout(caps.timeout, compiled.runtime.definitions()).await {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(err)) => {
+            return Err(PluginErrorKind::Definitions {
+                message: definitions_failure(err),
+            }
+            .at(path))
+        }
+        Err(_elapsed) => {
+            return Err(PluginErrorKind::Definitions {
+                message: format!(
+                "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
+                crate::units::format_duration(caps.timeout)
+            ),
+            }
+            .at(path))
+        }
+    };
+    let definitions = validate(&path, raw, &caps)?;
+    Ok(compiled.with(definitions))
+}
+
+/// What went wrong asking for the definitions, for the operator (the [`ToolError`]
+/// texts are written for a model and name a tool).
+fn definitions_failure(err: ToolError) -> String {
+    match err {
+        ToolError::ToolPanicked { message, .. } => format!("it crashed: {message}"),
+        ToolError::TimedOut { limit, .. } => format!(
+            "it did not answer within {} (its timeout)",
+            crate::units::format_duration(limit)
+        ),
+        ToolError::LimitExceeded { limit, message, .. } => {
+            format!("it hit its {limit} limit: {message}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Runs `future` to completion on a private runtime (up to one worker per core, at most
+/// `tasks`) in a scoped thread, so loading works from plain code and from inside a tokio
+/// runtime alike (a guest waiting on a WASI clock needs a tokio timer).
+fn block_on<F: Future + Send>(tasks: usize, future: F) -> std::io::Result<F::Output>
+where
+    F::Output: Send,
+{
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, tasks.max(1));
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(workers)
+                    .thread_name("plugin-load")
+                    .enable_time()
+                    .build()
+                    .map(|runtime| runtime.block_on(future))
+            })
+            .join()
+    })
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}

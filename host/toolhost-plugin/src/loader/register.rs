@@ -1,0 +1,91 @@
+//! Registering a prepared plugin's tools, all or none (in place of its previous version's
+//! on hot reload), and naming who already holds a tool name that is taken.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolhost::registry::{Handler, RegisterError, Registry};
+
+use super::Prepared;
+use crate::runtime::PluginTool;
+use crate::{LoadedPlugin, PluginError, PluginErrorKind, PluginHost};
+
+impl PluginHost {
+    /// Registers a prepared plugin's tools, all or none, in place of the tools named
+    /// `replacing` (none for a first load).
+    pub(super) fn register_prepared(
+        &self,
+        path: &Path,
+        prepared: Prepared,
+        registry: &Registry,
+        replacing: &[String],
+    ) -> Result<LoadedPlugin, PluginError> {
+        for definition in &prepared.definitions {
+            if registry.has(&definition.name) && !replacing.contains(&definition.name) {
+                return Err(self.taken(path, &definition.name));
+            }
+        }
+        let tools: Vec<String> = prepared
+            .definitions
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        let batch = prepared
+            .definitions
+            .into_iter()
+            .map(|definition| {
+                let handler: Arc<dyn Handler> = Arc::new(PluginTool {
+                    runtime: Arc::clone(&prepared.runtime),
+                    tool: Arc::from(definition.name.as_str()),
+                });
+                (definition, handler)
+            })
+            .collect();
+        registry.replace_all(replacing, batch).map_err(|err| match err {
+            // Registered by someone else since the check above.
+            RegisterError::DuplicateTool { name } => self.taken(path, &name),
+            RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
+            // Reserved for a built-in, or not a valid name.
+            other => PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason: other.to_string() }.at(path.to_owned()),
+        })?;
+        if let Ok(mut owners) = self.owners.lock() {
+            for old in replacing {
+                owners.remove(old);
+            }
+            for tool in &tools {
+                owners.insert(tool.clone(), path.to_owned());
+            }
+        }
+        Ok(LoadedPlugin {
+            name: prepared.name,
+            path: path.to_owned(),
+            tools,
+            compile: prepared.compile,
+            grants: prepared.resolved.files,
+            root: prepared.resolved.root,
+            manifest: prepared.resolved.manifest_path,
+            limits: prepared.resolved.limits,
+            http: prepared.resolved.http,
+            config: prepared.resolved.config,
+        })
+    }
+
+    /// `name` is taken in the registry: by a plugin this host loaded (named by its file),
+    /// or by a tool registered otherwise (a built-in, the embedding program's own).
+    fn taken(&self, path: &Path, name: &str) -> PluginError {
+        let owner = self
+            .owners
+            .lock()
+            .ok()
+            .and_then(|owners| owners.get(name).cloned());
+        let taken_by = match owner {
+            Some(other) => format!("the plugin {} already declares it", other.display()),
+            None => "a tool of that name is already registered (not by a plugin)".into(),
+        };
+        PluginErrorKind::DuplicateTool {
+            name: name.to_owned(),
+            taken_by,
+        }
+        .at(path.to_owned())
+    }
+}

@@ -1,0 +1,211 @@
+//! The manifest as written: the `[grants]`, `[limits]` and `[config]` tables as typed
+//! structs (unknown keys refused), and reading and parsing the TOML file.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::plugin_config::{check_key, ConfigKey, MAX_CONFIG_KEYS};
+use crate::{PluginError, PluginErrorKind};
+
+/// The manifest as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// `[grants]`.
+    #[serde(default)]
+    pub grants: Grants,
+    /// `[limits]`.
+    #[serde(default)]
+    pub limits: LimitOverrides,
+    /// `[config]`: the keys the plugin reads, sorted by name.
+    #[serde(default, deserialize_with = "config_keys")]
+    pub config: Vec<ConfigKey>,
+}
+
+/// Parses `[config]`: `keys = ["A", "B"]` (required, not secret) and `[config.KEY]`
+/// tables with `description`, `secret` and `required`.
+fn config_keys<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Vec<ConfigKey>, D::Error> {
+    use serde::de::Error;
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Spec {
+        description: Option<String>,
+        #[serde(default)]
+        secret: bool,
+        #[serde(default = "yes")]
+        required: bool,
+    }
+    fn yes() -> bool {
+        true
+    }
+    let table = toml::Table::deserialize(de)?;
+    let mut keys: Vec<ConfigKey> = Vec::new();
+    let mut add = |key: ConfigKey| -> Result<(), D::Error> {
+        check_key(&key.name).map_err(D::Error::custom)?;
+        if keys.iter().any(|k| k.name == key.name) {
+            return Err(D::Error::custom(format!(
+                "config key {} is declared twice",
+                key.name
+            )));
+        }
+        keys.push(key);
+        Ok(())
+    };
+    for (name, value) in table {
+        match value {
+            toml::Value::Array(list) if name == "keys" => {
+                for item in list {
+                    let toml::Value::String(key) = item else {
+                        return Err(D::Error::custom(
+                            "config.keys must be a list of key names, e.g. keys = [\"API_TOKEN\"]",
+                        ));
+                    };
+                    add(ConfigKey {
+                        name: key,
+                        description: None,
+                        secret: false,
+                        required: true,
+                    })?;
+                }
+            }
+            toml::Value::Table(spec) => {
+                let spec: Spec = toml::Value::Table(spec).try_into().map_err(|err: toml::de::Error| {
+                    D::Error::custom(format!(
+                        "config.{name}: {}; give description, secret and required",
+                        err.message().trim()
+                    ))
+                })?;
+                add(ConfigKey {
+                    name,
+                    description: spec.description,
+                    secret: spec.secret,
+                    required: spec.required,
+                })?;
+            }
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "config.{name} must be a table ([config.{name}] with description, secret, required) or the list config.keys"
+                )))
+            }
+        }
+    }
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
+    if keys.len() > MAX_CONFIG_KEYS {
+        return Err(D::Error::custom(format!(
+            "{} config keys declared; at most {MAX_CONFIG_KEYS}",
+            keys.len()
+        )));
+    }
+    Ok(keys)
+}
+
+/// The `[grants]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// `files = "none" | "read" | "read-write"`.
+    #[serde(default)]
+    pub files: Option<String>,
+    /// `root = "sub/dir"`: confines file access to that sub-tree.
+    #[serde(default)]
+    pub root: Option<String>,
+    /// `http = ["host", "*.domain:port", "http://host"]`: the hosts the plugin may send
+    /// HTTP requests to ([`HostPattern`](crate::HostPattern)).
+    #[serde(default)]
+    pub http: Vec<String>,
+}
+
+/// The `[limits]` table; each key overrides the host's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitOverrides {
+    /// Wall time per call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Linear memory cap, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Fuel per call.
+    pub fuel: Option<u64>,
+    /// Cap on the result's JSON text, in bytes.
+    pub max_output_bytes: Option<usize>,
+    /// Bytes of stderr (and stdout) kept per call.
+    pub max_stderr_bytes: Option<usize>,
+    /// Core instances per store.
+    pub max_instances: Option<u32>,
+    /// Tables (and memories) per store.
+    pub max_tables: Option<u32>,
+    /// `files` calls per tool call.
+    pub max_file_calls: Option<u32>,
+    /// Bytes read through `files` per tool call.
+    pub max_read_bytes: Option<u64>,
+    /// Bytes written through `files` per tool call.
+    pub max_write_bytes_per_call: Option<u64>,
+    /// Files written through `files` per tool call.
+    pub max_files_written_per_call: Option<u32>,
+    /// Bytes written by the plugin over the host's lifetime.
+    pub max_write_bytes_total: Option<u64>,
+    /// Files written by the plugin over the host's lifetime.
+    pub max_files_written_total: Option<u64>,
+    /// Log lines per second (all calls of the plugin together).
+    pub log_lines_per_second: Option<u32>,
+    /// Log lines at once before the rate applies.
+    pub log_burst: Option<u32>,
+    /// Host handles (pollables, streams) held at once.
+    pub max_handles: Option<u32>,
+    /// HTTP requests per tool call.
+    pub max_http_requests: Option<u32>,
+    /// Bytes of one HTTP request body.
+    pub max_http_request_bytes: Option<u64>,
+    /// Bytes of one HTTP response body.
+    pub max_http_response_bytes: Option<u64>,
+    /// Time to resolve, connect and handshake, in milliseconds.
+    pub http_connect_timeout_ms: Option<u64>,
+}
+
+/// Reads and parses `path`; `Ok(None)` when there is no such file.
+///
+/// # Errors
+/// [`PluginErrorKind::Io`] when it exists but cannot be read, [`PluginErrorKind::NotAFile`] when
+/// it is not a regular file, [`PluginErrorKind::FileTooLarge`] over
+/// [`MAX_MANIFEST_BYTES`](crate::MAX_MANIFEST_BYTES), [`PluginErrorKind::Manifest`] when it
+/// is not valid.
+pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
+    match crate::lock::read_manifest_bytes(path)? {
+        Some(bytes) => parse_bytes(path, bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Parses manifest bytes (UTF-8 TOML); `path` is for the error message.
+///
+/// # Errors
+/// [`PluginErrorKind::Manifest`] when they are not UTF-8 or not a valid manifest.
+pub fn parse_bytes(path: &Path, bytes: Vec<u8>) -> Result<Manifest, PluginError> {
+    let text = String::from_utf8(bytes).map_err(|err| {
+        PluginErrorKind::Manifest {
+            message: format!(
+                "it is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
+                err.utf8_error().valid_up_to()
+            ),
+        }
+        .at(path.to_owned())
+    })?;
+    parse(path, &text)
+}
+
+/// Parses manifest text; `path` is for the error message.
+///
+/// # Errors
+/// [`PluginErrorKind::Manifest`] naming the bad or unknown key.
+pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
+    toml::from_str(text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
+            .unwrap_or_default();
+        PluginErrorKind::Manifest { message: format!(
+                "{line}{}; the keys are [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
+                err.message().trim()
+            ) }.at(path.to_owned())
+    })
+}

@@ -1,0 +1,54 @@
+//! File names this store makes and recognises: splitting a path into directory and
+//! name, temporary file names (`.<name>.tmp-<hex>`) and the names it reserves.
+
+use super::recover::is_stage_name;
+use super::{TMP_MARK, TMP_RANDOM_LEN};
+use crate::vfs::MAX_SEGMENT_LEN;
+
+/// Splits `path` into its directory part (with the trailing `/`, or empty) and file name.
+pub(super) fn split(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(i) => path.split_at(i + 1),
+        None => ("", path),
+    }
+}
+
+/// A fresh temporary name for a file called `name`: `.<name>.tmp-<32 hex digits>`, with
+/// `name` shortened (at a character boundary) so the result fits in [`MAX_SEGMENT_LEN`].
+pub(super) fn tmp_name(name: &str) -> String {
+    let room = MAX_SEGMENT_LEN - 1 - TMP_MARK.len() - TMP_RANDOM_LEN;
+    let mut end = name.len().min(room);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        ".{}{TMP_MARK}{}",
+        &name[..end],
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Whether `name` is reserved for the store itself: a temporary file ([`tmp_name`]) or a
+/// staging directory ([`stage_name`](super::recover::stage_name)).
+pub(super) fn is_reserved_name(name: &str) -> bool {
+    is_tmp_name(name) || is_stage_name(name)
+}
+
+/// Whether `name` has the form [`tmp_name`] produces.
+pub(super) fn is_tmp_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let Some(split) = rest.len().checked_sub(TMP_MARK.len() + TMP_RANDOM_LEN) else {
+        return false;
+    };
+    // strip_prefix, not split_at: the mark's length may fall inside a character of a name
+    // such as ".．．xxx…" (split_at panicked there; found by the path_scope fuzz target).
+    let Some(random) = rest
+        .get(split..)
+        .and_then(|tail| tail.strip_prefix(TMP_MARK))
+    else {
+        return false;
+    };
+    random.bytes().all(|b| b.is_ascii_hexdigit())
+}
