@@ -111,7 +111,6 @@ mod server;
     )
 )]
 mod session;
-mod stdio;
 
 pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};

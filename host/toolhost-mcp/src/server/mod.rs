@@ -4,8 +4,7 @@
 //! # Memory
 //! What the server holds for its client is bounded, so a client that stops reading its
 //! answers, or floods requests, slows itself down instead of growing the host:
-//! - the line being read: at most [`McpLimits::max_line_bytes`], and over stdio up to
-//!   1 MiB more read from the pipe ahead of the server (the reader thread's chunks);
+//! - the line being read: at most [`McpLimits::max_line_bytes`];
 //! - answers waiting to be written: at most [`McpLimits::max_queued_bytes`] (or a single
 //!   answer larger than that, alone). While the queue is full the server reads no request
 //!   (backpressure): the client's pipe fills and its own writes block;
@@ -19,16 +18,13 @@
 //!
 //! The worst case is about `max_in_flight_bytes` of arguments (a few times that once the
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
-//! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults
-//! (+ 1 MiB over stdio).
+//! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
 
-use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
-use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -37,14 +33,12 @@ use toolhost::registry::{Environment, Registry};
 
 use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST};
 use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Session, Step};
-use super::stdio;
 use super::ServeError;
 
 mod lines;
 mod outbox;
 
 use lines::{read_line, trim_line, Line};
-pub(crate) use outbox::Answer;
 use outbox::{write_loop, Outbox};
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
@@ -244,17 +238,7 @@ impl McpServer {
     /// # Errors
     /// As [`McpServer::serve`].
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        let input = stdio::stdin()?;
-        self.serve_lines(input, |answers, space, failed| async move {
-            match stdio::stdout(answers, space, failed)?.await {
-                Ok(written) => written,
-                // The writer thread panicked: the answers are lost with it.
-                Err(_) => Err(ServeError::Write(std::io::Error::other(
-                    "the stdout writer thread stopped",
-                ))),
-            }
-        })
-        .await
+        self.serve(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
     /// Serves MCP, one JSON-RPC message per line, reading `input` and writing `output`,
@@ -272,20 +256,6 @@ impl McpServer {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        self.serve_lines(BufReader::new(input), |answers, space, failed| {
-            write_loop(output, answers, space, failed)
-        })
-        .await
-    }
-
-    /// Serves lines read from `input`; `writer` writes the answers it is given until their
-    /// queue closes (closing `space` and cancelling `failed` if it fails).
-    async fn serve_lines<R, F, W>(&self, input: R, writer: F) -> Result<(), ServeError>
-    where
-        R: AsyncBufRead + Unpin,
-        F: FnOnce(mpsc::UnboundedReceiver<Answer>, Arc<Semaphore>, CancellationToken) -> W,
-        W: Future<Output = Result<(), ServeError>>,
-    {
         info!(
             session_id = %self.session.session_id,
             tools = self.catalog.registry.len(),
@@ -298,8 +268,8 @@ impl McpServer {
         let space = Arc::clone(&outbox.space);
         let writer_failed = CancellationToken::new();
         let (read, write) = tokio::join!(
-            self.read_loop(input, outbox, writer_failed.clone()),
-            writer(answers, space, writer_failed),
+            self.read_loop(BufReader::new(input), outbox, writer_failed.clone()),
+            write_loop(output, answers, space, writer_failed),
         );
         write?;
         read?;

@@ -1,7 +1,6 @@
 //! The response queue between the tool calls and the writer, bounded in bytes
 //! ([`McpLimits::max_queued_bytes`](super::McpLimits::max_queued_bytes)), and the writer
-//! that drains it into any `AsyncWrite` (stdio has its own writer thread:
-//! [`crate::stdio`]).
+//! that drains it into any `AsyncWrite`.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -32,16 +31,9 @@ pub(super) struct Outbox {
 
 /// One answer line in parts (a cached `tools/list` result is shared, not copied), holding
 /// its room in the queue until it is written.
-pub(crate) struct Answer {
+pub(super) struct Answer {
     parts: Vec<Bytes>,
     _room: Room,
-}
-
-impl Answer {
-    /// The line's bytes, in order, ending with its newline.
-    pub(crate) fn parts(&self) -> &[Bytes] {
-        &self.parts
-    }
 }
 
 struct Room {
