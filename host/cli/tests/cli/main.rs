@@ -16,5 +16,7 @@ mod mcp;
 mod messages;
 mod new;
 mod oci;
+mod oneshot;
 mod plugin_http;
 mod serve_http;
+mod watch;

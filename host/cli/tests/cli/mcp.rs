@@ -1,9 +1,10 @@
 //! End to end: the `host` binary as a child process, driven over real JSON-RPC on its
-//! stdin/stdout (`host run`), and the one-shot commands (`host call`, `host tools`).
+//! stdin/stdout (`host run`). The one-shot commands are in `oneshot.rs`, hot reload in
+//! `watch.rs`; both use this file's [`Server`] and [`host`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use toolhost::tools::DEFAULT_TOOL_NAMES;
 
 /// The built-in file tools over a directory, in order (no `search`: a directory is not
 /// searchable).
-fn builtins() -> Vec<&'static str> {
+pub(crate) fn builtins() -> Vec<&'static str> {
     DEFAULT_TOOL_NAMES
         .into_iter()
         .filter(|name| *name != "search")
@@ -21,23 +22,23 @@ fn builtins() -> Vec<&'static str> {
 }
 
 /// [`builtins`], then the plan tool.
-fn builtins_and_plan() -> Vec<&'static str> {
+pub(crate) fn builtins_and_plan() -> Vec<&'static str> {
     let mut names = builtins();
     names.push("todo_write");
     names
 }
 
 /// How long a test waits for one response before failing (not hanging).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn host() -> Command {
+pub(crate) fn host() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
     command.env_remove("RUST_LOG");
     command
 }
 
 /// A `host run` child process and a line reader on its stdout.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
@@ -49,7 +50,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(root: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn start(root: &Path, extra: &[&str]) -> Server {
         let mut child = host()
             .arg("run")
             .arg("--root")
@@ -81,7 +82,7 @@ impl Server {
 
     /// Reads the host's stderr as it comes (a long-running server must never block on a
     /// full pipe), keeping it for failure messages.
-    fn drain_stderr(&mut self) {
+    pub(crate) fn drain_stderr(&mut self) {
         let Some(stderr) = self.child.stderr.take() else {
             return;
         };
@@ -98,32 +99,32 @@ impl Server {
         self.stderr_log = Some((log, reader));
     }
 
-    fn send_line(&mut self, line: &str) {
+    pub(crate) fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         self.send_line(&message.to_string());
     }
 
     /// The next line on stdout, as it is.
-    fn receive_line(&mut self) -> String {
+    pub(crate) fn receive_line(&mut self) -> String {
         self.lines
             .recv_timeout(RESPONSE_TIMEOUT)
             .expect("a response line within the timeout")
     }
 
     /// The next line on stdout, which must be one JSON object.
-    fn receive(&mut self) -> Value {
+    pub(crate) fn receive(&mut self) -> Value {
         let line = self.receive_line();
         serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
     }
 
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let response = self.receive();
         assert_eq!(
@@ -135,7 +136,7 @@ impl Server {
     }
 
     /// `tools/call` and its result's (text, isError).
-    fn call(&mut self, id: i64, name: &str, arguments: Value) -> (String, bool) {
+    pub(crate) fn call(&mut self, id: i64, name: &str, arguments: Value) -> (String, bool) {
         let response = self.request(
             id,
             "tools/call",
@@ -155,7 +156,7 @@ impl Server {
     }
 
     /// Closes stdin and waits for the exit: (exit code, stderr, stdout lines left).
-    fn finish(mut self) -> (Option<i32>, String, Vec<String>) {
+    pub(crate) fn finish(mut self) -> (Option<i32>, String, Vec<String>) {
         drop(self.stdin.take());
         let output = self.child.wait_with_output().expect("wait for host run");
         let rest = self.lines.try_iter().collect();
@@ -428,182 +429,6 @@ fn bad_root_fails_at_startup() {
     );
 }
 
-fn call(root: &Path, args: &[&str]) -> Output {
-    host()
-        .arg("call")
-        .arg("--root")
-        .arg(root)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-#[test]
-fn host_call_prints_the_result_or_the_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-
-    let output = call(root, &["write_file", r#"{"path":"x.md","content":"hi"}"#]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(std::fs::read_to_string(root.join("x.md")).unwrap(), "hi");
-
-    let output = call(root, &["read_file", r#"{"path":"x.md"}"#]);
-    assert_eq!(output.status.code(), Some(0));
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["content"], "1\thi\n");
-
-    // A tool error: exit 1, kind and message on stderr, nothing on stdout.
-    let output = call(root, &["nope"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "error [unknown_tool]: unknown tool \"nope\": no tool of that name is registered; call one of the tools you were offered\n"
-    );
-
-    let output = call(root, &["read_file", "{}"]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.starts_with("error [invalid_arguments]: read_file: "),
-        "{stderr}"
-    );
-
-    let output = call(root, &["delete_file", r#"{"path":"missing.md"}"#]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).starts_with("error ["));
-
-    // Not JSON at all: a bad command line (exit 2), see messages.rs.
-    let output = call(root, &["read_file", "{path"]);
-    assert_eq!(output.status.code(), Some(2));
-
-    // The plan tool only exists with --plan.
-    let output = call(root, &["todo_write", r#"{"todos":[]}"#]);
-    assert_eq!(output.status.code(), Some(1));
-    let output = call(root, &["--plan", "todo_write", r#"{"todos":[]}"#]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result, json!({"todos": []}));
-}
-
-#[test]
-fn host_call_reads_arguments_from_stdin() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("b.md"), "one\n").unwrap();
-    let mut child = host()
-        .args(["call", "--root"])
-        .arg(dir.path())
-        .args(["read_file", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"path":"b.md"}"#)
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["content"], "1\tone\n");
-}
-
-#[test]
-fn host_tools_lists_definitions_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = host()
-        .args(["tools", "--plan", "--json", "--root"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let definitions: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
-    let names: Vec<&str> = definitions
-        .iter()
-        .map(|d| d["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, builtins_and_plan());
-    // Every built-in carries a title and its hints; only todo_write an output schema.
-    for definition in &definitions {
-        let keys: Vec<&String> = definition.as_object().unwrap().keys().collect();
-        let expected: &[&str] = if definition["name"] == "todo_write" {
-            &[
-                "annotations",
-                "description",
-                "name",
-                "output_schema",
-                "parameters",
-                "title",
-            ]
-        } else {
-            &["annotations", "description", "name", "parameters", "title"]
-        };
-        assert_eq!(keys, expected, "{definition}");
-    }
-    assert_eq!(definitions[0]["title"], "Read file");
-    assert_eq!(
-        definitions[0]["annotations"],
-        serde_json::json!({"readOnlyHint": true, "destructiveHint": false,
-                           "idempotentHint": true, "openWorldHint": false})
-    );
-
-    // The human form: one line per tool, name first, same order.
-    let output = host()
-        .args(["tools", "--read-only", "--root"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let text = String::from_utf8(output.stdout).unwrap();
-    let names: Vec<&str> = text
-        .lines()
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
-    assert_eq!(names, ["read_file", "list_files", "grep", "glob"]);
-    assert!(
-        text.lines().all(|l| l.split_whitespace().count() > 1),
-        "{text}"
-    );
-}
-
-#[test]
-fn help_shows_examples_and_bad_flags_exit_2() {
-    for sub in ["run", "tools", "call", "inspect"] {
-        let output = host().args([sub, "--help"]).output().unwrap();
-        assert_eq!(output.status.code(), Some(0));
-        let help = String::from_utf8(output.stdout).unwrap();
-        assert!(help.contains("Examples:"), "{sub}: {help}");
-        assert!(help.contains(&format!("host {sub} ")), "{sub}: {help}");
-    }
-    let output = host().args(["run", "--timeout", "soon"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("\"soon\" is not a duration"));
-}
-
 /// The full session with plugins: built-ins in spec order followed by the plugin tools,
 /// a plugin call, a built-in call, hostile plugins answered as isError results, greet
 /// still working after each, and garbage lines.
@@ -720,7 +545,10 @@ fn mcp_session_with_plugins() {
 
 /// Reads messages until one satisfies `wanted`, returning the ones before it too. Waits
 /// up to two minutes for each: a reload compiles a component, slow on a loaded machine.
-fn receive_until(server: &mut Server, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+pub(crate) fn receive_until(
+    server: &mut Server,
+    wanted: impl Fn(&Value) -> bool,
+) -> (Value, Vec<Value>) {
     let mut before = Vec::new();
     loop {
         let line = server
@@ -739,136 +567,4 @@ fn receive_until(server: &mut Server, wanted: impl Fn(&Value) -> bool) -> (Value
         }
         before.push(message);
     }
-}
-
-fn install_as(plugin: &str, dir: &Path, name: &str) {
-    let staging = dir.join(format!(".{name}.partial"));
-    std::fs::copy(toolhost_tests::plugin(plugin).wasm, &staging).unwrap();
-    std::fs::rename(&staging, dir.join(format!("{name}.wasm"))).unwrap();
-}
-
-#[test]
-fn watch_reloads_plugins_and_tells_the_client() {
-    let root = tempfile::tempdir().unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    // Shared by the runs of this test binary: each component compiles once per build.
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-plugin-cache");
-    install_as("greet", plugins.path(), "greet");
-    let mut server = Server::start(
-        root.path(),
-        &[
-            "--no-builtins",
-            "--plugins",
-            plugins.path().to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--watch",
-        ],
-    );
-    server.drain_stderr();
-    let init = server.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-    );
-    assert_eq!(
-        init["result"]["capabilities"],
-        json!({"tools": {"listChanged": true}, "logging": {}})
-    );
-    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    assert_eq!(
-        server.request(2, "logging/setLevel", json!({"level": "info"}))["result"],
-        json!({})
-    );
-
-    install_as("divide", plugins.path(), "calc");
-    let is_change = |m: &Value| m["method"] == "notifications/tools/list_changed";
-    // The client hears that the list changed, and the host's log line about it reaches
-    // the client that asked for log lines, in either order: the line is forwarded as it
-    // is logged, the change is announced by a task of its own. Nothing else comes.
-    let is_added = |m: &Value| {
-        m["params"]["data"]["message"]
-            .as_str()
-            .is_some_and(|text| text.starts_with("plugin calc added"))
-    };
-    let (first, mut seen) = receive_until(&mut server, |m| is_change(m) || is_added(m));
-    let (_, between) = if is_change(&first) {
-        receive_until(&mut server, is_added)
-    } else {
-        receive_until(&mut server, is_change)
-    };
-    seen.extend(between);
-    assert!(
-        seen.iter().all(|m| m["method"] == "notifications/message"),
-        "{seen:?}"
-    );
-    // From here on only errors: info would bring a line per tool call.
-    assert_eq!(
-        server.request(30, "logging/setLevel", json!({"level": "error"}))["result"],
-        json!({})
-    );
-    let list = server.request(3, "tools/list", json!({}));
-    let names: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["greet", "divide"]);
-    let (text, is_error) = server.call(4, "divide", json!({"value": 9, "by": 3}));
-    assert_eq!((text.as_str(), is_error), ("3.0", false));
-
-    // A broken new version: the old one keeps serving, and the client hears why.
-    std::fs::write(plugins.path().join("calc.wasm"), b"garbage").unwrap();
-    let (note, _) = receive_until(&mut server, |m| {
-        m["method"] == "notifications/message" && m["params"]["level"] == "error"
-    });
-    let message = note["params"]["data"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("old version keeps serving [divide]") && message.contains("calc.wasm"),
-        "{message}"
-    );
-    let (text, _) = server.call(5, "divide", json!({"value": 1, "by": 4}));
-    assert_eq!(text, "0.25");
-
-    std::fs::remove_file(plugins.path().join("calc.wasm")).unwrap();
-    receive_until(&mut server, is_change);
-    let list = server.request(6, "tools/list", json!({}));
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 1);
-
-    // A modern client on the same process: discovery says the list may change.
-    let discover = server.request(
-        7,
-        "server/discover",
-        json!({"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }}),
-    );
-    assert_eq!(
-        discover["result"]["capabilities"]["tools"]["listChanged"],
-        true
-    );
-    assert_eq!(discover["result"]["resultType"], "complete");
-
-    let (code, stderr, _) = server.finish();
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains("watching the plugins directory"),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn watch_needs_a_plugins_directory() {
-    let root = tempfile::tempdir().unwrap();
-    let output = host()
-        .args(["run", "--watch", "--root"])
-        .arg(root.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--plugins <DIR>"), "{stderr}");
 }
