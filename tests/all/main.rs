@@ -15,3 +15,5 @@ mod plugins;
 mod properties;
 mod pyjs;
 mod vfs_backends;
+mod vfs_huge_files;
+mod vfs_os_escapes;
