@@ -6,6 +6,9 @@
 //! The schema files are the MCP project's (`schema/<revision>/schema.json` of
 //! modelcontextprotocol/modelcontextprotocol), vendored in `tests/mcp-schemas/`
 //! (`$MCP_SCHEMA_DIR` overrides the directory, to try newer files).
+//!
+//! This file runs the sessions over the in-process stdio server; `mcp_schema_http.rs`
+//! runs the same scripts over Streamable HTTP with this file's schemas and checks.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +25,7 @@ use toolhost::vfs::{MemoryStorage, Storage};
 use toolhost_mcp::{McpServer, Revision};
 
 /// The directory of the schema documents: `<dir>/<revision>/schema.json`.
-fn schema_dir() -> PathBuf {
+pub(crate) fn schema_dir() -> PathBuf {
     match std::env::var_os("MCP_SCHEMA_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-schemas"),
@@ -30,14 +33,14 @@ fn schema_dir() -> PathBuf {
 }
 
 /// One revision's schema document, with validators built on demand for its definitions.
-struct Schema {
+pub(crate) struct Schema {
     revision: Revision,
     document: Value,
     defs: &'static str,
 }
 
 impl Schema {
-    fn load(dir: &Path, revision: Revision) -> Self {
+    pub(crate) fn load(dir: &Path, revision: Revision) -> Self {
         let path = dir.join(revision.as_str()).join("schema.json");
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
@@ -81,7 +84,7 @@ impl Schema {
     }
 }
 
-fn registry() -> Arc<Registry> {
+pub(crate) fn registry() -> Arc<Registry> {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     for i in 0..40 {
         storage
@@ -106,7 +109,7 @@ fn registry() -> Arc<Registry> {
     Arc::new(registry)
 }
 
-fn extra_tool() -> (ToolDefinition, Arc<dyn Handler>) {
+pub(crate) fn extra_tool() -> (ToolDefinition, Arc<dyn Handler>) {
     let handler = |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
         Ok(ToolResult::new("x"))
     };
@@ -117,14 +120,14 @@ fn extra_tool() -> (ToolDefinition, Arc<dyn Handler>) {
 }
 
 /// What the server sent, each with the method of the request it answers (if any).
-struct Transcript {
-    messages: Vec<(Option<String>, Value)>,
+pub(crate) struct Transcript {
+    pub(crate) messages: Vec<(Option<String>, Value)>,
 }
 
 /// Runs `script` (lines to send, each with the method it calls, if a request) against a
 /// server and returns what came back. `between` runs after the script is sent and
 /// before the input closes (a change of the registry, say).
-async fn session(
+pub(crate) async fn session(
     registry: Arc<Registry>,
     script: Vec<(Option<&str>, Value)>,
     between: impl FnOnce(&Registry),
@@ -187,14 +190,14 @@ async fn session(
     Transcript { messages }
 }
 
-fn request(id: u64, method: &str, params: Value) -> (Option<&str>, Value) {
+pub(crate) fn request(id: u64, method: &str, params: Value) -> (Option<&str>, Value) {
     (
         Some(method),
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
     )
 }
 
-fn legacy_script(revision: Revision) -> Vec<(Option<&'static str>, Value)> {
+pub(crate) fn legacy_script(revision: Revision) -> Vec<(Option<&'static str>, Value)> {
     let version = revision.as_str();
     let mut script = vec![
         request(
@@ -241,7 +244,7 @@ fn legacy_script(revision: Revision) -> Vec<(Option<&'static str>, Value)> {
     script
 }
 
-fn modern_meta() -> Value {
+pub(crate) fn modern_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "schema-test", "version": "1"},
@@ -249,7 +252,7 @@ fn modern_meta() -> Value {
     })
 }
 
-fn modern_script() -> Vec<(Option<&'static str>, Value)> {
+pub(crate) fn modern_script() -> Vec<(Option<&'static str>, Value)> {
     let meta = modern_meta();
     let mut logging = meta.clone();
     logging["io.modelcontextprotocol/logLevel"] = json!("info");
@@ -287,7 +290,7 @@ fn modern_script() -> Vec<(Option<&'static str>, Value)> {
     ]
 }
 
-fn result_def(method: &str) -> &'static str {
+pub(crate) fn result_def(method: &str) -> &'static str {
     match method {
         "initialize" => "InitializeResult",
         "ping" | "logging/setLevel" => "EmptyResult",
@@ -299,7 +302,7 @@ fn result_def(method: &str) -> &'static str {
     }
 }
 
-fn notification_def(method: &str) -> &'static str {
+pub(crate) fn notification_def(method: &str) -> &'static str {
     match method {
         "notifications/progress" => "ProgressNotification",
         "notifications/message" => "LoggingMessageNotification",
@@ -311,7 +314,7 @@ fn notification_def(method: &str) -> &'static str {
 
 /// Checks every message of `transcript` against `schema`; returns how many of each
 /// kind were checked (results, errors, notifications).
-fn check_all(schema: &Schema, transcript: &Transcript) -> (usize, usize, usize) {
+pub(crate) fn check_all(schema: &Schema, transcript: &Transcript) -> (usize, usize, usize) {
     let modern = schema.revision.is_modern();
     let (result_message, error_message) = if schema.has("JSONRPCResultResponse") {
         ("JSONRPCResultResponse", "JSONRPCErrorResponse")
@@ -362,7 +365,7 @@ fn check_all(schema: &Schema, transcript: &Transcript) -> (usize, usize, usize) 
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn every_message_fits_the_schema_of_its_revision() {
+pub(crate) async fn every_message_fits_the_schema_of_its_revision() {
     use tracing_subscriber::layer::SubscriberExt;
     let dir = schema_dir();
     // The log layer, so notifications/message are part of the transcripts. A current
@@ -424,335 +427,4 @@ fn the_check_can_fail() {
     assert!(!legacy
         .errors("CallToolResult", &json!({"content": [{"type": "text"}]}))
         .is_empty());
-}
-
-/// One HTTP/1.1 exchange with the server: the status, the headers (names in lower
-/// case) and the JSON-RPC messages of the body as they come (one for a JSON answer,
-/// each event's for an event stream). A bare client on purpose: what goes over the
-/// wire is what is checked.
-struct Exchange {
-    status: u16,
-    headers: std::collections::HashMap<String, String>,
-    messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
-}
-
-async fn post(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: &str) -> Exchange {
-    use tokio::io::AsyncReadExt;
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
-        addr.port(),
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).await.unwrap();
-    let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut head = std::collections::HashMap::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).await.unwrap();
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':').unwrap();
-        head.insert(name.to_ascii_lowercase(), value.trim().to_owned());
-    }
-    let chunked = head
-        .get("transfer-encoding")
-        .is_some_and(|v| v == "chunked");
-    let events = head
-        .get("content-type")
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    let length: Option<usize> = head.get("content-length").map(|v| v.parse().unwrap());
-    let (sender, messages) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut body: Vec<u8> = Vec::new();
-        let take = |body: &mut Vec<u8>, last: bool| {
-            if events {
-                while let Some(end) = body.windows(2).position(|w| w == b"\n\n") {
-                    let event = String::from_utf8(body.drain(..end + 2).collect()).unwrap();
-                    let data: String = event
-                        .lines()
-                        .filter_map(|line| line.strip_prefix("data:"))
-                        .map(str::trim_start)
-                        .collect();
-                    if !data.is_empty() {
-                        let _ = sender.send(serde_json::from_str(&data).unwrap());
-                    }
-                }
-            } else if last && !body.trim_ascii().is_empty() {
-                let _ = sender.send(serde_json::from_slice(body).unwrap());
-            }
-        };
-        if chunked {
-            loop {
-                let mut size = String::new();
-                if reader.read_line(&mut size).await.unwrap_or(0) == 0 {
-                    break;
-                }
-                let size = usize::from_str_radix(size.trim(), 16).unwrap();
-                if size == 0 {
-                    break;
-                }
-                let mut chunk = vec![0; size + 2];
-                if reader.read_exact(&mut chunk).await.is_err() {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..size]);
-                take(&mut body, false);
-            }
-        } else if let Some(length) = length {
-            body.resize(length, 0);
-            reader.read_exact(&mut body).await.unwrap();
-        } else {
-            reader.read_to_end(&mut body).await.unwrap();
-        }
-        take(&mut body, true);
-    });
-    Exchange {
-        status,
-        headers: head,
-        messages,
-    }
-}
-
-/// Runs `script` over Streamable HTTP, one POST per message (a legacy client on the
-/// session `initialize` opened, with a GET stream for the session's own notifications; a
-/// modern one standing alone), and returns what came back.
-async fn http_session(
-    registry: Arc<Registry>,
-    revision: Revision,
-    script: Vec<(Option<&str>, Value)>,
-    between: impl FnOnce(&Registry),
-) -> Transcript {
-    use toolhost_mcp::http::{HttpConfig, HttpServer, Registries, SessionKey};
-    let mut config = HttpConfig::new(Some(SessionKey::random().unwrap()));
-    config.list_changed = true;
-    let server = HttpServer::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        config,
-        Registries::Shared(Arc::clone(&registry)),
-    )
-    .await
-    .unwrap();
-    let addr = server.local_addr();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.serve(async {
-        let _ = stopped.await;
-    }));
-    let mut methods = std::collections::HashMap::new();
-    let mut messages = Vec::new();
-    let mut session: Option<String> = None;
-    let mut get_stream: Option<tokio::sync::mpsc::UnboundedReceiver<Value>> = None;
-    let mut subscription = None;
-    for (method, message) in script {
-        if let (Some(method), Some(id)) = (method, message.get("id")) {
-            methods.insert(id.to_string(), method.to_owned());
-        }
-        let body = if message == json!("garbage") {
-            "{not json".to_owned()
-        } else {
-            message.to_string()
-        };
-        let mut headers = Vec::new();
-        if let Some(id) = &session {
-            headers.push(("mcp-session-id", id.as_str()));
-        }
-        // A modern request names its version, method and tool in headers too, as the
-        // body does (the unknown-version request sends the version it asks for).
-        let version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-            .as_str()
-            .unwrap_or(revision.as_str())
-            .to_owned();
-        let (method_header, name_header) = (
-            message["method"].as_str().unwrap_or_default().to_owned(),
-            message["params"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-        if revision >= Revision::V2025_06_18 && (session.is_some() || revision.is_modern()) {
-            headers.push(("mcp-protocol-version", version.as_str()));
-        }
-        if revision.is_modern() {
-            headers.push(("mcp-method", method_header.as_str()));
-            if method_header == "tools/call" {
-                headers.push(("mcp-name", name_header.as_str()));
-            }
-        }
-        let mut exchange = post(addr, &headers, &body).await;
-        if method == Some("subscriptions/listen") {
-            let ack = tokio::time::timeout(Duration::from_secs(20), exchange.messages.recv())
-                .await
-                .expect("an acknowledgement")
-                .expect("a message");
-            messages.push(ack);
-            subscription = Some(exchange.messages);
-            continue;
-        }
-        if method.is_none() {
-            assert_eq!(exchange.status, 202, "{body}");
-        }
-        while let Some(value) =
-            tokio::time::timeout(Duration::from_secs(20), exchange.messages.recv())
-                .await
-                .expect("the answer in time")
-        {
-            messages.push(value);
-        }
-        if method == Some("initialize") {
-            session = exchange.headers.get("mcp-session-id").cloned();
-            let id = session.clone().expect("a session id");
-            // The session's own stream: tool-list changes come on it.
-            let stream = get(addr, &id, revision).await;
-            assert_eq!(stream.status, 200);
-            get_stream = Some(stream.messages);
-        }
-    }
-    between(&registry);
-    let wait = Duration::from_secs(5);
-    for receiver in [get_stream.as_mut(), subscription.as_mut()]
-        .into_iter()
-        .flatten()
-    {
-        let note = tokio::time::timeout(wait, receiver.recv())
-            .await
-            .expect("a tool-list change in time")
-            .expect("a message");
-        messages.push(note);
-    }
-    drop((get_stream, subscription));
-    let _ = stop.send(());
-    serving.await.unwrap().unwrap();
-    let messages = messages
-        .into_iter()
-        .map(|message| {
-            let method = message
-                .get("id")
-                .and_then(|id| methods.get(&id.to_string()).cloned());
-            (method, message)
-        })
-        .collect();
-    Transcript { messages }
-}
-
-/// Opens the session's GET event stream.
-async fn get(addr: std::net::SocketAddr, session: &str, revision: Revision) -> Exchange {
-    use tokio::io::AsyncReadExt;
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut request = format!(
-        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\n",
-        addr.port()
-    );
-    if revision >= Revision::V2025_06_18 {
-        request.push_str(&format!("mcp-protocol-version: {revision}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).await.unwrap();
-    let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).await.unwrap();
-        if line.trim_end().is_empty() {
-            break;
-        }
-    }
-    let (sender, messages) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        // Chunked: a size line, the chunk, its line end.
-        let mut pending = String::new();
-        loop {
-            let mut size = String::new();
-            if reader.read_line(&mut size).await.unwrap_or(0) == 0 {
-                return;
-            }
-            let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-                return;
-            };
-            if size == 0 {
-                return;
-            }
-            let mut chunk = vec![0; size + 2];
-            if reader.read_exact(&mut chunk).await.is_err() {
-                return;
-            }
-            pending.push_str(std::str::from_utf8(&chunk[..size]).unwrap());
-            while let Some(end) = pending.find("\n\n") {
-                let event: String = pending.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if !data.is_empty() && sender.send(serde_json::from_str(&data).unwrap()).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    Exchange {
-        status,
-        headers: std::collections::HashMap::new(),
-        messages,
-    }
-}
-
-/// The same scripts over Streamable HTTP: every message the transport carries (JSON
-/// answers, the event streams of calls that asked for progress or log lines, the
-/// session's GET stream, a subscription's stream) fits the schema of its revision.
-#[tokio::test(flavor = "current_thread")]
-async fn every_message_over_http_fits_the_schema_of_its_revision() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let dir = schema_dir();
-    let _default = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(toolhost_mcp::log_layer()),
-    );
-    for revision in Revision::ALL {
-        let schema = Schema::load(&dir, revision);
-        let script = if revision.is_modern() {
-            modern_script()
-        } else {
-            legacy_script(revision)
-        };
-        let transcript = http_session(registry(), revision, script, |registry| {
-            registry.register_all(vec![extra_tool()]).unwrap();
-        })
-        .await;
-        let (results, errors, notes) = check_all(&schema, &transcript);
-        let methods: Vec<&str> = transcript
-            .messages
-            .iter()
-            .filter_map(|(_, m)| m.get("method").and_then(Value::as_str))
-            .collect();
-        for expected in [
-            "notifications/progress",
-            "notifications/message",
-            "notifications/tools/list_changed",
-        ] {
-            assert!(
-                methods.contains(&expected),
-                "{revision}: no {expected} in {methods:?}"
-            );
-        }
-        if revision.is_modern() {
-            // The subscription is left open (the client goes): no result for it.
-            assert_eq!((results, errors), (5, 4), "{revision}");
-            assert!(methods.contains(&"notifications/subscriptions/acknowledged"));
-        } else {
-            let batch = if revision.accepts_batches() { 2 } else { 0 };
-            assert_eq!((results, errors), (8 + batch, 3), "{revision}");
-        }
-        assert!(notes >= 3, "{revision}: {notes}");
-    }
 }
