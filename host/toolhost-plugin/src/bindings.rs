@@ -8,7 +8,7 @@ wasmtime::component::bindgen!({
     path: "../../wit",
     exports: { default: async },
     // Storage work runs on the blocking pool and the guest awaits it, so a slow storage
-    // holds no async worker and the call's deadline still fires (see host/files.rs).
+    // holds no async worker and the call's deadline still fires (see host/files/).
     // `log` and `config` stay synchronous: they only format a line or copy a value.
     imports: { "toolhost:plugin/files": async },
 });
