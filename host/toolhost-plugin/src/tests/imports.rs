@@ -2,52 +2,22 @@
 //! plugin, built by `toolhost-tests`), and grants the path policy refuses at load (the
 //! fixture).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall};
 
+use super::capture::Capture;
 use super::*;
-
-/// The messages of every `plugin` event, in order.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() == "plugin" {
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            self.0.lock().unwrap().push(message.0);
-        }
-    }
-}
-
-impl Capture {
-    fn messages(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-}
 
 /// Three calls of 2000 log lines each: the host log gets the burst (1000) plus what the
 /// rate (100 lines/s) allows over the elapsed time, whatever the number of calls, and
 /// the dropped lines are all counted in "dropped N log lines" summaries.
 #[tokio::test(flavor = "current_thread")]
 async fn a_log_flood_is_rate_limited_across_calls_and_counted() {
-    let capture = Capture::default();
+    let capture = Capture::of_target("plugin");
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
     let dir = tempfile::tempdir().unwrap();

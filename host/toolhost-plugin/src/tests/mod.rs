@@ -2,6 +2,7 @@
 //! temporary directory, called through a [`Registry`].
 
 mod cache;
+mod capture;
 mod fixture;
 mod http;
 mod imports;

@@ -2,28 +2,7 @@
 //! `inspect`, and tool metadata of a 0.2.0 plugin.
 
 use super::*;
-
-/// The messages of every `plugin` event.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        self.0.lock().unwrap().push(message.0);
-    }
-}
+use crate::tests::capture::Capture;
 
 /// Every event of threads without their own subscriber, for the whole test process:
 /// wasmtime-wasi-http sends a request (and the host logs its refusal) on a thread a
@@ -89,8 +68,8 @@ async fn a_plugin_sees_exactly_its_config_and_its_secret_never_reaches_a_log_or_
         message,
         "the request to http://[REDACTED].denied.test was refused: this tool may only reach the hosts its plugin was granted; use a URL on one of those hosts"
     );
-    let mut messages = capture.0.lock().unwrap().clone();
-    messages.extend(global.0.lock().unwrap().iter().cloned());
+    let mut messages = capture.messages();
+    messages.extend(global.messages());
     let all = messages.join("\n");
     assert!(!all.contains("hunter2"), "a secret reached the log:\n{all}");
     assert!(
