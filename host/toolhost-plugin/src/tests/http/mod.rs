@@ -70,6 +70,12 @@ impl Server {
         self.addr.port()
     }
 
+    /// `http://127.0.0.1:PORT`, as a grant pattern (leaked: [`Operator`] holds `'static`
+    /// patterns; a test leaks a few bytes).
+    fn origin(&self) -> &'static str {
+        Box::leak(format!("http://127.0.0.1:{}", self.port()).into_boxed_str())
+    }
+
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port())
     }

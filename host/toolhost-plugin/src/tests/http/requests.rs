@@ -59,8 +59,7 @@ async fn without_a_grant_every_request_is_denied_before_anything_is_sent() {
 #[tokio::test]
 async fn a_granted_loopback_host_is_refused_unless_the_operator_allows_its_network() {
     let server = Server::start();
-    let pattern: &'static str =
-        Box::leak(format!("http://127.0.0.1:{}", server.port()).into_boxed_str());
+    let pattern = server.origin();
     let manifest = format!("[grants]\nhttp = [\"{pattern}\"]\n");
 
     let refused = Operator {
@@ -114,8 +113,7 @@ async fn a_granted_loopback_host_is_refused_unless_the_operator_allows_its_netwo
 #[tokio::test]
 async fn a_redirect_to_a_host_outside_the_grant_is_refused_without_a_lookup() {
     let server = Server::start();
-    let pattern: &'static str =
-        Box::leak(format!("http://127.0.0.1:{}", server.port()).into_boxed_str());
+    let pattern = server.origin();
     let operator = Operator {
         allow: vec![pattern, "http://denied.test"],
         allow_nets: vec!["127.0.0.1"],
@@ -189,8 +187,7 @@ async fn a_name_resolving_to_a_private_address_is_refused_at_connect_time() {
 #[tokio::test]
 async fn requests_per_call_and_body_sizes_are_limited() {
     let server = Server::start();
-    let pattern: &'static str =
-        Box::leak(format!("http://127.0.0.1:{}", server.port()).into_boxed_str());
+    let pattern = server.origin();
     let operator = Operator {
         allow: vec![pattern],
         allow_nets: vec!["127.0.0.1"],
@@ -268,8 +265,7 @@ async fn requests_per_call_and_body_sizes_are_limited() {
 #[tokio::test]
 async fn a_slow_server_is_cut_off_at_the_call_deadline() {
     let server = Server::start();
-    let pattern: &'static str =
-        Box::leak(format!("http://127.0.0.1:{}", server.port()).into_boxed_str());
+    let pattern = server.origin();
     let operator = Operator {
         allow: vec![pattern],
         allow_nets: vec!["127.0.0.1"],
