@@ -364,8 +364,48 @@ pub(crate) fn check_all(schema: &Schema, transcript: &Transcript) -> (usize, usi
     (results, errors, notes)
 }
 
+/// The script a session of `revision` runs: `initialize` first (legacy), or `_meta` on
+/// every request (modern).
+pub(crate) fn script(revision: Revision) -> Vec<(Option<&'static str>, Value)> {
+    if revision.is_modern() {
+        modern_script()
+    } else {
+        legacy_script(revision)
+    }
+}
+
+/// Checks every message of `transcript` against `schema`, and that each kind of message
+/// was there to be checked; gives the number of results and errors checked.
+pub(crate) fn check_transcript(
+    revision: Revision,
+    schema: &Schema,
+    transcript: &Transcript,
+) -> (usize, usize) {
+    let (results, errors, notes) = check_all(schema, transcript);
+    let methods: Vec<&str> = transcript
+        .messages
+        .iter()
+        .filter_map(|(_, m)| m.get("method").and_then(Value::as_str))
+        .collect();
+    for expected in [
+        "notifications/progress",
+        "notifications/message",
+        "notifications/tools/list_changed",
+    ] {
+        assert!(
+            methods.contains(&expected),
+            "{revision}: no {expected} in {methods:?}"
+        );
+    }
+    if revision.is_modern() {
+        assert!(methods.contains(&"notifications/subscriptions/acknowledged"));
+    }
+    assert!(notes >= 3, "{revision}: {notes}");
+    (results, errors)
+}
+
 #[tokio::test(flavor = "current_thread")]
-pub(crate) async fn every_message_fits_the_schema_of_its_revision() {
+async fn every_message_fits_the_schema_of_its_revision() {
     use tracing_subscriber::layer::SubscriberExt;
     let dir = schema_dir();
     // The log layer, so notifications/message are part of the transcripts. A current
@@ -375,40 +415,17 @@ pub(crate) async fn every_message_fits_the_schema_of_its_revision() {
     );
     for revision in Revision::ALL {
         let schema = Schema::load(&dir, revision);
-        let script = if revision.is_modern() {
-            modern_script()
-        } else {
-            legacy_script(revision)
-        };
-        let transcript = session(registry(), script, |registry| {
+        let transcript = session(registry(), script(revision), |registry| {
             registry.register_all(vec![extra_tool()]).unwrap();
         })
         .await;
-        let (results, errors, notes) = check_all(&schema, &transcript);
-        let methods: Vec<&str> = transcript
-            .messages
-            .iter()
-            .filter_map(|(_, m)| m.get("method").and_then(Value::as_str))
-            .collect();
-        // Each kind of message was there to be checked.
-        for expected in [
-            "notifications/progress",
-            "notifications/message",
-            "notifications/tools/list_changed",
-        ] {
-            assert!(
-                methods.contains(&expected),
-                "{revision}: no {expected} in {methods:?}"
-            );
-        }
+        let checked = check_transcript(revision, &schema, &transcript);
         if revision.is_modern() {
-            assert_eq!((results, errors), (6, 4), "{revision}");
-            assert!(methods.contains(&"notifications/subscriptions/acknowledged"));
+            assert_eq!(checked, (6, 4), "{revision}");
         } else {
             let batch = if revision.accepts_batches() { 2 } else { 0 };
-            assert_eq!((results, errors), (8 + batch, 3), "{revision}");
+            assert_eq!(checked, (8 + batch, 3), "{revision}");
         }
-        assert!(notes >= 3, "{revision}: {notes}");
     }
 }
 
