@@ -2,17 +2,14 @@
 //! (exit 3, naming both directories), whether chosen with `--cache-dir` or by default.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 /// The exit code of a set-up error.
 const EXIT_SETUP: i32 = 3;
 
 fn host(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
-    command
-        .env_remove("RUST_LOG")
-        .args(args)
-        .stdin(Stdio::null());
+    let mut command = crate::host();
+    command.args(args).stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
     }

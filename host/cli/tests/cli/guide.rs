@@ -3,9 +3,11 @@
 //! the plugin author's, is host/cli/tests/cli_new.rs.)
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{json, Value};
+
+use super::mcp::Server;
 
 fn guide() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide.md"))
@@ -50,8 +52,7 @@ fn run(guide: &str, dir: &Path, line: &str) -> Output {
     );
     let words = words(line);
     assert_eq!(words[0], "host");
-    Command::new(env!("CARGO_BIN_EXE_host"))
-        .env_remove("RUST_LOG")
+    crate::host()
         .env("XDG_CACHE_HOME", dir.join(".cache"))
         .args(&words[1..])
         .current_dir(dir)
@@ -117,36 +118,22 @@ fn journey_1_file_tools_over_a_folder() {
     // The MCP client entry: `host run` with those arguments serves the four read-only tools.
     let entry = r#"{"command": "/path/to/host", "args": ["run", "--root", "/home/me/notes", "--read-only", "--allow-ext", ".md"]}"#;
     assert!(guide.contains(entry));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
-        .env_remove("RUST_LOG")
-        .args(["run", "--root"])
-        .arg(dir.path().join("notes"))
-        .args(["--read-only", "--allow-ext", ".md"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        for message in [
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "guide", "version": "1"}}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-        ] {
-            writeln!(stdin, "{message}").unwrap();
-        }
-    }
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let list = stdout(&output)
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .find(|response| response["id"] == 2)
-        .unwrap();
+    let mut server = Server::spawn(
+        crate::host()
+            .args(["run", "--root"])
+            .arg(dir.path().join("notes"))
+            .args(["--read-only", "--allow-ext", ".md"]),
+    );
+    server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "guide", "version": "1"}}),
+    );
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = server.request(2, "tools/list", json!({}));
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
     let served: Vec<&str> = list["result"]["tools"]
         .as_array()
         .unwrap()

@@ -4,15 +4,14 @@
 //! small.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 /// Runs `host run` over `root`, sends `calls` as tools/call requests (ids 2, 3, ...) after
 /// the handshake, closes stdin, and returns (each call's result, stderr).
 fn session(root: &std::path::Path, calls: &[(&str, Value)]) -> (Vec<Value>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
-        .env_remove("RUST_LOG")
+    let mut child = crate::host()
         .env("RUST_BACKTRACE", "0")
         .arg("run")
         .arg("--root")

@@ -8,6 +8,8 @@
     reason = "tests: a failed unwrap is a failed test, with its location"
 )]
 
+use std::process::Command;
+
 mod cache;
 mod demo;
 mod guide;
@@ -20,3 +22,11 @@ mod oneshot;
 mod plugin_http;
 mod serve_http;
 mod watch;
+
+/// The `host` binary under test, run as by a user who set no `RUST_LOG` (its default
+/// log level, whatever the test runner's environment says).
+pub(crate) fn host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    command.env_remove("RUST_LOG");
+    command
+}

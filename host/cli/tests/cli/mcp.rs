@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolhost::tools::DEFAULT_TOOL_NAMES;
 
+use crate::host;
+
 /// The built-in file tools over a directory, in order (no `search`: a directory is not
 /// searchable).
 pub(crate) fn builtins() -> Vec<&'static str> {
@@ -31,12 +33,6 @@ pub(crate) fn builtins_and_plan() -> Vec<&'static str> {
 /// How long a test waits for one response before failing (not hanging).
 pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) fn host() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
-    command.env_remove("RUST_LOG");
-    command
-}
-
 /// A `host run` child process and a line reader on its stdout.
 pub(crate) struct Server {
     child: Child,
@@ -51,11 +47,12 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(root: &Path, extra: &[&str]) -> Server {
-        let mut child = host()
-            .arg("run")
-            .arg("--root")
-            .arg(root)
-            .args(extra)
+        Server::spawn(host().arg("run").arg("--root").arg(root).args(extra))
+    }
+
+    /// Starts `command` (a `host run` command line) with piped stdio.
+    pub(crate) fn spawn(command: &mut Command) -> Server {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

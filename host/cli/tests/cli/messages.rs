@@ -2,14 +2,13 @@
 //! happened and what to do, once, and the README quotes them as the code prints them.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 /// The exit code of a bad command line.
 const EXIT_USAGE: i32 = 2;
 
 fn host(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_host"))
-        .env_remove("RUST_LOG")
+    crate::host()
         .args(args)
         .stdin(Stdio::null())
         .output()

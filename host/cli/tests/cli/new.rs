@@ -3,10 +3,11 @@
 //! gets from crates.io or a copy), then `cargo test`, `./build`, and the host loads and
 //! calls the component (`host tools`, `host call`, `host run`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use super::mcp::Server;
+use crate::host;
 use serde_json::{json, Value};
 
 fn cargo() -> Command {
@@ -22,12 +23,6 @@ fn cargo() -> Command {
     ] {
         command.env_remove(var);
     }
-    command
-}
-
-fn host() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
-    command.env_remove("RUST_LOG");
     command
 }
 
@@ -241,40 +236,20 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
     let mut run = host();
     run.arg("run");
     plugin_flags(&mut run);
-    let mut child = run
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for message in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "cli_new", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "word_count", "arguments": {"text": "one two"}}}),
-    ] {
-        writeln!(stdin, "{message}").unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let mut server = Server::spawn(&mut run);
+    server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "cli_new", "version": "1"}}),
     );
-    let answer = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .find(|response| response["id"] == 2)
-        .expect("an answer to the call");
-    assert_eq!(answer["result"]["isError"], false, "{answer}");
-    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (text, is_error) = server.call(2, "word_count", json!({"text": "one two"}));
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!is_error, "{text}");
     assert_eq!(
-        serde_json::from_str::<Value>(text).unwrap(),
+        serde_json::from_str::<Value>(&text).unwrap(),
         json!({"words": 2, "characters": 7})
     );
 }

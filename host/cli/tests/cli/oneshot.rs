@@ -6,7 +6,8 @@ use std::process::{Output, Stdio};
 
 use serde_json::{json, Value};
 
-use super::mcp::{builtins_and_plan, host};
+use super::mcp::builtins_and_plan;
+use crate::host;
 
 fn call(root: &Path, args: &[&str]) -> Output {
     host()

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -15,8 +15,7 @@ use serde_json::{json, Value};
 const TOKEN: &str = "tok-s3cr3t-9e1";
 
 fn host(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_host"))
-        .env_remove("RUST_LOG")
+    crate::host()
         .env("WEBFETCH_TEST_TOKEN", TOKEN)
         .args(args)
         .stdin(Stdio::null())

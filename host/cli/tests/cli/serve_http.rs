@@ -10,17 +10,12 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::host;
 use serde_json::{json, Value};
 
 const EXIT_USAGE: i32 = 2;
 const EXIT_SETUP: i32 = 3;
 const TOKEN: &str = "cli-test-token-0123456789";
-
-fn host() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
-    command.env_remove("RUST_LOG");
-    command
-}
 
 /// A `host` serving HTTP, and its log lines (stderr) as they come.
 struct Server {

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use std::process::Stdio;
 
-use super::mcp::{host, receive_until, Server};
+use super::mcp::{receive_until, Server};
+use crate::host;
 
 fn install_as(plugin: &str, dir: &Path, name: &str) {
     let staging = dir.join(format!(".{name}.partial"));

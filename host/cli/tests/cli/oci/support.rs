@@ -1,7 +1,7 @@
 //! Running the `host` binary.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 /// The exit code of a set-up error.
 pub(crate) const EXIT_SETUP: i32 = 3;
@@ -10,9 +10,8 @@ pub(crate) const EXIT_SETUP: i32 = 3;
 /// a directory that does not exist (anonymous) unless `env` sets it: the user's own
 /// `~/.docker/config.json` never takes part in a test.
 pub(crate) fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    let mut command = crate::host();
     command
-        .env_remove("RUST_LOG")
         .env(
             "DOCKER_CONFIG",
             concat!(env!("CARGO_TARGET_TMPDIR"), "/no-docker-config"),
