@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
+use crate::text;
+
 /// The exit code of a set-up error.
 const EXIT_SETUP: i32 = 3;
 
@@ -14,10 +16,6 @@ fn host(args: &[&str], env: &[(&str, &Path)]) -> Output {
         command.env(name, value);
     }
     command.output().expect("run host")
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temp path")
 }
 
 #[test]

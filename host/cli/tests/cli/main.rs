@@ -8,6 +8,7 @@
     reason = "tests: a failed unwrap is a failed test, with its location"
 )]
 
+use std::path::Path;
 use std::process::Command;
 
 mod cache;
@@ -29,4 +30,9 @@ pub(crate) fn host() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
     command.env_remove("RUST_LOG");
     command
+}
+
+/// A temp path as a command-line argument (temp dirs are UTF-8 here).
+pub(crate) fn text(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 temp path")
 }

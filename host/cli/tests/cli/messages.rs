@@ -1,8 +1,9 @@
 //! End to end: the messages a new user meets in the first hour (issue 13) say what
 //! happened and what to do, once, and the README quotes them as the code prints them.
 
-use std::path::Path;
 use std::process::{Output, Stdio};
+
+use crate::text;
 
 /// The exit code of a bad command line.
 const EXIT_USAGE: i32 = 2;
@@ -13,10 +14,6 @@ fn host(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run host")
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temp path")
 }
 
 fn stderr(output: &Output) -> String {

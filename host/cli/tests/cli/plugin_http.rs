@@ -5,11 +5,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+
+use crate::text;
 
 /// The secret given through the environment; must never appear in the host's output.
 const TOKEN: &str = "tok-s3cr3t-9e1";
@@ -21,10 +22,6 @@ fn host(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run host")
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temp path")
 }
 
 /// Each request a [`server`] got: its first line and its `authorization` header.

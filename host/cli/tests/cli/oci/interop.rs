@@ -3,7 +3,8 @@
 //! pulled by oras with the expected media types and file names.
 
 use super::registry::{oras, Registry};
-use super::support::{host, outputs, text};
+use super::support::{host, outputs};
+use crate::text;
 
 fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = host(args, env);

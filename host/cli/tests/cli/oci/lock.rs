@@ -1,6 +1,7 @@
 //! `host lock` and `--require-lock`, with the greet example plugin.
 
-use super::support::{host, outputs, text, EXIT_SETUP};
+use super::support::{host, outputs, EXIT_SETUP};
+use crate::text;
 
 /// A plugin directory holding greet (and its manifest, if it ships one).
 fn greet_dir() -> tempfile::TempDir {

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::registry::{Registry, PASSWORD, USER};
-use super::support::{host, outputs, text, EXIT_SETUP};
+use super::support::{host, outputs, EXIT_SETUP};
+use crate::text;
 
 /// A directory like plugins/dist holding copies of the named built plugins (with their
 /// manifests).

@@ -1,6 +1,5 @@
 //! Running the `host` binary.
 
-use std::path::Path;
 use std::process::{Output, Stdio};
 
 /// The exit code of a set-up error.
@@ -22,11 +21,6 @@ pub(crate) fn host(args: &[&str], env: &[(&str, &str)]) -> Output {
         command.env(name, value);
     }
     command.output().expect("run host")
-}
-
-/// The path as text (temporary paths are UTF-8).
-pub(crate) fn text(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temp path")
 }
 
 /// stdout and stderr, lossily.
