@@ -22,6 +22,8 @@ mod oci;
 mod oneshot;
 mod plugin_http;
 mod serve_http;
+#[cfg(unix)]
+mod stdio;
 mod watch;
 
 /// The `host` binary under test, run as by a user who set no `RUST_LOG` (its default

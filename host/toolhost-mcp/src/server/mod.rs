@@ -37,6 +37,7 @@ use super::ServeError;
 
 mod lines;
 mod outbox;
+mod stdio;
 
 use lines::{read_line, trim_line, Line};
 use outbox::{write_loop, Outbox};
@@ -235,10 +236,35 @@ impl McpServer {
 
     /// Serves MCP on the process's stdin and stdout until stdin ends.
     ///
+    /// Pipes and sockets (how MCP clients start servers) are read and written
+    /// non-blocking on the runtime's event loop, and the server runs as a task of its own
+    /// on the runtime's workers, next to the tool calls, rather than wherever the caller
+    /// awaits: every thread hand-off saved is CPU and latency per call. A terminal or a
+    /// file, or a stdout that is also stderr, is served through tokio's blocking stdio.
+    ///
     /// # Errors
     /// As [`McpServer::serve`].
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, or in one without IO enabled (`enable_io`, which
+    /// `enable_all` and `#[tokio::main]` include) when stdin or stdout is a pipe or a
+    /// socket, as tokio's own sockets do. A panic of the server is passed on.
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        self.serve(tokio::io::stdin(), tokio::io::stdout()).await
+        let (input, output) = stdio::open();
+        debug!(
+            stdin_event_driven = input.is_event_driven(),
+            stdout_event_driven = output.is_event_driven(),
+            "stdio opened"
+        );
+        let server = self.clone();
+        match tokio::spawn(async move { server.serve(input, output).await }).await {
+            Ok(served) => served,
+            Err(err) => match err.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // Cancelled: the runtime is shutting down, and this caller with it.
+                Err(_) => Ok(()),
+            },
+        }
     }
 
     /// Serves MCP, one JSON-RPC message per line, reading `input` and writing `output`,
