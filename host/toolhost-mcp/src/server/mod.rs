@@ -20,11 +20,14 @@
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
 //! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
 
+use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -40,7 +43,7 @@ mod outbox;
 mod stdio;
 
 use lines::{read_line, trim_line, Line};
-use outbox::{write_loop, Outbox};
+use outbox::{write_loop, Answer, Outbox};
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
 /// sends a newline would otherwise grow the buffer until the process runs out of memory.
@@ -257,7 +260,8 @@ impl McpServer {
             "stdio opened"
         );
         let server = self.clone();
-        match tokio::spawn(async move { server.serve(input, output).await }).await {
+        let serving = async move { server.serve_with_writer_task(input, output).await };
+        match tokio::spawn(serving).await {
             Ok(served) => served,
             Err(err) => match err.try_into_panic() {
                 Ok(panic) => std::panic::resume_unwind(panic),
@@ -282,6 +286,43 @@ impl McpServer {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
+        self.serve_with(input, |answers, space, failed| {
+            write_loop(output, answers, space, failed)
+        })
+        .await
+    }
+
+    /// [`McpServer::serve`] with the writer as a task of its own. A task that wakes
+    /// itself (the reader queueing an answer for a writer polled in the same task) is
+    /// rescheduled as if it yielded, and tokio then wakes an idle worker to share the
+    /// queue: a futex round trip per answer. A reader that wakes a writer task hands it
+    /// the thread instead.
+    async fn serve_with_writer_task<R, W>(&self, input: R, output: W) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_with(input, |answers, space, failed| async move {
+            let writer = tokio::spawn(write_loop(output, answers, space, failed));
+            match writer.await {
+                Ok(written) => written,
+                Err(err) => match err.try_into_panic() {
+                    Ok(panic) => std::panic::resume_unwind(panic),
+                    // Cancelled: the runtime is shutting down, and this server with it.
+                    Err(_) => Ok(()),
+                },
+            }
+        })
+        .await
+    }
+
+    /// Serves `input`, its answers written by the future `write` makes of the queue.
+    async fn serve_with<R, F, Fut>(&self, input: R, write: F) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Unpin,
+        F: FnOnce(UnboundedReceiver<Answer>, Arc<Semaphore>, CancellationToken) -> Fut,
+        Fut: Future<Output = Result<(), ServeError>>,
+    {
         info!(
             session_id = %self.session.session_id,
             tools = self.catalog.registry.len(),
@@ -295,7 +336,7 @@ impl McpServer {
         let writer_failed = CancellationToken::new();
         let (read, write) = tokio::join!(
             self.read_loop(BufReader::new(input), outbox, writer_failed.clone()),
-            write_loop(output, answers, space, writer_failed),
+            write(answers, space, writer_failed),
         );
         write?;
         read?;
