@@ -147,3 +147,43 @@ fn requests_from_a_file_are_answered_into_a_file() {
     assert_eq!(exit_code(child), Some(0));
     expect_pongs(&mut BufReader::new(File::open(&answers).unwrap()));
 }
+
+#[test]
+fn answers_wait_in_full_while_the_client_does_not_read_a_non_blocking_pipe() {
+    // 3000 answers are ~150 KB, more than a pipe holds (64 KiB): the host's writes hit
+    // EAGAIN part-way through a line, and must resume exactly there once the client reads.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(dir.path(), Stdio::piped(), Stdio::piped(), Stdio::null());
+    let mut requests = child.stdin.take().unwrap();
+    let calls = 3000;
+    let mut batch = String::new();
+    for id in 0..calls {
+        batch.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"ping-{id:05}\",\"method\":\"ping\"}}\n"
+        ));
+    }
+    requests.write_all(batch.as_bytes()).unwrap();
+    // Give the host time to fill the pipe and stall on it before anything is read.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut answers = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for id in 0..calls {
+        line.clear();
+        assert_ne!(
+            answers.read_line(&mut line).unwrap(),
+            0,
+            "answer {id} missing"
+        );
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], format!("ping-{id:05}"), "{line}");
+        assert_eq!(answer["result"], serde_json::json!({}), "{line}");
+    }
+    drop(requests);
+    line.clear();
+    assert_eq!(
+        answers.read_line(&mut line).unwrap(),
+        0,
+        "extra output: {line}"
+    );
+    assert_eq!(exit_code(child), Some(0));
+}
