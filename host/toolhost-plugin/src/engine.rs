@@ -228,6 +228,15 @@ pub(crate) fn warm_slots_per_shard(shards: usize) -> u32 {
 /// # Errors
 /// [`PluginErrorKind::Host`] when the thread cannot be spawned.
 pub(crate) fn start_ticker(engines: &[&Engine]) -> Result<(), PluginError> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if let Some(policy) = realtime_policy() {
+        WARNED.call_once(|| {
+            tracing::warn!(
+                target: "plugin",
+                "the host runs at a real-time priority ({policy}): plugin time limits need the epoch ticker thread, which has the same priority, and runaway plugins on every core starve it, so no call would time out; start the host under normal scheduling (without chrt -f/-r)"
+            );
+        });
+    }
     let weak: Vec<_> = engines.iter().map(|engine| engine.weak()).collect();
     std::thread::Builder::new()
         .name("plugin-epoch".into())
@@ -248,6 +257,24 @@ pub(crate) fn start_ticker(engines: &[&Engine]) -> Result<(), PluginError> {
                 message: format!("cannot start the epoch ticker thread: {err}"),
             })
         })
+}
+
+/// The process's scheduling policy when it is a real-time one (`SCHED_FIFO`, `SCHED_RR`),
+/// from `/proc/self/stat`; `None` for the others or where that file does not exist.
+fn realtime_policy() -> Option<&'static str> {
+    realtime_policy_in(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// The real-time policy a `/proc/PID/stat` line names (field 41), if any.
+fn realtime_policy_in(stat: &str) -> Option<&'static str> {
+    // The command name (field 2) may hold spaces and parentheses: count from its last
+    // `)`. Field 3 is then the first, so field 41 is the 39th.
+    let policy = stat.rsplit_once(')')?.1.split_whitespace().nth(38)?;
+    match policy {
+        "1" => Some("SCHED_FIFO"),
+        "2" => Some("SCHED_RR"),
+        _ => None,
+    }
 }
 
 /// A digest of everything that makes a compiled artifact usable by `engine`: the
@@ -272,6 +299,31 @@ pub(crate) fn fingerprint(engine: &Engine) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn realtime_policies_are_read_from_field_41_whatever_the_command_name() {
+        // Fields 3 to 52 of a real line (kernel 6.18), policy (field 41) set to {}.
+        let line = |name: &str, policy: u8| {
+            let mut fields: Vec<String> = "R 11922 11922 26924 0 -1 4194304 132 0 0 0 0 0 0 0 20 0 1 0 4261585 3133440 410 18446744073709551615 93933424549888 93933424569769 140724178851904 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 93933424585776 93933424587392 93933463195648 140724178860770 140724178860790 140724178860790 140724178862059 0"
+                .split(' ')
+                .map(str::to_owned)
+                .collect();
+            fields[38] = policy.to_string();
+            format!("4242 ({name}) {}", fields.join(" "))
+        };
+        assert_eq!(realtime_policy_in(&line("host", 0)), None);
+        assert_eq!(realtime_policy_in(&line("host", 1)), Some("SCHED_FIFO"));
+        assert_eq!(realtime_policy_in(&line("host", 2)), Some("SCHED_RR"));
+        assert_eq!(realtime_policy_in(&line("host", 3)), None, "SCHED_BATCH");
+        assert_eq!(
+            realtime_policy_in(&line("a) 0 1 (b", 1)),
+            Some("SCHED_FIFO"),
+            "a command name with ') ' in it"
+        );
+        assert_eq!(realtime_policy_in("4242 (host) S 1"), None, "cut short");
+        // This test process runs under normal scheduling.
+        assert_eq!(realtime_policy(), None);
+    }
 
     #[test]
     fn fingerprint_is_stable_and_follows_the_config() {

@@ -259,3 +259,51 @@ fn the_readme_quotes_what_the_code_says() {
     assert!(!readme.contains("builds the example plugins (greet, divide, wordcount)"));
     assert!(readme.contains("builds every plugin under `plugins/`"));
 }
+
+/// At a real-time priority, runaway plugins on every core starve the epoch ticker and no
+/// call times out (found running the benchmark under `chrt -f`): the host says so once.
+#[test]
+fn a_real_time_priority_is_warned_about_once() {
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["greet", "divide"]).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "tools",
+        "--no-builtins",
+        "--plugins",
+        text(plugins.path()),
+        "--cache-dir",
+        text(cache.path()),
+    ];
+    let warning = "the host runs at a real-time priority (SCHED_FIFO)";
+    let normal = host(&args);
+    assert_eq!(normal.status.code(), Some(0), "{}", stderr(&normal));
+    assert!(
+        !stderr(&normal).contains("real-time"),
+        "{}",
+        stderr(&normal)
+    );
+    let chrt_works = std::process::Command::new("chrt")
+        .args(["-f", "1", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !chrt_works {
+        eprintln!(
+            "skipped the real-time half: `chrt -f 1` is not allowed here (needs CAP_SYS_NICE)"
+        );
+        return;
+    }
+    let realtime = std::process::Command::new("chrt")
+        .args(["-f", "1", env!("CARGO_BIN_EXE_host")])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(realtime.status.code(), Some(0), "{}", stderr(&realtime));
+    assert_eq!(
+        stderr(&realtime).matches(warning).count(),
+        1,
+        "{}",
+        stderr(&realtime)
+    );
+}
