@@ -261,14 +261,7 @@ impl McpServer {
         );
         let server = self.clone();
         let serving = async move { server.serve_with_writer_task(input, output).await };
-        match tokio::spawn(serving).await {
-            Ok(served) => served,
-            Err(err) => match err.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                // Cancelled: the runtime is shutting down, and this caller with it.
-                Err(_) => Ok(()),
-            },
-        }
+        joined(tokio::spawn(serving).await)
     }
 
     /// Serves MCP, one JSON-RPC message per line, reading `input` and writing `output`,
@@ -303,15 +296,7 @@ impl McpServer {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         self.serve_with(input, |answers, space, failed| async move {
-            let writer = tokio::spawn(write_loop(output, answers, space, failed));
-            match writer.await {
-                Ok(written) => written,
-                Err(err) => match err.try_into_panic() {
-                    Ok(panic) => std::panic::resume_unwind(panic),
-                    // Cancelled: the runtime is shutting down, and this server with it.
-                    Err(_) => Ok(()),
-                },
-            }
+            joined(tokio::spawn(write_loop(output, answers, space, failed)).await)
         })
         .await
     }
@@ -543,6 +528,20 @@ async fn step_task(
             let notifier = notifier.clone();
             tasks.spawn(async move { reply_to.reply(listen.run(notifier).await).await });
         }
+    }
+}
+
+/// What a part of the server spawned as a task ended with: its result, its panic passed
+/// on, or `Ok` when the runtime cancelled it (it is shutting down, and the caller with it).
+fn joined(
+    joined: Result<Result<(), ServeError>, tokio::task::JoinError>,
+) -> Result<(), ServeError> {
+    match joined {
+        Ok(served) => served,
+        Err(err) => match err.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_cancelled) => Ok(()),
+        },
     }
 }
 

@@ -8,9 +8,10 @@
 //! blocking versions, which work everywhere.
 //!
 //! Non-blocking is a flag of the open file description, which other processes may share
-//! (the shell of `host run < fifo`): each stream puts the flag back as it found it when it
-//! is dropped. Stdout stays blocking when it is also stderr (`2>&1`): the log's writes to
-//! stderr would otherwise fail with `EAGAIN` whenever the client is slow to read.
+//! (the shell of `host run < fifo`): both flags are read before either changes (stdin and
+//! stdout may be one socket), and each stream puts its description's flags back when it
+//! is dropped. A stdin or stdout that is also stderr (`2>&1`) stays blocking: the log's
+//! writes to stderr would otherwise fail with `EAGAIN` whenever the client is slow to read.
 
 use std::io;
 use std::pin::Pin;
@@ -66,14 +67,14 @@ pub(super) fn open() -> (Input, Output) {
 }
 
 impl Input {
-    /// Whether reads go through the event loop (for logs and tests).
+    /// Whether reads go through the event loop (for the log).
     pub(super) fn is_event_driven(&self) -> bool {
         !matches!(self, Input::Blocking(_))
     }
 }
 
 impl Output {
-    /// Whether writes go through the event loop (for logs and tests).
+    /// Whether writes go through the event loop (for the log).
     pub(super) fn is_event_driven(&self) -> bool {
         !matches!(self, Output::Blocking(_))
     }
