@@ -11,7 +11,7 @@ use toolhost::registry::{CallContext, Environment, ToolCall, ToolDefinition};
 use toolhost_mcp::McpServer;
 
 use super::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
-use super::setup::build_registry;
+use super::setup::{build_registry, build_server_registry};
 use super::{plugins, scaffold, EXIT_TOOL_ERROR, EXIT_USAGE};
 
 /// Runs one subcommand.
@@ -54,7 +54,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let toolset = build_registry(&args.registry)?;
+    let toolset = build_server_registry(&args.registry)?;
     let server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_list_changed(args.watch);
@@ -70,8 +70,18 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         watching.abort();
     }
     served?;
+    // The end of input is the client's way to stop the server: it waits for the exit.
+    let toolset = Arc::new(toolset);
+    let finishing = Arc::clone(&toolset);
+    tokio::task::spawn_blocking(move || finishing.finish_optimizing(FINISH_OPTIMIZING))
+        .await
+        .ok();
     Ok(ExitCode::SUCCESS)
 }
+
+/// How long `host run` waits at the end of its input for the optimized plugin compiles
+/// still running ([`crate::Toolset::finish_optimizing`]): enough for a large component.
+const FINISH_OPTIMIZING: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `--watch`: polls the plugins directory while the server runs (abort the task to stop).
 pub(crate) fn start_watching(

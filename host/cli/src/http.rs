@@ -21,7 +21,7 @@ use toolhost_mcp::http::{
 use toolhost_mcp::McpLimits;
 
 use super::args::{PluginFiles, RegistryArgs};
-use super::setup::{build_registry, vfs_options, Toolset};
+use super::setup::{build_server_registry, vfs_options, Toolset};
 use super::units::{parse_duration, parse_size};
 
 /// The placeholder for the session id in `--session-root-template`.
@@ -304,7 +304,7 @@ pub(crate) async fn serve(
     // Kept alive while serving: the plugin host runs the plugin tools.
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
-            let toolset = build_registry(registry_args)?;
+            let toolset = build_server_registry(registry_args)?;
             (Registries::Shared(Arc::clone(&toolset.registry)), toolset)
         }
         Some(template) => {
@@ -331,7 +331,7 @@ pub(crate) async fn serve(
             let mut shared = registry_args.clone();
             shared.no_builtins = true;
             shared.plan = false;
-            let toolset = build_registry(&shared)?;
+            let toolset = build_server_registry(&shared)?;
             info!(base = %template.base.display(), template = %template.template, "one storage root per session");
             let factory = per_session(registry_args, template, Arc::clone(&toolset.registry));
             (Registries::PerSession(factory), toolset)
@@ -359,6 +359,12 @@ pub(crate) async fn serve(
         watching.abort();
     }
     served?;
+    // Stopped by a signal: the optimized compiles get the drain's grace, no more.
+    let grace = http.shutdown_grace;
+    let toolset = Arc::new(toolset);
+    tokio::task::spawn_blocking(move || toolset.finish_optimizing(grace))
+        .await
+        .ok();
     Ok(())
 }
 

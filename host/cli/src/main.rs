@@ -44,7 +44,7 @@ pub use args::{
 pub use args::{Lang, NewArgs};
 pub use http::HttpArgs;
 pub use oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
-pub use setup::{build_registry, Toolset};
+pub use setup::{build_registry, build_server_registry, Toolset};
 pub use units::{format_elapsed, parse_duration, parse_size};
 
 /// Exit code of `host call` when the tool returns an error (printed on stderr).

@@ -298,6 +298,7 @@ fn compile_json(compile: CompileSource) -> Value {
     let (source, took) = match compile {
         CompileSource::Compiled(took) => ("compiled", took),
         CompileSource::CacheHit(took) => ("cache_hit", took),
+        CompileSource::Quick(took) => ("quick", took),
     };
     json!({ "source": source, "ms": took.as_micros() as f64 / 1e3 })
 }
@@ -416,6 +417,10 @@ fn compile_text(compile: CompileSource) -> String {
     match compile {
         CompileSource::Compiled(took) => format!("compiled in {}", format_elapsed(took)),
         CompileSource::CacheHit(took) => format!("cache hit, loaded in {}", format_elapsed(took)),
+        CompileSource::Quick(took) => format!(
+            "quick code compiled in {} (optimized code follows from the background)",
+            format_elapsed(took)
+        ),
     }
 }
 

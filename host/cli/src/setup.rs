@@ -11,7 +11,7 @@ use toolhost::registry::Registry;
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_plugin::watch::PluginWatcher;
-use toolhost_plugin::{check_cache_dir, LoadReport};
+use toolhost_plugin::{check_cache_dir, CompileTiers, LoadReport};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -42,6 +42,32 @@ impl Toolset {
     }
 }
 
+impl Toolset {
+    /// Before exiting: waits up to `limit` for the optimized compiles behind quick code
+    /// ([`build_server_registry`]), so that the compile cache holds them and the next
+    /// start is a cache hit. Returns at once when none is running, and without a compile
+    /// cache (there is nothing to keep).
+    pub fn finish_optimizing(&self, limit: std::time::Duration) {
+        let Some((host, ..)) = &self.plugins else {
+            return;
+        };
+        let left = host.optimizing();
+        if left == 0 || host.config().cache_dir.is_none() {
+            return;
+        }
+        info!(
+            "finishing the optimized compile of {left} plugin(s) for the compile cache before exiting (at most {})",
+            toolhost::registry::format_duration(limit)
+        );
+        if !host.wait_for_optimized(limit) {
+            tracing::warn!(
+                "exiting with {} optimized plugin compile(s) unfinished: the next start compiles those plugins again",
+                host.optimizing()
+            );
+        }
+    }
+}
+
 impl std::fmt::Debug for Toolset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toolset")
@@ -67,6 +93,21 @@ impl std::fmt::Debug for Toolset {
 /// (inside, equal to or above `--root`, another user's, writable by others: see
 /// [`check_cache_dir`]), or the plugin host cannot start.
 pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
+    build_registry_with(args, CompileTiers::Optimized)
+}
+
+/// [`build_registry`] for a server (`host run`, `host serve`): a plugin the compile
+/// cache does not hold starts serving on quick code, and its optimized code is compiled
+/// in the background and swapped in ([`CompileTiers::QuickFirst`]), so the first start
+/// answers sooner. Call [`Toolset::finish_optimizing`] before exiting.
+///
+/// # Errors
+/// As [`build_registry`].
+pub fn build_server_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
+    build_registry_with(args, CompileTiers::QuickFirst)
+}
+
+fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Result<Toolset> {
     let registry = Registry::new().with_call_timeout(args.timeout);
     let wants_storage = !args.no_builtins || args.plugin_files != PluginFiles::None;
     let (storage, root) = if wants_storage {
@@ -114,6 +155,7 @@ pub fn build_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
             };
             let mut config = plugins::host_config(args, storage, policy)?;
             config.storage_roots = root.iter().cloned().collect();
+            config.compile_tiers = tiers;
             if args.no_cache {
                 config.cache_dir = None;
             }

@@ -53,13 +53,17 @@ pub enum CompileSource {
     Compiled(Duration),
     /// Loaded from the compile cache.
     CacheHit(Duration),
+    /// Compiled quickly, not optimized, and not cached
+    /// ([`CompileTiers::QuickFirst`](crate::CompileTiers::QuickFirst)): the optimized
+    /// code is compiled in the background and swapped in.
+    Quick(Duration),
 }
 
 impl CompileSource {
     /// The time taken either way.
     pub fn duration(self) -> Duration {
         match self {
-            CompileSource::Compiled(d) | CompileSource::CacheHit(d) => d,
+            CompileSource::Compiled(d) | CompileSource::CacheHit(d) | CompileSource::Quick(d) => d,
         }
     }
 }
@@ -69,6 +73,10 @@ impl fmt::Display for CompileSource {
         match self {
             CompileSource::Compiled(d) => write!(f, "compiled in {d:.1?}"),
             CompileSource::CacheHit(d) => write!(f, "cache hit in {d:.1?}"),
+            CompileSource::Quick(d) => write!(
+                f,
+                "quick code compiled in {d:.1?} (optimized code follows from the background)"
+            ),
         }
     }
 }
@@ -176,7 +184,7 @@ impl CompileCache {
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
         let digest: [u8; 32] = Sha256::digest(bytes).into();
-        let (mut components, source) = self.load_into(&[engine], path, bytes, &digest)?;
+        let (mut components, source) = self.load_into(&[engine], path, bytes, &digest, None)?;
         let component = components
             .pop()
             .unwrap_or_else(|| unreachable!("one component per engine"));
@@ -188,6 +196,10 @@ impl CompileCache {
     /// the artifact loaded into every engine. `digest` is the SHA-256 of `bytes` (the one
     /// the loader checked against the lock file): the entry's key is made from it.
     ///
+    /// With a `quick` engine ([`crate::engine::build_quick`]), a miss is compiled there
+    /// instead, loaded into the engines, and not stored
+    /// ([`CompileSource::Quick`]): the caller compiles the optimized code later.
+    ///
     /// # Errors
     /// [`PluginErrorKind::Compile`] when the bytes do not compile, or the compiled artifact
     /// does not load into one of the engines.
@@ -197,6 +209,7 @@ impl CompileCache {
         path: &Path,
         bytes: &[u8],
         digest: &[u8; 32],
+        quick: Option<&Engine>,
     ) -> Result<(Vec<Component>, CompileSource), PluginError> {
         let started = Instant::now();
         let (engine, others) = engines
@@ -225,6 +238,26 @@ impl CompileCache {
         }
         // A large component (a Python one is ~18 MB) takes a while to compile: say so
         // before, so a slow first start is not mistaken for a hang.
+        let compile_error = |err: wasmtime::Error| {
+            PluginErrorKind::Compile {
+                message: error_chain(&err),
+            }
+            .at(path.to_owned())
+        };
+        if let Some(quick) = quick {
+            tracing::info!(
+                target: "plugin",
+                "{}: compiling quick code for the component ({}; first load; optimized code follows from the background) ...",
+                path.display(),
+                super::format_bytes(bytes.len() as u64),
+            );
+            let artifact = quick.precompile_component(bytes).map_err(compile_error)?;
+            let components = engines
+                .iter()
+                .map(|engine| deserialize(engine, &artifact).map_err(compile_error))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok((components, CompileSource::Quick(started.elapsed())));
+        }
         tracing::info!(
             target: "plugin",
             "{}: compiling the component ({}; first load{}) ...",
@@ -232,12 +265,6 @@ impl CompileCache {
             super::format_bytes(bytes.len() as u64),
             if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
         );
-        let compile_error = |err: wasmtime::Error| {
-            PluginErrorKind::Compile {
-                message: error_chain(&err),
-            }
-            .at(path.to_owned())
-        };
         let component = Component::new(engine, bytes).map_err(compile_error)?;
         let mut components = vec![component];
         // The artifact, for the cache and for the other engines.
@@ -357,8 +384,11 @@ pub(crate) fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<
     // wasmtime (it becomes native code). These bytes are. Either `load_into`, or the
     // loader's shard preparation (`PrepareShard`), just made them with
     // `Component::serialize` of a component of this process (held in memory, never
-    // written or read back), to load it into another engine configured alike; or their
-    // HMAC-SHA256 tag was
+    // written or read back), to load it into another engine configured alike; or
+    // `load_into` just made them with `Engine::precompile_component` of this process's
+    // quick engine (held in memory, never written or read back; it compiles the same
+    // code with settings wasmtime's compatibility check ignores, and that check runs on
+    // them too); or their HMAC-SHA256 tag was
     // checked, just before, over these very bytes (held in memory, not re-read), under
     // the cache's secret key, which only `store` uses, on the output of
     // `Component::serialize`. The tag also covers the entry's key (the hash of the

@@ -166,6 +166,44 @@ pub struct PluginHostConfig {
     /// Configuration values per plugin (`--plugin-config`); a plugin gets those of the
     /// keys its manifest declares. Empty by default.
     pub config: ConfigValues,
+    /// How a plugin the compile cache does not hold is compiled: optimized before it
+    /// serves (the default), or quick code first with the optimized code swapped in from
+    /// the background (for a long-running server). See [`CompileTiers`].
+    pub compile_tiers: CompileTiers,
+}
+
+/// How a plugin that is not in the compile cache is compiled
+/// ([`PluginHostConfig::compile_tiers`]). A cache hit is optimized code either way.
+///
+/// ```
+/// use toolhost_plugin::{CompileTiers, PluginHostConfig};
+///
+/// // A server that answers for hours: start serving on quick code.
+/// let config = PluginHostConfig {
+///     compile_tiers: CompileTiers::QuickFirst,
+///     ..PluginHostConfig::default()
+/// };
+/// assert_eq!(PluginHostConfig::default().compile_tiers, CompileTiers::Optimized);
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CompileTiers {
+    /// Cranelift's optimizing settings before the plugin is loaded: the first start
+    /// takes longest, and every call runs at full speed. Best for a host that makes a
+    /// few calls and exits (the CLI's `host call` and `host tools`).
+    #[default]
+    Optimized,
+    /// Quick code first: compiled without Cranelift's optimizer and with its single-pass
+    /// register allocator, in about half the time, so the plugin serves sooner; its code
+    /// runs up to about twice as slow. One background thread then compiles the optimized
+    /// code (on every core, as at start), stores it in the compile cache and swaps it in:
+    /// calls that start after that run it, calls already running finish on the quick
+    /// code. The next start finds the optimized code in the cache. A failed optimized
+    /// compile is logged and the plugin keeps its quick code; quick code is never
+    /// cached. [`PluginHost::wait_for_optimized`](super::PluginHost::wait_for_optimized)
+    /// lets a host that is about to exit finish the cache entries first (`host run`
+    /// does, at the end of its input).
+    QuickFirst,
 }
 
 /// Default of [`PluginHostConfig::max_concurrent_calls`].
@@ -192,6 +230,7 @@ impl Default for PluginHostConfig {
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             http: HttpPolicy::default(),
             config: ConfigValues::default(),
+            compile_tiers: CompileTiers::Optimized,
         }
     }
 }
@@ -212,6 +251,7 @@ impl fmt::Debug for PluginHostConfig {
             .field("max_concurrent_calls", &self.max_concurrent_calls)
             .field("http", &self.http)
             .field("config", &self.config)
+            .field("compile_tiers", &self.compile_tiers)
             .finish()
     }
 }

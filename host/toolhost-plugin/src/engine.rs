@@ -160,8 +160,7 @@ pub(crate) fn build(config: &PluginHostConfig, metering: Metering) -> Result<Eng
 /// once per engine. The warm slots ([`WARM_SLOTS`]) are divided between the shards, so
 /// the memory kept resident stays within the same bound.
 ///
-/// Compilation runs on every core (wasmtime's `parallel-compilation`: the functions of a
-/// module are compiled on rayon's pool).
+/// Compilation runs on every core ([`code_config`]).
 ///
 /// # Errors
 /// [`PluginErrorKind::Host`] when wasmtime refuses the configuration.
@@ -170,11 +169,7 @@ pub(crate) fn build_with(
     metering: Metering,
     shards: usize,
 ) -> Result<Engine, PluginError> {
-    let mut wasm = Config::new();
-    wasm.wasm_component_model(true)
-        .epoch_interruption(true)
-        .consume_fuel(metering == Metering::Fuel)
-        .parallel_compilation(true);
+    let mut wasm = code_config(metering);
 
     // Slots for every call that may run at once (and, in reuse mode, as many again for
     // idle instances): see `PoolPlan`. Each memory slot reserves 4 GiB of address space
@@ -209,6 +204,46 @@ pub(crate) fn build_with(
         PluginError::from(PluginErrorKind::Host {
             message: format!(
                 "wasmtime refused the engine configuration: {}",
+                super::error::error_chain(&err)
+            ),
+        })
+    })
+}
+
+/// What every engine of `metering` compiles alike: the component model, epoch checks,
+/// fuel checks when metered, and compilation on every core (wasmtime's
+/// `parallel-compilation`: the functions of a module are compiled on rayon's pool).
+fn code_config(metering: Metering) -> Config {
+    let mut wasm = Config::new();
+    wasm.wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(metering == Metering::Fuel)
+        .parallel_compilation(true);
+    wasm
+}
+
+/// Builds the engine that compiles the quick first tier of
+/// [`CompileTiers::QuickFirst`](super::CompileTiers::QuickFirst): the code of
+/// [`build_with`]'s engines for `metering` (the same checks, features and tunables),
+/// with Cranelift's optimizer off (`opt_level` none) and its single-pass register
+/// allocator. On the five example plugins that compiles in about half the CPU time, and
+/// the code runs up to about twice as slow (docs/benchmarks.md, figure 5).
+///
+/// It only compiles (no instance pool): its artifacts are loaded into the pooled
+/// engines with [`crate::cache::deserialize`], which wasmtime allows because neither
+/// setting changes what the code does or how it is called (`opt_level` and
+/// `regalloc_algorithm` are among the flags its compatibility check ignores).
+///
+/// # Errors
+/// [`PluginErrorKind::Host`] when wasmtime refuses the configuration.
+pub(crate) fn build_quick(metering: Metering) -> Result<Engine, PluginError> {
+    let mut wasm = code_config(metering);
+    wasm.cranelift_opt_level(wasmtime::OptLevel::None)
+        .cranelift_regalloc_algorithm(wasmtime::RegallocAlgorithm::SinglePass);
+    Engine::new(&wasm).map_err(|err| {
+        PluginError::from(PluginErrorKind::Host {
+            message: format!(
+                "wasmtime refused the quick compile engine's configuration: {}",
                 super::error::error_chain(&err)
             ),
         })

@@ -133,7 +133,7 @@ pub mod watch;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{
-    default_cache_dir, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+    default_cache_dir, CompileTiers, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_POOL_MEMORY,
 };
 pub use engine::{
@@ -188,6 +188,9 @@ pub struct PluginHost {
     /// Which file registered each tool through this host, so a duplicate name can name both
     /// plugins' files.
     owners: std::sync::Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
+    /// The optimized compiles waiting or running behind quick code
+    /// ([`CompileTiers::QuickFirst`]).
+    optimizer: Arc<loader::Optimizer>,
 }
 
 impl fmt::Debug for PluginHost {
@@ -259,7 +262,31 @@ impl PluginHost {
             config,
             pool,
             owners: Default::default(),
+            optimizer: Arc::default(),
         })
+    }
+
+    /// Waits until every optimized compile behind quick code
+    /// ([`CompileTiers::QuickFirst`]) has finished (compiled, stored in the compile
+    /// cache and swapped in, or failed and logged), or until `limit` has passed. Returns
+    /// whether none is left. A host that is about to exit calls it so that the next start
+    /// finds the optimized code in the cache; it returns at once when there is none.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolhost_plugin::{PluginHost, PluginHostConfig};
+    ///
+    /// let host = PluginHost::new(PluginHostConfig { cache_dir: None, ..PluginHostConfig::default() })?;
+    /// assert!(host.wait_for_optimized(Duration::from_secs(1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_for_optimized(&self, limit: std::time::Duration) -> bool {
+        self.optimizer.wait(limit)
+    }
+
+    /// Optimized compiles still waiting or running.
+    pub fn optimizing(&self) -> usize {
+        self.optimizer.pending()
     }
 
     /// The engines, linkers and compile cache for plugins needing `metering`; the fuel
@@ -304,15 +331,21 @@ impl PluginHost {
 
 /// Engines of one [`Metering`], one per shard, with their linkers and compile cache.
 struct Backend {
-    shards: Vec<Shard>,
+    metering: Metering,
+    /// Shared with every plugin's runtime (to prepare it in the other shards) and
+    /// optimized compile.
+    shards: Arc<[Shard]>,
     /// Keyed by the engines' fingerprint, the same for every shard.
     cache: CompileCache,
+    /// The engine that compiles quick code ([`CompileTiers::QuickFirst`]), built the
+    /// first time it is needed.
+    quick: OnceLock<Engine>,
 }
 
 /// One engine and its linker.
-struct Shard {
-    engine: Engine,
-    linker: Linker<PluginState>,
+pub(crate) struct Shard {
+    pub engine: Engine,
+    pub linker: Linker<PluginState>,
 }
 
 impl Backend {
@@ -332,13 +365,24 @@ impl Backend {
                     engine,
                 })
             })
-            .collect::<Result<Vec<_>, PluginError>>()?;
+            .collect::<Result<Arc<[_]>, PluginError>>()?;
         let engines: Vec<&Engine> = shards.iter().map(|shard| &shard.engine).collect();
         engine::start_ticker(&engines)?;
         Ok(Self {
+            metering,
             cache: cache(&shards[0].engine)?,
             shards,
+            quick: OnceLock::new(),
         })
+    }
+
+    /// The engine that compiles quick code for these engines.
+    fn quick_engine(&self) -> Result<&Engine, PluginError> {
+        if let Some(engine) = self.quick.get() {
+            return Ok(engine);
+        }
+        let engine = engine::build_quick(self.metering)?;
+        Ok(self.quick.get_or_init(|| engine))
     }
 
     fn engines(&self) -> Vec<&Engine> {

@@ -114,6 +114,12 @@ impl Shared {
         best
     }
 
+    /// Idle instances kept now, over all plugins (for tests).
+    #[cfg(test)]
+    pub(crate) fn idle(&self) -> u32 {
+        self.idle_total.load(Ordering::Relaxed)
+    }
+
     /// Calls running on each shard now (for tests).
     #[cfg(test)]
     pub(crate) fn running_per_shard(&self) -> Vec<u32> {
@@ -235,16 +241,44 @@ pub(crate) struct ShardPres {
     pub prepare: PrepareShard,
 }
 
+/// One build of a plugin's code, pre-instantiated in each engine shard once a call has
+/// needed it there (the first shard's when it is made).
+struct Code {
+    pres: Box<[OnceLock<WorldPre>]>,
+    prepare: PrepareShard,
+}
+
+impl Code {
+    /// The code of `first` (pre-instantiated in shard 0) for `shards` shards.
+    fn new(first: WorldPre, prepare: PrepareShard, shards: usize) -> Self {
+        let pres: Box<[OnceLock<WorldPre>]> = (0..shards.max(1)).map(|_| OnceLock::new()).collect();
+        let _ = pres[0].set(first);
+        Self { pres, prepare }
+    }
+
+    /// The component pre-instantiated in `shard`, prepared on first use.
+    fn pre(&self, shard: usize) -> wasmtime::Result<&WorldPre> {
+        if let Some(pre) = self.pres[shard].get() {
+            return Ok(pre);
+        }
+        let pre = (self.prepare)(shard)?;
+        // Two calls may prepare it at once; the first set wins.
+        Ok(self.pres[shard].get_or_init(|| pre))
+    }
+}
+
 /// One loaded plugin: its pre-instantiated component and everything a call needs.
 pub(crate) struct PluginRuntime {
     /// The plugin's name (the file stem).
     pub name: Arc<str>,
     /// The engine of each shard, in shard order.
     engines: Box<[Engine]>,
-    /// The component pre-instantiated in each shard, once a call has needed it there
-    /// (the first shard's at load).
-    pres: Box<[OnceLock<WorldPre>]>,
-    prepare: PrepareShard,
+    /// The code it was loaded with.
+    code: Code,
+    /// The optimized code, once swapped in for quick code
+    /// ([`CompileTiers::QuickFirst`](crate::CompileTiers::QuickFirst)): every instance
+    /// made after that uses it.
+    optimized: OnceLock<Code>,
     /// The limits every call runs under.
     pub limits: PluginLimits,
     files: Arc<FileGrant>,
@@ -258,6 +292,9 @@ pub(crate) struct PluginRuntime {
 struct Instance {
     /// The engine shard the store belongs to.
     shard: usize,
+    /// Whether it runs (or will instantiate) the optimized code that replaced the code
+    /// the plugin was loaded with.
+    optimized: bool,
     store: Store<PluginState>,
     plugin: Option<Bound>,
     stdout: Capture,
@@ -295,14 +332,13 @@ impl PluginRuntime {
             engines,
             prepare,
         } = shards;
-        let pres: Box<[OnceLock<WorldPre>]> = engines.iter().map(|_| OnceLock::new()).collect();
-        let _ = pres[0].set(first);
+        let code = Code::new(first, prepare, engines.len());
         Self {
             meter: Arc::new(PluginMeter::new(Arc::clone(&name), limits.imports.clone())),
             name,
             engines: engines.into_boxed_slice(),
-            pres,
-            prepare,
+            code,
+            optimized: OnceLock::new(),
             limits,
             files,
             grants,
@@ -384,12 +420,12 @@ impl PluginRuntime {
         let mut instance = self.checkout();
         let _running = self.shared.enter(instance.shard);
         instance.arm(deadline, &self.limits, tool, ctx);
-        let shard = instance.shard;
+        let (shard, optimized) = (instance.shard, instance.optimized);
         let Instance { store, plugin, .. } = &mut instance;
         let outcome = tokio::time::timeout_at(deadline.into(), async {
             let plugin = match plugin {
                 Some(plugin) => plugin,
-                None => plugin.insert(self.pre(shard)?.instantiate(&mut *store).await?),
+                None => plugin.insert(self.pre(shard, optimized)?.instantiate(&mut *store).await?),
             };
             match op {
                 Op::Definitions => plugin.definitions(&mut *store).await.map(Out::Definitions),
@@ -428,14 +464,39 @@ impl PluginRuntime {
         }
     }
 
-    /// The component pre-instantiated in `shard`, prepared on first use.
-    fn pre(&self, shard: usize) -> wasmtime::Result<&WorldPre> {
-        if let Some(pre) = self.pres[shard].get() {
-            return Ok(pre);
+    /// Swaps in `optimized` for the code the plugin was loaded with: instances made
+    /// from now on use it, and idle instances of the old code are dropped (a call running
+    /// on one finishes there). Returns `false`, changing nothing, when code was already
+    /// swapped in.
+    pub(crate) fn swap_in_optimized(&self, optimized: ShardPres) -> bool {
+        let ShardPres { first, prepare, .. } = optimized;
+        if self
+            .optimized
+            .set(Code::new(first, prepare, self.engines.len()))
+            .is_err()
+        {
+            return false;
         }
-        let pre = (self.prepare)(shard)?;
-        // Two calls may prepare it at once; the first set wins.
-        Ok(self.pres[shard].get_or_init(|| pre))
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let before = idle.len();
+        idle.retain(|instance| instance.optimized);
+        let dropped = u32::try_from(before - idle.len()).unwrap_or(u32::MAX);
+        self.shared.idle_total.fetch_sub(dropped, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether optimized code has been swapped in.
+    pub(crate) fn runs_optimized(&self) -> bool {
+        self.optimized.get().is_some()
+    }
+
+    /// The component pre-instantiated in `shard`: of the optimized code or of the code
+    /// the plugin was loaded with.
+    fn pre(&self, shard: usize, optimized: bool) -> wasmtime::Result<&WorldPre> {
+        match self.optimized.get() {
+            Some(code) if optimized => code.pre(shard),
+            _ => self.code.pre(shard),
+        }
     }
 
     /// A fresh instance, or an idle one in reuse mode.
@@ -460,6 +521,7 @@ impl PluginRuntime {
         store.limiter(|state| &mut state.limiter);
         Instance {
             shard,
+            optimized: self.runs_optimized(),
             store,
             plugin: None,
             stdout: new.stdout,
@@ -473,7 +535,8 @@ impl PluginRuntime {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() >= IDLE_PER_PLUGIN {
+        // Checked under the lock that the swap takes to drop the old code's idle ones.
+        if idle.len() >= IDLE_PER_PLUGIN || (!instance.optimized && self.runs_optimized()) {
             return;
         }
         if self.shared.idle_total.fetch_add(1, Ordering::Relaxed) >= self.shared.idle_cap {

@@ -95,3 +95,83 @@ fn the_default_cache_inside_the_root_is_refused_unless_turned_off() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `host run` serves a plugin the cache does not hold on quick code at once, and at the
+/// end of its input finishes the optimized compile so the next start is a cache hit;
+/// a one-shot command compiles optimized code before it answers.
+#[test]
+fn run_serves_quick_code_first_and_leaves_the_optimized_code_in_the_cache() {
+    use crate::mcp::Server;
+    use serde_json::json;
+
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["greet", "hostile_loop"]).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let session = |expected: &str| {
+        let mut server = Server::start(
+            root.path(),
+            &[
+                "--plugins",
+                text(plugins.path()),
+                "--cache-dir",
+                text(cache.path()),
+                "--plugin-timeout",
+                "300ms",
+            ],
+        );
+        server.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        assert_eq!(
+            server.call(2, "greet", json!({"name": "Ada"})),
+            ("Hello, Ada!".to_owned(), false)
+        );
+        // The time limit holds on whichever code runs.
+        let (text, is_error) = server.call(3, "hostile_loop", json!({}));
+        assert!(
+            is_error && text.starts_with("hostile_loop: timed out after 300ms"),
+            "{text}"
+        );
+        let (code, stderr, _) = server.finish();
+        assert_eq!(code, Some(0), "{stderr}");
+        for plugin in ["greet", "hostile_loop"] {
+            let line = stderr
+                .lines()
+                .find(|line| line.contains(&format!("plugin {plugin} loaded")))
+                .unwrap_or_else(|| panic!("no load line for {plugin}: {stderr}"));
+            assert!(line.contains(expected), "{expected}: {line}");
+        }
+        stderr
+    };
+    let first = session("quick code compiled in");
+    assert!(!first.contains("cache hit"), "{first}");
+    // The key file and one entry per plugin, written before the exit.
+    let entries = std::fs::read_dir(cache.path()).unwrap().count();
+    assert_eq!(entries, 3, "{first}");
+    let second = session("cache hit, loaded in");
+    assert!(!second.contains("quick code"), "{second}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = host(
+        &[
+            "tools",
+            "-v",
+            "--no-builtins",
+            "--plugins",
+            text(plugins.path()),
+            "--cache-dir",
+            text(empty.path()),
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("plugin greet loaded: 1 tool(s) [greet], compiled in"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("quick code"), "{stderr}");
+}

@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use toolhost::registry::ToolDefinition;
 
+use wasmtime::component::{Component, Linker};
+
+use super::optimize::OptimizeJob;
 use super::pins::{check_pins, Pins};
 use super::{Prepared, MAX_COMPONENT_BYTES};
 use crate::bindings::{v0_1, PluginPre};
@@ -20,7 +23,9 @@ use crate::manifest::{self, Resolved};
 use crate::read::read_regular_file;
 use crate::runtime::{PluginRuntime, PrepareShard, ShardPres, WorldPre};
 use crate::state::{Grants, PluginState};
-use crate::{CompileSource, Metering, PluginError, PluginErrorKind, PluginHost};
+use crate::{
+    CompileSource, CompileTiers, Metering, PluginError, PluginErrorKind, PluginHost, Shard,
+};
 
 /// The `tools` export of `toolhost:plugin@0.2.0`.
 pub(crate) const TOOLS_V0_2: &str = "toolhost:plugin/tools@0.2.0";
@@ -35,6 +40,7 @@ pub(super) struct Compiled {
     pub(super) runtime: Arc<PluginRuntime>,
     imports: Vec<String>,
     exports: Vec<String>,
+    optimize: Option<OptimizeJob>,
 }
 
 impl Compiled {
@@ -47,6 +53,7 @@ impl Compiled {
             definitions,
             imports: self.imports,
             exports: self.exports,
+            optimize: self.optimize,
         }
     }
 }
@@ -139,13 +146,18 @@ impl PluginHost {
         };
         check_header(path, &bytes)?;
         let backend = self.backend(Metering::for_limits(&resolved.limits))?;
+        // Quick code first only for a plugin that will serve (not for `inspect`).
+        let quick = match self.config.compile_tiers {
+            CompileTiers::QuickFirst if !any_grant => Some(backend.quick_engine()?),
+            _ => None,
+        };
         // Compiled (or read from the cache) into the first shard's engine only; the
         // other shards get it from its artifact when a call first lands there.
         let engines = backend.engines();
         let (mut components, compile) =
             backend
                 .cache
-                .load_into(&engines[..1], path, &bytes, digest.as_bytes())?;
+                .load_into(&engines[..1], path, &bytes, digest.as_bytes(), quick)?;
         let component = components
             .pop()
             .unwrap_or_else(|| unreachable!("one engine asked, one component"));
@@ -165,21 +177,8 @@ impl PluginHost {
         // check names what is missing.
         let legacy =
             exports.iter().any(|e| e == TOOLS_V0_1) && !exports.iter().any(|e| e == TOOLS_V0_2);
-        let first =
-            world_pre(&backend.shards[0].linker, &component, legacy).map_err(wrong_world)?;
-        let prepare: PrepareShard = {
-            let shards: Vec<_> = backend
-                .shards
-                .iter()
-                .map(|shard| (shard.engine.clone(), shard.linker.clone()))
-                .collect();
-            Box::new(move |shard| {
-                let (engine, linker) = &shards[shard];
-                let artifact = component.serialize()?;
-                let component = cache::deserialize(engine, &artifact)?;
-                world_pre(linker, &component, legacy)
-            })
-        };
+        let shards = Arc::clone(&backend.shards);
+        let pres = shard_pres(Arc::clone(&shards), component, legacy).map_err(wrong_world)?;
 
         let files = FileGrant::new(
             &name,
@@ -213,11 +212,7 @@ impl PluginHost {
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
-            ShardPres {
-                first,
-                engines: engines.into_iter().cloned().collect(),
-                prepare,
-            },
+            pres,
             resolved.limits.clone(),
             Arc::new(files),
             grants,
@@ -228,6 +223,15 @@ impl PluginHost {
             .imports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
+        let optimize = matches!(compile, CompileSource::Quick(_)).then(|| OptimizeJob {
+            path: path.to_owned(),
+            bytes,
+            digest: *digest.as_bytes(),
+            cache: backend.cache.clone(),
+            shards,
+            legacy,
+            runtime: Arc::downgrade(&runtime),
+        });
         Ok(Compiled {
             name,
             resolved,
@@ -235,6 +239,7 @@ impl PluginHost {
             runtime,
             imports,
             exports,
+            optimize,
         })
     }
 }
@@ -257,11 +262,34 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
     }
 }
 
+/// `component` (compiled for the first engine of `shards`) pre-instantiated there for
+/// its world, and how to pre-instantiate it in the other shards: from its artifact, the
+/// first time a call lands there.
+pub(super) fn shard_pres(
+    shards: Arc<[Shard]>,
+    component: Component,
+    legacy: bool,
+) -> wasmtime::Result<ShardPres> {
+    let first = world_pre(&shards[0].linker, &component, legacy)?;
+    let engines = shards.iter().map(|shard| shard.engine.clone()).collect();
+    let prepare: PrepareShard = Box::new(move |n| {
+        let shard = &shards[n];
+        let artifact = component.serialize()?;
+        let component = cache::deserialize(&shard.engine, &artifact)?;
+        world_pre(&shard.linker, &component, legacy)
+    });
+    Ok(ShardPres {
+        first,
+        engines,
+        prepare,
+    })
+}
+
 /// `component` pre-instantiated with `linker` for its world: `toolhost:plugin@0.1.0`
 /// when `legacy`, else 0.2.0.
 fn world_pre(
-    linker: &wasmtime::component::Linker<PluginState>,
-    component: &wasmtime::component::Component,
+    linker: &Linker<PluginState>,
+    component: &Component,
     legacy: bool,
 ) -> wasmtime::Result<WorldPre> {
     let instance_pre = linker.instantiate_pre(component)?;

@@ -39,10 +39,12 @@ pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
 
 mod compile;
 mod definitions;
+mod optimize;
 mod pins;
 mod register;
 mod validate;
 
+pub(crate) use optimize::Optimizer;
 use pins::Pins;
 #[cfg(feature = "fuzzing")]
 pub(crate) use validate::validate;
@@ -56,6 +58,9 @@ struct Prepared {
     definitions: Vec<ToolDefinition>,
     imports: Vec<String>,
     exports: Vec<String>,
+    /// The optimized compile to queue once its tools are registered, when it was loaded
+    /// on quick code.
+    optimize: Option<optimize::OptimizeJob>,
 }
 
 impl PluginHost {

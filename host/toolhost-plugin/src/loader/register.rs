@@ -56,6 +56,9 @@ impl PluginHost {
                 owners.insert(tool.clone(), path.to_owned());
             }
         }
+        if let Some(job) = prepared.optimize {
+            self.optimizer.submit(job);
+        }
         Ok(LoadedPlugin {
             name: prepared.name,
             path: path.to_owned(),

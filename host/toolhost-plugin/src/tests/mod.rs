@@ -10,6 +10,7 @@ mod load;
 mod load_fixture;
 mod lock;
 mod names;
+mod tiers;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
