@@ -71,11 +71,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     served?;
     // The end of input is the client's way to stop the server: it waits for the exit.
-    let toolset = Arc::new(toolset);
-    let finishing = Arc::clone(&toolset);
-    tokio::task::spawn_blocking(move || finishing.finish_optimizing(FINISH_OPTIMIZING))
-        .await
-        .ok();
+    toolset.finish_optimizing(FINISH_OPTIMIZING).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -360,11 +360,7 @@ pub(crate) async fn serve(
     }
     served?;
     // Stopped by a signal: the optimized compiles get the drain's grace, no more.
-    let grace = http.shutdown_grace;
-    let toolset = Arc::new(toolset);
-    tokio::task::spawn_blocking(move || toolset.finish_optimizing(grace))
-        .await
-        .ok();
+    toolset.finish_optimizing(http.shutdown_grace).await;
     Ok(())
 }
 

@@ -46,9 +46,9 @@ impl Toolset {
     /// Before exiting: waits up to `limit` for the optimized compiles behind quick code
     /// ([`build_server_registry`]), so that the compile cache holds them and the next
     /// start is a cache hit. Returns at once when none is running, and without a compile
-    /// cache (there is nothing to keep).
-    pub fn finish_optimizing(&self, limit: std::time::Duration) {
-        let Some((host, ..)) = &self.plugins else {
+    /// cache (there is nothing to keep). The wait runs on the blocking pool.
+    pub async fn finish_optimizing(self, limit: std::time::Duration) {
+        let Some((host, ..)) = self.plugins else {
             return;
         };
         let left = host.optimizing();
@@ -59,10 +59,13 @@ impl Toolset {
             "finishing the optimized compile of {left} plugin(s) for the compile cache before exiting (at most {})",
             toolhost::registry::format_duration(limit)
         );
-        if !host.wait_for_optimized(limit) {
+        let unfinished = tokio::task::spawn_blocking(move || {
+            (!host.wait_for_optimized(limit)).then(|| host.optimizing())
+        })
+        .await;
+        if let Ok(Some(left)) = unfinished {
             tracing::warn!(
-                "exiting with {} optimized plugin compile(s) unfinished: the next start compiles those plugins again",
-                host.optimizing()
+                "exiting with {left} optimized plugin compile(s) unfinished: the next start compiles those plugins again"
             );
         }
     }
