@@ -307,3 +307,41 @@ fn a_real_time_priority_is_warned_about_once() {
         stderr(&realtime)
     );
 }
+
+/// `--plugin-config NAME.KEY:value` (no `=`) printed the first 40 characters of the value:
+/// a secret given that way reached the terminal and the logs. No mistyped form of the
+/// flag prints any part of its value, at any log level.
+#[test]
+fn a_mistyped_config_flag_never_prints_its_value() {
+    let plugins = examples();
+    for given in [
+        "greet.API_TOKEN:ghp_S3CRETVALUE",
+        "greet.API_TOKEN ghp_S3CRETVALUE",
+        "greet.API_TOKEN:ghp_S3CRETVALUE==",
+        "greet.API_TOKEN:ghp_S3CRET.VALUE=x",
+        "ghp_S3CRETVALUE",
+    ] {
+        let output = host(&[
+            "-v",
+            "tools",
+            "--plugins",
+            text(plugins.path()),
+            "--plugin-config",
+            given,
+        ]);
+        let printed = format!(
+            "{}{}",
+            stderr(&output),
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(
+            !printed.contains("S3CRET"),
+            "{given:?} printed its value:\n{printed}"
+        );
+        assert!(
+            printed.contains("error: --plugin-config: "),
+            "{given:?} must be refused:\n{printed}"
+        );
+        assert_eq!(output.status.code(), Some(3), "{given:?}:\n{printed}");
+    }
+}

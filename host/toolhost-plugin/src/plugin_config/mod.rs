@@ -77,7 +77,27 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
-    /// A plugin or key name breaks the naming rule.
+    /// An operator's `NAME.KEY=VALUE` (or `NAME.KEY=ENV_VAR`) has no `=`. Nothing of it
+    /// is shown: a mistyped separator (`NAME.KEY:VALUE`) would otherwise print the value.
+    #[error("a configuration assignment of {chars} characters (not shown: it may hold a value) has no `=`; write NAME.KEY=VALUE, e.g. greet.API_TOKEN=..., and give secrets with --plugin-config-env or --plugin-config-file so they stay out of the process list")]
+    MissingEquals {
+        /// How long the text was, in characters.
+        chars: usize,
+    },
+    /// A plugin or key name the operator gave breaks the naming rule. The name is not
+    /// shown: a mistyped separator (`NAME.KEY:VALUE=…`) puts part of a value in it.
+    #[error("the {what}{} ({chars} characters, not shown: a mistyped separator may have put part of a value in it) is not a valid name: {reason}", after.as_ref().map(|plugin| format!(" after \"{plugin}.\"")).unwrap_or_default())]
+    BadGivenName {
+        /// `plugin name` or `config key`.
+        what: &'static str,
+        /// For a key, the plugin name before it (which passed its own check).
+        after: Option<String>,
+        /// How long the name was, in characters.
+        chars: usize,
+        /// The rule.
+        reason: &'static str,
+    },
+    /// A key name in a manifest breaks the naming rule.
     #[error("{what} \"{name}\" is not a valid name: {reason}")]
     BadName {
         /// `plugin name` or `config key`.

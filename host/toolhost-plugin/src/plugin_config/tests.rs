@@ -20,17 +20,20 @@ fn assignments_parse_and_errors_never_repeat_the_value() {
             "\"ghTOKEN=…\" is not NAME.KEY=VALUE: before the `=` give the plugin's name, a dot and the key, e.g. greet.API_TOKEN"
         );
     let err = values.set_assignment("hunter2").unwrap_err();
-    assert!(matches!(err, ConfigError::BadAssignment { .. }));
+    assert_eq!(err, ConfigError::MissingEquals { chars: 7 });
     let err = values.set_assignment("gh.bad-key=hunter2").unwrap_err();
-    assert!(
-        matches!(
-            err,
-            ConfigError::BadName {
-                what: "config key",
-                ..
-            }
-        ),
-        "{err}"
+    assert_eq!(
+        err,
+        ConfigError::BadGivenName {
+            what: "config key",
+            after: Some("gh".into()),
+            chars: 7,
+            reason: "use letters, digits and _, not starting with a digit (like an environment variable, e.g. GITHUB_TOKEN)",
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the config key after \"gh.\" (7 characters, not shown: a mistyped separator may have put part of a value in it) is not a valid name: use letters, digits and _, not starting with a digit (like an environment variable, e.g. GITHUB_TOKEN)"
     );
     assert!(!err.to_string().contains("hunter2"));
     let err = values.set_assignment("gh.K=a\0b").unwrap_err();
@@ -135,4 +138,81 @@ fn redaction_replaces_every_secret_and_cut_first_lines() {
     assert_eq!(redactor.redact_tail("def\nok abc", true), "ok [REDACTED]");
     assert_eq!(redactor.redact_tail("def\nok", false), "def\nok");
     assert_eq!(Redactor::default().redact_tail("def\nok", true), "def\nok");
+}
+
+/// A secret given with a mistyped separator (`NAME.KEY:VALUE`, a space, a base64 value's
+/// trailing `=`, a value with dots) must never come back in an error, its `Debug`, or the
+/// values' `Debug`: the message goes to the terminal and to logs.
+#[test]
+fn mistyped_assignments_never_quote_any_part_of_the_value() {
+    const SECRET: &str = "ghp_S3CRET";
+    let assignments = [
+        format!("gh.TOKEN:{SECRET}"),
+        format!("gh.TOKEN {SECRET}"),
+        format!("gh.TOKEN:{SECRET}dGVzdA=="),
+        format!("gh.TOKEN:{SECRET}.v2=x"),
+        format!("gh.TOKEN:{SECRET}.v2"),
+        format!("gh:{SECRET}=x"),
+        format!("gh TOKEN {SECRET}=x"),
+        SECRET.to_owned(),
+        format!("{SECRET}.x"),
+    ];
+    let env = |var: &str| Some(format!("value of {var}"));
+    for text in &assignments {
+        let mut values = ConfigValues::default();
+        let err = values
+            .set_assignment(text)
+            .expect_err(&format!("{text:?} must be refused"));
+        for shown in [err.to_string(), format!("{err:?}"), format!("{values:?}")] {
+            assert!(
+                !shown.contains("S3CRET"),
+                "{text:?} showed its value: {shown}"
+            );
+        }
+        // `ghp_S3CRET.x` is a valid `NAME.KEY` source (plugin `ghp_S3CRET`, key `x`).
+        if let Err(err) = values.set_from_env(text, env) {
+            assert!(!err.to_string().contains("S3CRET"), "{text:?}: {err}");
+        }
+    }
+    let mut values = ConfigValues::default();
+    let err = values
+        .set_assignment(&format!("gh.TOKEN:{SECRET}"))
+        .unwrap_err();
+    assert_eq!(err, ConfigError::MissingEquals { chars: 19 });
+    assert_eq!(
+        err.to_string(),
+        "a configuration assignment of 19 characters (not shown: it may hold a value) has no `=`; write NAME.KEY=VALUE, e.g. greet.API_TOKEN=..., and give secrets with --plugin-config-env or --plugin-config-file so they stay out of the process list"
+    );
+    let err = values
+        .set_assignment(&format!("gh:{SECRET}=x"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::BadGivenName {
+                what: "NAME.KEY before the `=`",
+                after: None,
+                chars: 13,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // A value with dots and a stray `:` before the `=` no longer sets a key of a plugin
+    // named `gh.TOKEN:ghp_S3CRET`.
+    let err = values
+        .set_assignment(&format!("gh.TOKEN:{SECRET}.v2=x"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::BadGivenName {
+                what: "plugin name",
+                after: None,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(values.is_empty());
 }

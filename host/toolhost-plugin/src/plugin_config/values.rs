@@ -67,19 +67,41 @@ pub fn check_key(key: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The characters a plugin name given by the operator may not hold: path separators,
+/// NUL, and the separators a mistyped `NAME.KEY=VALUE` uses instead of `=` (`:` and
+/// white space), so that such a mistake is refused instead of setting a key of a
+/// plugin whose name holds part of a value.
+fn bad_plugin_char(c: char) -> bool {
+    matches!(c, '/' | '\\' | ':' | '=') || c.is_whitespace() || c.is_control()
+}
+
 fn check_plugin(name: &str) -> Result<(), ConfigError> {
     if name.is_empty()
         || name.len() > 255
-        || name.contains(['/', '\\', '\0'])
+        || name.contains(bad_plugin_char)
         || name.starts_with('.')
     {
-        return Err(ConfigError::BadName {
+        return Err(ConfigError::BadGivenName {
             what: "plugin name",
-            name: name.escape_debug().to_string(),
-            reason: "give the plugin's file name without .wasm",
+            after: None,
+            chars: name.chars().count(),
+            reason: "give the plugin's file name without .wasm (no `/`, `\\`, `:`, `=`, white space, or leading `.`)",
         });
     }
     Ok(())
+}
+
+/// [`check_key`] for a key the operator gave: its error never shows the key.
+fn check_given_key(plugin: &str, key: &str) -> Result<(), ConfigError> {
+    check_key(key).map_err(|err| match err {
+        ConfigError::BadName { what, reason, .. } => ConfigError::BadGivenName {
+            what,
+            after: Some(plugin.to_owned()),
+            chars: key.chars().count(),
+            reason,
+        },
+        other => other,
+    })
 }
 
 fn check_value(plugin: &str, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -109,7 +131,7 @@ impl ConfigValues {
     /// [`ConfigError::BadName`] or [`ConfigError::BadValue`].
     pub fn set(&mut self, plugin: &str, key: &str, value: String) -> Result<(), ConfigError> {
         check_plugin(plugin)?;
-        check_key(key)?;
+        check_given_key(plugin, key)?;
         check_value(plugin, key, &value)?;
         self.values
             .entry(plugin.to_owned())
@@ -118,15 +140,27 @@ impl ConfigValues {
         Ok(())
     }
 
-    /// Splits `NAME.KEY=REST` into `(NAME, KEY, REST)`. Errors show only `NAME.KEY`.
+    /// Splits `NAME.KEY=REST` into `(NAME, KEY, REST)`. Errors show at most `NAME.KEY`,
+    /// and only when it holds none of the characters a mistyped separator would leave in
+    /// it (see [`ConfigError::BadGivenName`]).
     fn split(text: &str) -> Result<(&str, &str, &str), ConfigError> {
         let Some((target, rest)) = text.split_once('=') else {
-            return Err(ConfigError::BadAssignment {
-                given: format!("{}…", text.chars().take(40).collect::<String>()),
-                reason: "there is no `=`; write e.g. greet.API_TOKEN=...".into(),
+            return Err(ConfigError::MissingEquals {
+                chars: text.chars().count(),
             });
         };
         let Some((plugin, key)) = target.rsplit_once('.') else {
+            if !target
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+            {
+                return Err(ConfigError::BadGivenName {
+                    what: "NAME.KEY before the `=`",
+                    after: None,
+                    chars: target.chars().count(),
+                    reason: "give the plugin's name, a dot and the key, e.g. greet.API_TOKEN",
+                });
+            }
             return Err(ConfigError::BadAssignment {
                 given: format!("{target}=…"),
                 reason:
@@ -163,17 +197,19 @@ impl ConfigValues {
             Some(_) => Self::split(text)?,
             None => match text.rsplit_once('.') {
                 Some((plugin, key)) => (plugin, key, key),
+                // Not shown: a value given here by mistake would be printed.
                 None => {
-                    return Err(ConfigError::BadAssignment {
-                        given: text.to_owned(),
-                        reason: "give NAME.KEY or NAME.KEY=ENV_VAR, e.g. greet.API_TOKEN=MY_TOKEN"
-                            .into(),
+                    return Err(ConfigError::BadGivenName {
+                        what: "NAME.KEY",
+                        after: None,
+                        chars: text.chars().count(),
+                        reason: "give NAME.KEY or NAME.KEY=ENV_VAR, e.g. greet.API_TOKEN=MY_TOKEN",
                     })
                 }
             },
         };
         check_plugin(plugin)?;
-        check_key(key)?;
+        check_given_key(plugin, key)?;
         let value = env(var).ok_or_else(|| ConfigError::MissingEnv {
             plugin: plugin.to_owned(),
             key: key.to_owned(),
