@@ -236,7 +236,13 @@ impl RegistryClient {
             client_reference: reference.to_client(),
             reference: reference.clone(),
             insecure,
-            ends_at: tokio::time::Instant::now() + options.deadline,
+            // A deadline too far to add counts as a year from now.
+            ends_at: tokio::time::Instant::now()
+                .checked_add(options.deadline)
+                .or_else(|| {
+                    tokio::time::Instant::now().checked_add(Duration::from_secs(365 * 86_400))
+                })
+                .unwrap_or_else(tokio::time::Instant::now),
             options,
             authorization: OnceCell::new(),
         })
