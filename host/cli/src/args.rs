@@ -569,6 +569,8 @@ mod tests {
             "1MiB",
             "--registry-timeout",
             "5s",
+            "--registry-deadline",
+            "90s",
         ])
         .command
         else {
@@ -590,12 +592,14 @@ mod tests {
         assert_eq!(r.insecure_registry, ["reg.lan:5000", "other"]);
         assert_eq!(r.max_plugin_bytes, 1 << 20);
         assert_eq!(r.registry_timeout, Duration::from_secs(5));
+        assert_eq!(r.registry_deadline, Duration::from_secs(90));
         let Command::Push(push) = parse(&["push", "g.wasm", "oci://h/r:1"]).command else {
             panic!("not push")
         };
         assert_eq!(push.file, PathBuf::from("g.wasm"));
         assert_eq!(push.registry.max_plugin_bytes, 64 << 20);
         assert_eq!(push.registry.registry_timeout, Duration::from_secs(30));
+        assert_eq!(push.registry.registry_deadline, Duration::from_secs(600));
         assert!(push.registry.insecure_registry.is_empty());
         // A user without the variable holding the password (and the reverse) is refused.
         for args in [

@@ -18,6 +18,7 @@ use toolhost_plugin::lock::{LockChange, LockEntry, PluginLock, Sha256Digest};
 
 use super::commands::print;
 use super::oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
+use super::plugins;
 
 /// `host lock`: pins every component of the directory as it is now.
 pub(crate) fn lock(args: LockArgs) -> anyhow::Result<ExitCode> {
@@ -168,7 +169,97 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     }
     install(dir, &name, pulled, &mut lock, entry)?;
     let _ = writeln!(report, "pinned in {}", lock_path.display());
+    report += &asks_for(dir, &name).await;
     print(&report)
+}
+
+/// What the pulled plugin asks for (its tools, file access, HTTP hosts, configuration
+/// keys, limits) and the operator flags that allow it, from the inspection `host
+/// inspect` runs with this host's defaults, so that no one learns them from a load
+/// error later. When it does not load even so, why.
+async fn asks_for(dir: &Path, name: &str) -> String {
+    let path = dir.join(format!("{name}.wasm"));
+    let inspected = tokio::task::spawn_blocking(move || inspect_raising_limits(&path)).await;
+    let (info, raised) = match inspected {
+        Ok(Ok(found)) => found,
+        Ok(Err(err)) => {
+            return format!("{name} does not load with this host's defaults: {err:#}\n")
+        }
+        Err(err) => return format!("{name} could not be inspected: {err}\n"),
+    };
+    let mut text = format!("{name} asks for:\n");
+    text += &plugins::grants_text(&info);
+    let tools: Vec<&str> = info.tools.iter().map(|tool| tool.name.as_str()).collect();
+    let _ = writeln!(text, "  tools ({}): {}", tools.len(), tools.join(", "));
+    let flags = plugins::load_flags(&info, &raised);
+    let command = format!("host run --plugins {}", dir.display());
+    if flags.is_empty() {
+        let _ = writeln!(
+            text,
+            "  to load it: no flags beyond the defaults ({command})"
+        );
+    } else {
+        let _ = writeln!(text, "  to load it: {command} {}", flags.join(" "));
+    }
+    text
+}
+
+/// Inspects the plugin at `path` with the default settings; when its manifest asks for
+/// a timeout or memory above the default maximum, once more with that maximum raised,
+/// noting the flag that raises it (`--plugin-max-timeout 60s`).
+fn inspect_raising_limits(
+    path: &Path,
+) -> anyhow::Result<(toolhost_plugin::PluginInfo, Vec<String>)> {
+    use toolhost_plugin::{LimitValue, PluginError, PluginErrorKind};
+    let mut config = plugins::inspect_config(None);
+    let mut raised = Vec::new();
+    // timeout and memory: at most one raise each.
+    for _ in 0..3 {
+        let err = match plugins::inspect(path, config.clone()) {
+            Ok(info) => return Ok((info, raised)),
+            Err(err) => err,
+        };
+        match err.downcast_ref::<PluginError>().map(PluginError::kind) {
+            Some(PluginErrorKind::LimitTooHigh {
+                limit: "timeout",
+                asked: LimitValue::Duration(asked),
+                ..
+            }) if config.max_limits.timeout < *asked => {
+                config.max_limits.timeout = *asked;
+                raised.push(format!("--plugin-max-timeout {}", duration_flag(*asked)));
+            }
+            Some(PluginErrorKind::LimitTooHigh {
+                limit: "memory",
+                asked: LimitValue::Bytes(asked),
+                ..
+            }) if config.max_limits.memory_bytes < *asked => {
+                config.max_limits.memory_bytes = *asked;
+                raised.push(format!("--plugin-max-memory {}", size_flag(*asked)));
+            }
+            _ => return Err(err),
+        }
+    }
+    plugins::inspect(path, config).map(|info| (info, raised))
+}
+
+/// A duration as the duration flags take it: `90s`, else `1500ms`.
+fn duration_flag(duration: std::time::Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        format!("{}ms", duration.as_millis())
+    }
+}
+
+/// A size as the size flags take it: `128MiB`, `4KiB`, else bytes.
+fn size_flag(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{}MiB", bytes >> 20)
+    } else if bytes.is_multiple_of(1 << 10) {
+        format!("{}KiB", bytes >> 10)
+    } else {
+        bytes.to_string()
+    }
 }
 
 /// Whether `NAME.wasm` (and its manifest) in `dir` are the bytes `entry` pins.
@@ -293,6 +384,7 @@ fn client_options(args: &OciArgs, reference: &OciReference) -> anyhow::Result<Cl
         credentials,
         insecure_registries: args.insecure_registry.clone(),
         timeout: args.registry_timeout,
+        deadline: args.registry_deadline,
         max_component_bytes: args.max_plugin_bytes,
         progress: std::io::stderr().is_terminal().then(progress_line),
     })
@@ -428,6 +520,22 @@ mod tests {
             progress_text("big.wasm", 12 << 20, 12 << 20).as_deref(),
             Some("\rpulling big.wasm: 12 MiB of 12 MiB (100%)\n")
         );
+    }
+
+    #[test]
+    fn limit_flags_are_written_as_the_flags_parse_them() {
+        use std::time::Duration;
+        assert_eq!(duration_flag(Duration::from_secs(60)), "60s");
+        assert_eq!(duration_flag(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(size_flag(128 << 20), "128MiB");
+        assert_eq!(size_flag(12 << 10), "12KiB");
+        assert_eq!(size_flag(1000), "1000");
+        for text in ["60s", "1500ms"] {
+            assert!(crate::units::parse_duration(text).is_ok(), "{text}");
+        }
+        for text in ["128MiB", "12KiB", "1000"] {
+            assert!(crate::units::parse_size(text).is_ok(), "{text}");
+        }
     }
 
     #[test]

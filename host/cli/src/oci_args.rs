@@ -120,7 +120,13 @@ pub struct OciArgs {
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub max_plugin_bytes: u64,
     /// Time limit of each request to the registry (connect, and each wait for data); a
-    /// request that fails or times out is tried once more.
+    /// request that fails or times out is tried once more. A body must also end within
+    /// this plus its size at 64 KiB/s.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub registry_timeout: Duration,
+    /// Time limit of the whole pull or push: every request, body and retry of it
+    /// (10 minutes carry 38 MiB at 64 KiB/s, the slowest rate accepted; raise it for a
+    /// larger plugin over a slow link).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub registry_deadline: Duration,
 }

@@ -311,6 +311,50 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
         |m| m.display().to_string(),
     );
     out += &format!("  manifest: {manifest}\n");
+    out += &grants_text(info);
+    out += &format!("  tools ({}):\n", info.tools.len());
+    let width = info.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for tool in &info.tools {
+        let summary = tool.description.lines().next().unwrap_or_default().trim();
+        out += format!("    {:width$}  {summary}", tool.name).trim_end();
+        out += "\n";
+        let mut meta = Vec::new();
+        if let Some(title) = &tool.title {
+            meta.push(format!("title \"{title}\""));
+        }
+        let hints = &tool.annotations;
+        for (name, hint) in [
+            ("read-only", hints.read_only_hint),
+            ("destructive", hints.destructive_hint),
+            ("idempotent", hints.idempotent_hint),
+            ("open-world", hints.open_world_hint),
+        ] {
+            if let Some(value) = hint {
+                meta.push(format!("{name}: {value}"));
+            }
+        }
+        if tool.output_schema.is_some() {
+            meta.push("output schema".to_owned());
+        }
+        if !meta.is_empty() {
+            out += &format!("    {:width$}  ({})\n", "", meta.join(", "));
+        }
+    }
+    for (title, items) in [("imports", &info.imports), ("exports", &info.exports)] {
+        out += &format!("  {title} ({}):\n", items.len());
+        for item in items {
+            out += &format!("    {item}\n");
+        }
+    }
+    out += &format!("  {}\n", compile_text(info.compile));
+    out
+}
+
+/// What a plugin asks for, each with the operator flag that allows it: file access,
+/// HTTP hosts, configuration keys (which are secret and whether set, never a value) and
+/// limits; the part of [`info_text`] that `host pull` prints too.
+pub(crate) fn grants_text(info: &PluginInfo) -> String {
+    let mut out = String::new();
     let mut files = info.grants.as_str().to_owned();
     if let Some(root) = &info.root {
         files += &format!(", confined to {root}/");
@@ -352,16 +396,17 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
                 .as_deref()
                 .map(|d| format!("  {d}"))
                 .unwrap_or_default();
-            // Never a value: whether one is set is all inspect says.
+            // Never a value: whether one is set is all this says.
             out += &format!(
-                "    {} ({}; {}){description}\n",
+                "    {} ({}; {}; {}){description}\n",
                 key.name,
                 what.join(", "),
                 if entry.value.is_some() {
                     "set"
                 } else {
                     "not set"
-                }
+                },
+                config_flag(&info.name, key)
             );
         }
     }
@@ -375,42 +420,36 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
         format_bytes(limits.memory_bytes),
         format_bytes(limits.max_output_bytes as u64),
     );
-    out += &format!("  tools ({}):\n", info.tools.len());
-    let width = info.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
-    for tool in &info.tools {
-        let summary = tool.description.lines().next().unwrap_or_default().trim();
-        out += format!("    {:width$}  {summary}", tool.name).trim_end();
-        out += "\n";
-        let mut meta = Vec::new();
-        if let Some(title) = &tool.title {
-            meta.push(format!("title \"{title}\""));
-        }
-        let hints = &tool.annotations;
-        for (name, hint) in [
-            ("read-only", hints.read_only_hint),
-            ("destructive", hints.destructive_hint),
-            ("idempotent", hints.idempotent_hint),
-            ("open-world", hints.open_world_hint),
-        ] {
-            if let Some(value) = hint {
-                meta.push(format!("{name}: {value}"));
-            }
-        }
-        if tool.output_schema.is_some() {
-            meta.push("output schema".to_owned());
-        }
-        if !meta.is_empty() {
-            out += &format!("    {:width$}  ({})\n", "", meta.join(", "));
-        }
-    }
-    for (title, items) in [("imports", &info.imports), ("exports", &info.exports)] {
-        out += &format!("  {title} ({}):\n", items.len());
-        for item in items {
-            out += &format!("    {item}\n");
-        }
-    }
-    out += &format!("  {}\n", compile_text(info.compile));
     out
+}
+
+/// The flag that gives `key` a value: a secret from the environment (never on the
+/// command line, where `ps` shows it), any other as text.
+fn config_flag(plugin: &str, key: &toolhost_plugin::ConfigKey) -> String {
+    if key.secret {
+        format!("--plugin-config-env {plugin}.{}=ENV_VAR", key.name)
+    } else {
+        format!("--plugin-config {plugin}.{}=VALUE", key.name)
+    }
+}
+
+/// The operator flags a plugin needs to load: its file access, each HTTP host, a value
+/// for each required configuration key, and `raised` (limits above the defaults).
+pub(crate) fn load_flags(info: &PluginInfo, raised: &[String]) -> Vec<String> {
+    let mut flags = Vec::new();
+    if info.grants != FileAccess::None {
+        flags.push(format!("--plugin-files {}", info.grants.as_str()));
+    }
+    flags.extend(info.http.iter().map(|h| format!("--plugin-http {h}")));
+    flags.extend(raised.iter().cloned());
+    flags.extend(
+        info.config
+            .entries()
+            .iter()
+            .filter(|entry| entry.key.required)
+            .map(|entry| config_flag(&info.name, &entry.key)),
+    );
+    flags
 }
 
 fn compile_text(compile: CompileSource) -> String {

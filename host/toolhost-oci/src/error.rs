@@ -55,6 +55,27 @@ pub enum OciError {
         /// The time limit.
         after: Duration,
     },
+    /// A response body longer than this host ever reads for its kind (a token response):
+    /// reading stopped at the cap.
+    #[error("the registry {registry} sent a {what} longer than {}, the most this host reads for one; reading stopped there. No registry needs that much: it is misconfigured or hostile; do not pull from it, and tell its operator", format_bytes(*limit))]
+    BodyTooLarge {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// Which body (`token response`).
+        what: String,
+        /// The cap.
+        limit: u64,
+    },
+    /// The whole pull or push took longer than its time limit.
+    #[error("the {} {registry} did not finish within {} (the time limit of a whole pull or push); the registry is too slow or holds the connection open: try again later, or raise --registry-deadline", operation.verb(), format_duration(*after))]
+    DeadlinePassed {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// Pull or push.
+        operation: Operation,
+        /// The time limit.
+        after: Duration,
+    },
     /// 401: credentials are needed, or the ones given were refused.
     #[error("the registry {registry} refused to let us {} {repository} without valid credentials (401 Unauthorized){}; {}", operation.verb(), detail_text(detail.as_deref()), if *had_credentials { "check the user name and password (--registry-user, --registry-password-env, or docker login)" } else { "log in with `docker login` (read from ~/.docker/config.json), or pass --registry-user and --registry-password-env" })]
     Unauthorized {
@@ -179,6 +200,8 @@ impl OciError {
             OciError::Credentials { .. } => "credentials",
             OciError::Unreachable { .. } => "unreachable",
             OciError::TimedOut { .. } => "timed_out",
+            OciError::BodyTooLarge { .. } => "body_too_large",
+            OciError::DeadlinePassed { .. } => "deadline_passed",
             OciError::Unauthorized { .. } => "unauthorized",
             OciError::Forbidden { .. } => "forbidden",
             OciError::NotFound { .. } => "not_found",
@@ -238,7 +261,12 @@ pub fn format_bytes(bytes: u64) -> String {
 }
 
 fn format_duration(duration: Duration) -> String {
-    if duration.subsec_millis() == 0 {
+    if duration.subsec_millis() == 0
+        && duration.as_secs() >= 60
+        && duration.as_secs().is_multiple_of(60)
+    {
+        format!("{}m", duration.as_secs() / 60)
+    } else if duration.subsec_millis() == 0 {
         format!("{}s", duration.as_secs())
     } else {
         format!("{}ms", duration.as_millis())
@@ -277,5 +305,16 @@ mod tests {
             detail: None,
         };
         assert!(err.is_transient());
+        let err = OciError::DeadlinePassed {
+            registry: "r:1".into(),
+            operation: Operation::Push,
+            after: Duration::from_secs(600),
+        };
+        assert!(
+            err.to_string()
+                .starts_with("the push to r:1 did not finish within 10m "),
+            "{err}"
+        );
+        assert!(!err.is_transient());
     }
 }

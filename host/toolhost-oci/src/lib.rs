@@ -24,9 +24,10 @@
 //! A registry is untrusted: whatever it sends, a pull ends with a verified component or
 //! a clear [`OciError`], within bounded memory, disk and time. See [`RegistryClient`] for
 //! the checks: HTTPS unless loopback or named insecure, every blob against its digest,
-//! sizes capped and read as they arrive, no alternate layer URLs, no credentials to
-//! another host on a redirect, no HTTPS-to-HTTP redirect, a time limit per request and
-//! a minimum average download rate.
+//! every body (token, manifest, index, config, blob, error answer) capped and read as it
+//! arrives, no alternate layer URLs, no credentials to another host on a redirect, no
+//! HTTPS-to-HTTP redirect, a time limit per request, a minimum average download rate,
+//! and a time limit of the whole pull.
 #![deny(missing_docs)]
 
 mod client;
@@ -37,7 +38,8 @@ mod reference;
 
 pub use client::{
     ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved,
-    DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_TIMEOUT, MIN_DOWNLOAD_BYTES_PER_SECOND,
+    DEFAULT_DEADLINE, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_TIMEOUT, MAX_ERROR_BODY_BYTES,
+    MAX_TOKEN_BYTES, MIN_DOWNLOAD_BYTES_PER_SECOND,
 };
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
 pub use error::{format_bytes, OciError, Operation};

@@ -16,6 +16,15 @@ impl RegistryClient {
         }
     }
 
+    /// A body that did not end within its deadline.
+    pub(super) fn body_timed_out(&self, what: &str, deadline: std::time::Duration) -> OciError {
+        OciError::TimedOut {
+            registry: self.reference.registry().to_owned(),
+            what: what.to_owned(),
+            after: deadline,
+        }
+    }
+
     pub(super) fn status_error(
         &self,
         status: u16,

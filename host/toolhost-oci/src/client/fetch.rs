@@ -1,6 +1,7 @@
-//! Bounded transfers from the registry: the authorization for our own requests, the
-//! manifest GET, and blob downloads into a [`Sink`] under a size cap and a deadline that
-//! grows with the size, retried once on a transient error.
+//! Bounded transfers from the registry: the manifest GET, and blob downloads into a
+//! [`Sink`], each under a size cap and a deadline that grows with the size, retried once
+//! on a transient error. Every request of a pull is ours (reqwest, with our redirect
+//! policy), so every body is read under a cap: error answers' too.
 
 use std::io::{Seek, Write};
 use std::path::Path;
@@ -8,48 +9,15 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use oci_client::manifest::OciDescriptor;
-use oci_client::RegistryOperation;
 use sha2::{Digest, Sha256};
 
 use super::errors::registry_message;
 use super::{hex, sha256_text, PulledFile, RegistryClient, MIN_DOWNLOAD_BYTES_PER_SECOND};
 use crate::error::Operation;
 use crate::layout::{self, ACCEPTED_MANIFESTS, MAX_OCI_MANIFEST_BYTES};
-use crate::{Credentials, OciError, OciReference};
-
-/// What to send with our own requests (the manifest GET).
-#[derive(Clone)]
-pub(super) enum Authorization {
-    None,
-    Bearer(String),
-    Basic(String, String),
-}
+use crate::{OciError, OciReference};
 
 impl RegistryClient {
-    /// The authorization for our own requests: a bearer token when the registry hands
-    /// one out (oci-client does the token exchange), else basic auth when we have
-    /// credentials, else none. Asked once.
-    async fn authorization(&self) -> Result<Authorization, OciError> {
-        self.authorization
-            .get_or_try_init(|| async {
-                let auth = self.options.credentials.to_client();
-                let token = self
-                    .client
-                    .auth(&self.client_reference, &auth, RegistryOperation::Pull)
-                    .await
-                    .map_err(|err| self.map_error(err, Operation::Pull, "a token"))?;
-                Ok(match (token, &self.options.credentials) {
-                    (Some(token), _) => Authorization::Bearer(token),
-                    (None, Credentials::Basic { user, password }) => {
-                        Authorization::Basic(user.clone(), password.clone())
-                    }
-                    (None, Credentials::Anonymous) => Authorization::None,
-                })
-            })
-            .await
-            .cloned()
-    }
-
     /// GETs a manifest (capped at [`MAX_OCI_MANIFEST_BYTES`]) and checks its digest
     /// against the reference's and the `Docker-Content-Digest` header; tried twice.
     pub(super) async fn get_manifest(
@@ -69,20 +37,15 @@ impl RegistryClient {
         let what = format!("the manifest of {reference}");
         let version = reference.digest().or(reference.tag()).unwrap_or("latest");
         let url = format!(
-            "{}://{}/v2/{}/manifests/{version}",
-            if self.insecure { "http" } else { "https" },
-            reference.registry(),
+            "{}/v2/{}/manifests/{version}",
+            self.base_url(),
             reference.repository()
         );
-        let mut request = self
+        let request = self
             .http
             .get(&url)
             .header(reqwest::header::ACCEPT, ACCEPTED_MANIFESTS.join(", "));
-        request = match self.authorization().await? {
-            Authorization::None => request,
-            Authorization::Bearer(token) => request.bearer_auth(token),
-            Authorization::Basic(user, password) => request.basic_auth(user, Some(password)),
-        };
+        let request = self.pull_authorization().await?.apply(request);
         let response = tokio::time::timeout(self.options.timeout, request.send())
             .await
             .map_err(|_| self.timed_out(&what))?
@@ -98,6 +61,10 @@ impl RegistryClient {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(|value| value.split(';').next().unwrap_or(value).trim().to_owned());
+        if !status.is_success() {
+            let detail = registry_message(&self.error_body(response).await);
+            return Err(self.status_error(status.as_u16(), Operation::Pull, &what, detail));
+        }
         let deadline = self.deadline(MAX_OCI_MANIFEST_BYTES);
         let mut body = Vec::new();
         let read = tokio::time::timeout(deadline, async {
@@ -118,11 +85,7 @@ impl RegistryClient {
             Ok(())
         })
         .await;
-        if !status.is_success() {
-            let detail = registry_message(&body);
-            return Err(self.status_error(status.as_u16(), Operation::Pull, &what, detail));
-        }
-        read.map_err(|_| self.timed_out(&what))??;
+        read.map_err(|_| self.body_timed_out(&what, deadline))??;
         let digest = sha256_text(&body);
         if let Some(expected) = reference.digest() {
             if expected != digest {
@@ -206,13 +169,12 @@ impl RegistryClient {
                 endless: false,
             });
         }
-        // Never the alternate URLs a manifest may list: fetching them would let the
-        // registry point this host at any address (they are not needed for a plugin).
-        let layer = OciDescriptor {
-            urls: None,
-            ..layer.clone()
-        };
-        self.fetch_once(&layer, what, declared, sink).await
+        // The digest goes into the blob's URL: a sha256 digest, nothing else.
+        crate::reference::check_digest(&layer.digest)
+            .map_err(|reason| not_a_plugin(format!("its {what} layer has a {reason}")))?;
+        // Only the registry's own blob URL is fetched, never the alternate `urls` a
+        // manifest may list: they would let the registry point this host at any address.
+        self.fetch_once(layer, what, declared, sink).await
     }
 
     async fn fetch_once(
@@ -251,22 +213,28 @@ impl RegistryClient {
         let reference = self.reference.to_string();
         let description = format!("the {what} of {reference}");
         let deadline = self.deadline(declared);
+        let url = format!(
+            "{}/v2/{}/blobs/{}",
+            self.base_url(),
+            self.reference.repository(),
+            layer.digest
+        );
+        let request = self.pull_authorization().await?.apply(self.http.get(&url));
+        let response = tokio::time::timeout(self.options.timeout, request.send())
+            .await
+            .map_err(|_| self.timed_out(&description))?
+            .map_err(|err| self.map_reqwest(err, &description))?;
+        let status = response.status();
+        if !status.is_success() {
+            let detail = registry_message(&self.error_body(response).await);
+            return Err(self.status_error(status.as_u16(), Operation::Pull, &description, detail));
+        }
         let outcome = tokio::time::timeout(deadline, async {
-            let mut stream = self
-                .client
-                .pull_blob_stream(&self.client_reference, layer)
-                .await
-                .map_err(|err| self.map_error(err, Operation::Pull, &description))?;
+            let mut stream = response.bytes_stream();
             let mut hasher = Sha256::new();
             let mut total: u64 = 0;
             while let Some(chunk) = stream.next().await {
-                let chunk = match chunk {
-                    Ok(chunk) => chunk,
-                    // oci-client checks the digest at the end of the stream; ours below
-                    // says which digest arrived.
-                    Err(_) if total == declared => break,
-                    Err(err) => return Err(self.map_io(err, &description)),
-                };
+                let chunk = chunk.map_err(|err| self.map_reqwest(err, &description))?;
                 total += chunk.len() as u64;
                 if total > declared {
                     return Err(OciError::TooLarge {
@@ -306,16 +274,12 @@ impl RegistryClient {
             Ok(total)
         })
         .await;
-        outcome.map_err(|_| OciError::TimedOut {
-            registry: self.reference.registry().to_owned(),
-            what: description.clone(),
-            after: deadline,
-        })?
+        outcome.map_err(|_| self.body_timed_out(&description, deadline))?
     }
 
     /// How long a download of `bytes` may take: the timeout plus `bytes` at
     /// [`MIN_DOWNLOAD_BYTES_PER_SECOND`].
-    fn deadline(&self, bytes: u64) -> Duration {
+    pub(super) fn deadline(&self, bytes: u64) -> Duration {
         self.options.timeout + Duration::from_secs(bytes / MIN_DOWNLOAD_BYTES_PER_SECOND)
     }
 }

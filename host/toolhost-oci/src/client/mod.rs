@@ -1,8 +1,8 @@
 //! [`RegistryClient`]: resolve, download and publish one plugin artifact.
 //!
 //! This file holds the client, its options and results, `resolve` and `download`; the
-//! bounded transfers are in `fetch.rs`, publishing in `push.rs`, the error mapping in
-//! `errors.rs`.
+//! bounded transfers are in `fetch.rs`, the challenge and token exchange in `token.rs`,
+//! publishing in `push.rs`, the error mapping in `errors.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,12 +17,14 @@ use super::layout::{
     WASM_CONFIG_MEDIA_TYPE,
 };
 use super::{Credentials, OciError, OciReference};
+use crate::error::Operation;
 
 mod errors;
 mod fetch;
 mod push;
+mod token;
 
-use fetch::Authorization;
+use token::Authorization;
 
 /// Default largest component fetched (64 MiB): the example plugins are 100-300 KiB and
 /// large real-world components a few tens of MiB.
@@ -35,6 +37,20 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// within the timeout plus N / 64 KiB seconds, so a registry that trickles bytes cannot
 /// hold a pull forever.
 pub const MIN_DOWNLOAD_BYTES_PER_SECOND: u64 = 64 * 1024;
+
+/// Default time limit of a whole pull or push (10 minutes): every request, body and
+/// retry of it. At the slowest rate accepted ([`MIN_DOWNLOAD_BYTES_PER_SECOND`]) 10
+/// minutes carry about 38 MiB; raise it for larger components over slow links.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10 * 60);
+
+/// Largest token response read (64 KiB): a registry's token service answers a JSON
+/// object of a token or two, a few KiB. Reading stops there with
+/// [`OciError::BodyTooLarge`].
+pub const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+
+/// Most of an error answer's body read for its message (64 KiB); the rest is dropped,
+/// and the error is the answer's status.
+pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
 
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 5;
@@ -50,8 +66,13 @@ pub struct ClientOptions {
     /// Registries (`HOST` or `HOST:PORT`) spoken to over plain HTTP. Loopback ones
     /// always are; every other one uses HTTPS unless listed here.
     pub insecure_registries: Vec<String>,
-    /// Time limit of each request (connect, and each wait for data).
+    /// Time limit of each request (connect, and each wait for data); a body also has a
+    /// deadline of this plus its cap (or declared size) at [`MIN_DOWNLOAD_BYTES_PER_SECOND`].
     pub timeout: Duration,
+    /// Time limit of everything the client does, counted from its creation: a whole
+    /// pull (challenge, token, manifests, config, blobs, retries) or push. Default
+    /// [`DEFAULT_DEADLINE`]; past it the pull ends with [`OciError::DeadlinePassed`].
+    pub deadline: Duration,
     /// Largest component fetched; reading stops there.
     pub max_component_bytes: u64,
     /// Called as a download goes, if set.
@@ -64,6 +85,7 @@ impl Default for ClientOptions {
             credentials: Credentials::Anonymous,
             insecure_registries: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
             progress: None,
         }
@@ -76,6 +98,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("credentials", &self.credentials)
             .field("insecure_registries", &self.insecure_registries)
             .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
             .field("max_component_bytes", &self.max_component_bytes)
             .finish_non_exhaustive()
     }
@@ -124,16 +147,25 @@ pub struct Pushed {
     pub layers: usize,
 }
 
-/// A client for one repository of one registry.
+/// A client for one repository of one registry, for one pull or push.
 ///
 /// # Sandbox
-/// HTTPS unless the registry is on loopback or named insecure. Every blob is checked
-/// against its digest, capped (a component at [`ClientOptions::max_component_bytes`], a
-/// manifest layer at [`MAX_MANIFEST_LAYER_BYTES`], an OCI manifest at
-/// [`MAX_OCI_MANIFEST_BYTES`](crate::layout::MAX_OCI_MANIFEST_BYTES)) and read as it arrives, never past the cap or its declared
-/// size. Alternate `urls` a manifest gives for a layer are never fetched. Credentials are
-/// not sent to another host when a request is redirected there, and a redirect from HTTPS
-/// to plain HTTP is refused.
+/// HTTPS unless the registry is on loopback or named insecure. Every body a pull reads
+/// is capped and read as it arrives: a token response at [`MAX_TOKEN_BYTES`], an OCI
+/// manifest or index at [`MAX_OCI_MANIFEST_BYTES`](crate::layout::MAX_OCI_MANIFEST_BYTES),
+/// the config at [`MAX_CONFIG_BYTES`](crate::layout::MAX_CONFIG_BYTES), a component at
+/// [`ClientOptions::max_component_bytes`], a manifest layer at
+/// [`MAX_MANIFEST_LAYER_BYTES`] (a blob never past its declared size either), an error
+/// answer at [`MAX_ERROR_BODY_BYTES`]; every blob is checked against its digest. Each
+/// body has a deadline (the timeout plus its size at [`MIN_DOWNLOAD_BYTES_PER_SECOND`]),
+/// and the whole pull or push [`ClientOptions::deadline`]. Alternate `urls` a manifest
+/// gives for a layer are never fetched. Credentials are not sent to another host when a
+/// request is redirected there, a redirect from HTTPS to plain HTTP is refused, and a
+/// token is fetched over HTTPS only from an HTTPS registry.
+///
+/// A push goes through oci-client: its deadline bounds it in time, but oci-client reads
+/// the registry's answers to a push (and, without a bearer token, its token exchange)
+/// whole; push to registries you trust.
 pub struct RegistryClient {
     client: oci_client::Client,
     http: reqwest::Client,
@@ -142,6 +174,8 @@ pub struct RegistryClient {
     insecure: bool,
     options: ClientOptions,
     authorization: OnceCell<Authorization>,
+    /// When [`ClientOptions::deadline`] ends.
+    ends_at: tokio::time::Instant,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -202,6 +236,13 @@ impl RegistryClient {
             client_reference: reference.to_client(),
             reference: reference.clone(),
             insecure,
+            // A deadline too far to add counts as a year from now.
+            ends_at: tokio::time::Instant::now()
+                .checked_add(options.deadline)
+                .or_else(|| {
+                    tokio::time::Instant::now().checked_add(Duration::from_secs(365 * 86_400))
+                })
+                .unwrap_or_else(tokio::time::Instant::now),
             options,
             authorization: OnceCell::new(),
         })
@@ -212,14 +253,43 @@ impl RegistryClient {
         self.insecure
     }
 
+    /// `http://HOST[:PORT]` or `https://HOST[:PORT]`.
+    fn base_url(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.insecure { "http" } else { "https" },
+            self.reference.registry()
+        )
+    }
+
+    /// `work`, ended with [`OciError::DeadlinePassed`] when the client's deadline passes.
+    async fn within<T>(
+        &self,
+        operation: Operation,
+        work: impl std::future::Future<Output = Result<T, OciError>>,
+    ) -> Result<T, OciError> {
+        match tokio::time::timeout_at(self.ends_at, work).await {
+            Ok(result) => result,
+            Err(_) => Err(OciError::DeadlinePassed {
+                registry: self.reference.registry().to_owned(),
+                operation,
+                after: self.options.deadline,
+            }),
+        }
+    }
+
     /// Fetches the reference's manifest (following an index to its wasm entry) and checks
     /// that it is a plugin: one `application/wasm` layer within the size limit, at most
     /// one plugin manifest layer, and (when the config is a Wasm config) a component.
     ///
     /// # Errors
     /// Any [`OciError`]: unreachable, time-out, 401/403/404, a digest that does not
-    /// match, not a plugin, too large.
+    /// match, not a plugin, too large, the deadline passed.
     pub async fn resolve(&self) -> Result<Resolved, OciError> {
+        self.within(Operation::Pull, self.resolve_now()).await
+    }
+
+    async fn resolve_now(&self) -> Result<Resolved, OciError> {
         let reference = &self.reference;
         let (body, digest, content_type) = self.get_manifest(reference).await?;
         let not_a_plugin = |reason: String| OciError::NotAPlugin {
@@ -291,6 +361,16 @@ impl RegistryClient {
     /// # Errors
     /// Any [`OciError`]; [`OciError::Io`] when the directory cannot be written.
     pub async fn download(
+        &self,
+        resolved: &Resolved,
+        dir: &Path,
+        name: &str,
+    ) -> Result<Pulled, OciError> {
+        self.within(Operation::Pull, self.download_now(resolved, dir, name))
+            .await
+    }
+
+    async fn download_now(
         &self,
         resolved: &Resolved,
         dir: &Path,

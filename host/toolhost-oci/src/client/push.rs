@@ -3,10 +3,12 @@
 
 use oci_client::client::ImageLayer;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
 use oci_client::RegistryOperation;
 use oci_wasm::{ToConfig, WasmConfig};
 
 use super::fetch::retry_once;
+use super::token::Authorization;
 use super::{sha256_text, Pushed, RegistryClient};
 use crate::error::Operation;
 use crate::layout::{
@@ -24,6 +26,19 @@ impl RegistryClient {
     /// [`OciError::NotAComponent`] when the bytes are not a component,
     /// [`OciError::TooLarge`] over the size limit, and the registry's errors.
     pub async fn push(
+        &self,
+        component: Vec<u8>,
+        file_name: &str,
+        manifest: Option<(Vec<u8>, String)>,
+    ) -> Result<Pushed, OciError> {
+        self.within(
+            Operation::Push,
+            self.push_now(component, file_name, manifest),
+        )
+        .await
+    }
+
+    async fn push_now(
         &self,
         component: Vec<u8>,
         file_name: &str,
@@ -74,7 +89,14 @@ impl RegistryClient {
         })?;
         let digest = sha256_text(&body);
         retry_once(&format!("push to {reference}"), || async {
-            let auth = self.options.credentials.to_client();
+            // The challenge and token exchange are ours (the token response capped); a
+            // bearer token is handed to oci-client, which then asks for none itself.
+            let auth = match self.authorize(Operation::Push).await? {
+                Authorization::Bearer(token) => RegistryAuth::Bearer(token),
+                Authorization::Basic(..) | Authorization::None => {
+                    self.options.credentials.to_client()
+                }
+            };
             self.client
                 .auth(&self.client_reference, &auth, RegistryOperation::Push)
                 .await

@@ -34,10 +34,15 @@ pub(crate) enum Reply {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     },
-    /// Headers, then `chunk` again and again until the client hangs up (no length).
+    /// `status` and headers, then `chunk` again and again (after `pause` each time)
+    /// until the client hangs up, or until the fake's `Endless` answers together wrote
+    /// `up_to` bytes (no length).
     Endless {
+        status: u16,
         headers: Vec<(String, String)>,
         chunk: Vec<u8>,
+        pause: Duration,
+        up_to: u64,
     },
     /// Accept, read the request, never answer.
     Hang,
@@ -68,6 +73,17 @@ impl Reply {
             status,
             headers: vec![("Content-Type".into(), "application/json".into())],
             body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// 200, then `chunk` forever (up to 8 GiB).
+    pub(crate) fn endless(chunk: Vec<u8>) -> Self {
+        Reply::Endless {
+            status: 200,
+            headers: vec![],
+            chunk,
+            pause: Duration::ZERO,
+            up_to: 8 << 30,
         }
     }
 
@@ -184,15 +200,25 @@ async fn serve(
             stream.write_all(&body).await?;
             stream.shutdown().await
         }
-        Reply::Endless { headers, chunk } => {
-            let mut out = "HTTP/1.1 200 OK\r\nConnection: close\r\n".to_owned();
+        Reply::Endless {
+            status,
+            headers,
+            chunk,
+            pause,
+            up_to,
+        } => {
+            let mut out = format!("HTTP/1.1 {status} X\r\nConnection: close\r\n");
             for (name, value) in headers {
                 out.push_str(&format!("{name}: {value}\r\n"));
             }
             out.push_str("\r\n");
             stream.write_all(out.as_bytes()).await?;
-            // Stop at 8 GiB whatever happens, so a broken client cannot hang the test.
-            while sent.load(Ordering::Relaxed) < 8 << 30 {
+            // Stop at `up_to` (at most 8 GiB) whatever happens, so a broken client cannot
+            // hang the test.
+            while sent.load(Ordering::Relaxed) < up_to.min(8 << 30) {
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
                 stream.write_all(&chunk).await?;
                 sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             }

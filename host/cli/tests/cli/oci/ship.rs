@@ -610,3 +610,97 @@ fn push_refuses_what_no_host_would_load() {
         "{stderr}"
     );
 }
+
+/// After a pull, the plugin's grants and the exact flags that allow them are printed
+/// (not learned from a load error later): the same flags then load it.
+#[test]
+fn a_pull_says_what_the_plugin_asks_for_and_the_flags_that_allow_it() {
+    let registry = Registry::start();
+    let (_docker, docker) = no_docker();
+    let cache = tempfile::tempdir().unwrap();
+    let env = [
+        ("DOCKER_CONFIG", docker.as_str()),
+        ("XDG_CACHE_HOME", text(cache.path())),
+    ];
+    let dist = dist(&["greet"]);
+    std::fs::write(
+        dist.path().join("greet.toml"),
+        r#"[grants]
+files = "read"
+http = ["api.example.com"]
+
+[limits]
+timeout_ms = 60000
+memory_mib = 128
+
+[config.API_KEY]
+description = "The service's key"
+secret = true
+
+[config.REGION]
+required = false
+"#,
+    )
+    .unwrap();
+    let reference = registry.oci("acme/greet:3");
+    ok(
+        &["push", text(&dist.path().join("greet.wasm")), &reference],
+        &env,
+    );
+    let plugins = tempfile::tempdir().unwrap();
+    let dir = text(plugins.path());
+    let pulled = ok(&["pull", &reference, "--plugins", dir], &env);
+    let asks = pulled
+        .split_once("greet asks for:\n")
+        .unwrap_or_else(|| panic!("no grants in:\n{pulled}"))
+        .1;
+    assert_eq!(
+        asks,
+        format!(
+            "  file access: read (the host must allow it: --plugin-files read)
+  http: api.example.com (the host must allow each: --plugin-http api.example.com)
+  config (2):
+    API_KEY (required, secret; not set; --plugin-config-env greet.API_KEY=ENV_VAR)  The service's key
+    REGION (optional; not set; --plugin-config greet.REGION=VALUE)
+  limits: 60s per call, 128 MiB memory, no fuel limit, 1 MiB output
+  tools (1): greet
+  to load it: host run --plugins {dir} --plugin-files read --plugin-http api.example.com --plugin-max-timeout 60s --plugin-max-memory 128MiB --plugin-config-env greet.API_KEY=ENV_VAR
+"
+        )
+    );
+    // Those flags load it (and without them it does not).
+    let flags = "--plugin-files read --plugin-http api.example.com --plugin-max-timeout 60s --plugin-max-memory 128MiB --plugin-config-env greet.API_KEY=TOOLHOST_TEST_KEY";
+    let mut args = vec!["tools", "--no-builtins", "--no-cache", "--plugins", dir];
+    args.extend(flags.split(' '));
+    let tools = ok(&args, &[("TOOLHOST_TEST_KEY", "k")]);
+    assert!(tools.starts_with("greet"), "{tools}");
+    let out = host(
+        &["tools", "--no-builtins", "--no-cache", "--plugins", dir],
+        &[],
+    );
+    let (stdout, stderr) = outputs(&out);
+    assert!(!stdout.contains("greet"), "{stdout}");
+    assert!(stderr.contains("greet.toml"), "{stderr}");
+
+    // A plugin without a manifest asks for nothing.
+    let plain = self::dist(&["greet"]);
+    let reference = registry.oci("acme/plain:1");
+    ok(
+        &["push", text(&plain.path().join("greet.wasm")), &reference],
+        &env,
+    );
+    let pulled = ok(&["pull", &reference, "--plugins", dir], &env);
+    assert!(
+        pulled.ends_with(&format!(
+            "plain asks for:
+  file access: none
+  http: none
+  config: none
+  limits: 10s per call, 64 MiB memory, no fuel limit, 1 MiB output
+  tools (1): greet
+  to load it: no flags beyond the defaults (host run --plugins {dir})
+"
+        )),
+        "{pulled}"
+    );
+}
