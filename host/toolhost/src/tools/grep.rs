@@ -51,7 +51,7 @@ use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::{is_binary, storage_error};
 use super::register_file_tool;
-use super::{walk, FileTools};
+use super::{stopped, walk, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
@@ -217,11 +217,14 @@ async fn run(
                 }
             })
             .map_err(|err| storage_error(NAME, err))?;
-        if expired {
-            scan.output.truncated = true;
-        } else {
+        if !expired {
             // The listing is complete: the files left, and how many there were in all.
             scan.chunk(&chunk, Some(listed));
+        }
+        // A call that expired on the way gets its time-out or cancellation, never a
+        // partial answer that would race with the registry's.
+        if ctx.expired() {
+            return Err(stopped(ctx, NAME));
         }
         Ok(ToolResult::new(scan.output.into_json(mode)))
     })

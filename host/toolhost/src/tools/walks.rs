@@ -213,3 +213,6 @@ impl Drop for Waiting<'_> {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+#[cfg(test)]
+mod tests;
