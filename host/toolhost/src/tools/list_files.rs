@@ -178,7 +178,46 @@ mod tests {
         assert_eq!(paths, ["A.MD", "b.txt"]);
     }
 
+    /// Past the result cap the walk keeps no entries, yet the answer is the same
+    /// ResultTooLarge, with the exact size of the result it would have been.
+    async fn over_the_result_cap_is_refused_with_the_exact_size(backend: Backend) {
+        use crate::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
+        use crate::tools::{register_vfs_tools, VfsToolOptions};
+
+        let h = backend.default_harness();
+        for i in 0..40 {
+            h.put(&format!("d{}/f\"{i:02}\".md", i % 3), "x".repeat(i));
+        }
+        let full = h.call("list_files", json!({})).await.expect("list");
+        let size = serde_json::to_string(&full).unwrap().len();
+        for (cap, fits) in [(size, true), (size - 1, false), (200, false)] {
+            let registry = Registry::new().with_result_cap(cap);
+            register_vfs_tools(&registry, VfsToolOptions::new(h.storage.clone())).unwrap();
+            let outcome = registry
+                .dispatch(
+                    &CallContext::new(),
+                    &ToolCall::new("list_files", "{}"),
+                    &Environment::default(),
+                )
+                .await
+                .map(|result| result.content);
+            if fits {
+                assert_eq!(outcome, Ok(full.clone()));
+            } else {
+                assert_eq!(
+                    outcome,
+                    Err(ToolError::ResultTooLarge {
+                        tool: "list_files".into(),
+                        size,
+                        cap
+                    })
+                );
+            }
+        }
+    }
+
     backend_tests!(
+        over_the_result_cap_is_refused_with_the_exact_size,
         sorted_with_size_and_time,
         empty_store,
         hidden_and_disallowed_files_disappear

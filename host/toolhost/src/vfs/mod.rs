@@ -36,6 +36,8 @@ mod path;
 mod policy;
 mod scope;
 mod shown;
+#[cfg(test)]
+mod visit_tests;
 
 pub use content_type::content_type_for;
 pub use error::{OpenError, StorageError};

@@ -78,7 +78,14 @@ fn registry(storage: Arc<dyn Storage>, configure: impl FnOnce(&mut VfsToolOption
 
 /// The three walking tools, a call of each, and its exact answer over `Counting::new(6, _)`.
 fn calls() -> [(&'static str, Value, Value); 3] {
-    let paths = ["d0/f00.md", "d0/f02.md", "d0/f04.md", "d1/f01.md", "d1/f03.md", "d1/f05.md"];
+    let paths = [
+        "d0/f00.md",
+        "d0/f02.md",
+        "d0/f04.md",
+        "d1/f01.md",
+        "d1/f03.md",
+        "d1/f05.md",
+    ];
     [
         (
             "grep",
@@ -136,7 +143,12 @@ async fn storm(registry: &Arc<Registry>, rounds: usize, walkers: usize) -> (usiz
                 );
                 let start = format!("the host is running {walkers} file walks (list_files, glob, grep) at once and ");
                 assert!(message.starts_with(&start), "{message}");
-                assert!(message.ends_with("; retry in a few seconds, or call fewer of these tools at a time"), "{message}");
+                assert!(
+                    message.ends_with(
+                        "; retry in a few seconds, or call fewer of these tools at a time"
+                    ),
+                    "{message}"
+                );
                 refused += 1;
             }
             Err(other) => panic!("{tool}: {other:?}"),
@@ -211,7 +223,12 @@ async fn a_call_that_waits_too_long_is_refused() {
                 .await
         })
     };
+    let started = Instant::now();
     while budget.walking() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the first walk never took a walker"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let second = registry
@@ -229,7 +246,13 @@ async fn a_call_that_waits_too_long_is_refused() {
             message: "the host is running 1 file walks (list_files, glob, grep) at once and this call waited 100ms without one coming free, so it was not started; retry in a few seconds, or call fewer of these tools at a time".into(),
         })
     );
-    assert_eq!(first.await.unwrap().unwrap().content["paths"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        first.await.unwrap().unwrap().content["paths"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
 }
 
 /// A store whose walk takes 10 ms per file over 3,000 files (30 s), counting the files
@@ -345,7 +368,11 @@ async fn a_walk_stops_when_its_call_ends_early() {
             }
             let visited = storage.visited.load(Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(100)).await;
-            assert_eq!(storage.visited.load(Ordering::SeqCst), visited, "{tool} {end:?}");
+            assert_eq!(
+                storage.visited.load(Ordering::SeqCst),
+                visited,
+                "{tool} {end:?}"
+            );
             assert!(visited < 300, "{tool} {end:?}: {visited} files visited");
         }
     }
