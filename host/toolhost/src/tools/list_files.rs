@@ -192,7 +192,11 @@ mod tests {
         let size = serde_json::to_string(&full).unwrap().len();
         for (cap, fits) in [(size, true), (size - 1, false), (200, false)] {
             let registry = Registry::new().with_result_cap(cap);
-            register_vfs_tools(&registry, VfsToolOptions::new(h.storage.clone())).unwrap();
+            register_vfs_tools(
+                &registry,
+                VfsToolOptions::new(std::sync::Arc::clone(&h.storage)),
+            )
+            .unwrap();
             let outcome = registry
                 .dispatch(
                     &CallContext::new(),

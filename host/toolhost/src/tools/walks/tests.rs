@@ -163,7 +163,7 @@ async fn storm(registry: &Arc<Registry>, rounds: usize, walkers: usize) -> (usiz
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn by_default_concurrent_walks_stay_within_the_process_budget() {
     let storage = Arc::new(Counting::new(6, Duration::from_millis(10)));
-    let registry = Arc::new(registry(storage.clone(), |_| {}));
+    let registry = Arc::new(registry(Arc::clone(&storage) as Arc<dyn Storage>, |_| {}));
     let walkers = WalkBudget::default_walkers();
     let (answered, refused) = storm(&registry, 20, walkers).await;
     assert_eq!(answered + refused, 60);
@@ -181,9 +181,12 @@ async fn by_default_concurrent_walks_stay_within_the_process_budget() {
 async fn a_small_budget_bounds_the_walkers_and_refuses_the_rest_at_once() {
     let storage = Arc::new(Counting::new(6, Duration::from_millis(5)));
     let budget = Arc::new(WalkBudget::new(2, 3, Duration::from_secs(20)));
-    let registry = Arc::new(registry(storage.clone(), |options| {
-        options.walk_budget = Arc::clone(&budget);
-    }));
+    let registry = Arc::new(registry(
+        Arc::clone(&storage) as Arc<dyn Storage>,
+        |options| {
+            options.walk_budget = Arc::clone(&budget);
+        },
+    ));
     let started = Instant::now();
     let (answered, refused) = storm(&registry, 30, 2).await;
     assert_eq!(answered + refused, 90);
@@ -325,7 +328,7 @@ async fn a_walk_stops_when_its_call_ends_early() {
                 End::TimedOut => Duration::from_millis(300),
                 _ => Duration::from_secs(60),
             });
-            let mut options = VfsToolOptions::new(storage.clone());
+            let mut options = VfsToolOptions::new(Arc::clone(&storage) as Arc<dyn Storage>);
             options.walk_budget = Arc::clone(&budget);
             register_vfs_tools(&registry, options).unwrap();
             let token = CancellationToken::new();
