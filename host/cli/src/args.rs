@@ -200,6 +200,18 @@ pub struct RunArgs {
     pub http: HttpArgs,
 }
 
+/// `--max-walks`: a whole number of at least 1.
+fn parse_max_walks(text: &str) -> Result<NonZeroUsize, String> {
+    let walks: usize = text.trim().parse().map_err(|_| {
+        format!(
+            "\"{text}\" is not a whole number; give how many file walks may run at once, e.g. 2"
+        )
+    })?;
+    NonZeroUsize::new(walks).ok_or_else(|| {
+        "0 would let no list_files, glob or grep call run; give at least 1".to_owned()
+    })
+}
+
 /// `--max-in-flight`: a whole number of at least 1.
 fn parse_max_in_flight(text: &str) -> Result<NonZeroUsize, String> {
     let calls: usize = text.trim().parse().map_err(|_| {
@@ -289,6 +301,12 @@ pub struct RegistryArgs {
     /// larger one is refused (read_file) or skipped (grep).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub max_read_bytes: u64,
+    /// Most file walks (list_files, glob, grep) running at once in the whole process
+    /// [default: the number of cores, at least 2]. A call that finds them all busy waits
+    /// for one (at most 5 s, at most 4 calls per walk waiting), or is refused at once
+    /// with an error that says to retry.
+    #[arg(long, value_name = "N", value_parser = parse_max_walks)]
+    pub max_walks: Option<NonZeroUsize>,
     /// Time limit of one tool call (e.g. 30s, 500ms, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -406,6 +424,27 @@ mod tests {
     }
 
     #[test]
+    fn max_walks_is_a_whole_number_of_at_least_one() {
+        let Command::Run(run) = parse(&["run", "--max-walks", "3"]).command else {
+            panic!("not run")
+        };
+        assert_eq!(run.registry.max_walks, NonZeroUsize::new(3));
+        for (bad, says) in [
+            (
+                "0",
+                "0 would let no list_files, glob or grep call run; give at least 1",
+            ),
+            (
+                "two",
+                "\"two\" is not a whole number; give how many file walks may run at once, e.g. 2",
+            ),
+        ] {
+            let err = Cli::try_parse_from(["host", "run", "--max-walks", bad]).unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+        }
+    }
+
+    #[test]
     fn defaults() {
         let Command::Run(run) = parse(&["run"]).command else {
             panic!("not run")
@@ -418,6 +457,7 @@ mod tests {
         assert_eq!(r.allowed_extensions(), None);
         assert_eq!(r.max_file_bytes, 1 << 20);
         assert_eq!(r.max_read_bytes, 64 << 20);
+        assert_eq!(r.max_walks, None);
         assert_eq!(r.timeout, Duration::from_secs(30));
         assert_eq!(r.plugin_files, PluginFiles::None);
         assert_eq!(

@@ -8,7 +8,8 @@ use anyhow::{bail, Context};
 use tracing::info;
 
 use toolhost::registry::Registry;
-use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions};
+use toolhost::tools::walks::{DEFAULT_MAX_WAIT, DEFAULT_WAITING_PER_WALKER};
+use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, WalkBudget};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_plugin::watch::PluginWatcher;
 use toolhost_plugin::{check_cache_dir, CompileTiers, LoadReport};
@@ -205,8 +206,24 @@ pub(crate) fn vfs_options(
         options.allowed_extensions = args.allowed_extensions();
         options.maximum_file_bytes = args.max_file_bytes;
         options.max_read_bytes = args.max_read_bytes;
+        if let Some(walkers) = args.max_walks {
+            options.walk_budget = walk_budget(walkers.get());
+        }
         options
     })
+}
+
+/// The process's walk budget for `--max-walks`: made once, so every registry of the
+/// process (one per HTTP session) shares it, as they share the default one.
+fn walk_budget(walkers: usize) -> Arc<WalkBudget> {
+    static BUDGET: std::sync::OnceLock<Arc<WalkBudget>> = std::sync::OnceLock::new();
+    Arc::clone(BUDGET.get_or_init(|| {
+        Arc::new(WalkBudget::new(
+            walkers,
+            walkers.saturating_mul(DEFAULT_WAITING_PER_WALKER),
+            DEFAULT_MAX_WAIT,
+        ))
+    }))
 }
 
 #[cfg(test)]

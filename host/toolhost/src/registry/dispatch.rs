@@ -75,7 +75,10 @@ impl Registry {
             None => started + self.call_timeout,
         };
         let limit = deadline.saturating_duration_since(started);
-        let handler_ctx = ctx.clone().deadline_at(deadline);
+        let handler_ctx = ctx
+            .clone()
+            .deadline_at(deadline)
+            .with_result_cap(self.result_cap);
         let cancellation = ctx.cancellation().clone();
 
         // A panic may happen while the handler builds its future or while it runs: catch both.

@@ -180,6 +180,7 @@ impl ToolError {
 /// assert_eq!(Limit::Memory { bytes: 64 << 20 }.to_string(), "memory (64 MiB)");
 /// assert_eq!(Limit::Fuel { units: 100_000 }.to_string(), "fuel (100000)");
 /// assert_eq!(Limit::ConcurrentInstances.to_string(), "concurrent plugin instances");
+/// assert_eq!(Limit::ConcurrentWalks { walkers: 2 }.to_string(), "concurrent file walks (2)");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -206,6 +207,12 @@ pub enum Limit {
     },
     /// Plugin instances running at once, host-wide: the pool was full.
     ConcurrentInstances,
+    /// File walks (`list_files`, `glob`, `grep`) running at once, process-wide: every
+    /// walker was busy and the wait queue full, or the call waited too long for one.
+    ConcurrentWalks {
+        /// Walks that may run at once.
+        walkers: u64,
+    },
 }
 
 impl std::fmt::Display for Limit {
@@ -216,6 +223,7 @@ impl std::fmt::Display for Limit {
             Limit::Output { bytes } => write!(f, "output ({})", format_bytes(*bytes)),
             Limit::Handles { count } => write!(f, "host handles ({count})"),
             Limit::ConcurrentInstances => f.write_str("concurrent plugin instances"),
+            Limit::ConcurrentWalks { walkers } => write!(f, "concurrent file walks ({walkers})"),
         }
     }
 }

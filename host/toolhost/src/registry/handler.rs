@@ -41,6 +41,7 @@ pub struct CallContext {
     deadline: Option<Instant>,
     cancellation: CancellationToken,
     progress: Option<ProgressHook>,
+    result_cap: Option<usize>,
 }
 
 /// How far a long call has got, as a tool reports it with [`CallContext::report_progress`]
@@ -141,6 +142,20 @@ impl CallContext {
                 message: message(),
             });
         }
+    }
+
+    /// The largest result the call may return, JSON-encoded, in bytes: the registry's
+    /// [result cap](super::Registry::result_cap), set by dispatch (`None` outside it). A
+    /// tool whose result will pass it can stop building that result and answer
+    /// [`ToolError::ResultTooLarge`](super::ToolError::ResultTooLarge) instead.
+    pub fn result_cap(&self) -> Option<usize> {
+        self.result_cap
+    }
+
+    /// This context with the result cap dispatch applies.
+    pub(crate) fn with_result_cap(mut self, cap: usize) -> Self {
+        self.result_cap = Some(cap);
+        self
     }
 
     /// When the call must be finished, if it has a deadline.

@@ -12,8 +12,14 @@
 //! `[ab]` a class, `{a,b}` alternatives, `\` escapes. Only files match (directories are
 //! not listed), and only those the path policy shows (hidden paths and disallowed
 //! extensions never appear).
+//!
+//! The store is walked as a stream in path order ([`Storage::visit_paths`](crate::vfs::Storage::visit_paths))
+//! under the [walk budget](super::walks): only matches are kept, and the walk stops at
+//! the first match past [`MAX_PATHS`], so a call holds at most 501 paths whatever the
+//! tree, and stops between two files once it expires or is cancelled.
 
 use crate::registry::ToolAnnotations;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -21,8 +27,10 @@ use toolhost_sdk::schema::{object, string};
 
 use super::common::storage_error;
 use super::register_file_tool;
-use super::{blocking, FileTools};
-use crate::registry::{Arguments, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
+use super::{stopped, walk, FileTools};
+use crate::registry::{
+    Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
+};
 
 const NAME: &str = "glob";
 /// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
@@ -55,26 +63,46 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ToolDefinition::new(NAME, DESCRIPTION, parameters)
             .with_title(TITLE)
             .with_annotations(ToolAnnotations::read_only()),
-        |tools, _ctx, args| async move { run(tools, args).await },
+        |tools, ctx, args| async move { run(tools, ctx, args).await },
     )
 }
 
-async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolError> {
+async fn run(
+    tools: Arc<FileTools>,
+    ctx: CallContext,
+    args: Arguments,
+) -> Result<ToolResult, ToolError> {
     let pattern = args.required_str("pattern")?;
     let matcher = super::pattern::glob_matcher(&args, "pattern", pattern)?;
-    blocking(move || {
-        let entries = tools
+    let budget = Arc::clone(&tools.walks);
+    walk(&budget, NAME, ctx, move |ctx| {
+        let mut paths: Vec<String> = Vec::new();
+        let mut truncated = false;
+        let mut expired = false;
+        tools
             .storage
-            .list()
+            .visit_paths(&mut |path| {
+                if ctx.expired() {
+                    expired = true;
+                    return ControlFlow::Break(());
+                }
+                if !(tools.policy.visible(&path) && matcher.is_match(&path)) {
+                    return ControlFlow::Continue(());
+                }
+                // In path order: the first MAX_PATHS matches are the answer, and one
+                // more says it is cut.
+                if paths.len() == MAX_PATHS {
+                    truncated = true;
+                    return ControlFlow::Break(());
+                }
+                paths.push(path);
+                ControlFlow::Continue(())
+            })
             .map_err(|err| storage_error(NAME, err))?;
-        let mut paths: Vec<String> = entries
-            .into_iter()
-            .map(|entry| entry.path)
-            .filter(|path| tools.policy.visible(path) && matcher.is_match(path))
-            .collect();
+        if expired {
+            return Err(stopped(ctx, NAME));
+        }
         paths.sort_unstable();
-        let truncated = paths.len() > MAX_PATHS;
-        paths.truncate(MAX_PATHS);
         Ok(ToolResult::new(
             json!({"paths": paths, "truncated": truncated}),
         ))

@@ -29,28 +29,33 @@
 //!   skipped. `truncated` is true when an entry limit cut the output, the scan stopped
 //!   early, or a file was skipped for its size or could not be read; binary files do not
 //!   set it.
-//! - The files are listed by path only ([`Storage::list_paths`]: no `stat` per file on
-//!   an [`OsStorage`](crate::vfs::OsStorage)), and each scanned file is read whole into
-//!   a buffer each scanning thread reuses (the Storage has no ranged read). Scanning runs
-//!   on the blocking pool, on up to [`MAX_WORKERS`] threads, and stops between files once
-//!   the call's deadline passes.
+//! - The files are listed by path only, as a stream in path order
+//!   ([`Storage::visit_paths`]: no `stat` per file on an
+//!   [`OsStorage`](crate::vfs::OsStorage), and never the whole listing at once), and
+//!   scanned [`CHUNK_FILES`] at a time as the walk goes: the output and the bytes read
+//!   carry from one chunk to the next, and the walk stops once the output is full or the
+//!   scan budget spent. Each scanned file is read whole into a buffer each scanning
+//!   thread reuses (the Storage has no ranged read). Scanning runs on the blocking pool
+//!   under the [walk budget](super::walks), on up to [`MAX_WORKERS`] threads, and stops
+//!   between files once the call's deadline passes or it is cancelled. Progress reports
+//!   give the number of files in all only once the listing is complete.
 
 use crate::registry::ToolAnnotations;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use globset::GlobMatcher;
 use regex::bytes::Regex;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
 use super::common::{is_binary, storage_error};
 use super::register_file_tool;
-use super::{blocking, FileTools};
+use super::{stopped, walk, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
-use crate::vfs::{FilePolicy, OpenedFile, Storage, StorageError};
+use crate::vfs::{OpenedFile, Storage, StorageError};
 
 mod lines;
 
@@ -73,6 +78,10 @@ pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
 
 /// Most threads one call scans with; also bounded by the machine's parallelism.
 pub const MAX_WORKERS: usize = 4;
+
+/// Files the walk hands to the scanning threads at a time: the listing is never held
+/// whole, only this many paths (and their hits) of it.
+const CHUNK_FILES: usize = 4096;
 
 /// Most context lines before and after a match.
 const MAX_CONTEXT: u64 = 5;
@@ -170,12 +179,8 @@ async fn run(
             )))
         }
     };
-    blocking(move || {
-        let listed = tools
-            .storage
-            .list_paths()
-            .map_err(|err| storage_error(NAME, err))?;
-        let files = select(listed, &tools.policy, glob.as_ref());
+    let budget = Arc::clone(&tools.walks);
+    walk(&budget, NAME, ctx, move |ctx| {
         let search = Search {
             storage: tools.storage.as_ref(),
             regex,
@@ -183,17 +188,47 @@ async fn run(
             max_bytes: tools.policy.maximum_file_bytes.min(tools.max_read_bytes),
             budget: SCAN_BUDGET,
         };
-        let output = scan(&search, &files, &ctx);
-        Ok(ToolResult::new(output.into_json(mode)))
+        let mut scan = Scan::new(&search, ctx);
+        let mut chunk: Vec<String> = Vec::new();
+        let mut listed = 0u64;
+        let mut expired = false;
+        tools
+            .storage
+            .visit_paths(&mut |path| {
+                if ctx.expired() {
+                    expired = true;
+                    return ControlFlow::Break(());
+                }
+                if !(tools.policy.visible(&path) && glob.as_ref().is_none_or(|g| g.is_match(&path)))
+                {
+                    return ControlFlow::Continue(());
+                }
+                listed += 1;
+                chunk.push(path);
+                if chunk.len() < CHUNK_FILES {
+                    return ControlFlow::Continue(());
+                }
+                let more = scan.chunk(&chunk, None);
+                chunk.clear();
+                if more {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            })
+            .map_err(|err| storage_error(NAME, err))?;
+        if !expired {
+            // The listing is complete: the files left, and how many there were in all.
+            scan.chunk(&chunk, Some(listed));
+        }
+        // A call that expired on the way gets its time-out or cancellation, never a
+        // partial answer that would race with the registry's.
+        if ctx.expired() {
+            return Err(stopped(ctx, NAME));
+        }
+        Ok(ToolResult::new(scan.output.into_json(mode)))
     })
     .await
-}
-
-/// The paths to scan, in path order: visible and matching `glob`.
-fn select(mut listed: Vec<String>, policy: &FilePolicy, glob: Option<&GlobMatcher>) -> Vec<String> {
-    listed.sort_unstable();
-    listed.retain(|path| policy.visible(path) && glob.is_none_or(|glob| glob.is_match(path)));
-    listed
 }
 
 /// What every scanning thread shares.
@@ -315,100 +350,142 @@ impl Search<'_> {
     }
 }
 
-/// Scans `files` on up to [`MAX_WORKERS`] threads, then merges their hits in file order.
-///
-/// Threads take the next file from a shared counter, open it, and read and search it if
-/// its size still fits the scan budget counted over the files read so far (a claim on a
-/// shared counter, so the threads together never read more than the budget); they put
-/// its hits in that file's slot. Threads stop taking files when the call expires, when
-/// a file did not fit the budget, or when the files finished so far already hold more
-/// than the output can take: every file they finished comes before any file not yet
-/// taken, so the merged output is full before it would reach the untaken ones.
-///
-/// The merge ([`merge`]) then walks the files in path order and applies the budget
-/// exactly as a scan in path order would.
-fn scan(search: &Search<'_>, files: &[String], ctx: &CallContext) -> Output {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_WORKERS)
-        .min(files.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let found_entries = AtomicUsize::new(0);
-    let found_bytes = AtomicUsize::new(0);
-    let claimed = AtomicU64::new(0);
-    let deferred = AtomicBool::new(false);
-    let slots: Vec<OnceLock<Scanned>> = files.iter().map(|_| OnceLock::new()).collect();
-    // Files scanned, for progress reports (when the caller asked for them).
-    let files_done = AtomicUsize::new(0);
-    let total = files.len() as u64;
-    let work = |regex: Regex| {
-        let mut buf = Vec::new();
-        while !ctx.expired()
-            && !deferred.load(Ordering::Relaxed)
-            && found_entries.load(Ordering::Relaxed) <= MAX_ENTRIES
-            && found_bytes.load(Ordering::Relaxed) <= RESULT_BUDGET
-        {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(path) = files.get(index) else {
-                break;
-            };
-            let scanned = search.file(&regex, path, &mut buf, |size| {
-                let before = claimed.fetch_add(size, Ordering::Relaxed);
-                if before.saturating_add(size) <= search.budget {
-                    true
-                } else {
-                    claimed.fetch_sub(size, Ordering::Relaxed);
-                    false
-                }
-            });
-            if matches!(scanned.hits, Hits::Deferred) {
-                deferred.store(true, Ordering::Relaxed);
-            }
-            let (entries, bytes) = scanned.hits.least_weight(path);
-            found_entries.fetch_add(entries, Ordering::Relaxed);
-            found_bytes.fetch_add(bytes, Ordering::Relaxed);
-            let _ = slots[index].set(scanned);
-            if ctx.wants_progress() {
-                let done = files_done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-                ctx.report_progress(done, Some(total), || {
-                    Some(format!("grep: {done} of {total} files scanned"))
-                });
-            }
-        }
-    };
-    std::thread::scope(|scope| {
-        let work = &work;
-        for _ in 1..workers {
-            // A clone per thread: each gets its own match cache instead of sharing a pool.
-            let regex = search.regex.clone();
-            scope.spawn(move || work(regex));
-        }
-        work(search.regex.clone());
-    });
-    merge(search, files, slots, ctx)
+/// A scan in path order over the listing, taken a chunk at a time as the walk goes: the
+/// output and the bytes read so far carry from one chunk to the next, so the answer is
+/// that of one scan over the whole listing.
+struct Scan<'s, 'a> {
+    search: &'s Search<'a>,
+    ctx: &'s CallContext,
+    output: Output,
+    /// Bytes read so far, counted against the scan budget.
+    read: u64,
+    /// Files the threads have scanned so far, for progress reports.
+    reported: usize,
+    /// The output is full, the budget spent or the call expired: no more files.
+    over: bool,
 }
 
-/// Merges the scanned files' hits in path order, counting each file's size against the
-/// scan budget: a file too large to read is skipped (the output is then incomplete), and
-/// the merge stops before the first file that would take the total past the budget.
-/// Files the threads deferred or did not take are opened and searched here, in order,
-/// unless the call has expired (then the output stops there, incomplete).
+impl<'s, 'a> Scan<'s, 'a> {
+    fn new(search: &'s Search<'a>, ctx: &'s CallContext) -> Self {
+        Scan {
+            search,
+            ctx,
+            output: Output::default(),
+            read: 0,
+            reported: 0,
+            over: false,
+        }
+    }
+
+    /// Scans `files`, the next ones in path order after those scanned before, on up to
+    /// [`MAX_WORKERS`] threads, then merges their hits in path order. `total` is the
+    /// number of files in all, once the listing is complete (for progress reports).
+    /// False once no further file can change the output.
+    ///
+    /// Threads take the next file from a shared counter, open it, and read and search it
+    /// if its size still fits the scan budget counted over the files read so far (a
+    /// claim on a shared counter, so the threads together never read more than the
+    /// budget); they put its hits in that file's slot. Threads stop taking files when the
+    /// call expires, when a file did not fit the budget, or when the output and the files
+    /// finished so far already hold more than the output can take: every file they
+    /// finished comes before any file not yet taken, so the merged output is full before
+    /// it would reach the untaken ones.
+    ///
+    /// The merge ([`merge`]) then walks the files in path order and applies the budget
+    /// exactly as a scan in path order would.
+    fn chunk(&mut self, files: &[String], total: Option<u64>) -> bool {
+        if self.over || files.is_empty() {
+            return !self.over;
+        }
+        let (search, ctx) = (self.search, self.ctx);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_WORKERS)
+            .min(files.len())
+            .max(1);
+        let next = AtomicUsize::new(0);
+        let found_entries = AtomicUsize::new(self.output.entries.len());
+        let found_bytes = AtomicUsize::new(self.output.bytes);
+        let claimed = AtomicU64::new(self.read);
+        let deferred = AtomicBool::new(false);
+        let slots: Vec<OnceLock<Scanned>> = files.iter().map(|_| OnceLock::new()).collect();
+        // Files scanned, for progress reports (when the caller asked for them).
+        let files_done = AtomicUsize::new(self.reported);
+        let work = |regex: Regex| {
+            let mut buf = Vec::new();
+            while !ctx.expired()
+                && !deferred.load(Ordering::Relaxed)
+                && found_entries.load(Ordering::Relaxed) <= MAX_ENTRIES
+                && found_bytes.load(Ordering::Relaxed) <= RESULT_BUDGET
+            {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(path) = files.get(index) else {
+                    break;
+                };
+                let scanned = search.file(&regex, path, &mut buf, |size| {
+                    let before = claimed.fetch_add(size, Ordering::Relaxed);
+                    if before.saturating_add(size) <= search.budget {
+                        true
+                    } else {
+                        claimed.fetch_sub(size, Ordering::Relaxed);
+                        false
+                    }
+                });
+                if matches!(scanned.hits, Hits::Deferred) {
+                    deferred.store(true, Ordering::Relaxed);
+                }
+                let (entries, bytes) = scanned.hits.least_weight(path);
+                found_entries.fetch_add(entries, Ordering::Relaxed);
+                found_bytes.fetch_add(bytes, Ordering::Relaxed);
+                let _ = slots[index].set(scanned);
+                if ctx.wants_progress() {
+                    let done = files_done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
+                    ctx.report_progress(done, total, || {
+                        Some(match total {
+                            Some(total) => format!("grep: {done} of {total} files scanned"),
+                            None => format!("grep: {done} files scanned"),
+                        })
+                    });
+                }
+            }
+        };
+        std::thread::scope(|scope| {
+            let work = &work;
+            for _ in 1..workers {
+                // A clone per thread: each gets its own match cache instead of sharing a pool.
+                let regex = search.regex.clone();
+                scope.spawn(move || work(regex));
+            }
+            work(search.regex.clone());
+        });
+        self.reported = files_done.into_inner();
+        self.over = !merge(search, files, slots, ctx, &mut self.output, &mut self.read);
+        !self.over
+    }
+}
+
+/// Merges the scanned files' hits in path order into `output`, counting each file's size
+/// against the scan budget in `total`: a file too large to read is skipped (the output
+/// is then incomplete), and the merge stops before the first file that would take the
+/// total past the budget. Files the threads deferred or did not take are opened and
+/// searched here, in order, unless the call has expired (then the output stops there,
+/// incomplete). False when it stopped before the end of `files` (the output is then
+/// `truncated`).
 fn merge(
     search: &Search<'_>,
     files: &[String],
     slots: Vec<OnceLock<Scanned>>,
     ctx: &CallContext,
-) -> Output {
-    let mut output = Output::default();
-    let mut total = 0u64;
+    output: &mut Output,
+    total: &mut u64,
+) -> bool {
     let mut buf = Vec::new();
     for (path, slot) in files.iter().zip(slots) {
         let scanned = match slot.into_inner() {
             Some(scanned) if !matches!(scanned.hits, Hits::Deferred) => scanned,
             _ if ctx.expired() => {
                 output.truncated = true;
-                break;
+                return false;
             }
             _ => search.file(&search.regex, path, &mut buf, |size| {
                 total.saturating_add(size) <= search.budget
@@ -421,19 +498,19 @@ fn merge(
             }
             Hits::Deferred => {
                 output.truncated = true;
-                break;
+                return false;
             }
             _ if total.saturating_add(scanned.size) > search.budget => {
                 output.truncated = true;
-                break;
+                return false;
             }
-            _ => total += scanned.size,
+            _ => *total += scanned.size,
         }
         if !output.add(path, scanned.hits) {
-            break;
+            return false;
         }
     }
-    output
+    true
 }
 
 /// The merged result.

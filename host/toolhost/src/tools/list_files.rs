@@ -1,15 +1,26 @@
 //! The `list_files` tool: every file the policy lets the model see, with size and time.
+//!
+//! The store is walked as a stream ([`Storage::visit_files`](crate::vfs::Storage::visit_files), in path order) under the
+//! [walk budget](super::walks): the entries are built as the walk goes, and once the
+//! result's JSON would pass the call's result cap
+//! ([`CallContext::result_cap`]) no more are kept; the walk goes on counting bytes only,
+//! so the answer is the [`ToolError::ResultTooLarge`] it always was (with the exact
+//! size), without the listing of a large tree held in memory to learn it. The walk stops
+//! between two files once the call expires or is cancelled.
 
 use crate::registry::ToolAnnotations;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolhost_sdk::schema::object;
 
-use super::common::{rfc3339, storage_error};
+use super::common::{encoded_len, rfc3339, storage_error};
 use super::register_file_tool;
-use super::{blocking, FileTools};
-use crate::registry::{RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
+use super::{stopped, walk, FileTools};
+use crate::registry::{
+    CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
+};
 
 const NAME: &str = "list_files";
 /// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
@@ -20,6 +31,9 @@ const DESCRIPTION: &str = "List every file in the store. Returns {\"files\": [{\
 RFC 3339 UTC (\"2026-12-02T16:14:54Z\"). Paths are relative to the store root and are what the \
 other file tools take. Takes no arguments.";
 
+/// `{"files":[` and `]}`: the bytes of the result around its entries.
+const FRAME_BYTES: usize = r#"{"files":[]}"#.len();
+
 /// Registers `list_files`.
 pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<(), RegisterError> {
     register_file_tool(
@@ -28,28 +42,66 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ToolDefinition::new(NAME, DESCRIPTION, object::<&str, &str>([], []))
             .with_title(TITLE)
             .with_annotations(ToolAnnotations::read_only()),
-        |tools, _ctx, _args| async move { blocking(move || list(&tools)).await },
+        |tools, ctx, _args| async move {
+            let budget = Arc::clone(&tools.walks);
+            walk(&budget, NAME, ctx, move |ctx| list(&tools, ctx)).await
+        },
     )
 }
 
-fn list(tools: &FileTools) -> Result<ToolResult, ToolError> {
-    let mut entries = tools
+fn list(tools: &FileTools, ctx: &CallContext) -> Result<ToolResult, ToolError> {
+    let cap = ctx.result_cap();
+    let mut files: Vec<Value> = Vec::new();
+    let mut size = FRAME_BYTES;
+    let mut count = 0usize;
+    let mut over = false;
+    let mut expired = false;
+    let mut sorted = true;
+    let mut last = String::new();
+    tools
         .storage
-        .list()
-        .map_err(|err| storage_error(NAME, err))?;
-    // The storage contract says sorted; sort anyway so the result never depends on a backend.
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    let files: Vec<Value> = entries
-        .into_iter()
-        .filter(|entry| tools.policy.visible(&entry.path))
-        .map(|entry| {
-            json!({
+        .visit_files(&mut |entry| {
+            if ctx.expired() {
+                expired = true;
+                return ControlFlow::Break(());
+            }
+            if !tools.policy.visible(&entry.path) {
+                return ControlFlow::Continue(());
+            }
+            sorted &= count == 0 || last < entry.path;
+            last.clone_from(&entry.path);
+            let value = json!({
                 "path": entry.path,
                 "size": entry.size,
                 "updated_at": rfc3339(entry.updated_at),
-            })
+            });
+            size += usize::from(count > 0) + encoded_len(&value);
+            count += 1;
+            if over {
+                // Past the cap: the answer is the size, so the entry is counted only.
+            } else if cap.is_some_and(|cap| size > cap) {
+                over = true;
+                files = Vec::new();
+            } else {
+                files.push(value);
+            }
+            ControlFlow::Continue(())
         })
-        .collect();
+        .map_err(|err| storage_error(NAME, err))?;
+    if expired {
+        return Err(stopped(ctx, NAME));
+    }
+    if let (true, Some(cap)) = (over, cap) {
+        return Err(ToolError::ResultTooLarge {
+            tool: NAME.to_owned(),
+            size,
+            cap,
+        });
+    }
+    // The storage contract says sorted; sort anyway so the result never depends on a backend.
+    if !sorted {
+        files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    }
     Ok(ToolResult::new(json!({ "files": files })))
 }
 
@@ -126,7 +178,50 @@ mod tests {
         assert_eq!(paths, ["A.MD", "b.txt"]);
     }
 
+    /// Past the result cap the walk keeps no entries, yet the answer is the same
+    /// ResultTooLarge, with the exact size of the result it would have been.
+    async fn over_the_result_cap_is_refused_with_the_exact_size(backend: Backend) {
+        use crate::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
+        use crate::tools::{register_vfs_tools, VfsToolOptions};
+
+        let h = backend.default_harness();
+        for i in 0..40 {
+            h.put(&format!("d{}/f\"{i:02}\".md", i % 3), "x".repeat(i));
+        }
+        let full = h.call("list_files", json!({})).await.expect("list");
+        let size = serde_json::to_string(&full).unwrap().len();
+        for (cap, fits) in [(size, true), (size - 1, false), (200, false)] {
+            let registry = Registry::new().with_result_cap(cap);
+            register_vfs_tools(
+                &registry,
+                VfsToolOptions::new(std::sync::Arc::clone(&h.storage)),
+            )
+            .unwrap();
+            let outcome = registry
+                .dispatch(
+                    &CallContext::new(),
+                    &ToolCall::new("list_files", "{}"),
+                    &Environment::default(),
+                )
+                .await
+                .map(|result| result.content);
+            if fits {
+                assert_eq!(outcome, Ok(full.clone()));
+            } else {
+                assert_eq!(
+                    outcome,
+                    Err(ToolError::ResultTooLarge {
+                        tool: "list_files".into(),
+                        size,
+                        cap
+                    })
+                );
+            }
+        }
+    }
+
     backend_tests!(
+        over_the_result_cap_is_refused_with_the_exact_size,
         sorted_with_size_and_time,
         empty_store,
         hidden_and_disallowed_files_disappear

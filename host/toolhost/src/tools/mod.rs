@@ -49,11 +49,13 @@ pub mod search;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod todo_write;
+pub mod walks;
 pub mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 pub use read_file::DEFAULT_MAX_READ_BYTES;
 pub use todo_write::register_plan_tool;
+pub use walks::WalkBudget;
 
 /// Every tool [`register_vfs_tools`] can register, in registration order (`search` only
 /// for a [`Searchable`](crate::vfs::Searchable) store). A host that filters or audits tool
@@ -105,6 +107,11 @@ pub struct VfsToolOptions {
     /// [`DEFAULT_MAX_READ_BYTES`], 64 MiB): read_file fails on a larger one with
     /// [`ToolError::FileTooLarge`], grep skips it (and says `truncated`).
     pub max_read_bytes: u64,
+    /// How many walks of the store (`list_files`, `glob`, `grep`) run at once, and how
+    /// many calls may wait for one ([`walks`]). Default: [`WalkBudget::shared`], the
+    /// process-wide budget every registry shares (as many walkers as cores, at least 2;
+    /// 4 waiting calls per walker; 5 s of waiting at most).
+    pub walk_budget: Arc<WalkBudget>,
 }
 
 impl VfsToolOptions {
@@ -118,6 +125,7 @@ impl VfsToolOptions {
             allowed_extensions: None,
             maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            walk_budget: WalkBudget::shared(),
         }
     }
 
@@ -138,6 +146,8 @@ pub(crate) struct FileTools {
     pub(crate) policy: FilePolicy,
     /// [`VfsToolOptions::max_read_bytes`].
     pub(crate) max_read_bytes: u64,
+    /// [`VfsToolOptions::walk_budget`].
+    pub(crate) walks: Arc<WalkBudget>,
 }
 
 /// Registers the file tools over `options.storage`, in the spec's order.
@@ -154,6 +164,7 @@ pub fn register_vfs_tools(
         read_only,
         disable_extended,
         max_read_bytes,
+        walk_budget,
         ..
     } = options;
     let searchable = storage.searchable().is_some();
@@ -161,6 +172,7 @@ pub fn register_vfs_tools(
         policy,
         storage,
         max_read_bytes,
+        walks: walk_budget,
     });
     let writes = !read_only;
     let extended = !disable_extended;
@@ -219,6 +231,51 @@ where
         Err(err) => Err(ToolError::failed(format!(
             "the tool's worker was stopped: {err}"
         ))),
+    }
+}
+
+/// Runs one walk of the store (`list_files`, `glob`, `grep`): takes a walker of
+/// `budget` (or answers the budget's busy error), then runs `work` on the blocking pool,
+/// holding the walker until `work` returns.
+///
+/// `work` gets `ctx` with a cancellation of its own that also fires when this future is
+/// dropped (the registry answered the call at its deadline, or its caller went away):
+/// `work` checks [`CallContext::expired`] between files and stops, so no walk goes on
+/// after its call was answered, holding its walker and its memory.
+pub(crate) async fn walk<T, F>(
+    budget: &Arc<WalkBudget>,
+    tool: &str,
+    ctx: CallContext,
+    work: F,
+) -> Result<T, ToolError>
+where
+    F: FnOnce(&CallContext) -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    let permit = budget.admit(tool).await?;
+    let stop = ctx.cancellation().child_token();
+    let _stop_when_dropped = stop.clone().drop_guard();
+    let ctx = ctx.with_cancellation(stop);
+    blocking(move || {
+        let _walker = permit;
+        work(&ctx)
+    })
+    .await
+}
+
+/// The error of a walk that stopped because its call expired: the registry has answered
+/// the call already (with its own time-out or cancellation), so this only ends the work.
+pub(crate) fn stopped(ctx: &CallContext, tool: &str) -> ToolError {
+    if ctx.cancellation().is_cancelled() {
+        ToolError::Cancelled {
+            tool: tool.to_owned(),
+        }
+    } else {
+        // Dispatch puts its configured limit in place of this one.
+        ToolError::TimedOut {
+            tool: tool.to_owned(),
+            limit: std::time::Duration::ZERO,
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::ops::{Bound, ControlFlow};
 use std::sync::{PoisonError, RwLock};
 use std::time::SystemTime;
 
@@ -36,6 +37,9 @@ struct Stored {
     content_type: String,
     updated_at: SystemTime,
 }
+
+/// Paths [`MemoryStorage::visit_files`] copies per look at the map.
+const VISIT_CHUNK: usize = 1024;
 
 /// The query syntax, as [`Searchable::search_syntax`] reports it.
 const SYNTAX: &str =
@@ -243,6 +247,51 @@ impl Storage for MemoryStorage {
                 updated_at: f.updated_at,
             })
             .collect())
+    }
+
+    /// Walks the map in chunks of [`VISIT_CHUNK`] paths, each copied under the read lock
+    /// and visited after it is released (so a visitor may call the store, and writers
+    /// wait at most one chunk's copy).
+    fn visit_paths(
+        &self,
+        visit: &mut dyn FnMut(String) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        self.visit_files(&mut |entry| visit(entry.path))
+    }
+
+    /// As [`visit_paths`](Storage::visit_paths), with sizes and times.
+    fn visit_files(
+        &self,
+        visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        let mut after: Option<String> = None;
+        loop {
+            let chunk: Vec<FileEntry> = {
+                let files = self.read_map();
+                let from = match &after {
+                    Some(last) => Bound::Excluded(last.as_str()),
+                    None => Bound::Unbounded,
+                };
+                files
+                    .range::<str, _>((from, Bound::Unbounded))
+                    .take(VISIT_CHUNK)
+                    .map(|(path, f)| FileEntry {
+                        path: path.clone(),
+                        size: f.content.len() as u64,
+                        updated_at: f.updated_at,
+                    })
+                    .collect()
+            };
+            let Some(last) = chunk.last() else {
+                return Ok(());
+            };
+            after = Some(last.path.clone());
+            for entry in chunk {
+                if visit(entry).is_break() {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     fn searchable(&self) -> Option<&dyn Searchable> {

@@ -25,6 +25,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::ops::ControlFlow;
 use std::time::SystemTime;
 
 mod content_type;
@@ -35,6 +36,8 @@ mod path;
 mod policy;
 mod scope;
 mod shown;
+#[cfg(test)]
+mod visit_tests;
 
 pub use content_type::content_type_for;
 pub use error::{OpenError, StorageError};
@@ -221,6 +224,50 @@ pub trait Storage: Send + Sync {
     /// As [`list`](Storage::list).
     fn list_paths(&self) -> Result<Vec<String>, StorageError> {
         Ok(self.list()?.into_iter().map(|entry| entry.path).collect())
+    }
+    /// Calls `visit` with the path of every file in the store, in the order of
+    /// [`list_paths`](Storage::list_paths) (sorted by path), until it returns
+    /// [`ControlFlow::Break`]: a listing that is never held whole, so its memory does not
+    /// grow with the store, and that stops as soon as the caller has what it needs.
+    ///
+    /// The default takes the paths from `list_paths` (the whole listing at once); the
+    /// backends of this crate override it and hold at most one directory's entries
+    /// ([`OsStorage`]) or a chunk of 1024 paths ([`MemoryStorage`]) at a time. A file
+    /// added or removed during the walk may or may not be seen.
+    ///
+    /// # Errors
+    /// As [`list`](Storage::list); files already visited stay visited.
+    fn visit_paths(
+        &self,
+        visit: &mut dyn FnMut(String) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        for path in self.list_paths()? {
+            if visit(path).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+    /// Calls `visit` with every file in the store, with its size and modification time,
+    /// in the order of [`list`](Storage::list) (sorted by path), until it returns
+    /// [`ControlFlow::Break`]: [`visit_paths`](Storage::visit_paths) for callers that
+    /// need the sizes and times.
+    ///
+    /// The default takes the files from `list`; the backends of this crate override it as
+    /// they do `visit_paths`.
+    ///
+    /// # Errors
+    /// As [`list`](Storage::list).
+    fn visit_files(
+        &self,
+        visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        for entry in self.list()? {
+            if visit(entry).is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
     /// Opens a file for a bounded whole-file read, so the caller learns its size
     /// ([`OpenedFile::size`]) before it reads the bytes, and can read them into a buffer

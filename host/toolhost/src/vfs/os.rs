@@ -32,6 +32,7 @@
 //! ```
 
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions};
@@ -395,9 +396,31 @@ impl Storage for OsStorage {
     /// per file where the file system gives each entry's type).
     fn list_paths(&self) -> Result<Vec<String>, StorageError> {
         let mut out = Vec::new();
-        self.walk_paths(&self.root, "", &mut out)?;
-        out.sort_unstable();
+        self.walk_paths(&self.root, "", &mut |path| {
+            out.push(path);
+            ControlFlow::Continue(())
+        })?;
         Ok(out)
+    }
+
+    /// Streams the paths of [`list_paths`](Storage::list_paths) in path order, holding
+    /// the entries of one directory (and of those above it) at a time: each directory's
+    /// entries are sorted as they are read, so the whole listing never is.
+    fn visit_paths(
+        &self,
+        visit: &mut dyn FnMut(String) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        self.walk_paths(&self.root, "", visit)
+    }
+
+    /// Streams the files of [`list`](Storage::list) as
+    /// [`visit_paths`](Storage::visit_paths) streams their paths, with one `stat` per
+    /// file visited.
+    fn visit_files(
+        &self,
+        visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        self.walk(&self.root, "", visit)
     }
 
     /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
@@ -497,8 +520,10 @@ impl Storage for OsStorage {
 
     fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
         let mut out = Vec::new();
-        self.walk(&self.root, "", &mut out)?;
-        out.sort_by(|a, b| a.path.cmp(&b.path));
+        self.walk(&self.root, "", &mut |entry| {
+            out.push(entry);
+            ControlFlow::Continue(())
+        })?;
         Ok(out)
     }
 }

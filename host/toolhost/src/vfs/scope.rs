@@ -22,6 +22,7 @@
 //! ```
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::{
@@ -200,6 +201,46 @@ impl Storage for ScopedStorage {
             .into_iter()
             .filter_map(|path| Some(path.strip_prefix(&self.prefix)?.to_owned()))
             .collect())
+    }
+
+    /// The wrapped store's walk, kept to the sub-tree: its paths form one run in path
+    /// order, so the walk stops at the first path past it.
+    fn visit_paths(
+        &self,
+        visit: &mut dyn FnMut(String) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        let mut inside = false;
+        self.inner
+            .visit_paths(&mut |path| match path.strip_prefix(&self.prefix) {
+                Some(rest) => {
+                    inside = true;
+                    visit(rest.to_owned())
+                }
+                None if inside => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
+            })
+            .map_err(|e| self.map_err(e, "."))
+    }
+
+    /// As [`visit_paths`](Storage::visit_paths), with sizes and times.
+    fn visit_files(
+        &self,
+        visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
+    ) -> Result<(), StorageError> {
+        let mut inside = false;
+        self.inner
+            .visit_files(&mut |entry| match entry.path.strip_prefix(&self.prefix) {
+                Some(rest) => {
+                    inside = true;
+                    visit(FileEntry {
+                        path: rest.to_owned(),
+                        ..entry
+                    })
+                }
+                None if inside => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
+            })
+            .map_err(|e| self.map_err(e, "."))
     }
 
     fn open_read(

@@ -420,13 +420,32 @@ fn counted(output: &Output) -> Vec<String> {
         .collect()
 }
 
+/// A whole scan of `files` as one chunk.
+fn scan(search: &Search<'_>, files: &[String], ctx: &CallContext) -> Output {
+    let mut scan = Scan::new(search, ctx);
+    scan.chunk(files, Some(files.len() as u64));
+    scan.output
+}
+
+/// The output of a merge of `slots` from the start.
+fn merged(
+    search: &Search<'_>,
+    files: &[String],
+    slots: Vec<OnceLock<Scanned>>,
+    ctx: &CallContext,
+) -> Output {
+    let mut output = Output::default();
+    merge(search, files, slots, ctx, &mut output, &mut 0);
+    output
+}
+
 #[test]
 fn scan_budget_stops_before_the_file_that_would_pass_it() {
     let storage = MemoryStorage::new();
     for (path, size) in [("c", 40), ("a", 30), ("b", 30), ("d", 1)] {
         sized(&storage, path, size);
     }
-    let files = select(storage.list_paths().unwrap(), &FilePolicy::default(), None);
+    let files = storage.list_paths().unwrap();
     assert_eq!(files, ["a", "b", "c", "d"]);
     let output = scan(&counting(&storage, 60), &files, &CallContext::new());
     assert_eq!(
@@ -467,7 +486,7 @@ fn merge_applies_the_budget_in_path_order() {
         }),
         OnceLock::new(),
     ];
-    let output = merge(&search, &files, slots, &CallContext::new());
+    let output = merged(&search, &files, slots, &CallContext::new());
     assert_eq!(
         (counted(&output), output.truncated),
         (vec!["a=1".into()], true)
@@ -486,7 +505,7 @@ fn merge_applies_the_budget_in_path_order() {
         }),
         OnceLock::new(),
     ];
-    let output = merge(&search, &files, slots, &CallContext::new());
+    let output = merged(&search, &files, slots, &CallContext::new());
     assert_eq!(
         (counted(&output), output.truncated),
         (vec!["a=1".into(), "b=7".into(), "c=1".into()], false)
@@ -501,7 +520,7 @@ fn merge_applies_the_budget_in_path_order() {
         OnceLock::new(),
         OnceLock::new(),
     ];
-    let output = merge(
+    let output = merged(
         &search,
         &files,
         slots,
@@ -532,7 +551,7 @@ fn scan_budget_is_exact_whatever_the_threads_do() {
             stopped = true;
         }
     }
-    let files = select(storage.list_paths().unwrap(), &FilePolicy::default(), None);
+    let files = storage.list_paths().unwrap();
     for _ in 0..20 {
         let output = scan(&counting(&storage, 10_000), &files, &CallContext::new());
         assert_eq!(counted(&output), expected);

@@ -178,6 +178,7 @@ fn a_stopped_call_changes_nothing() {
                 storage: Arc::clone(&storage) as Arc<dyn Storage>,
                 policy: FilePolicy::default(),
                 max_read_bytes: crate::tools::DEFAULT_MAX_READ_BYTES,
+                walks: crate::tools::WalkBudget::shared(),
             }),
             storage: Arc::clone(&storage) as Arc<dyn Storage>,
             source: "a.md".into(),
