@@ -9,7 +9,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use super::http::HttpArgs;
 use super::oci_args::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
 use super::units::{parse_duration, parse_size};
-use toolhost_mcp::DEFAULT_MAX_IN_FLIGHT;
+use toolhost_mcp::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
 
 const MAIN_EXAMPLES: &str = "\
 Examples:
@@ -186,10 +186,17 @@ pub struct RunArgs {
     /// The tools to serve.
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// Most tool calls running at once. At the limit the server reads no further message
-    /// until one call ends (nothing is refused; the client's writes wait).
+    /// Most tool calls running at once. Past it, calls wait in order in a queue
+    /// (--max-queued-calls) and the server goes on reading: a cancellation or a ping is
+    /// acted on at once. Over HTTP, a call past it is refused (503).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT, value_parser = parse_max_in_flight)]
     pub max_in_flight: NonZeroUsize,
+    /// Most tool calls waiting for a place while --max-in-flight run (stdio). A cancelled
+    /// call leaves the queue without running. While it is full the server reads no
+    /// further message until a queued call starts (nothing is refused; the client's
+    /// writes wait).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_QUEUED_CALLS, value_parser = parse_max_queued_calls, conflicts_with = "http")]
+    pub max_queued_calls: NonZeroUsize,
     /// Watch --plugins: load a plugin added, reload one changed (its .wasm or manifest),
     /// unload one removed, without a restart; clients hear of it
     /// (notifications/tools/list_changed). A broken new version leaves the old serving.
@@ -221,6 +228,19 @@ fn parse_max_in_flight(text: &str) -> Result<NonZeroUsize, String> {
     })?;
     NonZeroUsize::new(calls)
         .ok_or_else(|| "0 would let no tool call run; give at least 1 (default 64)".to_owned())
+}
+
+/// `--max-queued-calls`: a whole number of at least 1.
+fn parse_max_queued_calls(text: &str) -> Result<NonZeroUsize, String> {
+    let calls: usize = text.trim().parse().map_err(|_| {
+        format!(
+            "\"{text}\" is not a whole number; give how many tool calls may wait for a place, e.g. 256"
+        )
+    })?;
+    NonZeroUsize::new(calls).ok_or_else(|| {
+        "0 would stop the reading whenever every call slot is taken; give at least 1 (default 256)"
+            .to_owned()
+    })
 }
 
 /// `host tools`.
@@ -450,6 +470,7 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(run.max_in_flight.get(), 64);
+        assert_eq!(run.max_queued_calls.get(), 256);
         let r = run.registry;
         assert_eq!(r.plugins, None);
         assert_eq!(r.root, PathBuf::from("."));
@@ -512,6 +533,8 @@ mod tests {
             "/c",
             "--max-in-flight",
             "3",
+            "--max-queued-calls",
+            "5",
             "-vv",
         ]);
         assert_eq!(cli.verbose, 2);
@@ -519,6 +542,7 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(run.max_in_flight.get(), 3);
+        assert_eq!(run.max_queued_calls.get(), 5);
         let r = run.registry;
         assert_eq!(r.plugins, Some(PathBuf::from("p")));
         assert_eq!(r.root, PathBuf::from("/r"));

@@ -57,6 +57,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_server_registry(&args.registry)?;
     let server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
+        .with_max_queued_calls(args.max_queued_calls)
         .with_list_changed(args.watch);
     info!(
         session_id = %server.session().session_id,

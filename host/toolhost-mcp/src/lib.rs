@@ -38,12 +38,15 @@
 //!   and tool arguments reach the registry as the client's own text: neither goes through
 //!   a `u64`/`f64` on the way (they are kept as the client's raw JSON text).
 //! - Nothing a client sends grows the host without bound ([`McpLimits`]): at most
-//!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once, holding at most
-//!   [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of arguments, and at most [`DEFAULT_MAX_QUEUED_BYTES`]
-//!   of answers wait for the client to read them; past any of these, the server stops
-//!   reading until there is room again (backpressure: no request is refused, the client's
-//!   writes wait). Progress and log notifications are dropped rather than waited for. The
-//!   tool list is encoded once per registry generation and shared.
+//!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once and [`DEFAULT_MAX_QUEUED_CALLS`]
+//!   more wait in order for a place, holding at most [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of
+//!   arguments between them, and at most [`DEFAULT_MAX_QUEUED_BYTES`] of answers wait for
+//!   the client to read them. Calls at the in-flight limit never stop the reading: a
+//!   cancellation or a ping is read and acted on at once. Past the other limits the
+//!   server stops reading until there is room again (backpressure: no request is
+//!   refused, the client's writes wait). Progress and log notifications are dropped
+//!   rather than waited for. The tool list is encoded once per registry generation and
+//!   shared.
 //! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
 //! - The methods themselves are answered by a transport-independent core, `Session`
 //!   (one message in, zero or one response out, plus the server's own notifications
@@ -122,7 +125,7 @@ pub use pagination::DEFAULT_PAGE_SIZE;
 pub use revision::Revision;
 pub use server::{
     McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
-    DEFAULT_MAX_QUEUED_BYTES, MAX_LINE_BYTES,
+    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
 };
 
 /// Why serving stopped before the input ended. The OS error is the

@@ -371,46 +371,54 @@ async fn tool_calls_in_flight_are_capped_at_the_default() {
         .all(|a| a["result"]["content"][0]["text"] == "let go"));
 }
 
-/// A limit of 3: three calls run, and a ping sent after the fourth call is read (and
-/// answered) only once a call ends: at the limit the server reads nothing further.
+/// A limit of 3: three calls run and the fourth waits in the queue, while a ping sent
+/// after it is read and answered at once: calls at the in-flight limit do not stop the
+/// reading. Once the calls are let go, the fourth runs too.
 #[tokio::test]
-async fn the_in_flight_limit_is_configurable_and_holds_up_reading() {
+async fn the_in_flight_limit_is_configurable_and_calls_past_it_wait_their_turn() {
     let (registry, holds) = holding_registry();
-    let input: String = (0..4)
-        .map(|id| hold_request(id) + "\n")
-        .chain([r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#.to_owned() + "\n"])
-        .collect();
-    let (output, mut client_end) = tokio::io::duplex(64 * 1024);
     let server = McpServer::new(registry).with_max_in_flight(NonZeroUsize::new(3).unwrap());
     assert_eq!(server.limits().max_in_flight.get(), 3);
     let watch = server.clone();
-    let serving = tokio::spawn(async move { server.serve(input.as_bytes(), output).await });
+    let (mut client, serving) = serve_client(server);
+    for id in 0..4 {
+        client.send(&hold_request(id)).await;
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client
+            .answer_within(Duration::from_secs(5))
+            .await
+            .as_deref(),
+        Some(r#"{"id":"p","jsonrpc":"2.0","result":{}}"#),
+        "the ping is answered while the fourth call waits"
+    );
     let running = settled(
         &holds.running,
-        Duration::from_millis(500),
+        Duration::from_millis(300),
         Duration::from_secs(60),
     )
     .await;
     assert_eq!(running, 3);
-    // The ping is behind the fourth call, which waits for a slot: nothing answered yet.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut nothing = [0u8; 1];
-    assert!(
-        tokio::time::timeout(Duration::from_millis(100), client_end.read(&mut nothing))
-            .await
-            .is_err(),
-        "no answer while the fourth call waits"
+    let stats = watch.stats();
+    assert_eq!(
+        (stats.calls_running, stats.calls_queued),
+        (3, 1),
+        "{stats:?}"
     );
     holds.release.send_replace(true);
+    drop(client.input);
     serving.await.unwrap().unwrap();
     let mut text = String::new();
-    client_end.read_to_string(&mut text).await.unwrap();
+    client.output.read_to_string(&mut text).await.unwrap();
     let mut ids: Vec<String> = text
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].to_string())
         .collect();
     ids.sort();
-    assert_eq!(ids, ["\"p\"", "0", "1", "2", "3"]);
+    assert_eq!(ids, ["0", "1", "2", "3"]);
     assert_eq!(holds.peak.load(Ordering::SeqCst), 3);
     assert_eq!(watch.stats().peak_calls_running, 3);
 }
@@ -428,7 +436,8 @@ async fn argument_bytes_in_flight_are_capped() {
         ) + "\n"
     };
     let input = call(0, 4096) + &call(1, 4096) + &call(2, 4096) + &call(3, 20 * 1024);
-    let argument_bytes = r#"{"pad":""}"#.len() + 4096;
+    // What a call holds: its arguments, its tool's name and its id (twice).
+    let argument_bytes = r#"{"pad":""}"#.len() + 4096 + "hold".len() + 2;
     let server = McpServer::new(registry).with_limits(McpLimits {
         max_in_flight_bytes: NonZeroUsize::new(10 * 1024).unwrap(),
         ..McpLimits::default()
@@ -652,4 +661,353 @@ async fn metadata_and_structured_content_reach_the_client() {
             "isError": false,
         })
     );
+}
+
+/// Counts the calls of a `spin` tool, a runaway that never ends by itself (a plugin's
+/// endless loop, as the server sees it): how many started, and how many were stopped
+/// (their future dropped).
+#[derive(Default)]
+struct Spins {
+    started: AtomicUsize,
+    stopped: AtomicUsize,
+}
+
+struct Stopped(Arc<Spins>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.stopped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `spin` (runs until stopped) and `greet`, under the 10 s call time limit the issue's
+/// plugins had.
+fn spinning_registry() -> (Arc<Registry>, Arc<Spins>) {
+    let spins: Arc<Spins> = Arc::default();
+    let registry = Registry::new();
+    let state = Arc::clone(&spins);
+    registry
+        .register(
+            ToolDefinition::new("spin", "Never ends.", json!({"type": "object"})),
+            move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+                let state = Arc::clone(&state);
+                async move {
+                    state.started.fetch_add(1, Ordering::SeqCst);
+                    let _stopped = Stopped(state);
+                    std::future::pending::<()>().await;
+                    Ok(ToolResult::new("never"))
+                }
+            },
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::new("greet", "Greet.", json!({"type": "object"})),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                Ok(ToolResult::new("Hello!"))
+            },
+        )
+        .unwrap();
+    (
+        Arc::new(registry.with_call_timeout(Duration::from_secs(10))),
+        spins,
+    )
+}
+
+fn spin_request(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"spin"}}}}"#)
+}
+
+fn cancel_line(id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"user"}}}}"#
+    )
+}
+
+/// A client's two ends of a server under test: what it writes, and the answer lines.
+struct Client {
+    input: tokio::io::DuplexStream,
+    output: tokio::io::BufReader<tokio::io::DuplexStream>,
+}
+
+impl Client {
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.write_all(b"\n").await.unwrap();
+    }
+
+    /// The next answer line, or `None` when none comes within `wait`.
+    async fn answer_within(&mut self, wait: Duration) -> Option<String> {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        match tokio::time::timeout(wait, self.output.read_line(&mut line)).await {
+            Ok(read) => {
+                read.unwrap();
+                Some(line.trim_end().to_owned())
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// Serves `server` over in-memory pipes, as a task.
+fn serve_client(server: McpServer) -> (Client, tokio::task::JoinHandle<Result<(), ServeError>>) {
+    let (client_in, server_in) = tokio::io::duplex(64 * 1024);
+    let (server_out, client_out) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move { server.serve(server_in, server_out).await });
+    let client = Client {
+        input: client_in,
+        output: tokio::io::BufReader::new(client_out),
+    };
+    (client, serving)
+}
+
+/// Runaway calls fill the in-flight limit and more wait behind them: a ping is still
+/// answered, the client's cancellations are read and stop every call (the waiting ones
+/// never start), and the next call is answered at once, not when the runaways reach
+/// their 10 s limit. The cancelled calls are not answered (MCP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
+    let (registry, spins) = spinning_registry();
+    let server = McpServer::new(registry).with_max_in_flight(NonZeroUsize::new(4).unwrap());
+    let watch = server.clone();
+    let (mut client, serving) = serve_client(server);
+    for id in 0..6 {
+        client.send(&spin_request(id)).await;
+    }
+    settled(
+        &spins.started,
+        Duration::from_millis(300),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(spins.started.load(Ordering::SeqCst), 4);
+    let stats = watch.stats();
+    assert_eq!(
+        (stats.calls_running, stats.calls_queued),
+        (4, 2),
+        "{stats:?}"
+    );
+
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client
+            .answer_within(Duration::from_secs(5))
+            .await
+            .as_deref(),
+        Some(r#"{"id":"p","jsonrpc":"2.0","result":{}}"#),
+        "a ping is answered while the calls fill the limit"
+    );
+
+    let started = Instant::now();
+    for id in 0..6 {
+        client.send(&cancel_line(id)).await;
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"g","method":"tools/call","params":{"name":"greet"}}"#)
+        .await;
+    assert_eq!(
+        client
+            .answer_within(Duration::from_secs(5))
+            .await
+            .as_deref(),
+        Some(
+            r#"{"id":"g","jsonrpc":"2.0","result":{"content":[{"text":"Hello!","type":"text"}],"isError":false}}"#
+        ),
+        "the call after the cancellations is answered first, and at once"
+    );
+    let answered = started.elapsed();
+    assert!(answered < Duration::from_secs(5), "{answered:?}");
+    // The runaways were stopped (their futures dropped) and gave their slots back; the
+    // waiting ones never ran.
+    let stopped = settled(
+        &spins.stopped,
+        Duration::from_millis(200),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(stopped, 4);
+    assert_eq!(spins.started.load(Ordering::SeqCst), 4);
+    let stats = watch.stats();
+    assert_eq!(
+        (
+            stats.calls_running,
+            stats.calls_queued,
+            stats.queued_call_bytes
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+
+    // The cancelled calls get no answer: after the end of input, nothing more comes.
+    drop(client.input);
+    serving.await.unwrap().unwrap();
+    let mut rest = String::new();
+    client.output.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "");
+}
+
+/// A limit of 1 and a queue of 2: one call runs, two wait, and the fourth call is read
+/// but finds the queue full, so the ping behind it is not read (the backpressure). Once
+/// the calls are let go, every call is answered in the order sent, then the ping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_full_call_queue_stops_the_reading() {
+    let (registry, holds) = holding_registry();
+    let server = McpServer::new(registry).with_limits(McpLimits {
+        max_in_flight: NonZeroUsize::new(1).unwrap(),
+        max_queued_calls: NonZeroUsize::new(2).unwrap(),
+        ..McpLimits::default()
+    });
+    assert_eq!(server.limits().max_queued_calls.get(), 2);
+    let watch = server.clone();
+    let (mut client, serving) = serve_client(server);
+    for id in 0..4 {
+        client.send(&hold_request(id)).await;
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client.answer_within(Duration::from_millis(500)).await,
+        None,
+        "the ping waits behind the call that found the queue full"
+    );
+    let stats = watch.stats();
+    assert_eq!(
+        (
+            stats.calls_running,
+            stats.calls_queued,
+            stats.peak_calls_queued
+        ),
+        (1, 2, 2),
+        "{stats:?}"
+    );
+    assert_eq!(holds.running.load(Ordering::SeqCst), 1);
+    holds.release.send_replace(true);
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let line = client
+            .answer_within(Duration::from_secs(20))
+            .await
+            .expect("an answer");
+        ids.push(serde_json::from_str::<Value>(&line).unwrap()["id"].to_string());
+    }
+    let calls: Vec<&String> = ids.iter().filter(|id| *id != "\"p\"").collect();
+    assert_eq!(calls, ["0", "1", "2", "3"], "calls start in the order sent");
+    assert!(ids.contains(&"\"p\"".to_owned()), "{ids:?}");
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 1);
+    drop(client.input);
+    serving.await.unwrap().unwrap();
+    let stats = watch.stats();
+    assert_eq!(
+        (
+            stats.calls_running,
+            stats.calls_queued,
+            stats.queued_call_bytes
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
+
+/// A cancelled call that waits in the queue leaves it at once: it never runs, is not
+/// answered, and its place takes the next call (a queue of 1 would otherwise be full).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_queued_call_never_runs_and_frees_its_place() {
+    let (registry, holds) = holding_registry();
+    let server = McpServer::new(registry).with_limits(McpLimits {
+        max_in_flight: NonZeroUsize::new(1).unwrap(),
+        max_queued_calls: NonZeroUsize::new(1).unwrap(),
+        ..McpLimits::default()
+    });
+    let watch = server.clone();
+    let (mut client, serving) = serve_client(server);
+    client.send(&hold_request(0)).await;
+    client.send(&hold_request(1)).await;
+    client.send(&cancel_line(1)).await;
+    client.send(&hold_request(2)).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client
+            .answer_within(Duration::from_secs(5))
+            .await
+            .as_deref(),
+        Some(r#"{"id":"p","jsonrpc":"2.0","result":{}}"#),
+        "the cancelled call's place went to call 2, and the reading went on"
+    );
+    let stats = watch.stats();
+    assert_eq!(
+        (stats.calls_running, stats.calls_queued),
+        (1, 1),
+        "{stats:?}"
+    );
+    holds.release.send_replace(true);
+    let first = client.answer_within(Duration::from_secs(20)).await.unwrap();
+    let second = client.answer_within(Duration::from_secs(20)).await.unwrap();
+    let id = |line: &str| serde_json::from_str::<Value>(line).unwrap()["id"].clone();
+    assert_eq!((id(&first), id(&second)), (json!(0), json!(2)));
+    drop(client.input);
+    serving.await.unwrap().unwrap();
+    let mut rest = String::new();
+    client.output.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "", "the cancelled call is not answered");
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 1);
+    assert_eq!(watch.stats().peak_calls_queued, 1);
+}
+
+/// A batch (2025-03-26) cannot hide a call from the queue's bound, and a cancellation
+/// in a later batch takes a queued member out: the batch is answered without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_member_waits_in_the_queue_and_can_be_cancelled() {
+    let (registry, holds) = holding_registry();
+    let server = McpServer::new(registry).with_limits(McpLimits {
+        max_in_flight: NonZeroUsize::new(1).unwrap(),
+        ..McpLimits::default()
+    });
+    let watch = server.clone();
+    let (mut client, serving) = serve_client(server);
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#)
+        .await;
+    let init = client.answer_within(Duration::from_secs(5)).await.unwrap();
+    assert!(init.contains(r#""protocolVersion":"2025-03-26""#), "{init}");
+    client
+        .send(&format!("[{},{}]", hold_request(0), hold_request(1)))
+        .await;
+    client
+        .send(&format!(
+            r#"[{},{{"jsonrpc":"2.0","id":"p","method":"ping"}}]"#,
+            cancel_line(1)
+        ))
+        .await;
+    assert_eq!(
+        client
+            .answer_within(Duration::from_secs(5))
+            .await
+            .as_deref(),
+        Some(r#"[{"id":"p","jsonrpc":"2.0","result":{}}]"#)
+    );
+    // The ping's answer may come out before the reader has pruned the queue.
+    let started = Instant::now();
+    while watch.stats().calls_queued != 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the cancelled member left the queue"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    holds.release.send_replace(true);
+    let answer = client.answer_within(Duration::from_secs(20)).await.unwrap();
+    assert_eq!(
+        answer,
+        r#"[{"id":0,"jsonrpc":"2.0","result":{"content":[{"text":"let go","type":"text"}],"isError":false}}]"#
+    );
+    drop(client.input);
+    serving.await.unwrap().unwrap();
+    assert_eq!(holds.peak.load(Ordering::SeqCst), 1);
 }

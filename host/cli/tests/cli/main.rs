@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 mod cache;
+mod cancel;
 mod demo;
 mod guide;
 mod hostile_args;

@@ -96,6 +96,32 @@ impl Server {
         self.stderr_log = Some((log, reader));
     }
 
+    /// Waits up to `limit` until the host's stderr, read by [`Server::drain_stderr`],
+    /// holds `needle` `count` times; whether it did.
+    pub(crate) fn wait_for_log(&self, needle: &str, count: usize, limit: Duration) -> bool {
+        let Some((log, _)) = &self.stderr_log else {
+            return false;
+        };
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            let seen = log
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .matches(needle)
+                .count();
+            if seen >= count {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// The host process's id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();

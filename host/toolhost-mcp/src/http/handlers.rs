@@ -219,7 +219,7 @@ pub(super) async fn post_mcp(
                     call.id(),
                 );
             };
-            let slot = match app.limiter.try_acquire(call.argument_bytes()) {
+            let slot = match app.limiter.try_acquire(call.held_bytes()) {
                 Ok(slot) => slot,
                 Err(err) => {
                     info!(target: LOG_TARGET, peer = %conn.peer, "refused a tool call: {err}");
@@ -303,7 +303,7 @@ pub(super) async fn post_batch(
                     answers.push(busy(format!("{} tool calls are running on this connection, the most allowed; retry when one ends", app.per_connection)));
                     continue;
                 };
-                let slot = match app.limiter.try_acquire(call.argument_bytes()) {
+                let slot = match app.limiter.try_acquire(call.held_bytes()) {
                     Ok(slot) => slot,
                     Err(err) => {
                         answers.push(busy(err.to_string()));

@@ -45,9 +45,12 @@
 //! - connections: [`HttpConfig::max_connections`] at once; past it new ones wait in the
 //!   kernel's queue;
 //! - tool calls: [`McpLimits::max_in_flight`] and [`McpLimits::max_in_flight_bytes`] for
-//!   the whole server, [`HttpConfig::max_in_flight_per_connection`] per connection
-//!   (also HTTP/2's stream limit); past either, `503` with `Retry-After: 1` (a waiting
-//!   request would hold its body and its connection);
+//!   the whole server, [`HttpConfig::max_in_flight_per_connection`] per connection;
+//!   past either, `503` with `Retry-After: 1` (a waiting request would hold its body and
+//!   its connection). Messages that run no tool (a cancellation, a ping, `tools/list`)
+//!   take none of these places, so they get through whatever the calls hold: HTTP/2
+//!   allows [`CONTROL_STREAMS`] streams per connection beyond its calls for them;
+//!   [`McpLimits::max_queued_calls`] is for stdio only;
 //! - sessions: [`SessionSettings::max_sessions`] held in memory.
 //!
 //! # Shutdown
@@ -113,6 +116,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// server's [`McpLimits::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 16;
 
+/// HTTP/2 streams one connection may open beyond [`HttpConfig::max_in_flight_per_connection`]:
+/// room for the requests that run no tool (`notifications/cancelled` above all, `ping`,
+/// `tools/list`) while its calls take every place, so a client can still cancel them on
+/// the connection they run on. A call sent on one of these streams is refused as busy.
+pub const CONTROL_STREAMS: usize = 4;
+
 /// Default for [`HttpConfig::shutdown_grace`].
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -151,8 +160,9 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Connections served at once, [`DEFAULT_MAX_CONNECTIONS`] by default.
     pub max_connections: usize,
-    /// Requests running at once on one connection,
-    /// [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`] by default.
+    /// Tool calls and subscriptions running at once on one connection,
+    /// [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`] by default. HTTP/2 allows this many
+    /// streams plus [`CONTROL_STREAMS`].
     pub max_in_flight_per_connection: usize,
     /// Sessions, or stateless.
     pub sessions: SessionSettings,

@@ -26,7 +26,9 @@ use super::guard::{host_name, normalize_origin};
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
 use super::sessions::{Registries, Sessions};
 use super::LOG_TARGET;
-use super::{App, Conn, HttpConfig, HttpError, HEADER_TIMEOUT, KEEP_ALIVE, MCP_PATH};
+use super::{
+    App, Conn, HttpConfig, HttpError, CONTROL_STREAMS, HEADER_TIMEOUT, KEEP_ALIVE, MCP_PATH,
+};
 
 /// A bound Streamable HTTP server.
 pub struct HttpServer {
@@ -167,7 +169,10 @@ impl HttpServer {
         builder
             .http2()
             .timer(TokioTimer::new())
-            .max_concurrent_streams(u32::try_from(app.per_connection).unwrap_or(u32::MAX))
+            .max_concurrent_streams(
+                u32::try_from(app.per_connection.saturating_add(CONTROL_STREAMS))
+                    .unwrap_or(u32::MAX),
+            )
             .keep_alive_interval(Some(KEEP_ALIVE));
         let connections = Arc::new(Semaphore::new(max_connections));
         let graceful = GracefulShutdown::new();

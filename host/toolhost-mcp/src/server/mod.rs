@@ -8,17 +8,23 @@
 //! - answers waiting to be written: at most [`McpLimits::max_queued_bytes`] (or a single
 //!   answer larger than that, alone). While the queue is full the server reads no request
 //!   (backpressure): the client's pipe fills and its own writes block;
-//! - tool calls: at most [`McpLimits::max_in_flight`] at once, built-in tools and plugins
-//!   alike, holding at most [`McpLimits::max_in_flight_bytes`] of arguments between them.
-//!   At either limit the server reads no further message until a call ends (at the latest
-//!   at the registry's call time-out). A call keeps its place until its answer is queued,
-//!   so finished calls cannot pile up behind a full queue either;
+//! - tool calls: at most [`McpLimits::max_in_flight`] running at once, built-in tools and
+//!   plugins alike, and at most [`McpLimits::max_queued_calls`] more waiting in order
+//!   for a place; running and waiting calls hold at most
+//!   [`McpLimits::max_in_flight_bytes`] of arguments (with their ids and tool names)
+//!   between them. Calls running at the limit never stop the reading: a cancellation, a
+//!   ping or `tools/list` is read and answered at once, and a cancelled call that waits
+//!   leaves the queue without running. Only a full queue, or a full byte budget, stops
+//!   the reading until a call starts or ends (at the latest at the registry's call
+//!   time-out), and the log says so. A call keeps its place until its answer is queued,
+//!   so finished calls cannot pile up behind a full answer queue either;
 //! - `tools/list`: encoded once and shared by every answer (the registry only grows; a
 //!   new tool makes the next `tools/list` encode again).
 //!
 //! The worst case is about `max_in_flight_bytes` of arguments (a few times that once the
 //! registry has parsed them) + `max_in_flight` results under the registry's cap +
-//! `max_queued_bytes` + one line: 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB with the defaults.
+//! `max_queued_bytes` + one line + a few hundred bytes of bookkeeping per queued call:
+//! 64 MiB + 64 × 64 KiB + 4 MiB + 16 MiB + 256 × ~0.5 KiB with the defaults.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -40,10 +46,12 @@ use super::ServeError;
 
 mod lines;
 mod outbox;
+mod queue;
 mod stdio;
 
 use lines::{read_line, trim_line, Line};
 use outbox::{write_loop, Answer, Outbox};
+use queue::CallQueue;
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
 /// sends a newline would otherwise grow the buffer until the process runs out of memory.
@@ -55,6 +63,13 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// runs in parallel (a handful of calls per turn), while 600 concurrent `grep` calls over a
 /// large tree once took the host past 4 GiB.
 pub const DEFAULT_MAX_IN_FLIGHT: NonZeroUsize = non_zero(64);
+
+/// Default for [`McpLimits::max_queued_calls`]: 256 tool calls waiting for a place while
+/// [`McpLimits::max_in_flight`] run, four times [`DEFAULT_MAX_IN_FLIGHT`]: a client
+/// that sends a burst of calls is read to its end, while one that floods calls is held
+/// back long before the waiting calls weigh anything (their arguments count against
+/// [`McpLimits::max_in_flight_bytes`]; the rest is a few hundred bytes a call).
+pub const DEFAULT_MAX_QUEUED_CALLS: NonZeroUsize = non_zero(256);
 
 /// Default for [`McpLimits::max_queued_bytes`]: 4 MiB of answers waiting for the client to
 /// read them. Room for each of [`DEFAULT_MAX_IN_FLIGHT`] calls to have a full-size result
@@ -85,13 +100,20 @@ pub struct McpLimits {
     /// Bytes of answers waiting to be written, [`DEFAULT_MAX_QUEUED_BYTES`] by default;
     /// while it is full the server reads no request.
     pub max_queued_bytes: NonZeroUsize,
-    /// Tool calls running at once, [`DEFAULT_MAX_IN_FLIGHT`] by default; at the limit the
-    /// server reads no message until one call ends.
+    /// Tool calls running at once, [`DEFAULT_MAX_IN_FLIGHT`] by default; further calls
+    /// wait in order in a queue of [`McpLimits::max_queued_calls`] (stdio) while the
+    /// server goes on reading, or are refused as busy (HTTP).
     pub max_in_flight: NonZeroUsize,
-    /// Bytes of arguments (their JSON text) the calls in flight hold between them,
-    /// [`DEFAULT_MAX_IN_FLIGHT_BYTES`] by default; a call whose arguments do not fit waits
-    /// (and the reading with it) until calls end. Arguments larger than the whole budget
-    /// wait until no other call runs, then go alone.
+    /// Tool calls waiting for a place while [`McpLimits::max_in_flight`] run (stdio),
+    /// [`DEFAULT_MAX_QUEUED_CALLS`] by default; while the queue is full the server reads
+    /// no message until a queued call starts or a running one ends. Cancelling a queued
+    /// call frees its place at once.
+    pub max_queued_calls: NonZeroUsize,
+    /// Bytes of arguments, ids and tool names (their JSON text) the calls running and
+    /// queued hold between them, [`DEFAULT_MAX_IN_FLIGHT_BYTES`] by default; a call that
+    /// does not fit waits (and the reading with it; HTTP refuses it as busy) until calls
+    /// end. A call larger than the whole budget waits until no other call holds any,
+    /// then goes alone.
     pub max_in_flight_bytes: NonZeroUsize,
 }
 
@@ -101,6 +123,7 @@ impl Default for McpLimits {
             max_line_bytes: MAX_LINE_BYTES,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
         }
     }
@@ -121,8 +144,14 @@ pub struct McpStats {
     pub calls_running: usize,
     /// The most tool calls that held a slot at once.
     pub peak_calls_running: usize,
-    /// Bytes of arguments the calls holding a slot carry.
+    /// Bytes of arguments (with ids and tool names) the calls holding a slot carry.
     pub call_argument_bytes: usize,
+    /// Tool calls waiting in the queue for a slot (stdio).
+    pub calls_queued: usize,
+    /// The most tool calls that waited in the queue at once.
+    pub peak_calls_queued: usize,
+    /// Bytes of arguments (with ids and tool names) the queued calls carry.
+    pub queued_call_bytes: usize,
     /// How many times `tools/list` was encoded (once, unless tools were added since).
     pub tools_list_encodings: usize,
 }
@@ -137,6 +166,9 @@ impl McpStats {
             calls_running: get(&c.calls_running),
             peak_calls_running: get(&c.peak_calls_running),
             call_argument_bytes: get(&c.call_argument_bytes),
+            calls_queued: get(&c.calls_queued),
+            peak_calls_queued: get(&c.peak_calls_queued),
+            queued_call_bytes: get(&c.queued_call_bytes),
             tools_list_encodings: get(&c.tools_list_encodings),
         }
     }
@@ -222,6 +254,13 @@ impl McpServer {
         self
     }
 
+    /// This server with `calls` as the most tool calls waiting for a place (default
+    /// [`DEFAULT_MAX_QUEUED_CALLS`]).
+    pub fn with_max_queued_calls(mut self, calls: NonZeroUsize) -> Self {
+        self.limits.max_queued_calls = calls;
+        self
+    }
+
     /// The limits this server keeps.
     pub fn limits(&self) -> McpLimits {
         self.limits
@@ -268,8 +307,9 @@ impl McpServer {
     /// until `input` ends. Tool calls in flight then finish and are answered before this
     /// returns.
     ///
-    /// While `output` does not take the answers (the client stopped reading) or the tool
-    /// calls in flight are at their limit, `input` is not read: see [`McpLimits`].
+    /// While `output` does not take the answers (the client stopped reading), or the
+    /// queue of tool calls waiting for a place is full, `input` is not read: see
+    /// [`McpLimits`]. Calls at the in-flight limit alone never stop the reading.
     ///
     /// # Errors
     /// [`ServeError::Read`] or [`ServeError::Write`] on an I/O error (the client went away).
@@ -312,6 +352,7 @@ impl McpServer {
             session_id = %self.session.session_id,
             tools = self.catalog.registry.len(),
             max_in_flight = self.limits.max_in_flight,
+            max_queued_calls = self.limits.max_queued_calls,
             max_in_flight_bytes = self.limits.max_in_flight_bytes,
             max_queued_bytes = self.limits.max_queued_bytes,
             "MCP server ready: reading JSON-RPC from stdin, one message per line"
@@ -340,6 +381,9 @@ impl McpServer {
         let notifier = Notifier::new(Arc::new(outbox.clone()));
         session.set_notifier(notifier.clone());
         let limiter = CallLimiter::with_counters(&self.limits, Arc::clone(&self.counters));
+        // Calls past the in-flight limit wait here, and the reading goes on.
+        let queue = CallQueue::new(self.limits.max_queued_calls, limiter, &self.counters);
+        tasks.spawn(queue.clone().dispatch(notifier.clone()));
         // Tells an initialized legacy client when the tools change (with --watch).
         let announcer = tokio::spawn({
             let session = session.clone();
@@ -376,12 +420,14 @@ impl McpServer {
                     if session.accepts_batches() {
                         if let Some(batch) = parse_batch(text) {
                             line.clear();
-                            let handled = self
-                                .batch(&session, batch, &outbox, &notifier, &limiter, &mut tasks);
+                            let handled =
+                                self.batch(&session, batch, &outbox, &notifier, &queue, &mut tasks);
                             tokio::select! {
                                 () = handled => {}
                                 () = writer_failed.cancelled() => break,
                             }
+                            // It may have held cancellations.
+                            queue.prune();
                             continue;
                         }
                     }
@@ -390,21 +436,31 @@ impl McpServer {
                     message
                 }
             };
-            // Handling may wait (room in the response queue, a free call slot): that is
-            // the backpressure, and no further line is read meanwhile.
+            let cancels = matches!(
+                &message,
+                Ok(Incoming::Notification { method, .. }) if method == "notifications/cancelled"
+            );
+            // Handling may wait (room in the response queue, a place in the call queue):
+            // that is the backpressure, and no further line is read meanwhile.
             let handled = async {
                 let step = session.receive(message);
                 let reply_to = ReplyTo::Out(notifier.clone());
-                step_task(step, &notifier, reply_to, &limiter, &mut tasks).await;
+                step_task(step, &notifier, reply_to, &queue, &mut tasks).await;
             };
             tokio::select! {
                 () = handled => {}
                 () = writer_failed.cancelled() => break,
             }
+            if cancels {
+                // A cancelled call that waits for a place leaves the queue now.
+                queue.prune();
+            }
             while let Some(joined) = tasks.try_join_next() {
                 report_join(joined);
             }
         }
+        // No call comes any more: the queued ones run, then the dispatcher ends.
+        queue.close();
         announcer.abort();
         let _ = announcer.await;
         // Open subscriptions end now, answered as the spec asks of a server closing them.
@@ -444,7 +500,7 @@ impl McpServer {
         batch: Result<Vec<Result<Incoming, RpcError>>, RpcError>,
         outbox: &Outbox,
         notifier: &Notifier,
-        limiter: &CallLimiter,
+        queue: &CallQueue,
         tasks: &mut JoinSet<()>,
     ) {
         let members = match batch {
@@ -462,7 +518,7 @@ impl McpServer {
         for member in members {
             let (sender, receiver) = tokio::sync::oneshot::channel();
             let step = session.receive(member);
-            step_task(step, notifier, ReplyTo::Batch(sender), limiter, tasks).await;
+            step_task(step, notifier, ReplyTo::Batch(sender), queue, tasks).await;
             answers.push(receiver);
         }
         let outbox = outbox.clone();
@@ -501,29 +557,20 @@ impl ReplyTo {
     }
 }
 
-/// Does what `step` asks for: sends a reply through `reply_to`, or starts a call or a
-/// subscription as a task in `tasks` that answers through `reply_to` when it ends. A
-/// call first waits for its slot (the backpressure).
+/// Does what `step` asks for: sends a reply through `reply_to`, queues a call (which
+/// answers through `reply_to` when it has run), or starts a subscription as a task in
+/// `tasks`. Queueing a call waits while the queue is full (the backpressure).
 async fn step_task(
     step: Step,
     notifier: &Notifier,
     reply_to: ReplyTo,
-    limiter: &CallLimiter,
+    queue: &CallQueue,
     tasks: &mut JoinSet<()>,
 ) {
     match step {
         Step::Nothing => reply_to.reply(None).await,
         Step::Reply(reply) => reply_to.reply(Some(reply)).await,
-        Step::Call(call) => {
-            let slot = limiter.acquire(call.argument_bytes()).await;
-            let notifier = notifier.clone();
-            // The slot is given back when the call ends, after its answer is queued.
-            tasks.spawn(async move {
-                let reply = call.run(&slot, notifier).await;
-                reply_to.reply(reply).await;
-                drop(slot);
-            });
-        }
+        Step::Call(call) => queue.push(call, reply_to).await,
         Step::Listen(listen) => {
             let notifier = notifier.clone();
             tasks.spawn(async move { reply_to.reply(listen.run(notifier).await).await });

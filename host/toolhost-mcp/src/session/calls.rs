@@ -48,10 +48,22 @@ impl PendingCall {
         &self.call.name
     }
 
-    /// The size of the arguments' JSON text, what the call holds of
-    /// [`McpLimits::max_in_flight_bytes`](crate::McpLimits::max_in_flight_bytes).
-    pub(crate) fn argument_bytes(&self) -> usize {
+    /// What the call holds of
+    /// [`McpLimits::max_in_flight_bytes`](crate::McpLimits::max_in_flight_bytes) while
+    /// it waits and runs: the JSON text of its arguments, its tool's name, its id (kept
+    /// twice: as sent, and as the key a cancellation finds it by) and its progress
+    /// token. Each can be as long as a whole message, so all count, not the arguments
+    /// alone.
+    pub(crate) fn held_bytes(&self) -> usize {
+        let progress_token = self
+            .meta
+            .progress_token
+            .as_ref()
+            .map_or(0, |token| token.as_json().len());
         self.call.arguments.len()
+            + self.call.name.len()
+            + 2 * self.id.as_json().len()
+            + progress_token
     }
 
     /// A token cancelled when the client cancels the call (or the session ends); a

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
-use tracing::info;
+use tracing::{debug, info};
 
 use crate::server::McpLimits;
 
@@ -21,12 +21,15 @@ pub(crate) struct Counters {
     pub(crate) calls_running: AtomicUsize,
     pub(crate) peak_calls_running: AtomicUsize,
     pub(crate) call_argument_bytes: AtomicUsize,
+    pub(crate) calls_queued: AtomicUsize,
+    pub(crate) peak_calls_queued: AtomicUsize,
+    pub(crate) queued_call_bytes: AtomicUsize,
     pub(crate) tools_list_encodings: AtomicUsize,
 }
 
 /// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
-/// [`McpLimits::max_in_flight_bytes`] of arguments. Share one among the sessions whose
-/// calls it bounds together. Never closed: acquiring only waits.
+/// [`McpLimits::max_in_flight_bytes`] of arguments (and ids and tool names). Share one
+/// among the sessions whose calls it bounds together. Never closed: acquiring only waits.
 #[derive(Debug, Clone)]
 pub(crate) struct CallLimiter {
     calls: Arc<Semaphore>,
@@ -80,31 +83,21 @@ impl CallLimiter {
         u32::try_from(bytes.clamp(1, self.bytes_capacity)).unwrap_or(u32::MAX)
     }
 
-    /// A place for one more call whose arguments are `bytes` long, waiting while
-    /// [`McpLimits::max_in_flight`] calls hold one, or while the arguments do not fit in
-    /// what [`McpLimits::max_in_flight_bytes`] leaves. Arguments larger than the whole
-    /// budget wait until no other call runs, then go alone.
-    pub(crate) async fn acquire(&self, bytes: usize) -> CallSlot {
-        let permit = match Arc::clone(&self.calls).try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
-                info!(
-                    target: LOG_TARGET,
-                    limit = self.limits.max_in_flight,
-                    "tool calls at the in-flight limit: this call, and reading further messages, wait until one ends"
-                );
-                Arc::clone(&self.calls).acquire_owned().await.ok()
-            }
-        };
+    /// Room for the `bytes` a call holds (see [`PendingCall::held_bytes`](super::PendingCall::held_bytes))
+    /// in what [`McpLimits::max_in_flight_bytes`] leaves, waiting until calls end when
+    /// they do not fit. More than the whole budget waits until no other call holds any,
+    /// then goes alone. A transport that queues calls reserves their bytes as it reads
+    /// them, so the calls waiting in its queue count as well as the ones running.
+    pub(crate) async fn reserve(&self, bytes: usize) -> Reserved {
         let wanted = self.wanted(bytes);
-        let bytes_permit = match Arc::clone(&self.bytes).try_acquire_many_owned(wanted) {
+        let permit = match Arc::clone(&self.bytes).try_acquire_many_owned(wanted) {
             Ok(permit) => Some(permit),
             Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
                 info!(
                     target: LOG_TARGET,
                     limit = self.limits.max_in_flight_bytes,
-                    arguments = bytes,
-                    "tool call arguments over the in-flight byte limit: this call, and reading further messages, wait until calls end"
+                    bytes,
+                    "tool calls running and queued hold the in-flight byte limit: reading further messages waits until calls end"
                 );
                 Arc::clone(&self.bytes)
                     .acquire_many_owned(wanted)
@@ -112,7 +105,28 @@ impl CallLimiter {
                     .ok()
             }
         };
-        self.slot(permit, bytes_permit, bytes)
+        Reserved { permit, bytes }
+    }
+
+    /// A place among the [`McpLimits::max_in_flight`] calls running, waiting until one
+    /// ends when they are all taken.
+    pub(crate) async fn place(&self) -> Place {
+        match Arc::clone(&self.calls).try_acquire_owned() {
+            Ok(permit) => Place(Some(permit)),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                debug!(
+                    target: LOG_TARGET,
+                    limit = self.limits.max_in_flight,
+                    "tool calls at the in-flight limit: the next queued call waits until one ends"
+                );
+                Place(Arc::clone(&self.calls).acquire_owned().await.ok())
+            }
+        }
+    }
+
+    /// The slot of a call that has its `place` and its `reserved` bytes.
+    pub(crate) fn occupy(&self, place: Place, reserved: Reserved) -> CallSlot {
+        self.slot(place.0, reserved.permit, reserved.bytes)
     }
 
     /// A place for one more call, now or never: for transports that refuse work over the
@@ -152,6 +166,20 @@ impl CallLimiter {
         }
     }
 }
+
+/// Room in the byte budget for one call ([`CallLimiter::reserve`]), given back when dropped
+/// (or handed on to the call's [`CallSlot`]).
+#[derive(Debug)]
+pub(crate) struct Reserved {
+    /// `None` only if the semaphore was closed, which it never is.
+    permit: Option<OwnedSemaphorePermit>,
+    bytes: usize,
+}
+
+/// A place among the calls running ([`CallLimiter::place`]), given back when dropped
+/// (or handed on to the call's [`CallSlot`]).
+#[derive(Debug)]
+pub(crate) struct Place(Option<OwnedSemaphorePermit>);
 
 /// One tool call's place among the calls in flight, given back when dropped.
 pub(crate) struct CallSlot {

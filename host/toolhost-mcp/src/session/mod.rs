@@ -26,7 +26,7 @@ mod notifier;
 
 pub(crate) use calls::{PendingCall, PendingListen};
 pub(crate) use catalog::Catalog;
-pub(crate) use limiter::{CallLimiter, CallSlot, Counters};
+pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
 

@@ -76,8 +76,9 @@ fn steps_for_each_kind_of_message() {
     assert!(reply.to_bytes().starts_with(br#"{"error":{"code":-32700"#));
     let call = call(&session, "7");
     assert_eq!(
-        (call.id().as_json(), call.tool(), call.argument_bytes()),
-        ("7", "echo", 7)
+        (call.id().as_json(), call.tool(), call.held_bytes()),
+        // The arguments `{"a":1}`, the name, the id twice (as sent, and as its key).
+        ("7", "echo", 7 + 4 + 2)
     );
     assert_eq!(session.calls_in_flight(), 1);
     drop(call);
@@ -93,7 +94,7 @@ async fn a_call_runs_to_its_answer() {
     let session = session();
     let limiter = CallLimiter::new(&McpLimits::default());
     let call = call(&session, r#""x""#);
-    let slot = limiter.try_acquire(call.argument_bytes()).unwrap();
+    let slot = limiter.try_acquire(call.held_bytes()).unwrap();
     let reply = call.run(&slot, Notifier::none()).await.unwrap();
     assert_eq!(
         reply.to_bytes(),

@@ -182,3 +182,154 @@ async fn shutdown_cancels_what_outlives_the_grace_period() {
         assert_ne!(reply.status, StatusCode::OK);
     }
 }
+
+/// One HTTP/2 client whose calls fill its connection's share (2): a ping, its
+/// cancellations and the next call still get through on the same connection (HTTP/2
+/// gives streams beyond the calls for them), the cancelled calls stop, free their
+/// slots and are answered `204`, and the next call is answered at once.
+#[tokio::test]
+async fn cancellations_get_through_a_connection_full_of_calls() {
+    let probe: Arc<Probe> = Arc::default();
+    let mut config = stateful();
+    config.max_in_flight_per_connection = 2;
+    let server = start(config, &probe).await;
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let authority = format!("127.0.0.1:{}", server.addr.port());
+    let request = |body: String, session: Option<&str>| {
+        let mut request = hyper::Request::post(format!("http://{authority}{MCP_PATH}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request.header(SESSION_HEADER, session);
+        }
+        request.body(Full::new(Bytes::from(body))).unwrap()
+    };
+    let send = |request: hyper::Request<Full<Bytes>>| {
+        let mut sender = sender.clone();
+        async move {
+            let response =
+                tokio::time::timeout(Duration::from_secs(5), sender.send_request(request))
+                    .await
+                    .expect("an answer within 5 s")
+                    .unwrap();
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            Reply {
+                status,
+                headers,
+                body: String::from_utf8(body.to_vec()).unwrap(),
+            }
+        }
+    };
+    let session = send(request(INIT.into(), None)).await.session();
+    let calls: Vec<_> = (10..12)
+        .map(|id| tokio::spawn(send(request(call(id, "wait"), Some(&session)))))
+        .collect();
+    until("two calls run", || {
+        server.app.counters.calls_running.load(Ordering::SeqCst) == 2
+    })
+    .await;
+
+    let ping = send(request(
+        r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#.into(),
+        Some(&session),
+    ))
+    .await;
+    assert_eq!(
+        (ping.status, ping.body.as_str()),
+        (StatusCode::OK, r#"{"id":"p","jsonrpc":"2.0","result":{}}"#)
+    );
+    for id in 10..12 {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "user"}});
+        let reply = send(request(cancel.to_string(), Some(&session))).await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (StatusCode::ACCEPTED, "")
+        );
+    }
+    for call in calls {
+        let reply = call.await.unwrap();
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (StatusCode::NO_CONTENT, "")
+        );
+    }
+    assert_eq!(probe.cancelled.load(Ordering::SeqCst), 2);
+    until("the cancelled calls free their slots", || {
+        server.app.counters.calls_running.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    let greet = send(request(call(20, "greet"), Some(&session))).await;
+    assert_eq!(greet.status, StatusCode::OK);
+    assert_eq!(
+        greet.body,
+        r#"{"id":20,"jsonrpc":"2.0","result":{"content":[{"text":"Hello, you!","type":"text"}],"isError":false}}"#
+    );
+    server.stop().await;
+}
+
+/// Calls fill the whole server's limit (4, one connection each): a ping and the
+/// cancellations, on connections of their own, are answered; the slots come free and
+/// the next call runs.
+#[tokio::test]
+async fn cancellations_get_through_a_server_full_of_calls() {
+    let probe: Arc<Probe> = Arc::default();
+    let mut config = stateful();
+    config.limits.max_in_flight = NonZeroUsize::new(4).unwrap();
+    let server = start(config, &probe).await;
+    let addr = server.addr;
+    let session = post(addr, &[], INIT).await.session();
+    let calls: Vec<_> = (10..14)
+        .map(|id| {
+            let session = session.clone();
+            tokio::spawn(async move {
+                post(addr, &[(SESSION_HEADER, &session)], &call(id, "wait")).await
+            })
+        })
+        .collect();
+    until("four calls run", || {
+        server.app.counters.calls_running.load(Ordering::SeqCst) == 4
+    })
+    .await;
+    let headers = [(SESSION_HEADER, session.as_str())];
+    let busy = post(addr, &headers, &call(15, "greet")).await;
+    assert_eq!(busy.status, StatusCode::SERVICE_UNAVAILABLE);
+    let ping = post(
+        addr,
+        &headers,
+        r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(
+        (ping.status, ping.body.as_str()),
+        (StatusCode::OK, r#"{"id":"p","jsonrpc":"2.0","result":{}}"#)
+    );
+    for id in 10..14 {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id}});
+        let reply = post(addr, &headers, &cancel.to_string()).await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED);
+    }
+    for call in calls {
+        let reply = call.await.unwrap();
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (StatusCode::NO_CONTENT, "")
+        );
+    }
+    until("the cancelled calls free their slots", || {
+        server.app.counters.calls_running.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    let greet = post(addr, &headers, &call(16, "greet")).await;
+    assert_eq!(greet.status, StatusCode::OK);
+    assert_eq!(greet.json()["result"]["content"][0]["text"], "Hello, you!");
+    server.stop().await;
+}
