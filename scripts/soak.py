@@ -28,9 +28,13 @@ import sys
 import threading
 import time
 
-# Tolerances of the verdict: the last sample against the one after the warm-up.
-RSS_GROWTH_FRACTION = 0.10  # and
-RSS_GROWTH_MIB = 20.0
+# Tolerances of the verdict: the last sample against the one after the warm-up. Memory is
+# judged on the anonymous part of RSS (RssAnon: heap, stacks, plugin instance memory), where
+# a leak shows; VmRSS also counts pages of the binary and libraries, which the kernel drops
+# and reads back under memory pressure (tens of MiB for a dev build), so it is shown, not
+# judged.
+ANON_GROWTH_FRACTION = 0.10  # or
+ANON_GROWTH_MIB = 8.0  # whichever is larger
 FDS_SLACK = 16  # open connections and in-flight file reads come and go
 THREADS_SLACK = 8  # tokio's blocking pool grows with the load of the moment and shrinks when idle
 
@@ -464,23 +468,38 @@ def http_canceller(port, tally, stop, pace):
                 try:
                     outcome["answer"] = session.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                                                       "params": {"name": "hostile_loop", "arguments": {}}})
+                    outcome["answered"] = time.monotonic()
                 except (OSError, http.client.HTTPException, ValueError) as err:
                     outcome["error"] = err
             caller = threading.Thread(target=call, daemon=True)
             started = time.monotonic()
             caller.start()
             time.sleep(0.3)
+            sent = time.monotonic()
             status, _, _ = session.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                          "params": {"requestId": 7, "reason": "soak"}}, conn=other)
+            acknowledged = time.monotonic()
+            tally.cancel_ack_seconds.append(acknowledged - sent)
             if status != 202:
                 raise Failure(f"notifications/cancelled: HTTP {status}, wanted 202")
-            caller.join(CANCEL_WAIT_S + 5)
+            caller.join(PLUGIN_TIMEOUT_S + CANCEL_WAIT_S + 5)
             took = time.monotonic() - started
             if caller.is_alive() or "error" in outcome:
                 raise Failure(f"the cancelled call: {outcome.get('error', 'no answer')} after {took:.1f} s")
             status, _, answer = outcome["answer"]
+            if status == 200 and answer and error_kind(text_of(answer.get("result", {}))) == "timed_out" \
+                    and acknowledged >= outcome["answered"] - 0.5:
+                # The host read the cancel only as the call ended (its 202 came back after,
+                # or just before, the call's answer): a host too starved of CPU to read a
+                # request for seconds, not a cancel it ignored. Counted, not a failure.
+                tally.add("http", "cancel hostile_loop",
+                          f"cancel read late ({acknowledged - sent:.1f} s): timed out")
+                session.delete()
+                continue
             if status != 204:
-                raise Failure(f"the cancelled call: HTTP {status} {answer}, wanted 204")
+                raise Failure(f"the cancelled call: HTTP {status} {answer}, wanted 204 "
+                              f"(cancel acknowledged {acknowledged - started:.1f} s after the call "
+                              f"was sent, the call answered after {outcome['answered'] - started:.1f} s)")
             tally.add("http", "cancel hostile_loop", "204 (cancelled)")
             session.delete()
         except Failure as err:
@@ -569,40 +588,42 @@ def reloader(plugins, spare, tally, stop, period):
 
 
 def sample(pid):
-    """(RSS in MiB, open fds, threads) of a live process, from /proc."""
-    rss = threads = None
+    """(VmRSS MiB, RssAnon MiB, open fds, threads) of a live process, from /proc."""
+    fields = {}
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) / 1024
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return rss, len(os.listdir(f"/proc/{pid}/fd")), threads
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon", "Threads"):
+                fields[name] = int(value.split()[0])
+    return (fields["VmRSS"] / 1024, fields["RssAnon"] / 1024,
+            len(os.listdir(f"/proc/{pid}/fd")), fields["Threads"])
 
 
 def verdict(samples, warmup):
-    """(flat, lines): the last sample against the one at the warm-up minute, per host."""
+    """(flat, base minute, lines): the last sample against the one at the warm-up minute."""
     lines, flat = [], True
-    # A run no longer than the warm-up is compared with its start (a weaker verdict).
-    base_minute = warmup if samples[-1][0] > warmup else 0
+    base_minute = warmup
     base = next(s for s in samples if s[0] == base_minute)
     last = samples[-1]
     for index, name in ((1, "stdio host"), (2, "http host")):
-        (rss0, fds0, thr0), (rss1, fds1, thr1) = base[index], last[index]
-        growth = rss1 - rss0
+        (rss0, anon0, fds0, thr0), (rss1, anon1, fds1, thr1) = base[index], last[index]
+        growth = anon1 - anon0
+        allowed = max(ANON_GROWTH_MIB, ANON_GROWTH_FRACTION * anon0)
         checks = [
-            ("RSS", growth < RSS_GROWTH_MIB and growth < RSS_GROWTH_FRACTION * rss0,
-             f"{rss0:.1f} -> {rss1:.1f} MiB ({growth:+.1f} MiB, {100 * growth / rss0:+.1f} %)"),
+            ("anon RSS", growth < allowed,
+             f"{anon0:.1f} -> {anon1:.1f} MiB ({growth:+.1f} MiB, {100 * growth / anon0:+.1f} %, "
+             f"allowed < {allowed:.1f})"),
             ("fds", fds1 <= fds0 + FDS_SLACK, f"{fds0} -> {fds1}"),
             ("threads", thr1 <= thr0 + THREADS_SLACK, f"{thr0} -> {thr1}"),
         ]
         for what, ok, figures in checks:
             flat &= ok
             lines.append(f"  {name} {what}: {figures} {'ok' if ok else 'NOT FLAT'}")
+        lines.append(f"  {name} VmRSS (not judged): {rss0:.1f} -> {rss1:.1f} MiB")
         after = [s[index] for s in samples if s[0] >= base_minute]
-        lines.append(f"  {name} peak from minute {base_minute}: "
-                     f"RSS {max(a[0] for a in after):.1f} MiB, fds {max(a[1] for a in after)}, "
-                     f"threads {max(a[2] for a in after)}")
+        lines.append(f"  {name} peak from minute {base_minute}: VmRSS {max(a[0] for a in after):.1f} MiB, "
+                     f"anon {max(a[1] for a in after):.1f} MiB, fds {max(a[2] for a in after)}, "
+                     f"threads {max(a[3] for a in after)}")
     return flat, base_minute, lines
 
 
@@ -657,6 +678,7 @@ def main():
     port = free_port()
     tally = Tally()
     tally.runaway_seconds = []
+    tally.cancel_ack_seconds = []
     stop = threading.Event()
     procs = []
 
@@ -713,9 +735,9 @@ def main():
             thread.daemon = True
             thread.start()
 
-        header = (f"{'min':>4} | {'stdio RSS MiB':>13} {'fds':>4} {'thr':>4} | "
-                  f"{'http RSS MiB':>12} {'fds':>4} {'thr':>4} | {'answers':>8} {'failures':>8}")
-        print(header, flush=True)
+        header = (f"{'min':>4} | {'stdio RSS':>9} {'anon':>6} {'fds':>4} {'thr':>4} | "
+                  f"{'http RSS':>9} {'anon':>6} {'fds':>4} {'thr':>4} | {'answers':>8} {'failures':>8}")
+        print(header + "      (MiB; anon = RssAnon)", flush=True)
         start = time.monotonic()
         for minute in range(args.minutes + 1):
             while time.monotonic() < start + 60 * minute:
@@ -725,9 +747,8 @@ def main():
                     raise Failure(f"the {what} host exited with {proc.returncode}")
             row = (minute, sample(stdio.proc.pid), sample(http_proc.pid))
             samples.append(row)
-            print(f"{minute:>4} | {row[1][0]:>13.1f} {row[1][1]:>4} {row[1][2]:>4} | "
-                  f"{row[2][0]:>12.1f} {row[2][1]:>4} {row[2][2]:>4} | "
-                  f"{tally.total():>8} {tally.total('FAILURE'):>8}", flush=True)
+            cells = " | ".join(f"{r:>9.1f} {a:>6.1f} {f:>4} {t:>4}" for r, a, f, t in row[1:])
+            print(f"{minute:>4} | {cells} | {tally.total():>8} {tally.total('FAILURE'):>8}", flush=True)
 
         stop.set()
         log("time is up: stopping the clients")
@@ -768,6 +789,10 @@ def main():
         print(f"  {transport:<5} {what:<22} {outcome:<28} {n}")
     for (transport, method), n in sorted(tally.notifications.items()):
         print(f"  {transport:<5} notification {method}: {n}")
+    if tally.cancel_ack_seconds:
+        acks = sorted(tally.cancel_ack_seconds)
+        print(f"HTTP cancels: 202 after {acks[len(acks) // 2]:.3f} s (median), "
+              f"{acks[-1]:.3f} s (max) of {len(acks)}")
     if tally.runaway_seconds:
         print(f"runaway calls ended after (s): {tally.runaway_seconds}")
     reloads = sum(n for (t, _, _), n in tally.counts.items() if t == "files")
@@ -775,11 +800,14 @@ def main():
         tally.fail("stdio", "hot reload", f"{reloads} change(s) in the plugins folder, "
                    "no notifications/tools/list_changed")
     ok = not tally.failures
-    if len(samples) >= 2:
+    if samples and samples[-1][0] <= args.warmup:
+        print(f"verdict: none (a run of {samples[-1][0]} min does not get past the "
+              f"{args.warmup}-minute warm-up; give more minutes)")
+    elif len(samples) >= 2:
         flat, base_minute, lines = verdict(samples, args.warmup)
-        print(f"minute {samples[-1][0]} against minute {base_minute} (tolerance: RSS growth "
-              f"< {RSS_GROWTH_FRACTION:.0%} and < {RSS_GROWTH_MIB:g} MiB; fds +{FDS_SLACK}; "
-              f"threads +{THREADS_SLACK}):")
+        print(f"minute {samples[-1][0]} against minute {base_minute} (tolerance: anonymous RSS "
+              f"growth < {ANON_GROWTH_MIB:g} MiB or {ANON_GROWTH_FRACTION:.0%}, whichever is larger; "
+              f"fds +{FDS_SLACK}; threads +{THREADS_SLACK}):")
         print("\n".join(lines))
         print(f"verdict: {'flat' if flat else 'NOT FLAT'}")
         ok &= flat
