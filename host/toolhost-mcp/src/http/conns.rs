@@ -303,7 +303,8 @@ impl Inner {
 pub(super) struct Table {
     inner: Mutex<Inner>,
     settings: Settings,
-    /// Notified when a connection leaves.
+    /// Notified when a connection leaves, or finishes an answer (it may then be pushed
+    /// out).
     freed: Notify,
 }
 
@@ -552,6 +553,8 @@ impl Drop for Answering {
                 entry.received.first_byte.store(0, Ordering::Relaxed);
             }
         });
+        // It may now be pushed out: a full table may have room again.
+        self.0.table.freed.notify_waiters();
     }
 }
 
