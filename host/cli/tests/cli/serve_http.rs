@@ -538,18 +538,34 @@ fn half_open_floods_meet_the_flags_and_the_file_limit() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir_str(dir.path());
     for (flag, value, message) in [
-        ("--header-timeout", "11s", "give more than 0 and at most 10s"),
+        (
+            "--header-timeout",
+            "11s",
+            "give more than 0 and at most 10s",
+        ),
         ("--header-timeout", "0s", "give more than 0 and at most 10s"),
         ("--min-receive-rate", "0", "give at least 1"),
         ("--max-pending-per-peer", "0", "give at least 1"),
     ] {
         let output = host()
-            .args(["serve", "--http", "127.0.0.1:0", "--root", root, flag, value])
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--root",
+                root,
+                flag,
+                value,
+            ])
             .stdin(Stdio::null())
             .output()
             .unwrap();
         let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(EXIT_USAGE), "{flag} {value}: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(EXIT_USAGE),
+            "{flag} {value}: {stderr}"
+        );
         assert!(stderr.contains(message), "{flag} {value}: {stderr}");
     }
 
@@ -579,8 +595,14 @@ fn half_open_floods_meet_the_flags_and_the_file_limit() {
         .unwrap();
     let mut raw = String::new();
     let _ = extra.read_to_string(&mut raw);
-    assert!(raw.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{raw:?}");
-    assert!(raw.contains("too many connections from your address"), "{raw}");
+    assert!(
+        raw.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{raw:?}"
+    );
+    assert!(
+        raw.contains("too many connections from your address"),
+        "{raw}"
+    );
     // The stalled ones are closed after about 0.5 s, not the default 2 s.
     for stream in &mut held {
         stream
