@@ -432,7 +432,7 @@ fn raise_open_file_limit(max_connections: usize) {
         if limit.current != before {
             match setrlimit(Resource::Nofile, limit) {
                 Ok(()) => {
-                    tracing::debug!(from = ?before, to = ?limit.current, "raised the open-file limit")
+                    tracing::debug!(from = ?before, to = ?limit.current, "raised the open-file limit");
                 }
                 Err(err) => tracing::debug!("cannot raise the open-file limit: {err}"),
             }
