@@ -543,7 +543,11 @@ fn half_open_floods_meet_the_flags_and_the_file_limit() {
             "11s",
             "give more than 0 and at most 10s",
         ),
-        ("--header-timeout", "0s", "give more than 0 and at most 10s"),
+        (
+            "--header-timeout",
+            "0s",
+            "the duration must be more than zero",
+        ),
         ("--min-receive-rate", "0", "give at least 1"),
         ("--max-pending-per-peer", "0", "give at least 1"),
     ] {
