@@ -16,7 +16,7 @@ use toolhost::tools::{register_plan_tool, register_vfs_tools};
 use toolhost::vfs::{OsStorage, Storage};
 use toolhost_mcp::http::{
     HttpConfig, HttpServer, Registries, RegistryFactory, SessionInfo, SessionKey, Tokens,
-    DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_PER_PEER, DEFAULT_MAX_SESSIONS,
 };
 use toolhost_mcp::McpLimits;
 
@@ -56,9 +56,25 @@ pub struct HttpArgs {
     /// Largest request body (one JSON-RPC message).
     #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size, requires = "http")]
     pub max_body_bytes: u64,
-    /// Most connections served at once; more wait to be accepted.
-    #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_count, requires = "http")]
+    /// Most connections served at once. When all are taken, a new connection pushes out
+    /// one that has not yet had a request pass the checks (or, without tokens, one idle
+    /// between requests); authenticated connections and those being answered stay.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = parse_count, requires = "http")]
     pub max_connections: usize,
+    /// Most connections one address (IPv4; IPv6: one /64) may hold before a request on
+    /// each passes the Host, Origin and token checks; more are answered 503 and closed.
+    /// Answered connections do not count (a proxy in front never meets it).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PENDING_PER_PEER, value_parser = parse_count, requires = "http")]
+    pub max_pending_per_peer: usize,
+    /// How long a request's headers may take (from the connection's opening, or from
+    /// their first byte on a kept-alive connection), and the grace of its body, before
+    /// progress (--min-receive-rate) extends it; at most 10s.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_header_timeout, requires = "http")]
+    pub header_timeout: Duration,
+    /// Bytes per second that keep a slow request's headers and body coming: each byte
+    /// received extends their deadline by 1/RATE s (headers: up to 10s in all).
+    #[arg(long, value_name = "BYTES", default_value = "500", value_parser = parse_rate, requires = "http")]
+    pub min_receive_rate: u64,
     /// Most tool calls running at once on one connection (and HTTP/2 streams per
     /// connection); past it, 503.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = parse_count, requires = "http")]
@@ -122,6 +138,29 @@ fn parse_count(text: &str) -> Result<usize, String> {
         return Err("0 would serve nothing; give at least 1".to_owned());
     }
     Ok(n)
+}
+
+/// `--header-timeout`: a duration of more than 0 and at most 10 s.
+fn parse_header_timeout(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration.is_zero() || duration > Duration::from_secs(10) {
+        return Err(format!(
+            "\"{text}\" is not a header timeout; give more than 0 and at most 10s (e.g. 2s)"
+        ));
+    }
+    Ok(duration)
+}
+
+/// `--min-receive-rate`: bytes per second, at least 1 (`500`, `1KiB`).
+fn parse_rate(text: &str) -> Result<u64, String> {
+    let rate = parse_size(text)?;
+    if rate == 0 {
+        return Err(
+            "0 bytes per second would let a request stall forever; give at least 1 (e.g. 500)"
+                .to_owned(),
+        );
+    }
+    Ok(rate)
 }
 
 /// What `--session-root-template` expands to, checked once at start.
@@ -348,10 +387,14 @@ pub(crate) async fn serve(
     };
     config.max_body_bytes = usize::try_from(http.max_body_bytes).unwrap_or(usize::MAX);
     config.max_connections = http.max_connections;
+    config.max_pending_per_peer = http.max_pending_per_peer;
+    config.header_timeout = http.header_timeout;
+    config.min_receive_rate = http.min_receive_rate;
     config.max_in_flight_per_connection = http.max_in_flight_per_connection;
     config.sessions.max_sessions = http.max_sessions;
     config.shutdown_grace = http.shutdown_grace;
     config.list_changed = watch;
+    raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let watching = crate::commands::start_watching(watch, registry_args, &toolset);
     let served = server.serve(shutdown_signal()).await;
@@ -362,6 +405,52 @@ pub(crate) async fn serve(
     // Stopped by a signal: the optimized compiles get the drain's grace, no more.
     toolset.finish_optimizing(http.shutdown_grace).await;
     Ok(())
+}
+
+/// Raises the soft open-file limit to the hard one: each connection holds a descriptor,
+/// and the usual soft limit (1024) is below what `--max-connections` plus the connections
+/// a flood gets accepted (then pushed out) need, while the hard limit is usually far
+/// higher. Logs a warning when the limit stays below `max_connections` plus room for the
+/// plugins, the cache and the storage root. (When accepting still fails for want of
+/// descriptors, the server pushes out a pending connection and retries; see
+/// `toolhost_mcp::http`.)
+fn raise_open_file_limit(max_connections: usize) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource};
+        let mut limit = getrlimit(Resource::Nofile);
+        let before = limit.current;
+        if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
+            if current < maximum {
+                limit.current = Some(maximum);
+            }
+        } else if limit.current.is_some() && limit.maximum.is_none() {
+            // Unlimited hard limit (macOS reports it so, but refuses more than its
+            // kernel's maximum): ask for plenty, keep what we had if refused.
+            limit.current = Some(1 << 20);
+        }
+        if limit.current != before {
+            match setrlimit(Resource::Nofile, limit) {
+                Ok(()) => {
+                    tracing::debug!(from = ?before, to = ?limit.current, "raised the open-file limit");
+                }
+                Err(err) => tracing::debug!("cannot raise the open-file limit: {err}"),
+            }
+        }
+        let now = getrlimit(Resource::Nofile).current;
+        let needed = u64::try_from(max_connections)
+            .unwrap_or(u64::MAX)
+            .saturating_add(64);
+        if now.is_some_and(|now| now < needed) {
+            tracing::warn!(
+                open_files = now,
+                max_connections,
+                "the open-file limit is below --max-connections plus 64; raise it (`ulimit -n`) or lower --max-connections"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = max_connections;
 }
 
 /// SIGTERM or Ctrl-C (SIGINT).

@@ -27,8 +27,14 @@ struct Server {
 
 impl Server {
     fn start(args: &[&str]) -> Server {
-        let mut child = host()
-            .args(args)
+        let mut command = host();
+        command.args(args);
+        Self::start_command(&mut command)
+    }
+
+    /// Starts `command` (a `host serve --http`, or a shell that runs one).
+    fn start_command(command: &mut Command) -> Server {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -521,4 +527,130 @@ fn sigterm_lets_a_running_call_finish_then_exits_0() {
         TcpStream::connect(addr).is_err(),
         "no new connections after shutdown"
     );
+}
+
+/// Half-open connections against the binary: `--max-pending-per-peer` and
+/// `--header-timeout` reach the server, bad values are refused, and a server whose
+/// open-file limit is far below the flood (`ulimit -n 48`) neither dies nor spins: it
+/// pushes out a stalled connection and answers a fresh client.
+#[test]
+fn half_open_floods_meet_the_flags_and_the_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir_str(dir.path());
+    for (flag, value, message) in [
+        (
+            "--header-timeout",
+            "11s",
+            "give more than 0 and at most 10s",
+        ),
+        (
+            "--header-timeout",
+            "0s",
+            "the duration must be more than zero",
+        ),
+        ("--min-receive-rate", "0", "give at least 1"),
+        ("--max-pending-per-peer", "0", "give at least 1"),
+    ] {
+        let output = host()
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--root",
+                root,
+                flag,
+                value,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(EXIT_USAGE),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(stderr.contains(message), "{flag} {value}: {stderr}");
+    }
+
+    let half = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    let server = Server::start(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--root",
+        root,
+        "--max-pending-per-peer",
+        "2",
+        "--header-timeout",
+        "500ms",
+    ]);
+    let opened = Instant::now();
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream.write_all(half).unwrap();
+            stream
+        })
+        .collect();
+    let mut extra = TcpStream::connect(server.addr).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut raw = String::new();
+    let _ = extra.read_to_string(&mut raw);
+    assert!(
+        raw.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{raw:?}"
+    );
+    assert!(
+        raw.contains("too many connections from your address"),
+        "{raw}"
+    );
+    // The stalled ones are closed after about 0.5 s, not the default 2 s.
+    for stream in &mut held {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+        assert!(rest.is_empty());
+    }
+    let took = opened.elapsed();
+    assert!(
+        took > Duration::from_millis(300) && took < Duration::from_millis(1800),
+        "closed after {took:?}"
+    );
+    initialize(server.addr, &[]);
+    drop(server);
+
+    // Far more connections than descriptors: accepting fails (EMFILE) until a stalled
+    // connection is pushed out.
+    let script = format!(
+        "ulimit -n 48 && exec {} serve --http 127.0.0.1:0 --root {root} --max-pending-per-peer 200",
+        env!("CARGO_BIN_EXE_host")
+    );
+    let mut server = Server::start_command(
+        Command::new("sh")
+            .args(["-c", &script])
+            .env_remove("RUST_LOG"),
+    );
+    server.wait_for("the open-file limit is below --max-connections plus 64");
+    let flood: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            let _ = stream.write_all(half);
+            stream
+        })
+        .collect();
+    let started = Instant::now();
+    initialize(server.addr, &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "answered after {:?}",
+        started.elapsed()
+    );
+    server.wait_for("accepting a connection failed");
+    drop(flood);
+    assert_eq!(server.terminate().0, 0);
 }

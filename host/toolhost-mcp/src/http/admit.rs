@@ -1,6 +1,8 @@
 //! Whether a request is served, before its message is read: the Host, Origin and
 //! bearer-token checks, the session it names, what its `Accept` allows, the
-//! `MCP-Protocol-Version` and mirrored-header checks, and the body limits.
+//! `MCP-Protocol-Version` and mirrored-header checks, and the body limits. A request that
+//! passes the first three marks its connection admitted (authenticated, with a token) in
+//! the connection table (`conns.rs`).
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -62,6 +64,8 @@ impl App {
             }
         }
         let Some(tokens) = &self.tokens else {
+            // The connection now holds a slot a flood of new ones only takes when idle.
+            conn.slot.admitted(false);
             return Ok(None);
         };
         let presented = header_str(headers, "authorization").and_then(|value| {
@@ -91,7 +95,11 @@ impl App {
                 )
             }
             Some(token) => match tokens.check(token) {
-                Some(client) => Ok(client.name),
+                Some(client) => {
+                    // Authenticated: no connection without a token can take its slot.
+                    conn.slot.admitted(true);
+                    Ok(client.name)
+                }
                 None => {
                     warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
                     unauthorized(

@@ -40,10 +40,17 @@
 //!
 //! # Limits
 //! - request body: [`HttpConfig::max_body_bytes`] (`413` past it, checked on the
-//!   declared length first and while reading), read within 30 s (`408`);
-//! - request headers: read within 10 s of a connection (or of its previous answer);
-//! - connections: [`HttpConfig::max_connections`] at once; past it new ones wait in the
-//!   kernel's queue;
+//!   declared length first and while reading), read within 30 s (`408`) and on the
+//!   progress clock below (the connection is closed);
+//! - request headers: within [`HttpConfig::header_timeout`] (2 s) of a connection's
+//!   opening, extended by each byte received at [`HttpConfig::min_receive_rate`]
+//!   (500 B/s) up to 10 s; an answered connection may idle 10 s before its next request;
+//! - connections: [`HttpConfig::max_connections`] at once; when all are taken a new one
+//!   pushes out a connection that has not yet had a request pass the checks (or, without
+//!   tokens, one idle between requests); authenticated connections and those being
+//!   answered stay, and with none to push out new ones wait in the kernel's queue;
+//! - connections per peer (IPv4 address, IPv6 /64) that have not yet had a request pass
+//!   the checks: [`HttpConfig::max_pending_per_peer`] (`503` and closed past it);
 //! - tool calls: [`McpLimits::max_in_flight`] and [`McpLimits::max_in_flight_bytes`] for
 //!   the whole server, [`HttpConfig::max_in_flight_per_connection`] per connection;
 //!   past either, `503` with `Retry-After: 1` (a waiting request would hold its body and
@@ -53,12 +60,17 @@
 //!   [`McpLimits::max_queued_calls`] is for stdio only;
 //! - sessions: [`SessionSettings::max_sessions`] held in memory.
 //!
+//! The connection rules, and why they keep a flood of slow or half-open connections
+//! (slowloris) from locking clients out, are in `conns.rs`: a fresh client is answered
+//! within a second while thousands of half-open connections are held.
+//!
 //! # Shutdown
 //! [`HttpServer::serve`] stops at its `shutdown` future: no new connection is taken,
 //! session event streams end, and running calls get [`HttpConfig::shutdown_grace`] to
 //! finish and be answered; those still running then are cancelled.
 
 mod admit;
+mod conns;
 mod guard;
 mod handlers;
 mod server;
@@ -111,6 +123,20 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
 /// Default for [`HttpConfig::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
+/// Default for [`HttpConfig::max_pending_per_peer`]: more connections than a client
+/// opens at once before its requests go out (a browser opens 6, an agent's pool about as
+/// many as its parallel calls), few enough that 8 addresses cannot take the default 256
+/// slots.
+pub const DEFAULT_MAX_PENDING_PER_PEER: usize = 32;
+
+/// Default for [`HttpConfig::header_timeout`]: a request's headers come in one packet;
+/// 2 s allows for a slow link and a lost packet.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Default for [`HttpConfig::min_receive_rate`], in bytes per second: what a
+/// dial-up link sustains; a slowloris client sends less to hold its connection cheaply.
+pub const DEFAULT_MIN_RECEIVE_RATE: u64 = 500;
+
 /// Default for [`HttpConfig::max_in_flight_per_connection`]: more than an agent runs in
 /// parallel over one connection, few enough that one connection cannot take the whole
 /// server's [`McpLimits::max_in_flight`].
@@ -124,9 +150,6 @@ pub const CONTROL_STREAMS: usize = 4;
 
 /// Default for [`HttpConfig::shutdown_grace`].
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// How long the request headers may take to arrive.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the request body may take to arrive.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -158,8 +181,26 @@ pub struct HttpConfig {
     pub limits: McpLimits,
     /// The largest request body, [`DEFAULT_MAX_BODY_BYTES`] by default.
     pub max_body_bytes: usize,
-    /// Connections served at once, [`DEFAULT_MAX_CONNECTIONS`] by default.
+    /// Connections served at once, [`DEFAULT_MAX_CONNECTIONS`] by default. When all are
+    /// taken, a new connection pushes out one that has not had a request pass the checks
+    /// (see the module docs).
     pub max_connections: usize,
+    /// Connections one peer (an IPv4 address, an IPv6 /64) may hold before a request on
+    /// each has passed the Host, Origin and token checks; further ones are answered `503`
+    /// and closed. [`DEFAULT_MAX_PENDING_PER_PEER`] by default; at least 1. Connections
+    /// whose requests passed do not count, so a proxy in front, whose connections all
+    /// come from one address, does not meet it.
+    pub max_pending_per_peer: usize,
+    /// How long a request's headers may take from the connection's opening (first
+    /// request) or from their first byte (later ones) before progress extends it
+    /// ([`HttpConfig::min_receive_rate`]); also the grace a request body gets.
+    /// [`DEFAULT_HEADER_TIMEOUT`] by default; more than 0, at most 10 s (the most headers
+    /// ever get).
+    pub header_timeout: Duration,
+    /// Bytes per second that extend the header and body clocks: each byte received buys
+    /// `1 / rate` seconds, so a client sending at least this fast is not cut off.
+    /// [`DEFAULT_MIN_RECEIVE_RATE`] by default; at least 1.
+    pub min_receive_rate: u64,
     /// Tool calls and subscriptions running at once on one connection,
     /// [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`] by default. HTTP/2 allows this many
     /// streams plus [`CONTROL_STREAMS`].
@@ -186,6 +227,9 @@ impl HttpConfig {
             limits: McpLimits::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_pending_per_peer: DEFAULT_MAX_PENDING_PER_PEER,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            min_receive_rate: DEFAULT_MIN_RECEIVE_RATE,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
             sessions: SessionSettings {
                 key,
@@ -226,6 +270,8 @@ pub enum HttpError {
 struct Conn {
     requests: Arc<Semaphore>,
     peer: SocketAddr,
+    /// Its entry in the connection table: marks it admitted once a request passes.
+    slot: conns::Handle,
 }
 
 struct App {
@@ -237,6 +283,8 @@ struct App {
     sessions: Sessions,
     limiter: CallLimiter,
     counters: Arc<Counters>,
+    /// Every connection being served.
+    connections: Arc<conns::Table>,
     /// Cancelled when shutdown begins: event streams end.
     stopping: CancellationToken,
 }

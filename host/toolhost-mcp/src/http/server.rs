@@ -1,12 +1,20 @@
 //! The listener: [`HttpServer::bind`] checks the settings and binds, [`HttpServer::serve`]
-//! routes [`MCP_PATH`] to the handlers and runs the accept loop (connection cap,
-//! per-connection limits, graceful shutdown); [`StatsHandle`] reads its counters.
+//! routes [`MCP_PATH`] to the handlers and runs the accept loop (the connection table of
+//! `conns.rs`: slots, per-peer cap, clocks; per-connection limits, graceful shutdown);
+//! [`StatsHandle`] reads its counters.
+//!
+//! The accept loop takes a connection whenever the table has room for it (a free slot, or
+//! one to push out), so a flood of half-open connections never leaves a new client in
+//! the kernel's queue. When accepting fails for want of file descriptors (`EMFILE`,
+//! `ENFILE`), it pushes out one connection that may be (freeing its descriptor) and
+//! tries again 10 ms later, or waits 100 ms when there is none; it never stops serving
+//! and never spins. The warning is logged once a minute at most.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -15,27 +23,25 @@ use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::server::McpStats;
 use crate::session::{CallLimiter, Counters};
 
+use super::conns::{self, Answering, Peer, Receiving, Table, Tracked, HEADER_TIME_LIMIT};
 use super::guard::{host_name, normalize_origin};
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
 use super::sessions::{Registries, Sessions};
 use super::LOG_TARGET;
-use super::{
-    App, Conn, HttpConfig, HttpError, CONTROL_STREAMS, HEADER_TIMEOUT, KEEP_ALIVE, MCP_PATH,
-};
+use super::{App, Conn, HttpConfig, HttpError, CONTROL_STREAMS, KEEP_ALIVE, MCP_PATH};
 
 /// A bound Streamable HTTP server.
 pub struct HttpServer {
     pub(super) app: Arc<App>,
     listener: TcpListener,
     addr: SocketAddr,
-    max_connections: usize,
     shutdown_grace: Duration,
 }
 
@@ -80,12 +86,26 @@ impl HttpServer {
                 "the per-connection in-flight limit",
             ),
             (config.sessions.max_sessions, "the session limit"),
+            (
+                config.max_pending_per_peer,
+                "the per-peer pending connection limit",
+            ),
+            (
+                usize::try_from(config.min_receive_rate).unwrap_or(usize::MAX),
+                "the minimum receive rate",
+            ),
         ] {
             if value == 0 {
                 return Err(HttpError::Config(format!(
                     "{what} is 0, which would serve nothing; give at least 1"
                 )));
             }
+        }
+        if config.header_timeout.is_zero() || config.header_timeout > HEADER_TIME_LIMIT {
+            return Err(HttpError::Config(format!(
+                "the header timeout is {:?}; give more than 0 and at most {HEADER_TIME_LIMIT:?}",
+                config.header_timeout
+            )));
         }
         let listener = TcpListener::bind(addr)
             .await
@@ -123,13 +143,18 @@ impl HttpServer {
             ),
             limiter: CallLimiter::with_counters(&config.limits, Arc::clone(&counters)),
             counters,
+            connections: Table::new(conns::Settings {
+                max_connections: config.max_connections,
+                max_pending_per_peer: config.max_pending_per_peer,
+                header_timeout: config.header_timeout,
+                min_receive_rate: config.min_receive_rate,
+            }),
             stopping: CancellationToken::new(),
         };
         Ok(Self {
             app: Arc::new(app),
             listener,
             addr,
-            max_connections: config.max_connections,
             shutdown_grace: config.shutdown_grace,
         })
     }
@@ -155,17 +180,18 @@ impl HttpServer {
             app,
             listener,
             addr,
-            max_connections,
             shutdown_grace,
         } = self;
         let router = Router::new()
             .route(MCP_PATH, post(post_mcp).get(get_mcp).delete(delete_mcp))
             .with_state(Arc::clone(&app));
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        // The header clock is the table's (it also covers a connection that sends
+        // nothing, which hyper's would not see while it waits to tell HTTP/1 from 2).
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT);
+            .header_read_timeout(None);
         builder
             .http2()
             .timer(TokioTimer::new())
@@ -174,55 +200,96 @@ impl HttpServer {
                     .unwrap_or(u32::MAX),
             )
             .keep_alive_interval(Some(KEEP_ALIVE));
-        let connections = Arc::new(Semaphore::new(max_connections));
+        let table = Arc::clone(&app.connections);
         let graceful = GracefulShutdown::new();
+        let settings = table.settings();
         info!(
             target: LOG_TARGET,
             %addr,
             path = MCP_PATH,
             auth = app.tokens.is_some(),
             sessions = app.sessions.stateful(),
-            max_connections,
+            max_connections = settings.max_connections,
+            max_pending_per_peer = settings.max_pending_per_peer,
             "MCP server ready: Streamable HTTP on http://{addr}{MCP_PATH}"
         );
+        let mut warned: Option<Instant> = None;
         tokio::pin!(shutdown);
         loop {
-            let permit = tokio::select! {
-                permit = Arc::clone(&connections).acquire_owned() => permit,
+            tokio::select! {
+                () = table.room() => {}
                 () = &mut shutdown => break,
-            };
-            let Ok(permit) = permit else { break };
+            }
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(err) => {
-                        warn!(target: LOG_TARGET, "accepting a connection failed: {err}; retrying");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let out_of_files = out_of_files(&err);
+                        let evicted = out_of_files && table.evict_one();
+                        if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                            warned = Some(Instant::now());
+                            warn!(target: LOG_TARGET, connections = table.len(), "accepting a connection failed: {err}; retrying{}", if out_of_files { " (raise the open-file limit, `ulimit -n`, or lower --max-connections)" } else { "" });
+                        }
+                        tokio::time::sleep(Duration::from_millis(if evicted { 10 } else { 100 })).await;
                         continue;
                     }
                 },
                 () = &mut shutdown => break,
             };
+            let slot = match table.open(Peer::of(peer.ip())) {
+                Ok(slot) => slot,
+                Err(refused) => {
+                    debug!(target: LOG_TARGET, %peer, ?refused, "refused a connection");
+                    // Best effort: a client that reads before it writes learns why.
+                    let _ = stream.try_write(refused.response());
+                    continue;
+                }
+            };
             let conn = Conn {
                 requests: Arc::new(Semaphore::new(app.per_connection)),
                 peer,
+                slot: slot.handle.clone(),
             };
             let router = router.clone();
             let service =
                 hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+                    use hyper::body::Body as _;
+                    let http2 = request.version() == axum::http::Version::HTTP_2;
+                    let (answering, receiving) =
+                        conn.slot.request(http2, !request.body().is_end_stream());
                     request.extensions_mut().insert(conn.clone());
+                    let request = request.map(|body| {
+                        Body::new(Tracked::<_, Receiving> {
+                            body,
+                            guard: receiving,
+                        })
+                    });
                     let mut router = router.clone();
-                    tower_service::Service::call(&mut router, request.map(Body::new))
+                    async move {
+                        let response = tower_service::Service::call(&mut router, request).await?;
+                        Ok::<_, std::convert::Infallible>(response.map(|body| {
+                            Body::new(Tracked::<_, Answering> {
+                                body,
+                                guard: Some(answering),
+                            })
+                        }))
+                    }
                 });
+            let io = slot.io(stream);
             let connection = builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(io), service)
                 .into_owned();
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
-                let _permit: OwnedSemaphorePermit = permit;
-                if let Err(err) = connection.await {
-                    debug!(target: LOG_TARGET, %peer, "connection ended: {err}");
+                tokio::select! {
+                    ended = connection => if let Err(err) = ended {
+                        debug!(target: LOG_TARGET, %peer, "connection ended: {err}");
+                    },
+                    closed = slot.handle.closed() => {
+                        debug!(target: LOG_TARGET, %peer, "connection closed: {closed}");
+                    }
                 }
+                drop(slot);
             });
         }
         drop(listener);
@@ -247,6 +314,21 @@ impl HttpServer {
     }
 }
 
+/// Whether an accept failed for want of file descriptors (`EMFILE`, `ENFILE`).
+fn out_of_files(err: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        let raw = err.raw_os_error();
+        raw == Some(rustix::io::Errno::MFILE.raw_os_error())
+            || raw == Some(rustix::io::Errno::NFILE.raw_os_error())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = err;
+        false
+    }
+}
+
 /// Reads a running [`HttpServer`]'s counters.
 #[derive(Clone)]
 pub struct StatsHandle(Arc<App>);
@@ -266,6 +348,11 @@ impl StatsHandle {
     /// How many sessions the server holds in memory.
     pub fn sessions(&self) -> usize {
         self.0.sessions.len()
+    }
+
+    /// How many connections hold a slot (at most [`HttpConfig::max_connections`]).
+    pub fn connections(&self) -> usize {
+        self.0.connections.len()
     }
 }
 

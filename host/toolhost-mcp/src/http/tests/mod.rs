@@ -283,4 +283,5 @@ fn modern(id: u64, method: &str, name: Option<&str>) -> String {
 mod admit;
 mod calls;
 mod sessions;
+mod storms;
 mod streams;
