@@ -602,7 +602,7 @@ mod tests {
         let err = config(&["--plugin-config", "gh.bad-key=hunter2"]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--plugin-config: config key \"bad-key\" is not a valid name: use letters, digits and _, not starting with a digit (like an environment variable, e.g. GITHUB_TOKEN)"
+            "--plugin-config: the config key after \"gh.\" (7 characters, not shown: a mistyped separator may have put part of a value in it) is not a valid name: use letters, digits and _, not starting with a digit (like an environment variable, e.g. GITHUB_TOKEN)"
         );
     }
 
