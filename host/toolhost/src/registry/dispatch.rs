@@ -137,8 +137,9 @@ impl Registry {
     }
 }
 
-/// Length of `value` as compact JSON, without building the string.
-fn encoded_len(value: &serde_json::Value) -> usize {
+/// Length of `value` as compact JSON (what the result cap measures), without building
+/// the string.
+pub(crate) fn encoded_len(value: &serde_json::Value) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -89,6 +89,7 @@ pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use types::{Environment, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
+pub(crate) use dispatch::encoded_len;
 pub use error::{format_bytes, format_duration};
 
 /// Default per-call time limit: a call still running after this is stopped with

@@ -96,25 +96,6 @@ pub(crate) fn checked_path(
     Ok(path.to_owned())
 }
 
-/// The length of `value` as compact JSON (what the registry's result cap measures),
-/// without building the text.
-pub(crate) fn encoded_len(value: &serde_json::Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing a Value into an infallible sink cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
-
 /// How many leading bytes [`is_binary`] looks at (8 KiB, as ripgrep's first buffer).
 pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 

@@ -40,6 +40,7 @@
 //!   between files once the call's deadline passes or it is cancelled. Progress reports
 //!   give the number of files in all only once the listing is complete.
 
+use crate::registry::encoded_len;
 use crate::registry::ToolAnnotations;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -560,10 +561,6 @@ impl Output {
             Mode::FilesWithMatches => json!({"files": entries, "truncated": truncated}),
         }
     }
-}
-
-fn encoded_len(value: &Value) -> usize {
-    serde_json::to_string(value).map_or(0, |text| text.len())
 }
 
 #[cfg(test)]

@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::object;
 
-use super::common::{encoded_len, rfc3339, storage_error};
+use super::common::{rfc3339, storage_error};
 use super::register_file_tool;
 use super::{stopped, walk, FileTools};
+use crate::registry::encoded_len;
 use crate::registry::{
     CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
