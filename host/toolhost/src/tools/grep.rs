@@ -32,7 +32,7 @@
 //! - The files are listed by path only, as a stream in path order
 //!   ([`Storage::visit_paths`]: no `stat` per file on an
 //!   [`OsStorage`](crate::vfs::OsStorage), and never the whole listing at once), and
-//!   scanned [`CHUNK_FILES`] at a time as the walk goes: the output and the bytes read
+//!   scanned `CHUNK_FILES` (4,096) at a time as the walk goes: the output and the bytes read
 //!   carry from one chunk to the next, and the walk stops once the output is full or the
 //!   scan budget spent. Each scanned file is read whole into a buffer each scanning
 //!   thread reuses (the Storage has no ranged read). Scanning runs on the blocking pool

@@ -249,7 +249,7 @@ impl Storage for MemoryStorage {
             .collect())
     }
 
-    /// Walks the map in chunks of [`VISIT_CHUNK`] paths, each copied under the read lock
+    /// Walks the map in chunks of `VISIT_CHUNK` (1,024) paths, each copied under the read lock
     /// and visited after it is released (so a visitor may call the store, and writers
     /// wait at most one chunk's copy).
     fn visit_paths(
