@@ -570,7 +570,18 @@ async fn step_task(
     match step {
         Step::Nothing => reply_to.reply(None).await,
         Step::Reply(reply) => reply_to.reply(Some(reply)).await,
-        Step::Call(call) => queue.push(call, reply_to).await,
+        Step::Call(call) => match queue.try_start(&call) {
+            Some(slot) => {
+                let notifier = notifier.clone();
+                // The slot is given back when the call ends, after its answer is queued.
+                tasks.spawn(async move {
+                    let reply = call.run(&slot, notifier).await;
+                    reply_to.reply(reply).await;
+                    drop(slot);
+                });
+            }
+            None => queue.push(call, reply_to).await,
+        },
         Step::Listen(listen) => {
             let notifier = notifier.clone();
             tasks.spawn(async move { reply_to.reply(listen.run(notifier).await).await });

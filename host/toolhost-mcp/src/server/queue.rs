@@ -3,7 +3,8 @@
 //! need no call slot (a cancellation above all, a ping, `tools/list`) however long the
 //! calls take. Only a full queue stops the reading.
 //!
-//! The reader [`push`](CallQueue::push)es each call; the dispatcher
+//! The reader starts a call itself when no call waits and a place is free
+//! ([`CallQueue::try_start`]); otherwise it [`push`](CallQueue::push)es it, and the dispatcher
 //! ([`CallQueue::dispatch`]) starts them in order as places free up. A call the client
 //! cancels while it waits leaves the queue at once ([`CallQueue::prune`]) and never
 //! runs; like a cancelled running call it is not answered.
@@ -18,7 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::session::{CallLimiter, Counters, Notifier, PendingCall, Reserved};
+use crate::session::{CallLimiter, CallSlot, Counters, Notifier, PendingCall, Reserved};
 
 #[cfg(doc)]
 use super::McpLimits;
@@ -132,6 +133,17 @@ impl CallQueue {
         };
         self.waiting().push_back(waiting);
         self.0.ready.notify_one();
+    }
+
+    /// A slot for `call` now, when no call waits before it and one is free: the reader
+    /// then starts it itself, without a round trip through the dispatcher task (a wake-up
+    /// of another worker per call, which cost a sequential stdio call half its latency).
+    /// `None` when the call must queue.
+    pub(super) fn try_start(&self, call: &PendingCall) -> Option<CallSlot> {
+        if !self.is_empty() {
+            return None;
+        }
+        self.0.limiter.try_acquire(call.held_bytes()).ok()
     }
 
     /// Drops the queued calls the client cancelled: they never run, are not answered,
