@@ -572,13 +572,7 @@ async fn step_task(
         Step::Reply(reply) => reply_to.reply(Some(reply)).await,
         Step::Call(call) => match queue.try_start(&call) {
             Some(slot) => {
-                let notifier = notifier.clone();
-                // The slot is given back when the call ends, after its answer is queued.
-                tasks.spawn(async move {
-                    let reply = call.run(&slot, notifier).await;
-                    reply_to.reply(reply).await;
-                    drop(slot);
-                });
+                tasks.spawn(queue::run_call(call, slot, notifier.clone(), reply_to));
             }
             None => queue.push(call, reply_to).await,
         },

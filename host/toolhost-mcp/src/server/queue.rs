@@ -224,13 +224,20 @@ impl CallQueue {
             // It leaves the queue: its place there is free for the reader.
             drop(queued);
             let slot = limiter.occupy(place, reserved);
-            let notifier = notifier.clone();
-            // The slot is given back when the call ends, after its answer is queued.
-            calls.spawn(async move {
-                let reply = call.run(&slot, notifier).await;
-                reply_to.reply(reply).await;
-                drop(slot);
-            });
+            calls.spawn(run_call(call, slot, notifier.clone(), reply_to));
         }
     }
+}
+
+/// Runs `call` in `slot` and answers through `reply_to`. The slot is given back when the
+/// call ends, after its answer is queued.
+pub(super) async fn run_call(
+    call: PendingCall,
+    slot: CallSlot,
+    notifier: Notifier,
+    reply_to: ReplyTo,
+) {
+    let reply = call.run(&slot, notifier).await;
+    reply_to.reply(reply).await;
+    drop(slot);
 }
