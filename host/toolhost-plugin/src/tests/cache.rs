@@ -178,10 +178,16 @@ fn a_cache_dir_writable_by_group_or_others_is_refused() {
 }
 
 /// Whether this process can give a file away (it runs as root). The tests that need it
-/// skip, saying so, where it cannot.
+/// skip, saying so on stderr, where it cannot; with `TOOLHOST_REQUIRE_ROOT` set (as
+/// `scripts/test` sets it when it runs as root) they fail instead, so a run that should
+/// cover the owner check never passes without it.
 fn chown_to_other_user(path: &Path) -> bool {
     match std::os::unix::fs::chown(path, Some(4242), Some(4242)) {
         Ok(()) => true,
+        Err(err) if std::env::var_os("TOOLHOST_REQUIRE_ROOT").is_some() => panic!(
+            "TOOLHOST_REQUIRE_ROOT is set but {} cannot be given to another user ({err}): run as root, or unset it",
+            path.display()
+        ),
         Err(err) => {
             eprintln!(
                 "SKIPPED: cannot chown {} to another user ({err}); run the tests as root to cover the owner check",
