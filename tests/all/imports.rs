@@ -1,4 +1,4 @@
-//! The host's imports under attack (issue 9 items 4 and 8): a plugin stuck in a slow
+//! The host's imports under attack (the import-time and import-count attacks): a plugin stuck in a slow
 //! storage call stalls no other call and is answered at its own deadline, and its file
 //! calls, reads and writes per call are bounded, with an error the plugin can report.
 

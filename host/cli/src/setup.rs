@@ -265,7 +265,7 @@ mod tests {
         );
     }
 
-    /// Issue 10 / 13: a bad --root is said once, with no OS error repeated and no hint
+    /// A bad --root is said once, with no OS error repeated and no hint
     /// written for a model.
     #[test]
     fn a_bad_root_is_said_once() {

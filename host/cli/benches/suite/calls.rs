@@ -356,11 +356,11 @@ fn spin_rate(threads: usize, window: Duration) -> f64 {
 /// interleave every level; each ratio is taken within a round (adjacent windows), then
 /// the median.
 ///
-/// Judged: c2/c1 (issue 6); our c2/c1 against bare wasmtime's best c2/c1 in the same
+/// Judged: c2/c1; our c2/c1 against bare wasmtime's best c2/c1 in the same
 /// run (what the machine gives this kind of work: the ratio that stays meaningful when
 /// the machine itself scales worse); and c2 calls/s against bare wasmtime's best at c2
 /// (the host's own cost under concurrency). Bare wasmtime with one engine shows what a
-/// pool shared by both cores costs (docs/benchmarks.md, issue 14).
+/// pool shared by both cores costs (docs/benchmarks.md, "The speed work: before and after").
 pub(crate) fn concurrency(rt: &Runtime, fixtures: &Fixtures, workers: usize) -> Result<Vec<Row>> {
     const ROUNDS: usize = 6;
     const WINDOW: Duration = Duration::from_millis(500);

@@ -1,4 +1,4 @@
-//! The benchmark suite of issue 6: eight figures measured side by side in one run,
+//! The benchmark suite: eight figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins

@@ -31,7 +31,7 @@ const CALLS: usize = 2000;
 const ROUNDS: usize = 2;
 /// Requests kept outstanding in the concurrent phase.
 const IN_FLIGHT: usize = 8;
-/// The target's slack on top of twice the in-process CPU per call (issue 14).
+/// The target's slack on top of twice the in-process CPU per call (docs/benchmarks.md).
 const SLACK_US: f64 = 30.0;
 /// In-process calls made one per wake-up, for the reference row.
 const SPACED_CALLS: usize = 2000;

@@ -1,4 +1,4 @@
-//! Hostile registries (issue 17): a fake registry on 127.0.0.1 serves wrong digests,
+//! Hostile registries: a fake registry on 127.0.0.1 serves wrong digests,
 //! endless layers and manifests, redirects to another host, alternate layer URLs, core
 //! modules, and never answers. Each pull must end with a clear error, in bounded time and
 //! memory, with nothing left in the plugin directory (and a good one must still work).

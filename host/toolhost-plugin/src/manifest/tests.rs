@@ -148,7 +148,7 @@ fn limits_above_max_are_refused_with_both_values() {
     );
 }
 
-/// Issue 9 item 2: a root is checked with the tools' path policy at load, and the
+/// A granted root is checked with the tools' path policy at load, and the
 /// error names the root and the rule.
 #[test]
 fn a_root_the_path_policy_refuses_is_a_load_error() {

@@ -75,7 +75,7 @@ async fn a_log_flood_is_rate_limited_across_calls_and_counted() {
 }
 
 /// A manifest root on a hidden path is not loaded by a host that hides hidden paths
-/// (issue 9 item 2), and a read-write grant is not loaded by a read-only host; the same
+/// (a hidden root is refused at load), and a read-write grant is not loaded by a read-only host; the same
 /// manifests load on a host without those options.
 #[test]
 fn a_grant_the_path_policy_refuses_is_not_loaded() {

@@ -1,4 +1,4 @@
-//! Load-time hardening (issue 9, items 5, 6 and 9): what a manifest may claim, the pool's
+//! Load-time hardening: what a manifest may claim, the pool's
 //! memory, host handles, the size of a plugin's definitions, files that are not regular
 //! files, and a `definitions` that never answers.
 

@@ -1,4 +1,4 @@
-//! Pins (issue 17): a directory with a `plugins.lock` loads only the components (and
+//! Pins: a directory with a `plugins.lock` loads only the components (and
 //! manifests) whose digests it pins; a swapped, unlisted or re-manifested plugin is
 //! refused with one error naming the file and both digests, and the rest load.
 

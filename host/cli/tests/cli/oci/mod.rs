@@ -1,4 +1,4 @@
-//! End to end, issue 17: pins (`host lock`, `--require-lock`), and shipping plugins
+//! End to end: pins (`host lock`, `--require-lock`), and shipping plugins
 //! through a real OCI registry (`host push`, `host pull`), spawning the `host` binary.
 //!
 //! The registry tests start Debian's `docker-registry` (the CNCF distribution registry)

@@ -270,7 +270,7 @@ async fn a_refused_path_costs_no_write_quota() {
     ));
 }
 
-/// The bypass of issue 9 item 2: a root on a hidden path (`.git`, `.ssh`) reaches
+/// The hidden-root bypass: a root on a hidden path (`.git`, `.ssh`) reaches
 /// files every built-in tool refuses under `hide_hidden_paths`.
 #[test]
 fn a_hidden_root_reaches_nothing_the_built_ins_refuse() {

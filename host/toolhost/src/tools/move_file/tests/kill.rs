@@ -88,7 +88,7 @@ fn names_on_disk(dir: &std::path::Path, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Item 7 of issue 9: a process killed with SIGKILL at a random moment of case-only
+/// No file lost to a crash: a process killed with SIGKILL at a random moment of case-only
 /// move_file calls (and write_file calls) loses no file: after each kill, reopening the
 /// store leaves the content under exactly one of the two names, byte for byte, and no
 /// temporary or staging file anywhere on disk.
