@@ -380,13 +380,16 @@ fn client_options(args: &OciArgs, reference: &OciReference) -> anyhow::Result<Cl
             None => Credentials::Anonymous,
         },
     };
-    Ok(ClientOptions {
-        credentials,
-        insecure_registries: args.insecure_registry.clone(),
-        timeout: args.registry_timeout,
-        deadline: args.registry_deadline,
-        max_component_bytes: args.max_plugin_bytes,
-        progress: std::io::stderr().is_terminal().then(progress_line),
+    let options = ClientOptions::default()
+        .with_credentials(credentials)
+        .with_insecure_registries(args.insecure_registry.clone())
+        .with_timeout(args.registry_timeout)
+        .with_deadline(args.registry_deadline)
+        .with_max_component_bytes(args.max_plugin_bytes);
+    Ok(if std::io::stderr().is_terminal() {
+        options.with_progress(progress_line())
+    } else {
+        options
     })
 }
 

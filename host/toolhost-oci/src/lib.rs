@@ -36,11 +36,7 @@ mod error;
 pub mod layout;
 mod reference;
 
-pub use client::{
-    ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved,
-    DEFAULT_DEADLINE, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_TIMEOUT, MAX_ERROR_BODY_BYTES,
-    MAX_TOKEN_BYTES, MIN_DOWNLOAD_BYTES_PER_SECOND,
-};
+pub use client::{ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved};
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
 pub use error::{format_bytes, OciError, Operation};
 pub use reference::{OciReference, ReferenceError};

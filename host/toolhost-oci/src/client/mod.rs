@@ -28,29 +28,29 @@ use token::Authorization;
 
 /// Default largest component fetched (64 MiB): the example plugins are 100-300 KiB and
 /// large real-world components a few tens of MiB.
-pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default time limit of each request (connect, and each wait for data).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The slowest average download accepted (64 KiB/s): a blob of N bytes must arrive
 /// within the timeout plus N / 64 KiB seconds, so a registry that trickles bytes cannot
 /// hold a pull forever.
-pub const MIN_DOWNLOAD_BYTES_PER_SECOND: u64 = 64 * 1024;
+pub(crate) const MIN_DOWNLOAD_BYTES_PER_SECOND: u64 = 64 * 1024;
 
 /// Default time limit of a whole pull or push (10 minutes): every request, body and
 /// retry of it. At the slowest rate accepted ([`MIN_DOWNLOAD_BYTES_PER_SECOND`]) 10
 /// minutes carry about 38 MiB; raise it for larger components over slow links.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10 * 60);
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(10 * 60);
 
 /// Largest token response read (64 KiB): a registry's token service answers a JSON
 /// object of a token or two, a few KiB. Reading stops there with
 /// [`OciError::BodyTooLarge`].
-pub const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
 /// Most of an error answer's body read for its message (64 KiB); the rest is dropped,
 /// and the error is the answer's status.
-pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
 
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 5;
@@ -58,25 +58,110 @@ const MAX_REDIRECTS: usize = 5;
 /// Told how a download goes: what (`greet.wasm`), bytes so far, bytes in all.
 pub type ProgressFn = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 
-/// How to reach a registry.
+/// How to reach a registry: [`ClientOptions::default`] (anonymous, HTTPS except on
+/// loopback, 30 s per request, 10 minutes in all, 64 MiB per component, no progress), changed with the `with_*`
+/// setters and read back with the getters. The fields are private, so a setting added
+/// later is not a breaking change.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost_oci::{ClientOptions, Credentials};
+///
+/// let options = ClientOptions::default()
+///     .with_timeout(Duration::from_secs(5))
+///     .with_insecure_registries(vec!["registry.lan:5000".to_owned()])
+///     .with_credentials(Credentials::Basic { user: "ada".into(), password: "s3cret".into() });
+/// assert_eq!(options.timeout(), Duration::from_secs(5));
+/// assert_eq!(options.deadline(), Duration::from_secs(600));
+/// assert_eq!(options.insecure_registries(), ["registry.lan:5000"]);
+/// assert!(!format!("{options:?}").contains("s3cret"));
+/// ```
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// How to log in.
-    pub credentials: Credentials,
-    /// Registries (`HOST` or `HOST:PORT`) spoken to over plain HTTP. Loopback ones
-    /// always are; every other one uses HTTPS unless listed here.
-    pub insecure_registries: Vec<String>,
+    credentials: Credentials,
+    insecure_registries: Vec<String>,
+    pub(crate) timeout: Duration,
+    pub(crate) deadline: Duration,
+    pub(crate) max_component_bytes: u64,
+    pub(crate) progress: Option<ProgressFn>,
+}
+
+impl ClientOptions {
+    /// How to log in. Default [`Credentials::Anonymous`].
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Registries (`HOST` or `HOST:PORT`) spoken to over plain HTTP. Loopback ones always
+    /// are; every other one uses HTTPS unless listed here. Default: none.
+    #[must_use]
+    pub fn with_insecure_registries(mut self, registries: Vec<String>) -> Self {
+        self.insecure_registries = registries;
+        self
+    }
+
     /// Time limit of each request (connect, and each wait for data); a body also has a
-    /// deadline of this plus its cap (or declared size) at [`MIN_DOWNLOAD_BYTES_PER_SECOND`].
-    pub timeout: Duration,
+    /// deadline of this plus its cap (or declared size) at the slowest rate accepted,
+    /// 64 KiB/s. Default 30 s; past it a
+    /// request ends with [`OciError::TimedOut`]. No bound of its own: the deadline
+    /// ([`with_deadline`](Self::with_deadline)) still ends everything.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// Time limit of everything the client does, counted from its creation: a whole
     /// pull (challenge, token, manifests, config, blobs, retries) or push. Default
-    /// [`DEFAULT_DEADLINE`]; past it the pull ends with [`OciError::DeadlinePassed`].
-    pub deadline: Duration,
-    /// Largest component fetched; reading stops there.
-    pub max_component_bytes: u64,
-    /// Called as a download goes, if set.
-    pub progress: Option<ProgressFn>,
+    /// 10 minutes (at 64 KiB/s, the slowest rate accepted, about 38 MiB); past it the pull ends with
+    /// [`OciError::DeadlinePassed`].
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Largest component fetched; reading stops there with [`OciError::TooLarge`].
+    /// Default 64 MiB.
+    #[must_use]
+    pub fn with_max_component_bytes(mut self, bytes: u64) -> Self {
+        self.max_component_bytes = bytes;
+        self
+    }
+
+    /// Called as a download goes (what, bytes so far, bytes in all). Default: none.
+    #[must_use]
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// How the client logs in.
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
+    /// Registries spoken to over plain HTTP besides loopback ones.
+    pub fn insecure_registries(&self) -> &[String] {
+        &self.insecure_registries
+    }
+
+    /// Time limit of each request.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Time limit of a whole pull or push.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Largest component fetched.
+    pub fn max_component_bytes(&self) -> u64 {
+        self.max_component_bytes
+    }
 }
 
 impl Default for ClientOptions {
@@ -107,6 +192,7 @@ impl std::fmt::Debug for ClientOptions {
 /// What a reference resolved to: the artifact's digest and its layers, checked to be a
 /// plugin. Nothing is downloaded but the manifest (and config).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Resolved {
     /// The digest the reference resolved to (of the index, when it is one): what the lock
     /// records as the source's digest, and what a later pull of the tag is compared with.
@@ -120,6 +206,7 @@ pub struct Resolved {
 
 /// A file downloaded into the plugin directory under a temporary name, verified.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct PulledFile {
     /// The temporary file (deleted when dropped, unless persisted).
     pub file: tempfile::NamedTempFile,
@@ -131,6 +218,7 @@ pub struct PulledFile {
 
 /// A plugin downloaded and verified, not yet installed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Pulled {
     /// The component.
     pub component: PulledFile,
@@ -140,6 +228,7 @@ pub struct Pulled {
 
 /// What a push published.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Pushed {
     /// The digest of the OCI manifest pushed: `oci://HOST/REPO@DIGEST` pulls exactly it.
     pub digest: String,
@@ -151,13 +240,13 @@ pub struct Pushed {
 ///
 /// # Sandbox
 /// HTTPS unless the registry is on loopback or named insecure. Every body a pull reads
-/// is capped and read as it arrives: a token response at [`MAX_TOKEN_BYTES`], an OCI
+/// is capped and read as it arrives: a token response at 64 KiB, an OCI
 /// manifest or index at [`MAX_OCI_MANIFEST_BYTES`](crate::layout::MAX_OCI_MANIFEST_BYTES),
 /// the config at [`MAX_CONFIG_BYTES`](crate::layout::MAX_CONFIG_BYTES), a component at
 /// [`ClientOptions::max_component_bytes`], a manifest layer at
 /// [`MAX_MANIFEST_LAYER_BYTES`] (a blob never past its declared size either), an error
-/// answer at [`MAX_ERROR_BODY_BYTES`]; every blob is checked against its digest. Each
-/// body has a deadline (the timeout plus its size at [`MIN_DOWNLOAD_BYTES_PER_SECOND`]),
+/// answer at 64 KiB; every blob is checked against its digest. Each
+/// body has a deadline (the timeout plus its size at 64 KiB/s, the slowest rate accepted),
 /// and the whole pull or push [`ClientOptions::deadline`]. Alternate `urls` a manifest
 /// gives for a layer are never fetched. Credentials are not sent to another host when a
 /// request is redirected there, a redirect from HTTPS to plain HTTP is refused, and a

@@ -26,10 +26,7 @@ fn component() -> Vec<u8> {
 const CONFIG: &[u8] = b"{}";
 
 fn options() -> ClientOptions {
-    ClientOptions {
-        timeout: Duration::from_secs(5),
-        ..ClientOptions::default()
-    }
+    ClientOptions::default().with_timeout(Duration::from_secs(5))
 }
 
 /// Serves `/v2/` (200), the config, and the given manifest and blob answers.
@@ -204,10 +201,7 @@ async fn a_layer_declared_over_the_limit_is_not_fetched() {
     assert!(fake.seen_at("/v2/tools/greet/blobs/").is_empty());
     assert!(listing(dir.path()).is_empty());
     // A lower limit applies the same way.
-    let small = ClientOptions {
-        max_component_bytes: 1000,
-        ..options()
-    };
+    let small = options().with_max_component_bytes(1000);
     let bytes = component();
     let (d, n) = (digest(&bytes), bytes.len() as u64);
     let fake = Fake::start(registry(
@@ -274,13 +268,10 @@ async fn a_redirect_to_another_host_gets_no_credentials_and_is_still_verified() 
         (digest(&bytes), bytes.len() as u64),
     ))
     .await;
-    let with_credentials = ClientOptions {
-        credentials: Credentials::Basic {
-            user: "ada".into(),
-            password: "s3cret".into(),
-        },
-        ..options()
-    };
+    let with_credentials = options().with_credentials(Credentials::Basic {
+        user: "ada".into(),
+        password: "s3cret".into(),
+    });
     let (_dir, result) = pull(&fake, with_credentials.clone()).await;
     let pulled = result.unwrap();
     assert_eq!(pulled.component.digest, digest(&bytes));
@@ -355,10 +346,7 @@ async fn alternate_layer_urls_are_never_fetched() {
 async fn a_registry_that_never_answers_times_out_after_one_retry() {
     let fake = Fake::start(|_: &Request| Reply::Hang).await;
     let started = Instant::now();
-    let quick = ClientOptions {
-        timeout: Duration::from_millis(300),
-        ..options()
-    };
+    let quick = options().with_timeout(Duration::from_millis(300));
     let (_dir, result) = pull(&fake, quick).await;
     let err = result.unwrap_err();
     assert!(matches!(err, OciError::TimedOut { .. }), "{err}");
@@ -570,10 +558,8 @@ fn https_unless_loopback_or_named_insecure() {
         let reference: OciReference = text.parse().unwrap();
         RegistryClient::new(
             &reference,
-            ClientOptions {
-                insecure_registries: insecure.iter().map(|s| s.to_string()).collect(),
-                ..ClientOptions::default()
-            },
+            ClientOptions::default()
+                .with_insecure_registries(insecure.iter().map(|s| s.to_string()).collect()),
         )
         .unwrap()
         .is_insecure()
@@ -641,13 +627,10 @@ async fn a_bearer_token_is_fetched_with_the_credentials_and_used() {
     let tokens = Fake::start(|_: &Request| Reply::status(200, r#"{"token":"t0k"}"#)).await;
     let bytes = component();
     let fake = Fake::start(token_protected(tokens.address.clone(), bytes.clone())).await;
-    let with_credentials = ClientOptions {
-        credentials: Credentials::Basic {
-            user: "ada".into(),
-            password: "s3cret".into(),
-        },
-        ..options()
-    };
+    let with_credentials = options().with_credentials(Credentials::Basic {
+        user: "ada".into(),
+        password: "s3cret".into(),
+    });
     let (_dir, result, _) = bounded_pull(&fake, with_credentials).await;
     assert_eq!(result.unwrap().component.digest, digest(&bytes));
     // One token, asked for this repository's pull scope, with the basic credentials.
@@ -723,10 +706,7 @@ async fn a_slow_drip_token_response_ends_at_its_deadline() {
     })
     .await;
     let fake = Fake::start(token_protected(tokens.address.clone(), component())).await;
-    let quick = ClientOptions {
-        timeout: Duration::from_millis(500),
-        ..options()
-    };
+    let quick = options().with_timeout(Duration::from_millis(500));
     let (_dir, result, took) = bounded_pull(&fake, quick).await;
     let err = result.unwrap_err();
     assert_eq!(err.kind(), "timed_out", "{err}");
@@ -809,11 +789,9 @@ async fn the_whole_pull_has_a_deadline() {
         |_| Reply::bytes(b""),
     ))
     .await;
-    let short = ClientOptions {
-        timeout: Duration::from_secs(1),
-        deadline: Duration::from_secs(2),
-        ..options()
-    };
+    let short = options()
+        .with_timeout(Duration::from_secs(1))
+        .with_deadline(Duration::from_secs(2));
     let (_dir, result, took) = bounded_pull(&fake, short).await;
     let err = result.unwrap_err();
     assert_eq!(err.kind(), "deadline_passed", "{err}");
