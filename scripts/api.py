@@ -165,16 +165,15 @@ class Listing:
         elif kind == "struct":
             self.lines.append(f"struct {path}{mark}")
             shape = inner["kind"]
-            if "plain" in shape:
-                for field_id in shape["plain"]["fields"]:
-                    field = self.item(field_id)
-                    if field and field["visibility"] == "public":
-                        self.lines.append(f"struct {path}: pub {field['name']}: {render_type(field['inner']['struct_field'])}")
-            elif "tuple" in shape:
-                for field_id in shape["tuple"]:
-                    field = self.item(field_id) if field_id is not None else None
-                    if field and field["visibility"] == "public":
-                        self.lines.append(f"struct {path}: pub {field['name']}: {render_type(field['inner']['struct_field'])}")
+            # A plain struct lists its fields; a tuple struct lists them with None for
+            # each one rustdoc stripped (private); a unit struct is the string "unit".
+            field_ids = []
+            if isinstance(shape, dict):
+                field_ids = shape["plain"]["fields"] if "plain" in shape else shape.get("tuple", [])
+            for field_id in field_ids:
+                field = self.item(field_id) if field_id is not None else None
+                if field and field["visibility"] == "public":
+                    self.lines.append(f"struct {path}: pub {field['name']}: {render_type(field['inner']['struct_field'])}")
             self.impls(path, inner["impls"])
         elif kind == "enum":
             self.lines.append(f"enum {path}{mark}")
