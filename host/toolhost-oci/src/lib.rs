@@ -42,5 +42,5 @@ pub use client::{
     MAX_TOKEN_BYTES, MIN_DOWNLOAD_BYTES_PER_SECOND,
 };
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
-pub use error::{format_bytes, OciError, Operation};
+pub use error::{OciError, Operation};
 pub use reference::{OciReference, ReferenceError};
