@@ -28,7 +28,7 @@ pub(crate) fn warn_if_others_may_access(flag: &str, path: &Path) {
             let mode = metadata.permissions().mode() & 0o777;
             if others_may_access(mode) {
                 tracing::warn!(
-                    "{flag} {} may be read or changed by users other than its owner (mode {mode:o}); if it holds secrets, chmod 600 it",
+                    "{flag} {} may be read or changed by users other than its owner (mode {mode:o}); a file that holds secrets should be its owner's alone: chmod 600 it",
                     path.display()
                 );
             }
