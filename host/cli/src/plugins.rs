@@ -451,14 +451,10 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::{Cli, Command};
+    use crate::Cli;
 
     fn args(extra: &[&str]) -> RegistryArgs {
-        let cli = Cli::try_parse_from(["host", "tools"].iter().chain(extra)).unwrap();
-        match cli.command {
-            Command::Tools(tools) => tools.registry,
-            _ => unreachable!(),
-        }
+        crate::args::registry_args_from(extra).unwrap()
     }
 
     fn config(extra: &[&str]) -> anyhow::Result<PluginHostConfig> {
