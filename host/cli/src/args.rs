@@ -429,6 +429,20 @@ impl RegistryArgs {
     }
 }
 
+/// [`RegistryArgs`] parsed from their flags alone, as `host run`, `tools` and `call` parse
+/// them: for the tests of the modules that take them, with no subcommand to match.
+#[cfg(test)]
+pub(crate) fn registry_args_from(flags: &[&str]) -> Result<RegistryArgs, clap::Error> {
+    #[derive(Parser)]
+    #[command(name = "host")]
+    struct Flags {
+        #[command(flatten)]
+        registry: RegistryArgs,
+    }
+    Flags::try_parse_from(std::iter::once("host").chain(flags.iter().copied()))
+        .map(|flags| flags.registry)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

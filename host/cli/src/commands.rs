@@ -211,23 +211,12 @@ fn check_arguments(arguments: &str) -> Result<(), String> {
     match serde_json::from_str::<serde_json::Value>(arguments) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
         Ok(other) => Err(format!(
-            "the tool's arguments must be a JSON object, not {}; {ARGUMENTS_EXAMPLE}",
-            json_kind(&other)
+            "the tool's arguments must be a JSON object, got {}; {ARGUMENTS_EXAMPLE}",
+            toolhost::registry::json_type(&other)
         )),
         Err(err) => Err(format!(
             "the tool's arguments are not valid JSON ({err}); {ARGUMENTS_EXAMPLE}"
         )),
-    }
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -320,7 +320,7 @@ pub(crate) async fn serve(
 ) -> anyhow::Result<()> {
     let tokens = match &http.auth_token_file {
         Some(path) => {
-            warn_if_readable_by_others(path);
+            crate::secret_file::warn_if_others_may_access("--auth-token-file", path);
             Some(Tokens::from_file(path)?)
         }
         None => None,
@@ -330,7 +330,7 @@ pub(crate) async fn serve(
     } else {
         Some(match &http.session_key_file {
             Some(path) => {
-                warn_if_readable_by_others(path);
+                crate::secret_file::warn_if_others_may_access("--session-key-file", path);
                 let secret = std::fs::read(path).with_context(|| {
                     format!("cannot read --session-key-file {}", path.display())
                 })?;
@@ -475,20 +475,6 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
         info!("interrupted: shutting down");
-    }
-}
-
-/// A secret file others may read is worth a warning (not a refusal: mounted secrets
-/// are often 0444 inside a container).
-fn warn_if_readable_by_others(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(file = %path.display(), "this secret file is readable by other users; chmod 600 it");
-            }
-        }
     }
 }
 

@@ -38,6 +38,7 @@ mod oci;
 mod oci_args;
 mod plugins;
 mod scaffold;
+mod secret_file;
 pub use args::{
     CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
 };

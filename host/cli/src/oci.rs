@@ -9,10 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 
+use toolhost::registry::{format_bytes, format_duration};
 use toolhost_oci::layout::MAX_MANIFEST_LAYER_BYTES;
 use toolhost_oci::{
-    docker_config_path, format_bytes, from_docker_config, ClientOptions, Credentials, OciReference,
-    ProgressFn, Pulled, RegistryClient,
+    docker_config_path, from_docker_config, ClientOptions, Credentials, OciReference, ProgressFn,
+    Pulled, RegistryClient,
 };
 use toolhost_plugin::lock::{LockChange, LockEntry, PluginLock, Sha256Digest};
 
@@ -226,7 +227,7 @@ fn inspect_raising_limits(
                 ..
             }) if config.max_limits.timeout < *asked => {
                 config.max_limits.timeout = *asked;
-                raised.push(format!("--plugin-max-timeout {}", duration_flag(*asked)));
+                raised.push(format!("--plugin-max-timeout {}", format_duration(*asked)));
             }
             Some(PluginErrorKind::LimitTooHigh {
                 limit: "memory",
@@ -240,15 +241,6 @@ fn inspect_raising_limits(
         }
     }
     plugins::inspect(path, config).map(|info| (info, raised))
-}
-
-/// A duration as the duration flags take it: `90s`, else `1500ms`.
-fn duration_flag(duration: std::time::Duration) -> String {
-    if duration.subsec_millis() == 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        format!("{}ms", duration.as_millis())
-    }
 }
 
 /// A size as the size flags take it: `128MiB`, `4KiB`, else bytes.
@@ -528,8 +520,16 @@ mod tests {
     #[test]
     fn limit_flags_are_written_as_the_flags_parse_them() {
         use std::time::Duration;
-        assert_eq!(duration_flag(Duration::from_secs(60)), "60s");
-        assert_eq!(duration_flag(Duration::from_millis(1500)), "1500ms");
+        // Every duration a flag can hold reads back as itself from the message's text.
+        for duration in [
+            Duration::from_millis(1),
+            Duration::from_millis(1500),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        ] {
+            let text = format_duration(duration);
+            assert_eq!(crate::units::parse_duration(&text), Ok(duration), "{text}");
+        }
         assert_eq!(size_flag(128 << 20), "128MiB");
         assert_eq!(size_flag(12 << 10), "12KiB");
         assert_eq!(size_flag(1000), "1000");

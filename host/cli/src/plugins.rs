@@ -114,7 +114,7 @@ fn config_values(
 ) -> anyhow::Result<ConfigValues> {
     let mut values = ConfigValues::default();
     if let Some(file) = &args.plugin_config_file {
-        warn_if_others_may_read(file);
+        crate::secret_file::warn_if_others_may_access("--plugin-config-file", file);
         values
             .parse_file(file, &env)
             .map_err(|err| anyhow::anyhow!("--plugin-config-file {err}"))?;
@@ -130,25 +130,6 @@ fn config_values(
             .map_err(|err| anyhow::anyhow!("--plugin-config: {err}"))?;
     }
     Ok(values)
-}
-
-/// A configuration file may hold secrets: say so when other users may read it.
-fn warn_if_others_may_read(file: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(metadata) = std::fs::metadata(file) {
-            if metadata.permissions().mode() & 0o044 != 0 {
-                tracing::warn!(
-                    "--plugin-config-file {} may be read by other users (mode {:o}); if it holds secrets, chmod 600 it",
-                    file.display(),
-                    metadata.permissions().mode() & 0o777
-                );
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = file;
 }
 
 /// Starts a plugin host and loads every plugin in `dir` into `registry`, logging one line
@@ -470,14 +451,10 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::{Cli, Command};
+    use crate::Cli;
 
     fn args(extra: &[&str]) -> RegistryArgs {
-        let cli = Cli::try_parse_from(["host", "tools"].iter().chain(extra)).unwrap();
-        match cli.command {
-            Command::Tools(tools) => tools.registry,
-            _ => unreachable!(),
-        }
+        crate::args::registry_args_from(extra).unwrap()
     }
 
     fn config(extra: &[&str]) -> anyhow::Result<PluginHostConfig> {

@@ -229,15 +229,9 @@ fn walk_budget(walkers: usize) -> Arc<WalkBudget> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Cli;
-    use clap::Parser;
 
     fn args(extra: &[&str]) -> RegistryArgs {
-        let cli = Cli::try_parse_from(["host", "tools"].iter().chain(extra)).unwrap();
-        match cli.command {
-            crate::Command::Tools(tools) => tools.registry,
-            _ => unreachable!(),
-        }
+        crate::args::registry_args_from(extra).unwrap()
     }
 
     #[test]

@@ -444,10 +444,7 @@ fn cut(text: &str) -> String {
     if text.len() <= MAX_MESSAGE_BYTES {
         return text.to_owned();
     }
-    let mut end = MAX_MESSAGE_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(MAX_MESSAGE_BYTES);
     format!("{} … ({} more bytes cut)", &text[..end], text.len() - end)
 }
 

@@ -135,7 +135,7 @@ pub(crate) fn read_meta(
         Some(other) => {
             return Err(invalid(format!(
                 "\"_meta.progressToken\" must be a string or an integer, got {}",
-                json_type(other)
+                toolhost::registry::json_type(other)
             )))
         }
     };
@@ -154,7 +154,7 @@ pub(crate) fn read_meta(
         Some(other) => {
             return Err(invalid(format!(
                 "\"_meta\" member \"{META_PROTOCOL_VERSION}\" must be a string such as \"2026-07-28\", got {}",
-                json_type(other)
+                toolhost::registry::json_type(other)
             )))
         }
         None => {
@@ -172,7 +172,7 @@ pub(crate) fn read_meta(
             Some(other) => {
                 return Err(invalid(format!(
                     "\"_meta\" member \"{META_CLIENT_CAPABILITIES}\" must be an object, got {}",
-                    json_type(other)
+                    toolhost::registry::json_type(other)
                 )))
             }
             None => {
@@ -193,7 +193,7 @@ pub(crate) fn read_meta(
         Some(other) => {
             return Err(invalid(format!(
                 "\"_meta\" member \"{META_LOG_LEVEL}\" must be a string, got {}",
-                json_type(other)
+                toolhost::registry::json_type(other)
             )))
         }
     };
@@ -302,17 +302,6 @@ pub(crate) fn ttl_ms(list_changed: bool) -> u64 {
     }
 }
 
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,19 +372,31 @@ mod tests {
         let no_version = params(json!({"_meta": {META_CLIENT_CAPABILITIES: {}}}));
         assert_eq!(err("tools/list", &no_version).0, INVALID_PARAMS);
         for (extra, what) in [
-            (json!({META_PROTOCOL_VERSION: 2026}), "must be a string"),
-            (json!({META_CLIENT_CAPABILITIES: []}), "must be an object"),
+            // The type names are those of every message about JSON values
+            // (toolhost::registry::json_type): an integer is `integer`.
+            (
+                json!({META_PROTOCOL_VERSION: 2026}),
+                "must be a string such as \"2026-07-28\", got integer",
+            ),
+            (
+                json!({META_CLIENT_CAPABILITIES: []}),
+                "must be an object, got array",
+            ),
             (
                 json!({META_LOG_LEVEL: "loud"}),
                 "must be one of debug, info",
             ),
             (
+                json!({META_LOG_LEVEL: true}),
+                "must be a string, got boolean",
+            ),
+            (
                 json!({"progressToken": 1.5}),
-                "must be a string or an integer",
+                "must be a string or an integer, got number",
             ),
             (
                 json!({"progressToken": {}}),
-                "must be a string or an integer",
+                "must be a string or an integer, got object",
             ),
         ] {
             let (code, message) = err("tools/list", &modern(extra.clone()));

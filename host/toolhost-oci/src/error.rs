@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use toolhost::registry::{format_bytes, format_duration};
+
 use super::ReferenceError;
 
 /// Which registry operation an error happened in.
@@ -241,48 +243,9 @@ fn size_text(size: u64, endless: bool) -> String {
     }
 }
 
-/// `12 KiB`, `3.5 MiB`: sizes for people.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} bytes");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-fn format_duration(duration: Duration) -> String {
-    if duration.subsec_millis() == 0
-        && duration.as_secs() >= 60
-        && duration.as_secs().is_multiple_of(60)
-    {
-        format!("{}m", duration.as_secs() / 60)
-    } else if duration.subsec_millis() == 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        format!("{}ms", duration.as_millis())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_read_well() {
-        assert_eq!(format_bytes(10), "10 bytes");
-        assert_eq!(format_bytes(64 << 20), "64 MiB");
-        assert_eq!(format_bytes(1536), "1.5 KiB");
-    }
 
     #[test]
     fn status_errors_say_what_to_do() {
@@ -312,7 +275,7 @@ mod tests {
         };
         assert!(
             err.to_string()
-                .starts_with("the push to r:1 did not finish within 10m "),
+                .starts_with("the push to r:1 did not finish within 600s "),
             "{err}"
         );
         assert!(!err.is_transient());

@@ -38,5 +38,5 @@ mod reference;
 
 pub use client::{ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved};
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
-pub use error::{format_bytes, OciError, Operation};
+pub use error::{OciError, Operation};
 pub use reference::{OciReference, ReferenceError};

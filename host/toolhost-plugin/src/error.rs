@@ -304,8 +304,8 @@ fn raise_hint(limit: &str, asked: &LimitValue) -> String {
         "timeout" => "--plugin-max-timeout",
         _ => return "PluginHostConfig::max_limits".to_owned(),
     };
-    // `128 MiB` -> `128MiB`, `20s` stays: the flags take whole numbers with a unit, so a
-    // rounded value (`1.5s`) is left out.
+    // `128 MiB` -> `128MiB`, `20s` and `1500ms` stay: the flags take whole numbers with a
+    // unit, so a rounded size (`1.5 MiB`) is left out.
     let value: String = asked.to_string().chars().filter(|c| *c != ' ').collect();
     if value.contains('.') {
         format!("{flag}, PluginHostConfig::max_limits")
@@ -322,20 +322,12 @@ fn too_large_hint(what: &str) -> &'static str {
     }
 }
 
-/// wasmtime's error with its causes, on one line (`outer: cause: root`).
+/// wasmtime's error with its causes, on one line (`outer: cause: root`), as
+/// [`ErrorChain`](toolhost::error::ErrorChain) prints every error's chain: a
+/// `wasmtime::Error` is no `std::error::Error` itself, only through `AsRef`.
 pub(crate) fn error_chain(err: &wasmtime::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let cause = cause.to_string();
-        if !text.is_empty() {
-            if text.contains(&cause) {
-                continue;
-            }
-            text.push_str(": ");
-        }
-        text.push_str(cause.trim());
-    }
-    text
+    let err: &(dyn std::error::Error + 'static) = err.as_ref();
+    toolhost::error::ErrorChain(err).to_string()
 }
 
 #[cfg(test)]

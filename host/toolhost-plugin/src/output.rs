@@ -56,11 +56,10 @@ impl Captured {
         if joined.len() <= max_bytes {
             return joined;
         }
-        let mut cut = joined.len() - max_bytes;
-        while !joined.is_char_boundary(cut) {
-            cut += 1;
-        }
-        format!("…{}", &joined[cut..])
+        format!(
+            "…{}",
+            &joined[joined.ceil_char_boundary(joined.len() - max_bytes)..]
+        )
     }
 }
 

@@ -7,10 +7,13 @@
 //! becomes a tool result, never in the error types themselves.
 
 /// Displays an error and its causes ([`source`](std::error::Error::source)) on one line,
-/// `outer: cause: root`, each once: for a log line or a message where the chain cannot
-/// be printed otherwise. Errors of this workspace never repeat their source in their own
-/// text, so printing the chain is how a cause (an OS error) is shown; a cause whose text
-/// the previous one already holds (an error type that repeats its source) is skipped.
+/// `outer: cause: root`, each once: the one cause-chain printer of this workspace, for a
+/// log line or a message where the chain cannot be printed otherwise (a
+/// `wasmtime::Error` is printed through its `AsRef<dyn Error>`). Errors of this
+/// workspace never repeat their source in their own text, so printing the chain is how a
+/// cause (an OS error) is shown. Each text is trimmed (a trap's backtrace ends in a
+/// newline), and a cause whose text the line already holds (an error type of a library
+/// that repeats its source, at any depth) is skipped.
 ///
 /// ```
 /// use toolhost::error::ErrorChain;
@@ -25,18 +28,18 @@ pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
 
 impl std::fmt::Display for ErrorChain<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut previous = self.0.to_string();
-        f.write_str(&previous)?;
+        let mut line = self.0.to_string().trim().to_owned();
         let mut cause = self.0.source();
         while let Some(err) = cause {
             let text = err.to_string();
-            if !previous.contains(&text) {
-                write!(f, ": {text}")?;
+            let text = text.trim();
+            if !line.contains(text) {
+                line.push_str(": ");
+                line.push_str(text);
             }
-            previous = text;
             cause = err.source();
         }
-        Ok(())
+        f.write_str(&line)
     }
 }
 
@@ -57,6 +60,21 @@ mod tests {
         assert_eq!(
             ErrorChain(&Repeats(io())).to_string(),
             "repeats: root cause"
+        );
+    }
+
+    #[test]
+    fn error_chain_skips_a_cause_an_outer_error_repeated_and_trims() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("opening failed: root cause\n")]
+        struct Top(#[source] Middle);
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the manifest")]
+        struct Middle(#[source] std::io::Error);
+        let err = Top(Middle(std::io::Error::other("root cause")));
+        assert_eq!(
+            ErrorChain(&err).to_string(),
+            "opening failed: root cause: reading the manifest"
         );
     }
 }

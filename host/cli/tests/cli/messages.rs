@@ -192,7 +192,7 @@ fn malformed_call_arguments_exit_2() {
     assert_eq!(output.status.code(), Some(EXIT_USAGE));
     assert!(
         stderr(&output)
-            .starts_with("error: the tool's arguments must be a JSON object, not an array; "),
+            .starts_with("error: the tool's arguments must be a JSON object, got array; "),
         "{}",
         stderr(&output)
     );

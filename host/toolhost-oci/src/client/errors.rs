@@ -2,6 +2,7 @@
 //! statuses (with the registry's own message), reqwest, I/O and oci-client errors.
 
 use oci_client::errors::OciDistributionError;
+use toolhost::error::ErrorChain;
 
 use super::RegistryClient;
 use crate::error::Operation;
@@ -73,12 +74,12 @@ impl RegistryClient {
             return OciError::Protocol {
                 registry: self.reference.registry().to_owned(),
                 what: what.to_owned(),
-                message: error_chain(&err),
+                message: ErrorChain(&err).to_string(),
             };
         }
         OciError::Unreachable {
             registry: self.reference.registry().to_owned(),
-            message: error_chain(&err),
+            message: ErrorChain(&err).to_string(),
         }
     }
 
@@ -90,7 +91,7 @@ impl RegistryClient {
             Some(inner) if inner.is_timeout() => self.timed_out(what),
             _ => OciError::Unreachable {
                 registry: self.reference.registry().to_owned(),
-                message: error_chain(&err),
+                message: ErrorChain(&err).to_string(),
             },
         }
     }
@@ -109,11 +110,11 @@ impl RegistryClient {
                 None if err.is_redirect() => OciError::Protocol {
                     registry,
                     what: what.to_owned(),
-                    message: error_chain(&err),
+                    message: ErrorChain(&err).to_string(),
                 },
                 None => OciError::Unreachable {
                     registry,
-                    message: error_chain(&err),
+                    message: ErrorChain(&err).to_string(),
                 },
             },
             OciDistributionError::UnauthorizedError { .. } => {
@@ -188,19 +189,4 @@ pub(super) fn registry_message(body: &[u8]) -> Option<String> {
         .collect();
     let text = text.trim().to_owned();
     (!text.is_empty()).then_some(text)
-}
-
-/// An error with its causes, on one line.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -111,9 +111,9 @@ impl RegistryClient {
                 .push_manifest_raw(
                     &self.client_reference,
                     body.clone(),
-                    OCI_MANIFEST_MEDIA_TYPE
-                        .parse()
-                        .unwrap_or_else(|_| unreachable!("a valid header value")),
+                    // Checked when this compiles: a media type that were no valid header
+                    // value would fail the build, not a push.
+                    const { reqwest::header::HeaderValue::from_static(OCI_MANIFEST_MEDIA_TYPE) },
                 )
                 .await
                 .map_err(|err| self.map_error(err, Operation::Push, "the manifest"))?;

@@ -44,10 +44,7 @@ impl Host for ImportCtx {
 /// `message` cut to `max` bytes (at a character boundary, with a note of the cut) and
 /// with control characters escaped, so one call makes one log line.
 pub(crate) fn clean(message: &str, max: usize) -> String {
-    let mut end = message.len().min(max);
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = message.floor_char_boundary(max);
     let mut out = String::with_capacity(end + 32);
     for c in message[..end].chars() {
         if c.is_control() {

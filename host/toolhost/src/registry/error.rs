@@ -355,29 +355,45 @@ impl RegisterError {
     }
 }
 
-/// `1.5s`, `30s`, `250ms`: durations as a person writes them, as in every limit message.
+/// `30s`, `1500ms`, `250ms`: a duration exactly, in the syntax the command line takes.
+///
+/// The one format of every duration in a message of this workspace (limits, timeouts,
+/// waits), for people and for models alike:
+/// - exact: whole seconds as seconds, anything else in milliseconds, never rounded, so a
+///   limit of 1250ms is not shown as "1.2s" or "1.3s" and two limits that differ never
+///   read the same;
+/// - what the flags take (`--timeout`, `--plugin-max-timeout`, `--registry-deadline`:
+///   whole numbers with `ms` or `s`), so a message that says "raise --timeout" shows a
+///   value that can be copied into it;
+/// - `s` and `ms` only: no `m`, which reads as "milli" as often as "minutes" (a 10-minute
+///   deadline is `600s`).
+///
+/// A duration finer than a millisecond (none comes from a flag or a manifest) is written
+/// as [`Duration`]'s `Debug` does (`500µs`, `1.0005s`), still exactly.
 ///
 /// ```
 /// use std::time::Duration;
 /// use toolhost::registry::format_duration;
 ///
-/// assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
 /// assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+/// assert_eq!(format_duration(Duration::from_secs(600)), "600s");
+/// assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
 /// assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+/// assert_eq!(format_duration(Duration::ZERO), "0ms");
 /// ```
 pub fn format_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis >= 1000 && millis.is_multiple_of(1000) {
-        format!("{}s", millis / 1000)
-    } else if millis >= 1000 {
-        format!("{:.1}s", duration.as_secs_f64())
+    if !duration.subsec_nanos().is_multiple_of(1_000_000) {
+        format!("{duration:?}")
+    } else if duration.subsec_nanos() == 0 && !duration.is_zero() {
+        format!("{}s", duration.as_secs())
     } else {
-        format!("{millis}ms")
+        format!("{}ms", duration.as_millis())
     }
 }
 
-/// `64 MiB`, `1.5 KiB`, `512 bytes`: sizes as a person writes them, as in every limit
-/// message.
+/// `64 MiB`, `1.5 KiB`, `512 bytes`: a size as a person writes it, in binary units up to
+/// EiB, with one decimal where it is not a whole number of its unit. The one format of
+/// every size in a message of this workspace.
 ///
 /// ```
 /// use toolhost::registry::format_bytes;
@@ -385,9 +401,17 @@ pub fn format_duration(duration: Duration) -> String {
 /// assert_eq!(format_bytes(64 << 20), "64 MiB");
 /// assert_eq!(format_bytes(1536), "1.5 KiB");
 /// assert_eq!(format_bytes(512), "512 bytes");
+/// assert_eq!(format_bytes(3 << 40), "3 TiB");
 /// ```
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    const UNITS: [(&str, u64); 6] = [
+        ("EiB", 1 << 60),
+        ("PiB", 1 << 50),
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
     for (unit, size) in UNITS {
         if bytes >= size {
             return if bytes.is_multiple_of(size) {
@@ -439,8 +463,36 @@ mod tests {
             tool: "slow".into(),
             limit: Duration::from_millis(1500),
         };
-        assert!(err.to_string().starts_with("slow: timed out after 1.5s"));
-        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert!(err.to_string().starts_with("slow: timed out after 1500ms"));
+    }
+
+    #[test]
+    fn durations_are_exact_and_read_back_by_the_flags() {
+        let cases = [
+            (Duration::ZERO, "0ms"),
+            (Duration::from_millis(1), "1ms"),
+            (Duration::from_millis(999), "999ms"),
+            (Duration::from_secs(1), "1s"),
+            (Duration::from_millis(1250), "1250ms"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_secs(90), "90s"),
+            (Duration::from_secs(600), "600s"),
+            (Duration::from_micros(500), "500µs"),
+            (Duration::from_micros(1_000_500), "1.0005s"),
+        ];
+        for (duration, text) in cases {
+            assert_eq!(format_duration(duration), text, "{duration:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_read_well_up_to_the_largest() {
+        assert_eq!(format_bytes(0), "0 bytes");
+        assert_eq!(format_bytes(1023), "1023 bytes");
+        assert_eq!(format_bytes(1024), "1 KiB");
+        assert_eq!(format_bytes(1536), "1.5 KiB");
+        assert_eq!(format_bytes(64 << 20), "64 MiB");
+        assert_eq!(format_bytes(2 << 40), "2 TiB");
+        assert_eq!(format_bytes(u64::MAX), "16.0 EiB");
     }
 }

@@ -70,10 +70,7 @@ fn cut_message(message: &str) -> String {
     if message.len() <= MAX_PANIC_MESSAGE_BYTES {
         return message.to_owned();
     }
-    let mut end = MAX_PANIC_MESSAGE_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = message.floor_char_boundary(MAX_PANIC_MESSAGE_BYTES);
     format!("{}{}", &message[..end], cut_note(message.len() - end))
 }
 

@@ -198,33 +198,28 @@ impl Window {
             // The prefix and the final "\n" each encode their tab or newline as 2 bytes.
             let frame = prefix.len() + 1 + 2;
             let room = MAX_CONTENT_BYTES - used;
-            match fitting_prefix(line, room.saturating_sub(frame)) {
-                Fit::Whole => {
-                    content.push_str(&prefix);
-                    content.push_str(line);
-                    content.push('\n');
-                    used += frame + encoded_len(line);
-                }
-                Fit::Upto(_) if number != offset => {
-                    truncated = true;
-                    break;
-                }
-                Fit::Upto(_) => {
-                    // First line of the window and too long: cut it, leaving room for the
-                    // notice (sized for the largest column this line can have).
-                    let column_now = (at - line_start) as u64 + 1;
-                    let widest = notice(number, column_now + line.len() as u64).len();
-                    let Fit::Upto(cut) = fitting_prefix(line, room - frame - widest) else {
-                        unreachable!("a shorter budget cannot fit a line a longer one did not");
-                    };
-                    let next_column = column_now + cut as u64;
-                    content.push_str(&prefix);
-                    content.push_str(&line[..cut]);
-                    content.push_str(&notice(number, next_column));
-                    content.push('\n');
-                    truncated = true;
-                    break;
-                }
+            if fitting_len(line, room.saturating_sub(frame)) == line.len() {
+                content.push_str(&prefix);
+                content.push_str(line);
+                content.push('\n');
+                used += frame + encoded_len(line);
+            } else if number != offset {
+                truncated = true;
+                break;
+            } else {
+                // First line of the window and too long: cut it, leaving room for the
+                // notice (sized for the largest column this line can have). A smaller
+                // budget than the one the whole line did not fit cuts it shorter still.
+                let column_now = (at - line_start) as u64 + 1;
+                let widest = notice(number, column_now + line.len() as u64).len();
+                let cut = fitting_len(line, room - frame - widest);
+                let next_column = column_now + cut as u64;
+                content.push_str(&prefix);
+                content.push_str(&line[..cut]);
+                content.push_str(&notice(number, next_column));
+                content.push('\n');
+                truncated = true;
+                break;
             }
             at += line.len() + 1;
             number += 1;
@@ -305,10 +300,7 @@ fn column_offset(line: &str, path: &str, offset: u64, column: u64) -> Result<usi
     }
     let at = (column - 1) as usize;
     if !line.is_char_boundary(at) {
-        let before = (0..at)
-            .rev()
-            .find(|&i| line.is_char_boundary(i))
-            .unwrap_or(0);
+        let before = line.floor_char_boundary(at);
         return Err(invalid(format!(
             "argument \"column\" is {column}, inside a multi-byte character of line {offset}; use column {} (where that character starts)",
             before + 1
@@ -322,17 +314,9 @@ fn notice(line: u64, column: u64) -> String {
     format!("[line {line} is cut here; read on with offset {line} and column {column}]")
 }
 
-/// How much of a line fits a budget of encoded bytes.
-enum Fit {
-    /// All of it.
-    Whole,
-    /// The bytes before this offset (a character boundary).
-    Upto(usize),
-}
-
-/// How much of `line` fits in `budget` bytes of JSON encoding. Scans only as far as the
-/// budget reaches.
-fn fitting_prefix(line: &str, budget: usize) -> Fit {
+/// How many bytes of `line` (up to a character boundary) fit in `budget` bytes of JSON
+/// encoding: `line.len()` when all of it does. Scans only as far as the budget reaches.
+fn fitting_len(line: &str, budget: usize) -> usize {
     let mut used = 0;
     for (at, c) in line.char_indices() {
         let cost = if c.is_ascii() {
@@ -341,11 +325,11 @@ fn fitting_prefix(line: &str, budget: usize) -> Fit {
             c.len_utf8()
         };
         if used + cost > budget {
-            return Fit::Upto(at);
+            return at;
         }
         used += cost;
     }
-    Fit::Whole
+    line.len()
 }
 
 /// Length of `s` JSON-encoded, without the quotes.

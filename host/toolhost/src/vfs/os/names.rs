@@ -17,13 +17,9 @@ pub(super) fn split(path: &str) -> (&str, &str) {
 /// `name` shortened (at a character boundary) so the result fits in [`MAX_SEGMENT_LEN`].
 pub(super) fn tmp_name(name: &str) -> String {
     let room = MAX_SEGMENT_LEN - 1 - TMP_MARK.len() - TMP_RANDOM_LEN;
-    let mut end = name.len().min(room);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
     format!(
         ".{}{TMP_MARK}{}",
-        &name[..end],
+        &name[..name.floor_char_boundary(room)],
         uuid::Uuid::new_v4().simple()
     )
 }
