@@ -362,7 +362,7 @@ impl PluginLimits {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolhost_plugin::LimitValue;
+/// use toolhost_plugin::limits::LimitValue;
 ///
 /// assert_eq!(LimitValue::Bytes(128 << 20).to_string(), "128 MiB");
 /// assert_eq!(LimitValue::Duration(Duration::from_secs(20)).to_string(), "20s");

@@ -20,7 +20,7 @@
 //! the host. Nothing is allowed by default.
 //!
 //! ```
-//! use toolhost_plugin::HostPattern;
+//! use toolhost_plugin::http_policy::HostPattern;
 //!
 //! let operator: HostPattern = "*.example.org".parse()?;
 //! let asked: HostPattern = "api.example.org".parse()?;
