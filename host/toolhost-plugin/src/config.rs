@@ -44,7 +44,7 @@ use super::{ConfigValues, DefinitionLimits, HttpPolicy, PluginLimits};
 /// .
 ///
 /// Before it reaches the storage, each call is counted against the call's budget
-/// ([`ImportLimits`](crate::ImportLimits)): file calls per call; a read is capped at the smallest of the
+/// ([`ImportLimits`](crate::limits::ImportLimits)): file calls per call; a read is capped at the smallest of the
 /// plugin's memory, the host's read cap and what is left of the call's read budget
 /// (listings count too); a write reserves its bytes and one file against the call's and
 /// the plugin's lifetime quotas after the grant and the policy accepted it.

@@ -16,8 +16,11 @@ use toolhost_plugin::{
 
 /// The message of a [`PluginErrorKind::Host`] error from `PluginHost::new(config)`.
 fn host_error(config: PluginHostConfig) -> String {
-    match PluginHost::new(config).map(|_| ()).unwrap_err().into_kind() {
-        PluginErrorKind::Host { message } => message,
+    match PluginHost::new(config)
+        .map(|_| ())
+        .map_err(|err| err.into_kind())
+    {
+        Err(PluginErrorKind::Host { message }) => message,
         other => panic!("not a Host error: {other:?}"),
     }
 }
@@ -48,8 +51,8 @@ fn every_setting_is_built_through_the_builder_and_read_back_through_its_getter()
         .with_max_instances(8)
         .with_max_tables(6)
         .with_max_handles(64)
-        .with_imports(imports.clone())
-        .with_http(http.clone());
+        .with_imports(imports)
+        .with_http(http);
     let definitions = DefinitionLimits::default()
         .with_max_tools(4)
         .with_max_schema_bytes(1000)
