@@ -5,6 +5,11 @@
 //! by epoch interruption plus a timer (a CPU-bound `loop {}` is stopped too), memory,
 //! tables and instances by the store's `Limiter`, fuel by wasmtime's fuel metering, output by the
 //! call path after the guest returns.
+//!
+//! Every limit type is here: [`PluginLimits`] holds the per-call [`ImportLimits`] (the
+//! `files` and `log` imports) and [`HttpLimits`]; [`DefinitionLimits`] caps what a plugin
+//! declares at load. Each is a value built from its `Default` with `with_*` setters (each
+//! stating its default) and read back through getters.
 
 use super::units::{format_bytes, format_duration};
 use std::time::Duration;
