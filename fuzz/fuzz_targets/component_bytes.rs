@@ -27,20 +27,17 @@ struct Host {
 fn host() -> &'static Host {
     static HOST: OnceLock<Host> = OnceLock::new();
     HOST.get_or_init(|| {
-        let limits = PluginLimits {
-            timeout: TIMEOUT,
-            memory_bytes: 16 << 20,
-            ..PluginLimits::default()
-        };
-        let config = PluginHostConfig {
-            cache_dir: None,
-            default_limits: limits.clone(),
-            max_limits: limits,
-            max_concurrent_calls: 2,
-            storage: Some(Arc::new(MemoryStorage::new())),
-            max_file_access: FileAccess::ReadWrite,
-            ..PluginHostConfig::default()
-        };
+        let limits = PluginLimits::default()
+            .with_timeout(TIMEOUT)
+            .with_memory_bytes(16 << 20);
+        let config = PluginHostConfig::builder()
+            .cache_dir(None)
+            .default_limits(limits.clone())
+            .max_limits(limits)
+            .max_concurrent_calls(2)
+            .storage(Some(Arc::new(MemoryStorage::new())))
+            .max_file_access(FileAccess::ReadWrite)
+            .build();
         let host = PluginHost::new(config).expect("a plugin host");
         let dir = tempfile::tempdir().expect("a temp dir");
         Host {

@@ -205,11 +205,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // 4. The policy: hidden paths and extensions.
-    let policy = FilePolicy {
-        hide_hidden_paths: true,
-        allowed_extensions: extensions.clone(),
-        ..FilePolicy::default()
-    };
+    let policy = FilePolicy::default()
+        .with_hide_hidden_paths(true)
+        .with_allowed_extensions(extensions.clone());
     let hidden = model_hidden(path);
     let extension_ok = extensions
         .as_deref()
@@ -233,9 +231,10 @@ fuzz_target!(|data: &[u8]| {
         store
             .write(path, b"secret\n", "")
             .expect("a valid path is stored");
-        let mut options = VfsToolOptions::new(store as Arc<dyn Storage>);
-        options.hide_hidden_paths = true;
-        options.allowed_extensions = extensions;
+        let options = VfsToolOptions::builder(store as Arc<dyn Storage>)
+            .hide_hidden_paths(true)
+            .allowed_extensions(extensions)
+            .build();
         let registry = file_registry(options);
         let arguments = serde_json::json!({ "path": path }).to_string();
         let read = dispatch(&registry, "read_file", &arguments);

@@ -23,7 +23,8 @@ use toolhost::tools::VfsToolOptions;
 use toolhost::vfs::MemoryStorage;
 use toolhost_fuzz::{dispatch, file_registry, text, Json};
 use toolhost_plugin::fuzzing::{check_definitions, check_result, RawDefinition, RawResult};
-use toolhost_plugin::{DefinitionLimits, PluginErrorKind, PluginLimits};
+use toolhost_plugin::limits::DefinitionLimits;
+use toolhost_plugin::{PluginErrorKind, PluginLimits};
 
 /// One character over the 128 MCP clients accept.
 const LONG_NAME: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
@@ -128,21 +129,15 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let path = Path::new("plugins/fuzzed.wasm");
-    let caps = DefinitionLimits {
-        timeout: Duration::from_secs(1),
-        ..DefinitionLimits::default()
-    };
-    let limits = PluginLimits {
-        max_output_bytes: input.max_output_bytes,
-        ..PluginLimits::default()
-    };
+    let caps = DefinitionLimits::default().with_timeout(Duration::from_secs(1));
+    let limits = PluginLimits::default().with_max_output_bytes(input.max_output_bytes);
     let result = check_result(input.result.clone(), "tool0", &limits);
     match &result {
         Ok(value) => {
             let RawResult::Ok(text) = &input.result else {
                 panic!("a guest error became {value:?}")
             };
-            assert!(text.len() <= limits.max_output_bytes);
+            assert!(text.len() <= limits.max_output_bytes());
             assert_eq!(
                 value.content,
                 serde_json::from_str::<serde_json::Value>(text).expect("valid JSON")

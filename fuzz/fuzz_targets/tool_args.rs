@@ -26,7 +26,7 @@ const TOOLS: [&str; 11] = toolhost::registry::RESERVED_TOOL_NAMES;
 struct Input {
     hide_hidden: bool,
     extensions: Option<Vec<String>>,
-    maximum_file_bytes: u64,
+    max_file_bytes: u64,
     files: Vec<(String, String)>,
     calls: Vec<(String, String)>,
 }
@@ -39,10 +39,10 @@ impl<'a> Arbitrary<'a> for Input {
         } else {
             None
         };
-        let maximum_file_bytes = if u.ratio(1, 4)? {
+        let max_file_bytes = if u.ratio(1, 4)? {
             u.int_in_range(0..=64)?
         } else {
-            toolhost::vfs::DEFAULT_MAXIMUM_FILE_BYTES
+            toolhost::vfs::FilePolicy::default().max_file_bytes()
         };
         let mut files = vec![
             ("a.md".to_owned(), "alpha\nbeta\nalpha beta\n".to_owned()),
@@ -69,7 +69,7 @@ impl<'a> Arbitrary<'a> for Input {
         Ok(Self {
             hide_hidden,
             extensions,
-            maximum_file_bytes,
+            max_file_bytes,
             files,
             calls,
         })
@@ -84,7 +84,7 @@ fuzz_target!(|data: &[u8]| {
         Some(text) => Input {
             hide_hidden: false,
             extensions: None,
-            maximum_file_bytes: toolhost::vfs::DEFAULT_MAXIMUM_FILE_BYTES,
+            max_file_bytes: toolhost::vfs::FilePolicy::default().max_file_bytes(),
             files: vec![
                 ("a.md".to_owned(), "alpha\nbeta\nalpha beta\n".to_owned()),
                 ("dir/b.txt".to_owned(), "one\ntwo\r\nthree".to_owned()),
@@ -105,10 +105,11 @@ fuzz_target!(|data: &[u8]| {
         let _ = storage.write(path, content.as_bytes(), "");
     }
     let registry = Registry::new().with_call_timeout(LIMIT);
-    let mut options = VfsToolOptions::new(storage as Arc<dyn Storage>);
-    options.hide_hidden_paths = input.hide_hidden;
-    options.allowed_extensions = input.extensions.clone();
-    options.maximum_file_bytes = input.maximum_file_bytes;
+    let options = VfsToolOptions::builder(storage as Arc<dyn Storage>)
+        .hide_hidden_paths(input.hide_hidden)
+        .allowed_extensions(input.extensions.clone())
+        .max_file_bytes(input.max_file_bytes)
+        .build();
     register_vfs_tools(&registry, options).expect("file tools");
     register_plan_tool(&registry).expect("plan tool");
     for (tool, arguments) in &input.calls {

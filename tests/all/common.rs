@@ -50,14 +50,15 @@ pub(crate) fn setup_with(names: &[&str], options: Options) -> Setup {
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::open(root.path()).expect("open root"));
     let registry = Arc::new(Registry::new());
     register_vfs_tools(&registry, VfsToolOptions::new(Arc::clone(&storage))).expect("built-ins");
-    let host = PluginHost::new(PluginHostConfig {
-        cache_dir: Some(cache_dir()),
-        default_limits: options.limits,
-        storage: Some(Arc::clone(&storage)),
-        max_file_access: options.file_access,
-        fresh_instance_per_call: options.fresh_instance_per_call,
-        ..PluginHostConfig::default()
-    })
+    let host = PluginHost::new(
+        PluginHostConfig::builder()
+            .cache_dir(Some(cache_dir()))
+            .default_limits(options.limits)
+            .storage(Some(Arc::clone(&storage)))
+            .max_file_access(options.file_access)
+            .fresh_instance_per_call(options.fresh_instance_per_call)
+            .build(),
+    )
     .expect("plugin host");
     let report = host.load_dir(plugins.path(), &registry);
     Setup {
@@ -76,10 +77,7 @@ pub(crate) fn setup(names: &[&str]) -> Setup {
 
 /// Limits with a short timeout, for the hostile cases.
 pub(crate) fn short_limits(timeout: Duration) -> PluginLimits {
-    PluginLimits {
-        timeout,
-        ..PluginLimits::default()
-    }
+    PluginLimits::default().with_timeout(timeout)
 }
 
 impl Setup {

@@ -23,14 +23,12 @@ fn copy(plugin: &str, dir: &Path, as_name: &str) {
 /// A plugin host on the shared compile cache, with a 2 s call limit.
 fn host() -> Arc<PluginHost> {
     Arc::new(
-        PluginHost::new(PluginHostConfig {
-            cache_dir: Some(cache_dir()),
-            default_limits: PluginLimits {
-                timeout: Duration::from_secs(2),
-                ..PluginLimits::default()
-            },
-            ..PluginHostConfig::default()
-        })
+        PluginHost::new(
+            PluginHostConfig::builder()
+                .cache_dir(Some(cache_dir()))
+                .default_limits(PluginLimits::default().with_timeout(Duration::from_secs(2)))
+                .build(),
+        )
         .unwrap(),
     )
 }
@@ -140,7 +138,7 @@ async fn plugins_come_change_break_and_go_without_a_restart() {
     .unwrap();
     let events = tokio::task::block_in_place(|| settle(&mut watcher));
     assert!(
-        matches!(&events[..], [WatchEvent::Reloaded { plugin, .. }] if plugin.limits.timeout == Duration::from_secs(1)),
+        matches!(&events[..], [WatchEvent::Reloaded { plugin, .. }] if plugin.limits.timeout() == Duration::from_secs(1)),
         "{events:?}"
     );
 

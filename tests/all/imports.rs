@@ -55,13 +55,14 @@ fn setup(limits: PluginLimits) -> Imports {
     builtin_store.write("a.txt", b"hello\n", "").expect("a.txt");
     let registry = Arc::new(Registry::new());
     register_vfs_tools(&registry, VfsToolOptions::new(Arc::new(builtin_store))).expect("built-ins");
-    let host = PluginHost::new(PluginHostConfig {
-        cache_dir: Some(cache_dir()),
-        default_limits: limits,
-        storage: Some(slow),
-        max_file_access: FileAccess::ReadWrite,
-        ..PluginHostConfig::default()
-    })
+    let host = PluginHost::new(
+        PluginHostConfig::builder()
+            .cache_dir(Some(cache_dir()))
+            .default_limits(limits)
+            .storage(Some(slow))
+            .max_file_access(FileAccess::ReadWrite)
+            .build(),
+    )
     .expect("plugin host");
     let report = host.load_dir(plugins.path(), &registry);
     assert!(report.failed.is_empty(), "{:?}", report.failed);
@@ -100,10 +101,7 @@ async fn dispatch(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_storage_call_stalls_no_other_call_and_times_out_at_its_deadline() {
     let timeout = Duration::from_secs(1);
-    let setup = setup(PluginLimits {
-        timeout,
-        ..PluginLimits::default()
-    });
+    let setup = setup(PluginLimits::default().with_timeout(timeout));
     setup
         .plugin_store
         .write("slow.txt", b"slow", "")
@@ -222,10 +220,7 @@ async fn writes_per_call_are_bounded_in_files_and_bytes() {
 /// copied into the guest, with its size and the cap.
 #[tokio::test]
 async fn a_read_is_capped_at_the_plugins_memory() {
-    let setup = setup(PluginLimits {
-        memory_bytes: 16 * 1024 * 1024,
-        ..PluginLimits::default()
-    });
+    let setup = setup(PluginLimits::default().with_memory_bytes(16 * 1024 * 1024));
     let size = 17 * 1024 * 1024;
     setup
         .plugin_store
@@ -250,9 +245,9 @@ async fn a_read_is_capped_at_the_plugins_memory() {
 /// call of 100 writes gets 50.
 #[tokio::test]
 async fn the_lifetime_write_quota_spans_calls() {
-    let mut limits = PluginLimits::default();
-    limits.imports.max_files_written_total = 150;
-    let setup = setup(limits);
+    let limits = PluginLimits::default();
+    let imports = limits.imports().clone().with_max_files_written_total(150);
+    let setup = setup(limits.with_imports(imports));
     let first = setup
         .call(
             "imports_write",

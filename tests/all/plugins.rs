@@ -168,10 +168,11 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         )
         .expect("copy dupname");
         let registry = toolhost::registry::Registry::new();
-        let host = toolhost_plugin::PluginHost::new(toolhost_plugin::PluginHostConfig {
-            cache_dir: Some(crate::common::cache_dir()),
-            ..Default::default()
-        })
+        let host = toolhost_plugin::PluginHost::new(
+            toolhost_plugin::PluginHostConfig::builder()
+                .cache_dir(Some(crate::common::cache_dir()))
+                .build(),
+        )
         .expect("host");
         let report = host.load_dir(plugins.path(), &registry);
         (registry, report, plugins)
@@ -269,15 +270,16 @@ async fn eight_concurrent_calls_into_one_plugin_all_succeed() {
 
 #[tokio::test]
 async fn a_second_host_loads_from_the_compile_cache() {
-    use toolhost_plugin::CompileSource;
+    use toolhost_plugin::cache::CompileSource;
     let cache = tempfile::tempdir().expect("cache");
     let plugins = tempfile::tempdir().expect("plugins");
     toolhost_tests::install(plugins.path(), &["greet"]).expect("install");
     let load = || {
-        let host = toolhost_plugin::PluginHost::new(toolhost_plugin::PluginHostConfig {
-            cache_dir: Some(cache.path().to_owned()),
-            ..Default::default()
-        })
+        let host = toolhost_plugin::PluginHost::new(
+            toolhost_plugin::PluginHostConfig::builder()
+                .cache_dir(Some(cache.path().to_owned()))
+                .build(),
+        )
         .expect("host");
         let registry = toolhost::registry::Registry::new();
         host.load_dir(plugins.path(), &registry)

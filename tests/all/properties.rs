@@ -30,7 +30,7 @@ struct Store {
 }
 
 impl Store {
-    fn new(on_disk: bool, maximum_file_bytes: u64) -> Self {
+    fn new(on_disk: bool, max_file_bytes: u64) -> Self {
         let (storage, dir): (Arc<dyn Storage>, _) = if on_disk {
             let dir = tempfile::tempdir().expect("temp dir");
             (
@@ -41,8 +41,9 @@ impl Store {
             (Arc::new(MemoryStorage::new()), None)
         };
         let registry = Registry::new();
-        let mut options = VfsToolOptions::new(Arc::clone(&storage));
-        options.maximum_file_bytes = maximum_file_bytes;
+        let options = VfsToolOptions::builder(Arc::clone(&storage))
+            .max_file_bytes(max_file_bytes)
+            .build();
         register_vfs_tools(&registry, options).expect("file tools");
         Self {
             storage,

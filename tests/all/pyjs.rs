@@ -20,9 +20,9 @@ use serde_json::{json, Value};
 use toolhost::registry::{
     CallContext, Environment, Registry, ToolAnnotations, ToolCall, ToolError,
 };
-use toolhost_plugin::{
-    parse_allowed_net, CompileSource, HttpPolicy, LoadReport, PluginHost, PluginHostConfig,
-};
+use toolhost_plugin::cache::CompileSource;
+use toolhost_plugin::http_policy::parse_allowed_net;
+use toolhost_plugin::{HttpPolicy, LoadReport, PluginHost, PluginHostConfig};
 
 use crate::common::cache_dir;
 
@@ -75,15 +75,16 @@ fn load(
     )
     .expect("greeting.toml");
     let registry = Arc::new(Registry::new());
-    let host = PluginHost::new(PluginHostConfig {
-        cache_dir: Some(cache_dir()),
-        http: HttpPolicy {
-            allow: vec![origin.parse().expect("host pattern")],
-            allow_nets: vec![parse_allowed_net("127.0.0.1").expect("net")],
-            ..HttpPolicy::default()
-        },
-        ..PluginHostConfig::default()
-    })
+    let host = PluginHost::new(
+        PluginHostConfig::builder()
+            .cache_dir(Some(cache_dir()))
+            .http(
+                HttpPolicy::default()
+                    .with_allow(vec![origin.parse().expect("host pattern")])
+                    .with_allow_nets(vec![parse_allowed_net("127.0.0.1").expect("net")]),
+            )
+            .build(),
+    )
     .expect("plugin host");
     let started = Instant::now();
     let report = host.load_dir(dir.path(), &registry);
@@ -158,10 +159,11 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     );
     // ComponentizeJS's default build (fetch included) imports wasi:http and loads; with
     // no [grants] http its requests would all be refused.
-    let info = PluginHost::new(PluginHostConfig {
-        cache_dir: Some(cache_dir()),
-        ..PluginHostConfig::default()
-    })
+    let info = PluginHost::new(
+        PluginHostConfig::builder()
+            .cache_dir(Some(cache_dir()))
+            .build(),
+    )
     .expect("plugin host")
     .inspect(&greeting)
     .expect("inspect greeting");

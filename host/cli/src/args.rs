@@ -376,12 +376,12 @@ pub struct RegistryArgs {
     /// `api.github.com`, `http://127.0.0.1:8080`. https unless http:// is written. None by
     /// default: plugins get no network.
     #[arg(long = "plugin-http", value_name = "HOST", value_parser = parse_host_pattern)]
-    pub plugin_http: Vec<toolhost_plugin::HostPattern>,
+    pub plugin_http: Vec<toolhost_plugin::http_policy::HostPattern>,
     /// A private network plugins may reach (repeatable): loopback, private, link-local
     /// and other local addresses are refused unless listed, e.g. `127.0.0.1` or
     /// `10.0.0.0/8`. Checked on the address each request connects to.
     #[arg(long = "plugin-http-allow-net", value_name = "NET", value_parser = parse_allowed_net)]
-    pub plugin_http_allow_net: Vec<toolhost_plugin::IpNet>,
+    pub plugin_http_allow_net: Vec<toolhost_plugin::http_policy::IpNet>,
     /// A configuration value for a plugin (repeatable): NAME.KEY=VALUE, where NAME is the
     /// plugin's file name without .wasm and KEY a key its manifest declares. Visible to
     /// other local users in the process list: give secrets with --plugin-config-env or
@@ -400,14 +400,14 @@ pub struct RegistryArgs {
 }
 
 /// `--plugin-http`: a host pattern.
-fn parse_host_pattern(text: &str) -> Result<toolhost_plugin::HostPattern, String> {
+fn parse_host_pattern(text: &str) -> Result<toolhost_plugin::http_policy::HostPattern, String> {
     text.parse()
-        .map_err(|err: toolhost_plugin::HostPatternError| err.to_string())
+        .map_err(|err: toolhost_plugin::http_policy::HostPatternError| err.to_string())
 }
 
 /// `--plugin-http-allow-net`: an address or network.
-fn parse_allowed_net(text: &str) -> Result<toolhost_plugin::IpNet, String> {
-    toolhost_plugin::parse_allowed_net(text)
+fn parse_allowed_net(text: &str) -> Result<toolhost_plugin::http_policy::IpNet, String> {
+    toolhost_plugin::http_policy::parse_allowed_net(text)
 }
 
 impl RegistryArgs {

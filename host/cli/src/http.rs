@@ -363,7 +363,10 @@ pub(crate) async fn serve(
                 bail!("--plugin-files {:?} cannot be combined with --session-root-template: a plugin's file access would be over the process's --root, shared by every session; drop one of them", registry_args.plugin_files);
             }
             if let (Some(cache), false) = (&registry_args.cache_dir, registry_args.no_cache) {
-                toolhost_plugin::check_cache_dir(cache, std::slice::from_ref(&template.base))?;
+                toolhost_plugin::cache::check_cache_dir(
+                    cache,
+                    std::slice::from_ref(&template.base),
+                )?;
             }
             // The plugins (and only them) are loaded once; each session gets its own
             // built-in tools over its own root.

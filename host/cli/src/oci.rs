@@ -211,7 +211,8 @@ async fn asks_for(dir: &Path, name: &str) -> String {
 fn inspect_raising_limits(
     path: &Path,
 ) -> anyhow::Result<(toolhost_plugin::PluginInfo, Vec<String>)> {
-    use toolhost_plugin::{LimitValue, PluginError, PluginErrorKind};
+    use toolhost_plugin::limits::LimitValue;
+    use toolhost_plugin::{PluginError, PluginErrorKind};
     let mut config = plugins::inspect_config(None);
     let mut raised = Vec::new();
     // timeout and memory: at most one raise each.
@@ -225,16 +226,18 @@ fn inspect_raising_limits(
                 limit: "timeout",
                 asked: LimitValue::Duration(asked),
                 ..
-            }) if config.max_limits.timeout < *asked => {
-                config.max_limits.timeout = *asked;
+            }) if config.max_limits().timeout() < *asked => {
+                let max = config.max_limits().clone().with_timeout(*asked);
+                config = config.to_builder().max_limits(max).build();
                 raised.push(format!("--plugin-max-timeout {}", format_duration(*asked)));
             }
             Some(PluginErrorKind::LimitTooHigh {
                 limit: "memory",
                 asked: LimitValue::Bytes(asked),
                 ..
-            }) if config.max_limits.memory_bytes < *asked => {
-                config.max_limits.memory_bytes = *asked;
+            }) if config.max_limits().memory_bytes() < *asked => {
+                let max = config.max_limits().clone().with_memory_bytes(*asked);
+                config = config.to_builder().max_limits(max).build();
                 raised.push(format!("--plugin-max-memory {}", size_flag(*asked)));
             }
             _ => return Err(err),

@@ -13,9 +13,11 @@ use toolhost::registry::format_bytes;
 use toolhost::registry::{format_duration, Registry};
 use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
+use toolhost_plugin::cache::CompileSource;
 use toolhost_plugin::lock::PluginLock;
 use toolhost_plugin::{
-    CompileSource, ConfigValues, FileAccess, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
+    ConfigValues, FileAccess, HttpPolicy, LoadReport, PluginHost, PluginHostConfig, PluginInfo,
+    PluginLimits,
 };
 
 use super::args::{PluginFiles, RegistryArgs};
@@ -30,11 +32,11 @@ pub(crate) type Config = PluginHostConfig;
 
 /// The settings `host inspect` uses: the defaults, with `--cache-dir` if given.
 pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> Config {
-    let mut config = PluginHostConfig::default();
+    let mut config = PluginHostConfig::builder();
     if let Some(dir) = cache_dir {
-        config.cache_dir = Some(dir);
+        config.cache_dir(Some(dir));
     }
-    config
+    config.build()
 }
 
 /// The plugin host's settings from the flags. File access is off unless
@@ -53,11 +55,11 @@ pub(crate) fn host_config(
     storage: Option<Arc<dyn Storage>>,
     policy: FilePolicy,
 ) -> anyhow::Result<PluginHostConfig> {
-    let mut config = PluginHostConfig::default();
+    let mut config = PluginHostConfig::builder();
     if let Some(dir) = &args.cache_dir {
-        config.cache_dir = Some(dir.clone());
+        config.cache_dir(Some(dir.clone()));
     }
-    let (default, max) = (&mut config.default_limits, &mut config.max_limits);
+    let (mut default, mut max) = (PluginLimits::default(), PluginLimits::default());
     match (args.plugin_timeout, args.plugin_max_timeout) {
         (Some(timeout), Some(ceiling)) if timeout > ceiling => bail!(
             "--plugin-timeout {} is above --plugin-max-timeout {}; raise --plugin-max-timeout or lower --plugin-timeout",
@@ -65,9 +67,10 @@ pub(crate) fn host_config(
             format_duration(ceiling)
         ),
         (timeout, ceiling) => {
-            let ceiling = ceiling.or(timeout).unwrap_or(default.timeout);
-            default.timeout = timeout.unwrap_or(default.timeout).min(ceiling);
-            max.timeout = ceiling;
+            let ceiling = ceiling.or(timeout).unwrap_or(default.timeout());
+            let timeout = timeout.unwrap_or(default.timeout()).min(ceiling);
+            default = default.with_timeout(timeout);
+            max = max.with_timeout(ceiling);
         }
     }
     match (args.plugin_memory, args.plugin_max_memory) {
@@ -77,27 +80,34 @@ pub(crate) fn host_config(
             format_bytes(ceiling)
         ),
         (memory, ceiling) => {
-            let ceiling = ceiling.or(memory).unwrap_or(default.memory_bytes);
-            default.memory_bytes = memory.unwrap_or(default.memory_bytes).min(ceiling);
-            max.memory_bytes = ceiling;
+            let ceiling = ceiling.or(memory).unwrap_or(default.memory_bytes());
+            let memory = memory.unwrap_or(default.memory_bytes()).min(ceiling);
+            default = default.with_memory_bytes(memory);
+            max = max.with_memory_bytes(ceiling);
         }
     }
+    config.default_limits(default).max_limits(max);
     if let Some(pool) = args.plugin_pool_memory {
-        config.max_pool_memory = pool;
+        config.max_pool_memory(pool);
     }
-    config.max_file_access = match args.plugin_files {
+    let access = match args.plugin_files {
         PluginFiles::None => FileAccess::None,
         PluginFiles::Read => FileAccess::Read,
         PluginFiles::ReadWrite => FileAccess::ReadWrite,
     };
-    if config.max_file_access != FileAccess::None {
-        config.storage = storage;
+    config.max_file_access(access);
+    if access != FileAccess::None {
+        config.storage(storage);
     }
-    config.file_policy = policy;
-    config.http.allow = args.plugin_http.clone();
-    config.http.allow_nets = args.plugin_http_allow_net.clone();
-    config.config = config_values(args, |var| std::env::var(var).ok())?;
-    Ok(config)
+    config
+        .file_policy(policy)
+        .http(
+            HttpPolicy::default()
+                .with_allow(args.plugin_http.clone())
+                .with_allow_nets(args.plugin_http_allow_net.clone()),
+        )
+        .config_values(config_values(args, |var| std::env::var(var).ok())?);
+    Ok(config.build())
 }
 
 /// The plugins' configuration values from `--plugin-config-file`, then
@@ -199,8 +209,8 @@ fn log_report(dir: &Path, report: &LoadReport) {
             plugin.tools.join(", "),
             plugin.grants,
             keys.join(", "),
-            format_duration(plugin.limits.timeout),
-            format_bytes(plugin.limits.memory_bytes),
+            format_duration(plugin.limits.timeout()),
+            format_bytes(plugin.limits.memory_bytes()),
             plugin.path.display(),
         );
     }
@@ -247,14 +257,14 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "root": info.root,
         },
         "limits": {
-            "timeout_ms": u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            "memory_bytes": limits.memory_bytes,
-            "fuel": limits.fuel,
-            "max_output_bytes": limits.max_output_bytes,
-            "max_stderr_bytes": limits.max_stderr_bytes,
-            "max_instances": limits.max_instances,
-            "max_tables": limits.max_tables,
-            "max_handles": limits.max_handles,
+            "timeout_ms": u64::try_from(limits.timeout().as_millis()).unwrap_or(u64::MAX),
+            "memory_bytes": limits.memory_bytes(),
+            "fuel": limits.fuel(),
+            "max_output_bytes": limits.max_output_bytes(),
+            "max_stderr_bytes": limits.max_stderr_bytes(),
+            "max_instances": limits.max_instances(),
+            "max_tables": limits.max_tables(),
+            "max_handles": limits.max_handles(),
         },
         "http": {
             "hosts": info.http,
@@ -393,20 +403,20 @@ pub(crate) fn grants_text(info: &PluginInfo) -> String {
     }
     let limits = &info.limits;
     let fuel = limits
-        .fuel
+        .fuel()
         .map_or_else(|| "no fuel limit".to_owned(), |f| format!("{f} fuel"));
     out += &format!(
         "  limits: {} per call, {} memory, {fuel}, {} output\n",
-        format_duration(limits.timeout),
-        format_bytes(limits.memory_bytes),
-        format_bytes(limits.max_output_bytes as u64),
+        format_duration(limits.timeout()),
+        format_bytes(limits.memory_bytes()),
+        format_bytes(limits.max_output_bytes() as u64),
     );
     out
 }
 
 /// The flag that gives `key` a value: a secret from the environment (never on the
 /// command line, where `ps` shows it), any other as text.
-fn config_flag(plugin: &str, key: &toolhost_plugin::ConfigKey) -> String {
+fn config_flag(plugin: &str, key: &toolhost_plugin::plugin_config::ConfigKey) -> String {
     if key.secret {
         format!("--plugin-config-env {plugin}.{}=ENV_VAR", key.name)
     } else {
@@ -464,10 +474,10 @@ mod tests {
     /// (default timeout, max timeout, default memory, max memory)
     fn limits(config: &PluginHostConfig) -> (Duration, Duration, u64, u64) {
         (
-            config.default_limits.timeout,
-            config.max_limits.timeout,
-            config.default_limits.memory_bytes,
-            config.max_limits.memory_bytes,
+            config.default_limits().timeout(),
+            config.max_limits().timeout(),
+            config.default_limits().memory_bytes(),
+            config.max_limits().memory_bytes(),
         )
     }
 
@@ -476,7 +486,7 @@ mod tests {
         let secs = Duration::from_secs;
         let config = config(&[]).unwrap();
         assert_eq!(limits(&config), (secs(10), secs(10), 64 << 20, 64 << 20));
-        assert_eq!(config.max_pool_memory, 4 << 30);
+        assert_eq!(config.max_pool_memory(), 4 << 30);
         // The operator's own default is its maximum too.
         let raised = config_of(&["--plugin-timeout", "20s", "--plugin-memory", "128MiB"]);
         assert_eq!(limits(&raised), (secs(20), secs(20), 128 << 20, 128 << 20));
@@ -490,7 +500,7 @@ mod tests {
             "8GiB",
         ]);
         assert_eq!(limits(&ceiling), (secs(10), secs(30), 64 << 20, 256 << 20));
-        assert_eq!(ceiling.max_pool_memory, 8 << 30);
+        assert_eq!(ceiling.max_pool_memory(), 8 << 30);
         // A ceiling under the built-in default lowers the default with it.
         let lowered = config_of(&["--plugin-max-timeout", "2s", "--plugin-max-memory", "16MiB"]);
         assert_eq!(limits(&lowered), (secs(2), secs(2), 16 << 20, 16 << 20));
@@ -534,7 +544,7 @@ mod tests {
             &config_of(&["--plugin-max-memory", "128MiB"]),
         )
         .unwrap();
-        assert_eq!(allowed.limits.memory_bytes, 128 << 20);
+        assert_eq!(allowed.limits.memory_bytes(), 128 << 20);
     }
 
     #[test]
@@ -549,17 +559,22 @@ mod tests {
             "--plugin-config",
             "gh.REPO=octo/hello",
         ]);
-        let allow: Vec<String> = host.http.allow.iter().map(ToString::to_string).collect();
+        let allow: Vec<String> = host
+            .http()
+            .allow()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(allow, ["api.github.com", "http://127.0.0.1:8080"]);
-        assert_eq!(host.http.allow_nets[0].to_string(), "127.0.0.1/32");
+        assert_eq!(host.http().allow_nets()[0].to_string(), "127.0.0.1/32");
         assert_eq!(
-            host.config.get("gh", "REPO").unwrap().expose(),
+            host.config_values().get("gh", "REPO").unwrap().expose(),
             "octo/hello"
         );
         // Nothing by default.
         let default = config_of(&[]);
-        assert!(default.http.allow.is_empty() && default.http.allow_nets.is_empty());
-        assert!(default.config.is_empty());
+        assert!(default.http().allow().is_empty() && default.http().allow_nets().is_empty());
+        assert!(default.config_values().is_empty());
 
         let bad =
             Cli::try_parse_from(["host", "tools", "--plugin-http", "x.org/path"]).unwrap_err();

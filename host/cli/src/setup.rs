@@ -11,8 +11,9 @@ use toolhost::registry::Registry;
 use toolhost::tools::walks::{DEFAULT_MAX_WAIT, DEFAULT_WAITING_PER_WALKER};
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, WalkBudget};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
+use toolhost_plugin::cache::check_cache_dir;
 use toolhost_plugin::watch::PluginWatcher;
-use toolhost_plugin::{check_cache_dir, CompileTiers, LoadReport};
+use toolhost_plugin::{CompileTiers, LoadReport};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -53,7 +54,7 @@ impl Toolset {
             return;
         };
         let left = host.optimizing();
-        if left == 0 || host.config().cache_dir.is_none() {
+        if left == 0 || host.config().cache_dir().is_none() {
             return;
         }
         info!(
@@ -136,7 +137,7 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
             read_only = args.read_only,
             extended = !args.disable_extended,
             hide_hidden = args.hide_hidden,
-            allowed_extensions = ?options.allowed_extensions,
+            allowed_extensions = ?options.allowed_extensions(),
             max_file_bytes = args.max_file_bytes,
             max_read_bytes = args.max_read_bytes,
             "built-in file tools registered"
@@ -157,12 +158,14 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
                 Some(options) => options.policy(),
                 None => Default::default(),
             };
-            let mut config = plugins::host_config(args, storage, policy)?;
-            config.storage_roots = root.iter().cloned().collect();
-            config.compile_tiers = tiers;
+            let mut config = plugins::host_config(args, storage, policy)?.to_builder();
+            config
+                .storage_roots(root.iter().cloned().collect())
+                .compile_tiers(tiers);
             if args.no_cache {
-                config.cache_dir = None;
+                config.cache_dir(None);
             }
+            let config = config.build();
             let (host, report) = plugins::load(dir, &registry, config, args.require_lock)?;
             Some((host, dir.clone(), report))
         }
@@ -199,17 +202,18 @@ pub(crate) fn vfs_options(
     storage: Option<Arc<dyn Storage>>,
 ) -> Option<VfsToolOptions> {
     storage.map(|storage| {
-        let mut options = VfsToolOptions::new(storage);
-        options.read_only = args.read_only;
-        options.disable_extended = args.disable_extended;
-        options.hide_hidden_paths = args.hide_hidden;
-        options.allowed_extensions = args.allowed_extensions();
-        options.maximum_file_bytes = args.max_file_bytes;
-        options.max_read_bytes = args.max_read_bytes;
-        if let Some(walkers) = args.max_walks {
-            options.walk_budget = walk_budget(walkers.get());
-        }
+        let mut options = VfsToolOptions::builder(storage);
         options
+            .read_only(args.read_only)
+            .disable_extended(args.disable_extended)
+            .hide_hidden_paths(args.hide_hidden)
+            .allowed_extensions(args.allowed_extensions())
+            .max_file_bytes(args.max_file_bytes)
+            .max_read_bytes(args.max_read_bytes);
+        if let Some(walkers) = args.max_walks {
+            options.walk_budget(walk_budget(walkers.get()));
+        }
+        options.build()
     })
 }
 

@@ -34,10 +34,7 @@ fn toolset(
     register_vfs_tools(&registry, options)?;
     let host = match plugins {
         Some(dir) => {
-            let host = PluginHost::new(PluginHostConfig {
-                file_policy: policy,
-                ..PluginHostConfig::default()
-            })?;
+            let host = PluginHost::new(PluginHostConfig::builder().file_policy(policy).build())?;
             host.load_dir(dir, &registry);
             Some(host)
         }

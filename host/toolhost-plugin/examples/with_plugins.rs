@@ -30,10 +30,9 @@ async fn run(
     let registry = Registry::new();
     let options = VfsToolOptions::new(Arc::new(OsStorage::open(root)?));
     // Plugins see files only through a grant, checked with the same policy as the tools.
-    let config = PluginHostConfig {
-        file_policy: options.policy(),
-        ..PluginHostConfig::default()
-    };
+    let config = PluginHostConfig::builder()
+        .file_policy(options.policy())
+        .build();
     register_vfs_tools(&registry, options)?;
     // One engine, epoch ticker and compile cache for all plugins; keep it alive as long
     // as the registry (the handlers hold what they need, so dropping it is safe too).

@@ -5,7 +5,7 @@
 //! An entry is `MAGIC`, then an HMAC-SHA256 tag, then wasmtime's serialised artifact. The
 //! tag covers the entry's key and the artifact, under the cache's own random key, so an
 //! entry is only loaded if this cache wrote it for this component and this engine; see
-//! [`dir`] for the threat model, the placement and ownership rules.
+//! [`check_cache_dir`] for the threat model, the placement and ownership rules.
 //!
 //! Entries are written, `0600`, to a temporary file and renamed into place, so a reader
 //! never sees half a file. Nothing is evicted: a changed plugin leaves its old entry
@@ -42,7 +42,7 @@ const TAG_DOMAIN: &[u8] = b"wasm-toolhost compile cache entry v1\0";
 /// very bytes deserialised), so this bounds that allocation. A compiled artifact is a few
 /// times its component, and a component is far smaller than this; an entry above it (none
 /// this host writes) is a miss, deleted, and the component compiled.
-pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_ENTRY_BYTES: u64 = 1 << 30;
 
 type HmacSha256 = Hmac<Sha256>;
 

@@ -1,7 +1,7 @@
 //! The host's plugin settings: file grants, the default and maximum limits, the cache.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost::vfs::FilePolicy;
@@ -12,7 +12,7 @@ use super::{ConfigValues, DefinitionLimits, HttpPolicy, PluginLimits};
 /// How much of the host's storage a plugin may touch, through the `files` import.
 ///
 /// Ordered: `None < Read < ReadWrite`. A plugin's manifest asks for one; the host's
-/// [`PluginHostConfig::max_file_access`] caps what any plugin may get.
+/// [`PluginHostConfigBuilder::max_file_access`] caps what any plugin may get.
 ///
 /// # The `files` import
 /// Every call checks, in order: the grant ([`FileAccess::Read`] for `read` and `list`,
@@ -44,7 +44,7 @@ use super::{ConfigValues, DefinitionLimits, HttpPolicy, PluginLimits};
 /// .
 ///
 /// Before it reaches the storage, each call is counted against the call's budget
-/// ([`ImportLimits`](crate::ImportLimits)): file calls per call; a read is capped at the smallest of the
+/// ([`ImportLimits`](crate::limits::ImportLimits)): file calls per call; a read is capped at the smallest of the
 /// plugin's memory, the host's read cap and what is left of the call's read budget
 /// (listings count too); a write reserves its bytes and one file against the call's and
 /// the plugin's lifetime quotas after the grant and the policy accepted it.
@@ -86,105 +86,351 @@ impl fmt::Display for FileAccess {
     }
 }
 
-/// Settings of a [`PluginHost`](super::PluginHost).
+/// Settings of a [`PluginHost`](super::PluginHost), made with
+/// [`PluginHostConfig::builder`] and read back through its getters.
 ///
 /// The default grants nothing: no file access for any plugin, the default limits, and
-/// a fresh instance for every call.
+/// a fresh instance for every call. Each setter of [`PluginHostConfigBuilder`] states its
+/// default and its bound.
 ///
 /// ```
 /// use toolhost_plugin::{FileAccess, PluginHostConfig};
 ///
 /// let config = PluginHostConfig::default();
-/// assert_eq!(config.max_file_access, FileAccess::None);
-/// assert!(config.fresh_instance_per_call);
-/// assert!(config.storage.is_none());
+/// assert_eq!(config.max_file_access(), FileAccess::None);
+/// assert!(config.fresh_instance_per_call());
+/// assert!(config.storage().is_none());
+///
+/// let config = PluginHostConfig::builder()
+///     .cache_dir(None)
+///     .max_concurrent_calls(8)
+///     .build();
+/// assert_eq!(config.cache_dir(), None);
+/// assert_eq!(config.max_concurrent_calls(), 8);
 /// ```
 #[derive(Clone)]
 pub struct PluginHostConfig {
-    /// Where compiled components are cached; `None` disables the cache. The default is
-    /// [`default_cache_dir`].
+    /// [`PluginHostConfigBuilder::cache_dir`].
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// [`PluginHostConfigBuilder::storage_roots`].
+    pub(crate) storage_roots: Vec<PathBuf>,
+    /// [`PluginHostConfigBuilder::default_limits`].
+    pub(crate) default_limits: PluginLimits,
+    /// [`PluginHostConfigBuilder::max_limits`].
+    pub(crate) max_limits: PluginLimits,
+    /// [`PluginHostConfigBuilder::max_pool_memory`].
+    pub(crate) max_pool_memory: u64,
+    /// [`PluginHostConfigBuilder::definition_limits`].
+    pub(crate) definition_limits: DefinitionLimits,
+    /// [`PluginHostConfigBuilder::storage`].
+    pub(crate) storage: Option<Arc<dyn Storage>>,
+    /// [`PluginHostConfigBuilder::file_policy`].
+    pub(crate) file_policy: FilePolicy,
+    /// [`PluginHostConfigBuilder::max_file_access`].
+    pub(crate) max_file_access: FileAccess,
+    /// [`PluginHostConfigBuilder::fresh_instance_per_call`].
+    pub(crate) fresh_instance_per_call: bool,
+    /// [`PluginHostConfigBuilder::max_concurrent_calls`].
+    pub(crate) max_concurrent_calls: u32,
+    /// [`PluginHostConfigBuilder::http`].
+    pub(crate) http: HttpPolicy,
+    /// [`PluginHostConfigBuilder::config_values`].
+    pub(crate) config: ConfigValues,
+    /// [`PluginHostConfigBuilder::compile_tiers`].
+    pub(crate) compile_tiers: CompileTiers,
+}
+
+impl PluginHostConfig {
+    /// A builder with every setting at its default (the same as
+    /// [`PluginHostConfig::default`]).
+    pub fn builder() -> PluginHostConfigBuilder {
+        PluginHostConfigBuilder {
+            config: Self::default(),
+        }
+    }
+
+    /// A builder that starts from these settings, to change some of them.
+    pub fn to_builder(&self) -> PluginHostConfigBuilder {
+        PluginHostConfigBuilder {
+            config: self.clone(),
+        }
+    }
+
+    /// Where compiled components are cached; `None` when the cache is off
+    /// ([`PluginHostConfigBuilder::cache_dir`]).
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// The directories on disk the host's stores work in
+    /// ([`PluginHostConfigBuilder::storage_roots`]).
+    pub fn storage_roots(&self) -> &[PathBuf] {
+        &self.storage_roots
+    }
+
+    /// Limits of a plugin whose manifest sets none
+    /// ([`PluginHostConfigBuilder::default_limits`]).
+    pub fn default_limits(&self) -> &PluginLimits {
+        &self.default_limits
+    }
+
+    /// The most a manifest may ask for ([`PluginHostConfigBuilder::max_limits`]).
+    pub fn max_limits(&self) -> &PluginLimits {
+        &self.max_limits
+    }
+
+    /// The cap on the linear memory of all pooled instances together
+    /// ([`PluginHostConfigBuilder::max_pool_memory`]).
+    pub fn max_pool_memory(&self) -> u64 {
+        self.max_pool_memory
+    }
+
+    /// Caps on a plugin's tool definitions
+    /// ([`PluginHostConfigBuilder::definition_limits`]).
+    pub fn definition_limits(&self) -> &DefinitionLimits {
+        &self.definition_limits
+    }
+
+    /// The storage the `files` import works on ([`PluginHostConfigBuilder::storage`]).
+    pub fn storage(&self) -> Option<&Arc<dyn Storage>> {
+        self.storage.as_ref()
+    }
+
+    /// The path policy of every `files` call ([`PluginHostConfigBuilder::file_policy`]).
+    pub fn file_policy(&self) -> &FilePolicy {
+        &self.file_policy
+    }
+
+    /// The most file access any plugin may get
+    /// ([`PluginHostConfigBuilder::max_file_access`]).
+    pub fn max_file_access(&self) -> FileAccess {
+        self.max_file_access
+    }
+
+    /// Whether every call gets a fresh instance
+    /// ([`PluginHostConfigBuilder::fresh_instance_per_call`]).
+    pub fn fresh_instance_per_call(&self) -> bool {
+        self.fresh_instance_per_call
+    }
+
+    /// Calls asked to run at once across all plugins
+    /// ([`PluginHostConfigBuilder::max_concurrent_calls`]); the pool may run fewer
+    /// ([`PoolPlan::concurrent_calls`](crate::engine::PoolPlan::concurrent_calls)).
+    pub fn max_concurrent_calls(&self) -> u32 {
+        self.max_concurrent_calls
+    }
+
+    /// The operator's outbound HTTP policy ([`PluginHostConfigBuilder::http`]).
+    pub fn http(&self) -> &HttpPolicy {
+        &self.http
+    }
+
+    /// The configuration values per plugin ([`PluginHostConfigBuilder::config_values`]).
+    pub fn config_values(&self) -> &ConfigValues {
+        &self.config
+    }
+
+    /// How a plugin the compile cache does not hold is compiled
+    /// ([`PluginHostConfigBuilder::compile_tiers`]).
+    pub fn compile_tiers(&self) -> CompileTiers {
+        self.compile_tiers
+    }
+}
+
+/// Builds a [`PluginHostConfig`]: start from [`PluginHostConfig::builder`] (every
+/// setting at its default) or [`PluginHostConfig::to_builder`], call the setters, then
+/// [`build`](Self::build). A setting added later gets a setter and a default, so code
+/// written against this builder keeps compiling.
+///
+/// Nothing is checked here: the settings are checked together when
+/// [`PluginHost::new`](super::PluginHost::new) starts the host (each setter says what it
+/// refuses).
+///
+/// ```
+/// use toolhost_plugin::limits::PluginLimits;
+/// use toolhost_plugin::{FileAccess, PluginHost, PluginHostConfig, PluginErrorKind};
+///
+/// let mut builder = PluginHostConfig::builder();
+/// builder.cache_dir(None).max_file_access(FileAccess::Read);
+/// let config = builder.build();
+/// assert_eq!(config.max_file_access(), FileAccess::Read);
+///
+/// // Default limits above the maximum are refused when the host starts.
+/// let bigger = PluginLimits::default().with_memory_bytes(128 << 20);
+/// let err = PluginHost::new(config.to_builder().default_limits(bigger).build()).unwrap_err();
+/// assert!(matches!(err.kind(), PluginErrorKind::Host { .. }));
+/// assert!(err.to_string().contains("the default memory limit (128 MiB) is above the maximum (64 MiB)"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct PluginHostConfigBuilder {
+    config: PluginHostConfig,
+}
+
+impl PluginHostConfigBuilder {
+    /// Where compiled components are cached; `None` disables the cache. Default:
+    /// `$XDG_CACHE_HOME/wasm-toolhost`, else `$HOME/.cache/wasm-toolhost`, else none
+    /// ([`default_cache_dir`]).
     ///
     /// # Sandbox
     /// A cache entry is native code the host runs. [`PluginHost::new`](super::PluginHost::new)
-    /// refuses a directory inside, equal to or a parent of any of
+    /// refuses (with [`PluginErrorKind::Cache`](super::PluginErrorKind::Cache)) a
+    /// directory inside, equal to or a parent of any of the
     /// [`storage_roots`](Self::storage_roots), owned by another user or writable by its
-    /// group or others, and creates it `0700` (files `0600`); every entry is authenticated
-    /// before it is loaded. See [`check_cache_dir`](super::check_cache_dir).
-    pub cache_dir: Option<PathBuf>,
+    /// group or others, and creates it `0700` (files `0600`); every entry is
+    /// authenticated before it is loaded. See
+    /// [`check_cache_dir`](crate::cache::check_cache_dir).
+    pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
+        self.config.cache_dir = dir;
+        self
+    }
+
     /// The directories on disk that the host's stores work in: the root of
     /// [`storage`](Self::storage) when it is an [`OsStorage`](toolhost::vfs::OsStorage)
     /// ([`OsStorage::root`](toolhost::vfs::OsStorage::root)), and that of the built-in file
     /// tools' store. A plugin's grant root lies inside its store's root, so it is covered.
     /// The compile cache is refused anywhere the model or a plugin could write it
-    /// (inside, equal to or above one of these). Empty by default: a caller whose stores
+    /// (inside, equal to or above one of these). Default: empty; a caller whose stores
     /// are on disk must list them here, the host cannot tell from a `dyn Storage`.
-    pub storage_roots: Vec<PathBuf>,
-    /// Limits of a plugin whose manifest sets none.
-    pub default_limits: PluginLimits,
+    pub fn storage_roots(&mut self, roots: Vec<PathBuf>) -> &mut Self {
+        self.config.storage_roots = roots;
+        self
+    }
+
+    /// Limits of a plugin whose manifest sets none. Default: [`PluginLimits::default`].
+    /// Bound: each limit at most the same limit of [`max_limits`](Self::max_limits);
+    /// above it, [`PluginHost::new`](super::PluginHost::new) fails with
+    /// [`PluginErrorKind::Host`](super::PluginErrorKind::Host) naming the limit.
+    pub fn default_limits(&mut self, limits: PluginLimits) -> &mut Self {
+        self.config.default_limits = limits;
+        self
+    }
+
     /// The most a manifest may ask for; a manifest asking more is refused at load
-    /// ([`PluginErrorKind::LimitTooHigh`](super::PluginErrorKind::LimitTooHigh)). The default is
-    /// [`PluginLimits::default`], the same as `default_limits`: a manifest may only lower
-    /// its limits unless the operator raises this ceiling (the CLI's
-    /// `--plugin-max-memory`, `--plugin-max-timeout`).
+    /// ([`PluginErrorKind::LimitTooHigh`](super::PluginErrorKind::LimitTooHigh)). Default:
+    /// [`PluginLimits::default`], the same as the default limits: a manifest may only
+    /// lower its limits unless the operator raises this ceiling (the CLI's
+    /// `--plugin-max-memory`, `--plugin-max-timeout`). Bound: at least
+    /// [`default_limits`](Self::default_limits) (else [`PluginHost::new`](super::PluginHost::new)
+    /// fails); a memory above 4 GiB sizes pool slots as 4 GiB, all a 32-bit memory can
+    /// address.
     ///
     /// # Sandbox
-    /// Raising `memory_bytes` here raises what every pool slot may hold; the pool then
-    /// runs fewer calls at once to stay within [`PluginHostConfig::max_pool_memory`].
-    pub max_limits: PluginLimits,
+    /// Raising the memory here raises what every pool slot may hold; the pool then
+    /// runs fewer calls at once to stay within [`max_pool_memory`](Self::max_pool_memory).
+    pub fn max_limits(&mut self, limits: PluginLimits) -> &mut Self {
+        self.config.max_limits = limits;
+        self
+    }
+
     /// The most linear memory all pooled plugin instances together may hold: pool slots
-    /// x the largest memory a plugin may have. The pool gets as many slots as fit (and
-    /// [`PluginHostConfig::max_concurrent_calls`] is lowered to match); a cap too small
-    /// for one call is a start-up error. Default [`DEFAULT_MAX_POOL_MEMORY`].
-    pub max_pool_memory: u64,
+    /// x the largest memory a plugin may have. Default: 4 GiB, what the default 64
+    /// concurrent calls x 64 MiB need, and what a 2-core machine with 8 GiB can give
+    /// plugins without swapping. The pool gets as many slots as fit (and the calls that
+    /// run at once are lowered to match, with a warning); bound: at least one call's
+    /// slot memory, else [`PluginHost::new`](super::PluginHost::new) fails with
+    /// [`PluginErrorKind::Host`](super::PluginErrorKind::Host).
+    pub fn max_pool_memory(&mut self, bytes: u64) -> &mut Self {
+        self.config.max_pool_memory = bytes;
+        self
+    }
+
     /// Caps on a plugin's tool definitions and the deadline for asking for them.
-    pub definition_limits: DefinitionLimits,
-    /// The storage the `files` import works on; `None` gives no plugin any file.
-    pub storage: Option<Arc<dyn Storage>>,
-    /// The path policy (hidden paths, extensions, size cap) applied to every `files`
-    /// call, as for the built-in file tools.
-    pub file_policy: FilePolicy,
-    /// The most file access any plugin may get. A plugin whose manifest asks for more is
-    /// not loaded ([`PluginErrorKind::GrantDenied`](super::PluginErrorKind::GrantDenied)).
+    /// Default: [`DefinitionLimits::default`] (its setters give each default).
+    pub fn definition_limits(&mut self, limits: DefinitionLimits) -> &mut Self {
+        self.config.definition_limits = limits;
+        self
+    }
+
+    /// The storage the `files` import works on; `None` (the default) gives no plugin any
+    /// file.
+    pub fn storage(&mut self, storage: Option<Arc<dyn Storage>>) -> &mut Self {
+        self.config.storage = storage;
+        self
+    }
+
+    /// The path policy (hidden paths, extensions, size cap, read-only) applied to every
+    /// `files` call, as for the built-in file tools. Default: [`FilePolicy::default`].
+    pub fn file_policy(&mut self, policy: FilePolicy) -> &mut Self {
+        self.config.file_policy = policy;
+        self
+    }
+
+    /// The most file access any plugin may get. Default: [`FileAccess::None`]. A plugin
+    /// whose manifest asks for more is not loaded
+    /// ([`PluginErrorKind::GrantDenied`](super::PluginErrorKind::GrantDenied)).
     ///
     /// # Sandbox
     /// Anything above [`FileAccess::None`] lets plugin code read (or change) the files
-    /// of [`PluginHostConfig::storage`] that its manifest's `root` covers.
-    pub max_file_access: FileAccess,
-    /// `true` (default): every call gets a fresh instance, so nothing leaks between
+    /// of [`storage`](Self::storage) that its manifest's `root` covers.
+    pub fn max_file_access(&mut self, access: FileAccess) -> &mut Self {
+        self.config.max_file_access = access;
+        self
+    }
+
+    /// `true` (the default): every call gets a fresh instance, so nothing leaks between
     /// calls. `false`: a few instances per plugin are kept and reused, which is faster
-    /// but lets a plugin keep state between calls of different sessions.
-    pub fresh_instance_per_call: bool,
+    /// but lets a plugin keep state between calls of different sessions (and each call
+    /// then needs two pool slots).
+    pub fn fresh_instance_per_call(&mut self, fresh: bool) -> &mut Self {
+        self.config.fresh_instance_per_call = fresh;
+        self
+    }
+
     /// Calls running at once across all plugins; more wait for a slot. The pooling
-    /// allocator is sized from it.
-    pub max_concurrent_calls: u32,
+    /// allocator is sized from it. Default: 64. Bound: at least 1 (0 counts as 1), and at
+    /// most what fits [`max_pool_memory`](Self::max_pool_memory): a larger value is
+    /// lowered to that when the host starts, with a warning
+    /// ([`PoolPlan::concurrent_calls`](crate::engine::PoolPlan::concurrent_calls)).
+    pub fn max_concurrent_calls(&mut self, calls: u32) -> &mut Self {
+        self.config.max_concurrent_calls = calls;
+        self
+    }
+
     /// Outbound HTTP: the hosts a plugin's manifest may ask for, the private networks
-    /// plugins may reach, the resolver. The default allows no host.
+    /// plugins may reach, the resolver. Default: [`HttpPolicy::default`], which allows
+    /// no host.
     ///
     /// # Sandbox
     /// See [`HttpPolicy::allow`] and [`HttpPolicy::allow_nets`].
-    pub http: HttpPolicy,
+    pub fn http(&mut self, policy: HttpPolicy) -> &mut Self {
+        self.config.http = policy;
+        self
+    }
+
     /// Configuration values per plugin (`--plugin-config`); a plugin gets those of the
-    /// keys its manifest declares. Empty by default.
-    pub config: ConfigValues,
+    /// keys its manifest declares. Default: none.
+    pub fn config_values(&mut self, values: ConfigValues) -> &mut Self {
+        self.config.config = values;
+        self
+    }
+
     /// How a plugin the compile cache does not hold is compiled: optimized before it
-    /// serves (the default), or quick code first with the optimized code swapped in from
-    /// the background (for a long-running server). See [`CompileTiers`].
-    pub compile_tiers: CompileTiers,
+    /// serves (the default, [`CompileTiers::Optimized`]), or quick code first with the
+    /// optimized code swapped in from the background (for a long-running server). See
+    /// [`CompileTiers`].
+    pub fn compile_tiers(&mut self, tiers: CompileTiers) -> &mut Self {
+        self.config.compile_tiers = tiers;
+        self
+    }
+
+    /// The settings as set so far (the builder can go on to build more).
+    pub fn build(&self) -> PluginHostConfig {
+        self.config.clone()
+    }
 }
 
 /// How a plugin that is not in the compile cache is compiled
-/// ([`PluginHostConfig::compile_tiers`]). A cache hit is optimized code either way.
+/// ([`PluginHostConfigBuilder::compile_tiers`]). A cache hit is optimized code either way.
 ///
 /// ```
 /// use toolhost_plugin::{CompileTiers, PluginHostConfig};
 ///
 /// // A server that answers for hours: start serving on quick code.
-/// let config = PluginHostConfig {
-///     compile_tiers: CompileTiers::QuickFirst,
-///     ..PluginHostConfig::default()
-/// };
-/// assert_eq!(PluginHostConfig::default().compile_tiers, CompileTiers::Optimized);
-/// # let _ = config;
+/// let config = PluginHostConfig::builder()
+///     .compile_tiers(CompileTiers::QuickFirst)
+///     .build();
+/// assert_eq!(config.compile_tiers(), CompileTiers::QuickFirst);
+/// assert_eq!(PluginHostConfig::default().compile_tiers(), CompileTiers::Optimized);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CompileTiers {
@@ -206,13 +452,13 @@ pub enum CompileTiers {
     QuickFirst,
 }
 
-/// Default of [`PluginHostConfig::max_concurrent_calls`].
-pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
+/// Default of [`PluginHostConfigBuilder::max_concurrent_calls`].
+pub(crate) const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 64;
 
-/// Default of [`PluginHostConfig::max_pool_memory`]: 4 GiB, what the default 64
+/// Default of [`PluginHostConfigBuilder::max_pool_memory`]: 4 GiB, what the default 64
 /// concurrent calls x 64 MiB need, and what a 2-core machine with 8 GiB can give plugins
 /// without swapping.
-pub const DEFAULT_MAX_POOL_MEMORY: u64 = 4 * 1024 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_POOL_MEMORY: u64 = 4 * 1024 * 1024 * 1024;
 
 impl Default for PluginHostConfig {
     fn default() -> Self {

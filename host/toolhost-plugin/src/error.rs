@@ -218,8 +218,7 @@ pub enum PluginErrorKind {
         found: &'static str,
     },
     /// The `.wasm` or manifest file is over its size cap
-    /// ([`MAX_COMPONENT_BYTES`](super::MAX_COMPONENT_BYTES),
-    /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES)); refused before it is read.
+    /// (256 MiB for a component, 64 KiB for a manifest); refused before it is read.
     #[error("the {what} is {}, over the host's cap of {}; {}", format_bytes(*size), format_bytes(*limit), too_large_hint(what))]
     FileTooLarge {
         /// `component` or `manifest`.

@@ -9,7 +9,7 @@
 //! use toolhost_plugin::{PluginHost, PluginHostConfig};
 //! use toolhost::registry::Registry;
 //!
-//! let host = PluginHost::new(PluginHostConfig { cache_dir: None, ..PluginHostConfig::default() })?;
+//! let host = PluginHost::new(PluginHostConfig::builder().cache_dir(None).build())?;
 //! let registry = Registry::new();
 //! let dir = tempfile::tempdir()?;
 //! std::fs::write(dir.path().join("broken.wasm"), b"not wasm")?;
@@ -26,9 +26,9 @@
 //! ([`plugin_config`](PluginConfig)); its stdout and stderr are captured (bounded,
 //! secrets redacted) and logged. It reaches the host's files only through the `files`
 //! import, and only when its manifest asks for a grant the host allows
-//! ([`PluginHostConfig::max_file_access`], deny by default); and the network only
+//! ([`PluginHostConfigBuilder::max_file_access`], deny by default); and the network only
 //! through `wasi:http/outgoing-handler`, to the hosts its manifest asks for and the
-//! operator allows ([`PluginHostConfig::http`], none by default), never to a private,
+//! operator allows ([`PluginHostConfigBuilder::http`], none by default), never to a private,
 //! loopback or link-local address unless the operator allows that network (see
 //! [`HttpPolicy`]).
 //!
@@ -41,12 +41,12 @@
 //! keeps serving. Which failure becomes which error is under [Errors](#errors).
 //!
 //! A manifest may lower its limits but not raise them past
-//! [`PluginHostConfig::max_limits`], which is the default limits unless the operator
-//! raises it. The instance pool holds at most [`PluginHostConfig::max_pool_memory`]
+//! [`PluginHostConfigBuilder::max_limits`], which is the default limits unless the operator
+//! raises it. The instance pool holds at most [`PluginHostConfigBuilder::max_pool_memory`]
 //! (slots x the largest plugin memory; see [`PoolPlan`], logged at start), and each
 //! call's host handles (pollables, streams) are capped ([`PluginLimits::max_handles`]).
 //! Loading cannot be held or flooded by one plugin: its files must be regular files
-//! under [`MAX_COMPONENT_BYTES`] / [`MAX_MANIFEST_BYTES`], its definitions must come
+//! under 256 MiB (component) / 64 KiB (manifest), its definitions must come
 //! within [`DefinitionLimits`] (count, sizes, depth) and before its deadline, and the
 //! plugins of a directory are asked at once.
 //!
@@ -67,7 +67,7 @@
 //! and parses the arguments) and ~12 µs to drop the store. Fuel metering costs nothing
 //! measurable per call. Eight concurrent callers reach ~21 000 calls/s fresh and
 //! ~200 000 calls/s reused. A CPU-bound guest is stopped within one epoch tick
-//! ([`EPOCH_TICK`], 10 ms) of its deadline when it has a thread to itself, and shares
+//! ([`EPOCH_TICK`](engine::EPOCH_TICK), 10 ms) of its deadline when it has a thread to itself, and shares
 //! its thread fairly with other tasks meanwhile (it yields at every tick).
 //!
 //! # Errors
@@ -109,60 +109,47 @@ use wasmtime::Engine;
 use toolhost::registry::{format_bytes, ToolDefinition};
 
 mod bindings;
-mod cache;
+pub mod cache;
 mod classify;
 mod config;
-mod engine;
+pub mod engine;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod host;
-mod http_policy;
-mod limits;
+pub mod http_policy;
+pub mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
 mod output;
-mod plugin_config;
+pub mod plugin_config;
 mod read;
 mod runtime;
 mod state;
 mod units;
 pub mod watch;
 
-pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
+// What an embedder names. The rest of the API is in the public modules, grouped by
+// what it is about ([`limits`], [`http_policy`], [`plugin_config`], [`cache`],
+// [`engine`]); the defaults are stated by the setters, not exported as constants.
 pub use config::{
-    default_cache_dir, CompileTiers, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_POOL_MEMORY,
-};
-pub use engine::{
-    Metering, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
+    default_cache_dir, CompileTiers, FileAccess, PluginHostConfig, PluginHostConfigBuilder,
 };
 pub use error::{PluginError, PluginErrorKind};
-pub use host::quota::{
-    ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
-    DEFAULT_MAX_FILES_WRITTEN_PER_CALL, DEFAULT_MAX_FILES_WRITTEN_TOTAL, DEFAULT_MAX_FILE_CALLS,
-    DEFAULT_MAX_READ_BYTES, DEFAULT_MAX_WRITE_BYTES_PER_CALL, DEFAULT_MAX_WRITE_BYTES_TOTAL,
-    HOST_READ_CAP,
-};
-pub use http_policy::{
-    forbidden_address, parse_allowed_net, unmap, HostPattern, HostPatternError, HttpLimits,
-    HttpPolicy, IpNet, Resolve, SystemResolver, DEFAULT_HTTP_CONNECT_TIMEOUT,
-    DEFAULT_MAX_HTTP_REQUESTS, DEFAULT_MAX_HTTP_REQUEST_BYTES, DEFAULT_MAX_HTTP_RESPONSE_BYTES,
-};
-pub use limits::{
-    DefinitionCap, DefinitionLimits, LimitValue, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
-    DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
-    DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
-    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES,
-    DEFAULT_MAX_TITLE_BYTES, DEFAULT_MAX_TOOLS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
-};
-pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
-pub use plugin_config::{
-    check_key, ConfigEntry, ConfigError, ConfigKey, ConfigValue, ConfigValues, PluginConfig,
-    Redactor, MAX_CONFIG_KEYS, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, REDACTED,
-};
+pub use http_policy::HttpPolicy;
+pub use limits::PluginLimits;
+pub use plugin_config::ConfigValues;
+
+// The crate's own short paths (`crate::X`) for what lives in the modules.
+pub(crate) use cache::{CacheError, CompileSource};
+pub(crate) use engine::{Metering, PoolPlan};
+pub(crate) use host::quota::ImportLimits;
+pub(crate) use http_policy::{HostPattern, HttpLimits};
+pub(crate) use limits::{DefinitionCap, DefinitionLimits, LimitValue};
+pub(crate) use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+pub(crate) use plugin_config::{PluginConfig, Redactor};
 
 use cache::CompileCache;
 use host::Imports;
@@ -211,7 +198,7 @@ impl PluginHost {
     /// [`PluginErrorKind::Host`] when `config.default_limits` exceed `config.max_limits`, one
     /// call does not fit `config.max_pool_memory`, or wasmtime refuses the configuration;
     /// [`PluginErrorKind::Cache`] when the compile cache directory may not be used (see
-    /// [`check_cache_dir`] and [`CacheError`]).
+    /// [`check_cache_dir`](cache::check_cache_dir) and [`CacheError`]).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         Self::with_shards(config, engine::engine_shards())
     }
@@ -276,7 +263,7 @@ impl PluginHost {
     /// use std::time::Duration;
     /// use toolhost_plugin::{PluginHost, PluginHostConfig};
     ///
-    /// let host = PluginHost::new(PluginHostConfig { cache_dir: None, ..PluginHostConfig::default() })?;
+    /// let host = PluginHost::new(PluginHostConfig::builder().cache_dir(None).build())?;
     /// assert!(host.wait_for_optimized(Duration::from_secs(1)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -485,7 +472,7 @@ pub struct PluginInfo {
     /// [`PluginErrorKind::ConfigMissing`] if it is required).
     ///
     /// # Sandbox
-    /// Holds secret values: show [`ConfigEntry::key`](crate::ConfigEntry::key) and
+    /// Holds secret values: show [`ConfigEntry::key`](crate::plugin_config::ConfigEntry::key) and
     /// whether a value is set, never a secret's value.
     pub config: PluginConfig,
     /// The limits calls would run under.

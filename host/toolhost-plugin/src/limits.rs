@@ -3,8 +3,13 @@
 //! A plugin runs under a [`PluginLimits`]: the host's defaults, overridden by the
 //! plugin's manifest within the host's maxima (see [`super::manifest`]). Time is enforced
 //! by epoch interruption plus a timer (a CPU-bound `loop {}` is stopped too), memory,
-//! tables and instances by [`Limiter`], fuel by wasmtime's fuel metering, output by the
+//! tables and instances by the store's `Limiter`, fuel by wasmtime's fuel metering, output by the
 //! call path after the guest returns.
+//!
+//! Every limit type is here: [`PluginLimits`] holds the per-call [`ImportLimits`] (the
+//! `files` and `log` imports) and [`HttpLimits`]; [`DefinitionLimits`] caps what a plugin
+//! declares at load. Each is a value built from its `Default` with `with_*` setters (each
+//! stating its default) and read back through getters.
 
 use super::units::{format_bytes, format_duration};
 use std::time::Duration;
@@ -12,75 +17,93 @@ use std::time::Duration;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 
-use super::host::quota::ImportLimits;
-use super::http_policy::HttpLimits;
+pub use super::host::quota::ImportLimits;
+pub use super::http_policy::HttpLimits;
 
 /// Default wall time of one plugin call (10 s). The registry's own per-call deadline
 /// still applies; the earlier of the two wins.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on a plugin's linear memory (64 MiB): enough for JSON tools over
 /// files of a few MiB, small enough that 64 concurrent calls fit in a few GiB.
-pub const DEFAULT_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
 /// Default cap on one result's JSON text (1 MiB). The registry's result cap is
 /// usually lower; this one stops a plugin before its text is parsed.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 /// Default capture of a call's stdout and of its stderr (64 KiB each). Only the last
 /// bytes are kept: a panic message is written last.
-pub const DEFAULT_MAX_STDERR_BYTES: usize = 64 * 1024;
+pub(crate) const DEFAULT_MAX_STDERR_BYTES: usize = 64 * 1024;
 /// Default cap on core instances per store. A Rust `wasm32-wasip2` component has 3 to 5
 /// (its module plus the canonical-ABI glue); 32 leaves room for bigger toolchains.
-pub const DEFAULT_MAX_INSTANCES: u32 = 32;
+pub(crate) const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Default cap on tables per store (a Rust component has 2 to 4).
-pub const DEFAULT_MAX_TABLES: u32 = 32;
+pub(crate) const DEFAULT_MAX_TABLES: u32 = 32;
 /// Default cap on host handles a call's store holds at once (1024): the entries of its
 /// wasmtime [`ResourceTable`] (pollables, streams, clock deadlines the host keeps for the
 /// guest). They live in host memory, outside the plugin's memory cap; wasmtime's own
 /// default is a million (hundreds of MiB per store). A Rust guest holds fewer than ten
 /// (stdio streams, one pollable while it sleeps); each costs the host about 100-200 bytes,
 /// so 1024 is at most a few hundred KiB per call.
-pub const DEFAULT_MAX_HANDLES: u32 = 1024;
+pub(crate) const DEFAULT_MAX_HANDLES: u32 = 1024;
 
-/// What one plugin may use per call.
+/// What one plugin may use per call: built from [`PluginLimits::default`] with the
+/// `with_*` setters, read back through the getters.
 ///
 /// `Default` is the host's conservative default; [`PluginLimits::unlimited`] is the
-/// loud opposite, for benchmarks and trusted plugins only.
+/// loud opposite, for benchmarks and trusted plugins only. Each setter states its
+/// default; a setting added later gets a setter and a default, so code written against
+/// these setters keeps compiling.
+///
+/// # Bounds
+/// The setters check nothing and clamp nothing; the limits are checked against each
+/// other where they meet. As the host's default limits
+/// ([`PluginHostConfigBuilder::default_limits`](crate::PluginHostConfigBuilder::default_limits)),
+/// every limit must be at most the same limit of the maximum
+/// ([`PluginHostConfigBuilder::max_limits`](crate::PluginHostConfigBuilder::max_limits)),
+/// else [`PluginHost::new`](crate::PluginHost::new) fails with
+/// [`PluginErrorKind::Host`](crate::PluginErrorKind::Host) naming the limit. A manifest
+/// asking for more than the maximum is refused at load with
+/// [`PluginErrorKind::LimitTooHigh`](crate::PluginErrorKind::LimitTooHigh).
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolhost_plugin::PluginLimits;
+/// use toolhost_plugin::limits::PluginLimits;
 ///
 /// let limits = PluginLimits::default();
-/// assert_eq!(limits.timeout, Duration::from_secs(10));
-/// assert_eq!(limits.memory_bytes, 64 * 1024 * 1024);
-/// assert_eq!(limits.fuel, None);
+/// assert_eq!(limits.timeout(), Duration::from_secs(10));
+/// assert_eq!(limits.memory_bytes(), 64 * 1024 * 1024);
+/// assert_eq!(limits.fuel(), None);
+///
+/// let limits = limits.with_timeout(Duration::from_secs(2)).with_fuel(Some(1_000_000));
+/// assert_eq!(limits.timeout(), Duration::from_secs(2));
+/// assert_eq!(limits.fuel(), Some(1_000_000));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginLimits {
     /// Wall time of one call, measured from when the call starts (instantiation
     /// included). A call also stops at the caller's deadline, if that comes first.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Cap on the plugin's linear memory, in bytes. A refused grow becomes
     /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `memory (64 MiB)`.
-    pub memory_bytes: u64,
+    pub(crate) memory_bytes: u64,
     /// Fuel (roughly, wasm instructions) per call; `None` for no fuel limit.
-    pub fuel: Option<u64>,
+    pub(crate) fuel: Option<u64>,
     /// Cap on the result's JSON text, in bytes.
-    pub max_output_bytes: usize,
+    pub(crate) max_output_bytes: usize,
     /// Bytes of stdout and of stderr kept per call (the last ones).
-    pub max_stderr_bytes: usize,
+    pub(crate) max_stderr_bytes: usize,
     /// Cap on core instances created in one call's store.
-    pub max_instances: u32,
+    pub(crate) max_instances: u32,
     /// Cap on tables created in one call's store (also used for memories).
-    pub max_tables: u32,
+    pub(crate) max_tables: u32,
     /// What the plugin may do through the host's imports: file calls, bytes read and
     /// written per call, lifetime write totals, log rate.
-    pub imports: ImportLimits,
+    pub(crate) imports: ImportLimits,
     /// Cap on host handles (entries of the store's resource table: pollables, streams)
     /// held at once. One more becomes
     /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `host handles (1024)`.
-    pub max_handles: u32,
+    pub(crate) max_handles: u32,
     /// What the plugin may send over HTTP per call (requests, body sizes, connect time).
-    pub http: HttpLimits,
+    pub(crate) http: HttpLimits,
 }
 
 impl Default for PluginLimits {
@@ -97,6 +120,156 @@ impl Default for PluginLimits {
             max_handles: DEFAULT_MAX_HANDLES,
             http: HttpLimits::default(),
         }
+    }
+}
+
+impl PluginLimits {
+    /// Wall time of one call ([`with_timeout`](Self::with_timeout)).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Wall time of one call, measured from when the call starts (instantiation
+    /// included). Default: 10 s. Over it the call fails with
+    /// [`ToolError::TimedOut`](toolhost::registry::ToolError::TimedOut), within one epoch tick
+    /// (10 ms); a call also stops at the caller's deadline, if that comes first. Bound: see
+    /// [Bounds](Self#bounds).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Cap on the plugin's linear memory, in bytes ([`with_memory_bytes`](Self::with_memory_bytes)).
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_bytes
+    }
+
+    /// Cap on the plugin's linear memory, in bytes. Default: 64 MiB, enough for JSON
+    /// tools over files of a few MiB, small enough that 64 concurrent calls fit in a few GiB.
+    /// A refused grow becomes
+    /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `memory (64 MiB)`.
+    /// Bound: 4 GiB is all a 32-bit memory can address (pool slots are never sized above it);
+    /// see also [Bounds](Self#bounds).
+    #[must_use]
+    pub fn with_memory_bytes(mut self, memory_bytes: u64) -> Self {
+        self.memory_bytes = memory_bytes;
+        self
+    }
+
+    /// Fuel per call, `None` for no fuel limit ([`with_fuel`](Self::with_fuel)).
+    pub fn fuel(&self) -> Option<u64> {
+        self.fuel
+    }
+
+    /// Fuel (roughly, wasm instructions) per call; `None` (the default) for no fuel
+    /// limit. Out of fuel, the call fails with
+    /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `fuel (N)`. A
+    /// plugin with a fuel limit runs on engines that count fuel
+    /// ([`Metering::Fuel`](crate::engine::Metering::Fuel)), built the first time one is needed.
+    /// As a maximum, a `Some` refuses every manifest without a fuel limit.
+    #[must_use]
+    pub fn with_fuel(mut self, fuel: Option<u64>) -> Self {
+        self.fuel = fuel;
+        self
+    }
+
+    /// Cap on the result's JSON text, in bytes ([`with_max_output_bytes`](Self::with_max_output_bytes)).
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes
+    }
+
+    /// Cap on the result's JSON text, in bytes. Default: 1 MiB (the registry's result cap
+    /// is usually lower; this one stops a plugin before its text is parsed). A longer result
+    /// fails the call with
+    /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `output (1 MiB)`.
+    #[must_use]
+    pub fn with_max_output_bytes(mut self, max_output_bytes: usize) -> Self {
+        self.max_output_bytes = max_output_bytes;
+        self
+    }
+
+    /// Bytes of stdout and of stderr kept per call ([`with_max_stderr_bytes`](Self::with_max_stderr_bytes)).
+    pub fn max_stderr_bytes(&self) -> usize {
+        self.max_stderr_bytes
+    }
+
+    /// Bytes of stdout and of stderr kept per call. Default: 64 KiB each. Only the last
+    /// bytes are kept (a panic message is written last); more is dropped, never an error.
+    #[must_use]
+    pub fn with_max_stderr_bytes(mut self, max_stderr_bytes: usize) -> Self {
+        self.max_stderr_bytes = max_stderr_bytes;
+        self
+    }
+
+    /// Cap on core instances in one call's store ([`with_max_instances`](Self::with_max_instances)).
+    pub fn max_instances(&self) -> u32 {
+        self.max_instances
+    }
+
+    /// Cap on core instances created in one call's store. Default: 32 (a Rust
+    /// `wasm32-wasip2` component has 3 to 5). One more fails the instantiation, and the call.
+    #[must_use]
+    pub fn with_max_instances(mut self, max_instances: u32) -> Self {
+        self.max_instances = max_instances;
+        self
+    }
+
+    /// Cap on tables (and memories) in one call's store ([`with_max_tables`](Self::with_max_tables)).
+    pub fn max_tables(&self) -> u32 {
+        self.max_tables
+    }
+
+    /// Cap on tables created in one call's store, also used for memories. Default: 32 (a
+    /// Rust component has 2 to 4). One more fails the instantiation, and the call.
+    #[must_use]
+    pub fn with_max_tables(mut self, max_tables: u32) -> Self {
+        self.max_tables = max_tables;
+        self
+    }
+
+    /// What the plugin may do through the host's imports ([`with_imports`](Self::with_imports)).
+    pub fn imports(&self) -> &ImportLimits {
+        &self.imports
+    }
+
+    /// What the plugin may do through the host's imports: file calls, bytes read and
+    /// written per call, lifetime write totals, log rate. Default: [`ImportLimits::default`]
+    /// (its setters give each default and what happens beyond it).
+    #[must_use]
+    pub fn with_imports(mut self, imports: ImportLimits) -> Self {
+        self.imports = imports;
+        self
+    }
+
+    /// Cap on host handles held at once ([`with_max_handles`](Self::with_max_handles)).
+    pub fn max_handles(&self) -> u32 {
+        self.max_handles
+    }
+
+    /// Cap on host handles (entries of the store's wasmtime `ResourceTable`: pollables,
+    /// streams, clock deadlines) held at once. Default: 1024. They live in host memory,
+    /// outside the plugin's memory cap (wasmtime's own default is a million, hundreds of MiB
+    /// per store); a Rust guest holds fewer than ten, each costs the host 100-200 bytes. One
+    /// more becomes
+    /// [`ToolError::LimitExceeded`](toolhost::registry::ToolError::LimitExceeded) `host handles (1024)`.
+    #[must_use]
+    pub fn with_max_handles(mut self, max_handles: u32) -> Self {
+        self.max_handles = max_handles;
+        self
+    }
+
+    /// What the plugin may send over HTTP per call ([`with_http`](Self::with_http)).
+    pub fn http(&self) -> &HttpLimits {
+        &self.http
+    }
+
+    /// What the plugin may send over HTTP per call (requests, body sizes, connect time).
+    /// Default: [`HttpLimits::default`] (its setters give each default).
+    #[must_use]
+    pub fn with_http(mut self, http: HttpLimits) -> Self {
+        self.http = http;
+        self
     }
 }
 
@@ -194,7 +367,7 @@ impl PluginLimits {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolhost_plugin::LimitValue;
+/// use toolhost_plugin::limits::LimitValue;
 ///
 /// assert_eq!(LimitValue::Bytes(128 << 20).to_string(), "128 MiB");
 /// assert_eq!(LimitValue::Duration(Duration::from_secs(20)).to_string(), "20s");
@@ -238,60 +411,62 @@ pub(crate) fn resource_table(limits: &PluginLimits) -> ResourceTable {
 /// Default of [`DefinitionLimits::max_tools`]: 128 tools per plugin. The SDK's examples
 /// declare 1 to 3; a plugin with more is a tool collection better split up, and every
 /// tool costs every model request its definition.
-pub const DEFAULT_MAX_TOOLS: usize = 128;
+pub(crate) const DEFAULT_MAX_TOOLS: usize = 128;
 /// Default of [`DefinitionLimits::max_schema_bytes`]: 64 KiB of parameters schema per
 /// tool. The built-in tools' schemas are under 2 KiB; a schema is sent with every
 /// `tools/list`, so a large one multiplies into every client's memory.
-pub const DEFAULT_MAX_SCHEMA_BYTES: usize = 64 * 1024;
+pub(crate) const DEFAULT_MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Default of [`DefinitionLimits::max_description_bytes`]: 4 KiB per description, a
 /// page of text (the built-ins' longest is under 2 KiB).
-pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+pub(crate) const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
 /// Default of [`DefinitionLimits::max_title_bytes`]: 256 bytes, a line of a user
 /// interface (MCP titles are short display names such as "Read file").
-pub const DEFAULT_MAX_TITLE_BYTES: usize = 256;
+pub(crate) const DEFAULT_MAX_TITLE_BYTES: usize = 256;
 /// Default of [`DefinitionLimits::max_schema_depth`]: 32 levels of nested JSON, far
 /// more than any argument object needs (the built-ins nest 4), and well under
 /// serde_json's recursion limit of 128, so a schema that passes is safe to walk
 /// recursively.
-pub const DEFAULT_MAX_SCHEMA_DEPTH: usize = 32;
+pub(crate) const DEFAULT_MAX_SCHEMA_DEPTH: usize = 32;
 /// Default of [`DefinitionLimits::max_total_bytes`]: 1 MiB for all of a plugin's names,
 /// descriptions and schemas together, so one plugin adds at most that to each
 /// `tools/list` answer.
-pub const DEFAULT_MAX_DEFINITIONS_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_DEFINITIONS_BYTES: usize = 1024 * 1024;
 /// Default of [`DefinitionLimits::timeout`]: 5 s to answer `definitions`. A plugin
 /// builds a constant list (the SDK's examples take well under a millisecond); a longer
 /// wait only delays the host's start, and loading waits for the slowest plugin.
-pub const DEFAULT_DEFINITIONS_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_DEFINITIONS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Caps on what a plugin may declare in `definitions`, checked at load: a plugin over
 /// any of them is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](super::PluginErrorKind::DefinitionsTooLarge)
-/// names the tool, the cap and both values), and the deadline for answering.
+/// names the tool, the cap and both values), and the deadline for answering. Built from
+/// [`DefinitionLimits::default`] with the `with_*` setters (each states its default).
 ///
 /// ```
-/// use toolhost_plugin::DefinitionLimits;
+/// use toolhost_plugin::limits::DefinitionLimits;
 ///
 /// let caps = DefinitionLimits::default();
-/// assert_eq!(caps.max_tools, 128);
-/// assert_eq!(caps.max_schema_bytes, 64 * 1024);
+/// assert_eq!(caps.max_tools(), 128);
+/// assert_eq!(caps.max_schema_bytes(), 64 * 1024);
+/// assert_eq!(caps.with_max_tools(8).max_tools(), 8);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DefinitionLimits {
     /// Tools one plugin may declare.
-    pub max_tools: usize,
+    pub(crate) max_tools: usize,
     /// Bytes of one tool's parameters schema (its JSON text), and of its output schema.
-    pub max_schema_bytes: usize,
+    pub(crate) max_schema_bytes: usize,
     /// Bytes of one tool's title.
-    pub max_title_bytes: usize,
+    pub(crate) max_title_bytes: usize,
     /// Bytes of one tool's description.
-    pub max_description_bytes: usize,
+    pub(crate) max_description_bytes: usize,
     /// Nesting depth of one tool's parameters schema, and of its output schema (an
     /// empty object is depth 1).
-    pub max_schema_depth: usize,
+    pub(crate) max_schema_depth: usize,
     /// Bytes of all names, descriptions and schemas of one plugin together.
-    pub max_total_bytes: usize,
+    pub(crate) max_total_bytes: usize,
     /// Time the plugin has to answer `definitions` (or its call timeout, if shorter). A
     /// plugin over it is not loaded; the others load meanwhile.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl Default for DefinitionLimits {
@@ -305,6 +480,98 @@ impl Default for DefinitionLimits {
             max_total_bytes: DEFAULT_MAX_DEFINITIONS_BYTES,
             timeout: DEFAULT_DEFINITIONS_TIMEOUT,
         }
+    }
+}
+
+impl DefinitionLimits {
+    /// Tools one plugin may declare ([`with_max_tools`](Self::with_max_tools)).
+    pub fn max_tools(&self) -> usize {
+        self.max_tools
+    }
+
+    /// Tools one plugin may declare. Default: 128 (the SDK's examples declare 1 to 3; every
+    /// tool costs every model request its definition). A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_tools(mut self, max_tools: usize) -> Self {
+        self.max_tools = max_tools;
+        self
+    }
+
+    /// Bytes of one tool's parameters (or output) schema ([`with_max_schema_bytes`](Self::with_max_schema_bytes)).
+    pub fn max_schema_bytes(&self) -> usize {
+        self.max_schema_bytes
+    }
+
+    /// Bytes of one tool's parameters schema (its JSON text), and of its output schema.
+    /// Default: 64 KiB (a schema is sent with every `tools/list`). A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_schema_bytes(mut self, max_schema_bytes: usize) -> Self {
+        self.max_schema_bytes = max_schema_bytes;
+        self
+    }
+
+    /// Bytes of one tool's title ([`with_max_title_bytes`](Self::with_max_title_bytes)).
+    pub fn max_title_bytes(&self) -> usize {
+        self.max_title_bytes
+    }
+
+    /// Bytes of one tool's title. Default: 256 bytes, a line of a user interface. A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_title_bytes(mut self, max_title_bytes: usize) -> Self {
+        self.max_title_bytes = max_title_bytes;
+        self
+    }
+
+    /// Bytes of one tool's description ([`with_max_description_bytes`](Self::with_max_description_bytes)).
+    pub fn max_description_bytes(&self) -> usize {
+        self.max_description_bytes
+    }
+
+    /// Bytes of one tool's description. Default: 4 KiB, a page of text. A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_description_bytes(mut self, max_description_bytes: usize) -> Self {
+        self.max_description_bytes = max_description_bytes;
+        self
+    }
+
+    /// Nesting depth of one tool's schemas ([`with_max_schema_depth`](Self::with_max_schema_depth)).
+    pub fn max_schema_depth(&self) -> usize {
+        self.max_schema_depth
+    }
+
+    /// Nesting depth of one tool's parameters schema, and of its output schema (an empty
+    /// object is depth 1). Default: 32, well under serde_json's recursion limit of 128, so a
+    /// schema that passes is safe to walk recursively. A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_schema_depth(mut self, max_schema_depth: usize) -> Self {
+        self.max_schema_depth = max_schema_depth;
+        self
+    }
+
+    /// Bytes of all of one plugin's definitions together ([`with_max_total_bytes`](Self::with_max_total_bytes)).
+    pub fn max_total_bytes(&self) -> usize {
+        self.max_total_bytes
+    }
+
+    /// Bytes of all names, descriptions and schemas of one plugin together. Default: 1 MiB,
+    /// so one plugin adds at most that to each `tools/list` answer. A plugin over it is not loaded ([`PluginErrorKind::DefinitionsTooLarge`](crate::PluginErrorKind::DefinitionsTooLarge), naming the tool and both values).
+    #[must_use]
+    pub fn with_max_total_bytes(mut self, max_total_bytes: usize) -> Self {
+        self.max_total_bytes = max_total_bytes;
+        self
+    }
+
+    /// Time a plugin has to answer `definitions` ([`with_timeout`](Self::with_timeout)).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Time the plugin has to answer `definitions` (or its call timeout, if shorter).
+    /// Default: 5 s. A plugin over it is not loaded; the others load meanwhile.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 

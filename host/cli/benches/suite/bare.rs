@@ -8,9 +8,10 @@
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use toolhost_plugin::{
-    PluginHostConfig, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
+use toolhost_plugin::engine::{
+    PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
 };
+use toolhost_plugin::PluginHostConfig;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -157,11 +158,8 @@ impl Bare {
 fn host_like_config(reset: Reset) -> Config {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true).epoch_interruption(true);
-    let plan = PoolPlan::for_config(&PluginHostConfig {
-        cache_dir: None,
-        ..PluginHostConfig::default()
-    })
-    .expect("the default pool fits");
+    let plan = PoolPlan::for_config(&PluginHostConfig::builder().cache_dir(None).build())
+        .expect("the default pool fits");
     let (instances, memory) = (plan.slots, plan.slot_memory);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)

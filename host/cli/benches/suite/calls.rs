@@ -30,11 +30,12 @@ pub(crate) fn greet_registry(
     fixtures: &Fixtures,
     fresh: bool,
 ) -> Result<(PluginHost, Arc<Registry>)> {
-    let host = PluginHost::new(PluginHostConfig {
-        cache_dir: Some(fixtures.cache_dir.clone()),
-        fresh_instance_per_call: fresh,
-        ..PluginHostConfig::default()
-    })?;
+    let host = PluginHost::new(
+        PluginHostConfig::builder()
+            .cache_dir(Some(fixtures.cache_dir.clone()))
+            .fresh_instance_per_call(fresh)
+            .build(),
+    )?;
     let registry = Registry::new();
     let report = host.load_dir(&fixtures.greet_dir, &registry);
     if let Some(failure) = report.failed.first() {

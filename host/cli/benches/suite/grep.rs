@@ -36,7 +36,7 @@ const GENERATOR_VERSION: u32 = 1;
 const CHUNKS: usize = 10;
 const DIRS_PER_CHUNK: usize = 20;
 const FILES_PER_DIR: usize = 100;
-/// Just under the 1 MiB `maximum_file_bytes`, which the tool would skip.
+/// Just under the 1 MiB `max_file_bytes`, which the tool would skip.
 const BIG_FILE: usize = 1000 * 1024;
 const LITERAL: &str = "frobnicate_widget";
 const REGEX: &str = "[A-Z]{3}-[0-9]{4,6}";
@@ -171,8 +171,9 @@ fn chunk_registries(root: &Path) -> Result<Vec<Registry>> {
         .map(|chunk| {
             let storage = OsStorage::open(root.join(format!("c{chunk:02}")))?;
             let registry = Registry::new().with_call_timeout(Duration::from_secs(600));
-            let mut options = VfsToolOptions::new(Arc::new(storage));
-            options.read_only = true;
+            let options = VfsToolOptions::builder(Arc::new(storage))
+                .read_only(true)
+                .build();
             register_vfs_tools(&registry, options)?;
             Ok(registry)
         })

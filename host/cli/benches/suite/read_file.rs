@@ -105,8 +105,7 @@ pub(crate) fn read_file(rt: &Runtime) -> Result<Vec<Row>> {
         storage.write(&format!("line-{mib}.txt"), &one_line(mib * MIB, 13), "")?;
     }
     let registry = Registry::new();
-    let mut options = VfsToolOptions::new(storage);
-    options.read_only = true;
+    let options = VfsToolOptions::builder(storage).read_only(true).build();
     register_vfs_tools(&registry, options)?;
 
     let mut rows = Vec::new();

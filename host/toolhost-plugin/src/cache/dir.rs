@@ -170,7 +170,7 @@ fn io_error<'a>(path: &'a Path, action: &'static str) -> impl FnOnce(io::Error) 
 /// Returns `cache_dir` canonicalised that way.
 ///
 /// ```
-/// use toolhost_plugin::{check_cache_dir, CacheError, Placement};
+/// use toolhost_plugin::cache::{check_cache_dir, CacheError, Placement};
 ///
 /// let root = tempfile::tempdir()?;
 /// let err = check_cache_dir(&root.path().join("cache"), &[root.path().to_owned()]).unwrap_err();

@@ -58,7 +58,7 @@ impl ImportCtx {
             tool: "t".into(),
             files: Arc::new(files),
             budget: CallBudget::default(),
-            memory_bytes: crate::DEFAULT_MEMORY_BYTES,
+            memory_bytes: crate::limits::DEFAULT_MEMORY_BYTES,
             io: Arc::new(Semaphore::new(io)),
             config: Arc::default(),
             redactor: Arc::default(),

@@ -53,7 +53,7 @@ pub fn unmap(ip: IpAddr) -> IpAddr {
 /// for an ordinary public address.
 ///
 /// ```
-/// use toolhost_plugin::forbidden_address;
+/// use toolhost_plugin::http_policy::forbidden_address;
 ///
 /// assert_eq!(forbidden_address("169.254.169.254".parse()?), Some("link-local (cloud metadata)"));
 /// assert_eq!(forbidden_address("::ffff:10.1.2.3".parse()?), Some("private"));

@@ -20,7 +20,7 @@
 //! the host. Nothing is allowed by default.
 //!
 //! ```
-//! use toolhost_plugin::HostPattern;
+//! use toolhost_plugin::http_policy::HostPattern;
 //!
 //! let operator: HostPattern = "*.example.org".parse()?;
 //! let asked: HostPattern = "api.example.org".parse()?;
@@ -66,10 +66,7 @@ mod pattern;
 mod tests;
 
 pub use address::{forbidden_address, parse_allowed_net, unmap};
-pub use limits::{
-    HttpLimits, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_MAX_HTTP_REQUESTS,
-    DEFAULT_MAX_HTTP_REQUEST_BYTES, DEFAULT_MAX_HTTP_RESPONSE_BYTES,
-};
+pub use limits::HttpLimits;
 pub use pattern::{HostPattern, HostPatternError};
 
 /// Looks up the addresses of a host name. The host's own lookups go through this, so a
@@ -100,7 +97,11 @@ impl Resolve for SystemResolver {
 /// use toolhost_plugin::HttpPolicy;
 ///
 /// let policy = HttpPolicy::default();
-/// assert!(policy.allow.is_empty() && policy.allow_nets.is_empty());
+/// assert!(policy.allow().is_empty() && policy.allow_nets().is_empty());
+///
+/// let policy = policy.with_allow(vec!["api.example.org".parse()?]);
+/// assert_eq!(policy.allow()[0].to_string(), "api.example.org");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct HttpPolicy {
@@ -110,16 +111,16 @@ pub struct HttpPolicy {
     /// # Sandbox
     /// Each entry lets plugin code send requests, with whatever it read or was given,
     /// to those hosts.
-    pub allow: Vec<HostPattern>,
+    pub(crate) allow: Vec<HostPattern>,
     /// Networks plugins may reach although [`forbidden_address`] refuses them (the CLI's
     /// `--plugin-http-allow-net`), e.g. `127.0.0.1/32` for a local service.
     ///
     /// # Sandbox
     /// Each entry opens that network to every plugin whose host patterns resolve there:
     /// a cloud metadata service, an admin interface, a database.
-    pub allow_nets: Vec<IpNet>,
+    pub(crate) allow_nets: Vec<IpNet>,
     /// How host names are resolved ([`SystemResolver`] by default).
-    pub resolver: Arc<dyn Resolve>,
+    pub(crate) resolver: Arc<dyn Resolve>,
 }
 
 impl Default for HttpPolicy {
@@ -129,6 +130,55 @@ impl Default for HttpPolicy {
             allow_nets: Vec::new(),
             resolver: Arc::new(SystemResolver),
         }
+    }
+}
+
+impl HttpPolicy {
+    /// The hosts a manifest may ask for ([`with_allow`](Self::with_allow)).
+    pub fn allow(&self) -> &[HostPattern] {
+        &self.allow
+    }
+
+    /// Hosts a manifest may ask for (the CLI's `--plugin-http`). Default: none. A manifest
+    /// asking for a pattern none of these covers is refused at load
+    /// ([`PluginErrorKind::HttpDenied`](crate::PluginErrorKind::HttpDenied)).
+    ///
+    /// # Sandbox
+    /// Each entry lets plugin code send requests, with whatever it read or was given, to
+    /// those hosts.
+    #[must_use]
+    pub fn with_allow(mut self, allow: Vec<HostPattern>) -> Self {
+        self.allow = allow;
+        self
+    }
+
+    /// Networks plugins may reach although they are forbidden by default ([`with_allow_nets`](Self::with_allow_nets)).
+    pub fn allow_nets(&self) -> &[IpNet] {
+        &self.allow_nets
+    }
+
+    /// Networks plugins may reach although [`forbidden_address`] refuses them (the CLI's
+    /// `--plugin-http-allow-net`), e.g. `127.0.0.1/32` for a local service. Default: none.
+    ///
+    /// # Sandbox
+    /// Each entry opens that network to every plugin whose host patterns resolve there: a
+    /// cloud metadata service, an admin interface, a database.
+    #[must_use]
+    pub fn with_allow_nets(mut self, allow_nets: Vec<IpNet>) -> Self {
+        self.allow_nets = allow_nets;
+        self
+    }
+
+    /// How host names are resolved ([`with_resolver`](Self::with_resolver)).
+    pub fn resolver(&self) -> &Arc<dyn Resolve> {
+        &self.resolver
+    }
+
+    /// How host names are resolved. Default: [`SystemResolver`].
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = resolver;
+        self
     }
 }
 

@@ -31,11 +31,11 @@ use super::{
 
 /// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
 /// stops a huge (or sparse) file from being read into memory at start-up.
-pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 /// Largest component file read (256 MiB): the example plugins are 100-300 KiB and
 /// large real-world components a few tens of MiB; the whole file is read into memory and
 /// compiled, so the cap bounds what one file can cost the host at start-up.
-pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
 
 mod compile;
 mod definitions;

@@ -167,7 +167,7 @@ pub struct LimitOverrides {
 /// # Errors
 /// [`PluginErrorKind::Io`] when it exists but cannot be read, [`PluginErrorKind::NotAFile`] when
 /// it is not a regular file, [`PluginErrorKind::FileTooLarge`] over
-/// [`MAX_MANIFEST_BYTES`](crate::MAX_MANIFEST_BYTES), [`PluginErrorKind::Manifest`] when it
+/// 64 KiB, [`PluginErrorKind::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
     match crate::lock::read_manifest_bytes(path)? {

@@ -52,8 +52,7 @@
 //! way ([`PluginErrorKind::LimitTooHigh`](crate::PluginErrorKind::LimitTooHigh)). The host's maximum is, unless the operator raises
 //! it, its default: a manifest may lower its limits, not raise them.
 //!
-//! The manifest must be a regular file of at most
-//! [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES): a FIFO, device or directory is
+//! The manifest must be a regular file of at most 64 KiB: a FIFO, device or directory is
 //! refused without being read ([`PluginErrorKind::NotAFile`](crate::PluginErrorKind::NotAFile)), so it cannot block start-up.
 //!
 //! # Sandbox

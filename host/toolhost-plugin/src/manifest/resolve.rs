@@ -193,7 +193,7 @@ fn apply_with(
     if let Some(root) = &manifest.grants.root {
         check_root(root, &config.file_policy).map_err(invalid)?;
     }
-    if files == FileAccess::ReadWrite && config.file_policy.read_only {
+    if files == FileAccess::ReadWrite && config.file_policy.read_only() {
         return Err(invalid(
             "grants.files is \"read-write\", but this host is read-only (--read-only): no tool may write files; ask for \"read\", or start the host without --read-only".into(),
         ));

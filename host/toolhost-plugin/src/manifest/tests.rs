@@ -153,10 +153,7 @@ fn limits_above_max_are_refused_with_both_values() {
 #[test]
 fn a_root_the_path_policy_refuses_is_a_load_error() {
     let hiding = PluginHostConfig {
-        file_policy: toolhost::vfs::FilePolicy {
-            hide_hidden_paths: true,
-            ..toolhost::vfs::FilePolicy::default()
-        },
+        file_policy: toolhost::vfs::FilePolicy::default().with_hide_hidden_paths(true),
         ..config(FileAccess::ReadWrite)
     };
     for root in [".git", ".ssh", "docs/_private", "a/.config/b"] {

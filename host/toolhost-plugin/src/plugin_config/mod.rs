@@ -56,12 +56,12 @@ pub use redact::Redactor;
 pub use values::{check_key, ConfigValue, ConfigValues};
 
 /// Most keys one manifest may declare.
-pub const MAX_CONFIG_KEYS: usize = 64;
+pub(crate) const MAX_CONFIG_KEYS: usize = 64;
 /// Largest configuration value (64 KiB): tokens and settings are short; the cap bounds
 /// what every call's environment copies.
-pub const MAX_CONFIG_VALUE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_CONFIG_VALUE_BYTES: usize = 64 * 1024;
 /// Longest key name.
-pub const MAX_CONFIG_KEY_BYTES: usize = 128;
+pub(crate) const MAX_CONFIG_KEY_BYTES: usize = 128;
 /// What replaces a secret value in logs and errors.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -107,7 +107,7 @@ pub enum ConfigError {
         /// The rule.
         reason: &'static str,
     },
-    /// A value is over [`MAX_CONFIG_VALUE_BYTES`] or holds a NUL byte.
+    /// A value is over 64 KiB or holds a NUL byte.
     #[error("the value of {plugin}.{key} {reason}")]
     BadValue {
         /// The plugin.

@@ -8,7 +8,7 @@ use std::fmt;
 /// Replaces secret values by [`REDACTED`] in text bound for a log or an error.
 ///
 /// ```
-/// use toolhost_plugin::Redactor;
+/// use toolhost_plugin::plugin_config::Redactor;
 ///
 /// let redactor = Redactor::new(["s3cr3t".to_owned()]);
 /// assert_eq!(redactor.redact("token=s3cr3t&x=1"), "token=[REDACTED]&x=1");

@@ -43,7 +43,7 @@ impl fmt::Debug for ConfigValues {
     }
 }
 
-/// Checks a key name: 1 to [`MAX_CONFIG_KEY_BYTES`] of `A-Z a-z 0-9 _`, not starting
+/// Checks a key name: 1 to 128 bytes of `A-Z a-z 0-9 _`, not starting
 /// with a digit (an environment variable name, so every toolchain can read it).
 ///
 /// # Errors

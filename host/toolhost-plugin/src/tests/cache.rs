@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
-use crate::{CacheError, Placement};
+use crate::cache::{CacheError, Placement};
 
 /// A fixture declaring one tool, `name`.
 fn one_tool(name: &str) -> Vec<u8> {

@@ -89,14 +89,8 @@ fn a_grant_the_path_policy_refuses_is_not_loaded() {
         })
         .unwrap()
     };
-    let hiding = toolhost::vfs::FilePolicy {
-        hide_hidden_paths: true,
-        ..toolhost::vfs::FilePolicy::default()
-    };
-    let read_only = toolhost::vfs::FilePolicy {
-        read_only: true,
-        ..toolhost::vfs::FilePolicy::default()
-    };
+    let hiding = toolhost::vfs::FilePolicy::default().with_hide_hidden_paths(true);
+    let read_only = toolhost::vfs::FilePolicy::default().with_read_only(true);
     for (manifest, policy, reason) in [
         (
             "[grants]\nfiles = \"read\"\nroot = \".git\"\n",

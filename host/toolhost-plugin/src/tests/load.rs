@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::load_fixture::{self, tool, Fixture};
 use super::*;
+use crate::limits::DEFAULT_MAX_HANDLES;
 
 /// Loads `bytes` as `p.wasm` (with `manifest` as `p.toml`) under `config`.
 fn load_bytes(

@@ -12,8 +12,9 @@ use toolhost::vfs::MemoryStorage;
 /// A registry with the file tools under `--read-only`: no write_file.
 fn read_only_builtins() -> Registry {
     let registry = Registry::new();
-    let mut options = VfsToolOptions::new(Arc::new(MemoryStorage::new()));
-    options.read_only = true;
+    let options = VfsToolOptions::builder(Arc::new(MemoryStorage::new()))
+        .read_only(true)
+        .build();
     register_vfs_tools(&registry, options).unwrap();
     registry
 }

@@ -77,7 +77,7 @@ pub enum ToolError {
         /// What happened.
         message: String,
     },
-    /// A file would be, or is, larger than the tool's file size cap (`maximum_file_bytes`
+    /// A file would be, or is, larger than the tool's file size cap (`max_file_bytes`
     /// for a write, an edit or a move; the read cap for read_file).
     #[error("{tool}: \"{path}\" at {size} bytes is over this tool's file size limit of {limit} bytes; nothing was changed. Write less or split the content over several files; a file this large cannot be read or edited by this tool")]
     FileTooLarge {

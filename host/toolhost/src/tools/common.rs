@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn policy_errors_map_to_tool_errors() {
         let policy = FilePolicy {
-            maximum_file_bytes: 10,
+            max_file_bytes: 10,
             hide_hidden_paths: true,
             ..FilePolicy::default()
         };

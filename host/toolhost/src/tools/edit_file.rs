@@ -11,7 +11,7 @@
 //!   starts count: `aa` in `aaa` starts at two positions, which is ambiguous.
 //! - With `replace_all`, every occurrence is replaced, left to right and non-overlapping
 //!   (`aa` in `aaa` is one replacement), and `replacements` says how many.
-//! - The edited file must fit `maximum_file_bytes`; the size is computed before the new
+//! - The edited file must fit `max_file_bytes`; the size is computed before the new
 //!   content is built, and a file that would be too large is left as it was
 //!   ([`ToolError::FileTooLarge`]). A file already over the cap is not read at all (the
 //!   same error, naming its size), so a huge file costs no memory.
@@ -91,7 +91,7 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
     edit.check()
         .map_err(|err| err.into_tool_error(NAME, &path, None))?;
     blocking(move || {
-        let limit = tools.policy.maximum_file_bytes;
+        let limit = tools.policy.max_file_bytes;
         let file = tools
             .storage
             .read_capped(&path, limit)
@@ -436,7 +436,7 @@ mod tests {
     }
 
     async fn too_large_leaves_file_intact(backend: Backend) {
-        let h = backend.harness(|options| options.maximum_file_bytes = 10);
+        let h = backend.harness(|options| options.max_file_bytes = 10);
         h.put("a.md", "0123456789");
         let err = h
             .call(

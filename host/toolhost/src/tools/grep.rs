@@ -19,7 +19,7 @@
 //!   files without a match are left out of `files` and `counts`.
 //! - Limits: at most [`MAX_ENTRIES`] entries (matches and context lines together, or
 //!   files, or counts) and [`RESULT_BUDGET`] bytes of entries as JSON; lines cut at 500
-//!   characters (`lines::MAX_LINE_CHARS`). Files larger than `maximum_file_bytes` (or
+//!   characters (`lines::MAX_LINE_CHARS`). Files larger than `max_file_bytes` (or
 //!   than the tools' `max_read_bytes`, when that is lower) are skipped unread; in path
 //!   order, the scan stops before a file that would take the bytes read past
 //!   [`SCAN_BUDGET`]. A file's size is taken from its open handle
@@ -186,7 +186,7 @@ async fn run(
             storage: tools.storage.as_ref(),
             regex,
             mode,
-            max_bytes: tools.policy.maximum_file_bytes.min(tools.max_read_bytes),
+            max_bytes: tools.policy.max_file_bytes.min(tools.max_read_bytes),
             budget: SCAN_BUDGET,
         };
         let mut scan = Scan::new(&search, ctx);

@@ -18,8 +18,9 @@
 //! use toolhost::vfs::MemoryStorage;
 //!
 //! let registry = Registry::new();
-//! let mut options = VfsToolOptions::new(Arc::new(MemoryStorage::new()));
-//! options.read_only = true;
+//! let options = VfsToolOptions::builder(Arc::new(MemoryStorage::new()))
+//!     .read_only(true)
+//!     .build();
 //! register_vfs_tools(&registry, options)?;
 //! assert_eq!(registry.names(), ["read_file", "list_files", "grep", "glob", "search"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -33,7 +34,7 @@ use crate::registry::{
     Arguments, CallContext, Environment, RegisterError, Registry, ToolDefinition, ToolError,
     ToolResult,
 };
-use crate::vfs::{FilePolicy, Storage, DEFAULT_MAXIMUM_FILE_BYTES};
+use crate::vfs::{FilePolicy, Storage, DEFAULT_MAX_FILE_BYTES};
 
 mod common;
 pub mod delete_file;
@@ -53,7 +54,7 @@ pub mod walks;
 pub mod write_file;
 
 pub use pattern::{GLOB_SIZE_LIMIT, MAX_PATTERN_BYTES, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
-pub use read_file::DEFAULT_MAX_READ_BYTES;
+pub use read_file::DEFAULT_MAX_READ_BYTES_PER_FILE;
 pub use todo_write::register_plan_tool;
 pub use walks::WalkBudget;
 
@@ -82,36 +83,42 @@ pub const V03_TOOL_NAMES: [&str; 5] = [
     "search",
 ];
 
-/// How [`register_vfs_tools`] sets up the file tools.
+/// How [`register_vfs_tools`] sets up the file tools: [`VfsToolOptions::new`] for every
+/// setting at its default, or [`VfsToolOptions::builder`] to change some; read back
+/// through the getters. Each setter of [`VfsToolOptionsBuilder`] states its default and
+/// its bound.
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolhost::tools::VfsToolOptions;
+/// use toolhost::vfs::MemoryStorage;
+///
+/// let options = VfsToolOptions::builder(Arc::new(MemoryStorage::new()))
+///     .read_only(true)
+///     .max_read_bytes(1 << 20)
+///     .build();
+/// assert!(options.read_only());
+/// assert_eq!(options.max_read_bytes(), 1 << 20);
+/// assert_eq!(options.max_file_bytes(), 1024 * 1024);
+/// ```
 #[derive(Clone)]
 pub struct VfsToolOptions {
-    /// The store the tools work on. Multi-tenant callers pass one bound with
-    /// [`scope`](crate::vfs::scope).
-    pub storage: Arc<dyn Storage>,
-    /// Drops write_file, delete_file, edit_file, multi_edit and move_file.
-    pub read_only: bool,
-    /// Drops grep, glob, edit_file, multi_edit and move_file: the v0.3 set (read_file,
-    /// list_files, write_file, delete_file, search).
-    pub disable_extended: bool,
-    /// Paths with a segment starting with `_` or `.` disappear from listings and are
-    /// refused as arguments.
-    pub hide_hidden_paths: bool,
-    /// Extensions such as `".md"`, compared case-insensitively; other files disappear from
-    /// listings and are refused as arguments of every tool, reads included. `None` allows all.
-    pub allowed_extensions: Option<Vec<String>>,
-    /// Cap for written and moved files, in bytes (default 1 MiB); a larger one fails with
-    /// [`ToolError::FileTooLarge`]. Also the most the tools that edit or move a file read
-    /// of it.
-    pub maximum_file_bytes: u64,
-    /// Largest file read_file and grep read, in bytes (default
-    /// [`DEFAULT_MAX_READ_BYTES`], 64 MiB): read_file fails on a larger one with
-    /// [`ToolError::FileTooLarge`], grep skips it (and says `truncated`).
-    pub max_read_bytes: u64,
-    /// How many walks of the store (`list_files`, `glob`, `grep`) run at once, and how
-    /// many calls may wait for one ([`walks`]). Default: [`WalkBudget::shared`], the
-    /// process-wide budget every registry shares (as many walkers as cores, at least 2;
-    /// 4 waiting calls per walker; 5 s of waiting at most).
-    pub walk_budget: Arc<WalkBudget>,
+    /// [`VfsToolOptions::builder`].
+    pub(crate) storage: Arc<dyn Storage>,
+    /// [`VfsToolOptionsBuilder::read_only`].
+    pub(crate) read_only: bool,
+    /// [`VfsToolOptionsBuilder::disable_extended`].
+    pub(crate) disable_extended: bool,
+    /// [`VfsToolOptionsBuilder::hide_hidden_paths`].
+    pub(crate) hide_hidden_paths: bool,
+    /// [`VfsToolOptionsBuilder::allowed_extensions`].
+    pub(crate) allowed_extensions: Option<Vec<String>>,
+    /// [`VfsToolOptionsBuilder::max_file_bytes`].
+    pub(crate) max_file_bytes: u64,
+    /// [`VfsToolOptionsBuilder::max_read_bytes`].
+    pub(crate) max_read_bytes: u64,
+    /// [`VfsToolOptionsBuilder::walk_budget`].
+    pub(crate) walk_budget: Arc<WalkBudget>,
 }
 
 impl VfsToolOptions {
@@ -123,10 +130,71 @@ impl VfsToolOptions {
             disable_extended: false,
             hide_hidden_paths: false,
             allowed_extensions: None,
-            maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
-            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES_PER_FILE,
             walk_budget: WalkBudget::shared(),
         }
+    }
+
+    /// A builder over `storage`, the store the tools work on, with every other setting at
+    /// its default. Multi-tenant callers pass a store bound with
+    /// [`scope`](crate::vfs::scope).
+    pub fn builder(storage: Arc<dyn Storage>) -> VfsToolOptionsBuilder {
+        VfsToolOptionsBuilder {
+            options: Self::new(storage),
+        }
+    }
+
+    /// A builder that starts from these options, to change some of them.
+    pub fn to_builder(&self) -> VfsToolOptionsBuilder {
+        VfsToolOptionsBuilder {
+            options: self.clone(),
+        }
+    }
+
+    /// The store the tools work on.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Whether the writing tools are left out ([`VfsToolOptionsBuilder::read_only`]).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Whether only the v0.3 set is registered
+    /// ([`VfsToolOptionsBuilder::disable_extended`]).
+    pub fn disable_extended(&self) -> bool {
+        self.disable_extended
+    }
+
+    /// Whether hidden paths are hidden and refused
+    /// ([`VfsToolOptionsBuilder::hide_hidden_paths`]).
+    pub fn hide_hidden_paths(&self) -> bool {
+        self.hide_hidden_paths
+    }
+
+    /// The allowed extensions, `None` for all
+    /// ([`VfsToolOptionsBuilder::allowed_extensions`]).
+    pub fn allowed_extensions(&self) -> Option<&[String]> {
+        self.allowed_extensions.as_deref()
+    }
+
+    /// Cap for written and moved files, in bytes
+    /// ([`VfsToolOptionsBuilder::max_file_bytes`]).
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+    }
+
+    /// Largest file read_file and grep read, in bytes
+    /// ([`VfsToolOptionsBuilder::max_read_bytes`]).
+    pub fn max_read_bytes(&self) -> u64 {
+        self.max_read_bytes
+    }
+
+    /// The walk budget the tools share ([`VfsToolOptionsBuilder::walk_budget`]).
+    pub fn walk_budget(&self) -> &Arc<WalkBudget> {
+        &self.walk_budget
     }
 
     /// The path policy these options describe.
@@ -134,9 +202,82 @@ impl VfsToolOptions {
         FilePolicy {
             hide_hidden_paths: self.hide_hidden_paths,
             allowed_extensions: self.allowed_extensions.clone(),
-            maximum_file_bytes: self.maximum_file_bytes,
+            max_file_bytes: self.max_file_bytes,
             read_only: self.read_only,
         }
+    }
+}
+
+/// Builds [`VfsToolOptions`] (shape of ripgrep's `SearcherBuilder`): start from
+/// [`VfsToolOptions::builder`], call the setters, then [`build`](Self::build). A setting
+/// added later gets a setter and a default, so code written against this builder keeps
+/// compiling. No setter clamps its value: each says what a value does at its bound.
+#[derive(Clone)]
+pub struct VfsToolOptionsBuilder {
+    options: VfsToolOptions,
+}
+
+impl VfsToolOptionsBuilder {
+    /// Drops write_file, delete_file, edit_file, multi_edit and move_file. Default:
+    /// `false`.
+    pub fn read_only(&mut self, read_only: bool) -> &mut Self {
+        self.options.read_only = read_only;
+        self
+    }
+
+    /// Drops grep, glob, edit_file, multi_edit and move_file: the v0.3 set
+    /// ([`V03_TOOL_NAMES`]: read_file, list_files, write_file, delete_file, search).
+    /// Default: `false`.
+    pub fn disable_extended(&mut self, disable: bool) -> &mut Self {
+        self.options.disable_extended = disable;
+        self
+    }
+
+    /// Paths with a segment starting with `_` or `.` disappear from listings and are
+    /// refused as arguments. Default: `false`.
+    pub fn hide_hidden_paths(&mut self, hide: bool) -> &mut Self {
+        self.options.hide_hidden_paths = hide;
+        self
+    }
+
+    /// Extensions such as `".md"`, compared case-insensitively; other files disappear from
+    /// listings and are refused as arguments of every tool, reads included. Default:
+    /// `None`, which allows all.
+    pub fn allowed_extensions(&mut self, extensions: Option<Vec<String>>) -> &mut Self {
+        self.options.allowed_extensions = extensions;
+        self
+    }
+
+    /// Cap for written and moved files, in bytes. Default: 1 MiB. A larger file fails
+    /// with [`ToolError::FileTooLarge`] (nothing is written). Also the most the tools
+    /// that edit or move a file read of it.
+    pub fn max_file_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.options.max_file_bytes = bytes;
+        self
+    }
+
+    /// Largest file read_file and grep read, in bytes. Default: 64 MiB
+    /// ([`DEFAULT_MAX_READ_BYTES_PER_FILE`]). read_file fails on a larger one with
+    /// [`ToolError::FileTooLarge`], grep skips it (and says `truncated`). No upper
+    /// bound: every call reads the whole file into host memory, so a higher value lets
+    /// one call hold that much.
+    pub fn max_read_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.options.max_read_bytes = bytes;
+        self
+    }
+
+    /// How many walks of the store (`list_files`, `glob`, `grep`) run at once, and how
+    /// many calls may wait for one ([`walks`]). Default: [`WalkBudget::shared`], the
+    /// process-wide budget every registry shares (as many walkers as cores, at least 2;
+    /// 4 waiting calls per walker; 5 s of waiting at most).
+    pub fn walk_budget(&mut self, budget: Arc<WalkBudget>) -> &mut Self {
+        self.options.walk_budget = budget;
+        self
+    }
+
+    /// The options as set so far.
+    pub fn build(&self) -> VfsToolOptions {
+        self.options.clone()
     }
 }
 

@@ -15,7 +15,7 @@
 //! after a failed or stopped step ignores cancellation but gives up on a step after
 //! [`CLEANUP_STEP_LIMIT`].
 //!
-//! Either way the source is first read (at most `maximum_file_bytes` of it, which a
+//! Either way the source is first read (at most `max_file_bytes` of it, which a
 //! larger file breaks before anything is allocated): files over the cap cannot be moved,
 //! and the error names the destination that would have held them.
 //!
@@ -59,7 +59,7 @@ destination are the same path. A rename that only changes letter case (Readme.md
 README.md) works. Files over {} bytes cannot be moved. If the move is done as a copy and the \
 source cannot be deleted after it, both files remain and the error says so. Moves one file; \
 to move a directory, move its files one by one.",
-        tools.policy.maximum_file_bytes
+        tools.policy.max_file_bytes
     );
     let parameters = object(
         [
@@ -133,7 +133,7 @@ struct Move {
 
 impl Move {
     fn run(&self) -> Result<Value, ToolError> {
-        let limit = self.tools.policy.maximum_file_bytes;
+        let limit = self.tools.policy.max_file_bytes;
         let file = match self.storage.read_capped(&self.source, limit) {
             Ok(file) => file,
             Err(StorageError::NotFound { .. }) => {

@@ -13,7 +13,7 @@
 //! - Every edit needs `old_string` and `new_string`: an explicit `""` new_string deletes,
 //!   a missing or `null` one is InvalidArguments (`argument "edits[1].new_string" is
 //!   required`). All edits are checked this way before the file is read.
-//! - An edit that would grow the file past `maximum_file_bytes` fails before it is applied
+//! - An edit that would grow the file past `max_file_bytes` fails before it is applied
 //!   ([`ToolError::FileTooLarge`]). Every intermediate result must fit the cap. A file
 //!   already over the cap (it was lowered, or the file grew outside the tools) is not read
 //!   at all: the same error names its size, and nothing is loaded into memory for it.
@@ -80,7 +80,7 @@ async fn run(tools: Arc<FileTools>, args: Arguments) -> Result<ToolResult, ToolE
             .map_err(|err| err.into_tool_error(NAME, &path, Some(index)))?;
     }
     blocking(move || {
-        let limit = tools.policy.maximum_file_bytes;
+        let limit = tools.policy.max_file_bytes;
         let file = tools
             .storage
             .read_capped(&path, limit)
@@ -303,7 +303,7 @@ mod tests {
     }
 
     async fn growth_past_the_cap_fails_before_apply(backend: Backend) {
-        let h = backend.harness(|options| options.maximum_file_bytes = 20);
+        let h = backend.harness(|options| options.max_file_bytes = 20);
         h.put("a.md", ORIGINAL);
         // The first edit brings the file to 20 bytes (the cap), the second would pass it.
         let err = h
@@ -331,7 +331,7 @@ mod tests {
     async fn file_over_the_cap_is_not_read(backend: Backend) {
         // The file (17 bytes) is over a cap lowered after it was written: it is refused
         // before it is read, even though the first edit would bring it under the cap.
-        let h = backend.harness(|options| options.maximum_file_bytes = 12);
+        let h = backend.harness(|options| options.max_file_bytes = 12);
         h.put("a.md", ORIGINAL);
         let err = h
             .call(

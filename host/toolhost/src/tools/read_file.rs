@@ -16,7 +16,7 @@
 //! - A line is cut only when it is the first of the window: a long line later in the window
 //!   ends the window before it, and the next call starts with it.
 //! - A column inside a multi-byte character is an error that names the column to use.
-//! - A file larger than [`DEFAULT_MAX_READ_BYTES`] (the tools' `max_read_bytes`) is not read:
+//! - A file larger than [`DEFAULT_MAX_READ_BYTES_PER_FILE`] (the tools' `max_read_bytes`) is not read:
 //!   [`ToolError::FileTooLarge`] names its size and the cap, checked before any memory is
 //!   taken for it.
 
@@ -44,7 +44,7 @@ const TITLE: &str = "Read file";
 /// the host hold, not what the model can see. 64 MiB keeps a few concurrent reads of the
 /// largest file far below a typical host's memory while leaving room for big logs and
 /// data files; a 64 MiB file already takes some 1,600 calls to read through.
-pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_MAX_READ_BYTES_PER_FILE: u64 = 64 * 1024 * 1024;
 
 /// Most lines one call shows (and the default `limit`).
 pub const MAX_LINES: u64 = 2000;

@@ -25,7 +25,7 @@ new file and false when an existing one was replaced. A file may hold at most {}
 larger content is refused and the old file stays as it was. The content type defaults from \
 the extension (text/markdown for an unknown one). For a small change to a large file, prefer \
 an edit tool when one is offered.",
-        tools.policy.maximum_file_bytes
+        tools.policy.max_file_bytes
     );
     let parameters = object(
         [
@@ -131,7 +131,7 @@ mod tests {
     }
 
     async fn over_the_size_limit_leaves_the_old_file(backend: Backend) {
-        let h = backend.harness(|options| options.maximum_file_bytes = 10);
+        let h = backend.harness(|options| options.max_file_bytes = 10);
         h.put("a.md", "old\x00bytes\r\n");
         let exact = h
             .call(

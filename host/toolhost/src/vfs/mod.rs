@@ -44,7 +44,8 @@ pub use error::{OpenError, StorageError};
 pub use memory::MemoryStorage;
 pub use os::OsStorage;
 pub use path::{validate_path, PathError, PathErrorReason, MAX_PATH_LEN, MAX_SEGMENT_LEN};
-pub use policy::{FilePolicy, PolicyError, DEFAULT_MAXIMUM_FILE_BYTES};
+pub(crate) use policy::DEFAULT_MAX_FILE_BYTES;
+pub use policy::{FilePolicy, PolicyError};
 pub use scope::{scope, ScopedStorage};
 
 /// The most bytes a plain [`Storage::read`] returns: 256 MiB. A larger file is

@@ -6,18 +6,19 @@
 use super::{validate_path, PathError};
 
 /// Default cap for written and moved files: 1 MiB.
-pub const DEFAULT_MAXIMUM_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-/// The checks applied to every path argument and every file written.
+/// The checks applied to every path argument and every file written: built from
+/// [`FilePolicy::default`] (which allows everything up to 1 MiB per file) with the
+/// `with_*` setters, read back through the getters.
 ///
 /// ```
 /// use toolhost::vfs::FilePolicy;
 ///
-/// let policy = FilePolicy {
-///     hide_hidden_paths: true,
-///     allowed_extensions: Some(vec![".md".into()]),
-///     ..FilePolicy::default()
-/// };
+/// let policy = FilePolicy::default()
+///     .with_hide_hidden_paths(true)
+///     .with_allowed_extensions(Some(vec![".md".into()]));
+/// assert_eq!(policy.max_file_bytes(), 1024 * 1024);
 /// assert!(policy.check("path", "notes/Todo.MD").is_ok());
 /// assert!(policy.check("path", "notes/.secret.md").is_err());
 /// assert!(policy.check("path", "main.rs").is_err());
@@ -26,15 +27,15 @@ pub const DEFAULT_MAXIMUM_FILE_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilePolicy {
     /// Paths with a segment starting with `_` or `.` are hidden and refused.
-    pub hide_hidden_paths: bool,
+    pub(crate) hide_hidden_paths: bool,
     /// Allowed extensions (`".md"`), case-insensitive; `None` allows all.
-    pub allowed_extensions: Option<Vec<String>>,
+    pub(crate) allowed_extensions: Option<Vec<String>>,
     /// Cap for written and moved files, in bytes.
-    pub maximum_file_bytes: u64,
+    pub(crate) max_file_bytes: u64,
     /// Nothing may be written, moved or deleted ([`FilePolicy::check_write`] refuses
     /// every path). The built-in tools get it by not registering their writing tools;
     /// a granted plugin's `files` import checks it on every `write` and `delete`.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 impl Default for FilePolicy {
@@ -42,9 +43,66 @@ impl Default for FilePolicy {
         Self {
             hide_hidden_paths: false,
             allowed_extensions: None,
-            maximum_file_bytes: DEFAULT_MAXIMUM_FILE_BYTES,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             read_only: false,
         }
+    }
+}
+
+impl FilePolicy {
+    /// Whether hidden paths are hidden and refused ([`with_hide_hidden_paths`](Self::with_hide_hidden_paths)).
+    pub fn hide_hidden_paths(&self) -> bool {
+        self.hide_hidden_paths
+    }
+
+    /// Paths with a segment starting with `_` or `.` are hidden and refused
+    /// ([`PolicyError::Hidden`]). Default: `false`.
+    #[must_use]
+    pub fn with_hide_hidden_paths(mut self, hide_hidden_paths: bool) -> Self {
+        self.hide_hidden_paths = hide_hidden_paths;
+        self
+    }
+
+    /// The allowed extensions, `None` for all ([`with_allowed_extensions`](Self::with_allowed_extensions)).
+    pub fn allowed_extensions(&self) -> Option<&[String]> {
+        self.allowed_extensions.as_deref()
+    }
+
+    /// Allowed extensions (`".md"`, with or without the dot), compared case-insensitively;
+    /// other paths are refused ([`PolicyError::ExtensionNotAllowed`]) and hidden from
+    /// listings. Default: `None`, which allows all.
+    #[must_use]
+    pub fn with_allowed_extensions(mut self, allowed_extensions: Option<Vec<String>>) -> Self {
+        self.allowed_extensions = allowed_extensions;
+        self
+    }
+
+    /// Cap for written and moved files, in bytes ([`with_max_file_bytes`](Self::with_max_file_bytes)).
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+    }
+
+    /// Cap for written and moved files, in bytes. Default: 1 MiB. A larger file is refused
+    /// by [`FilePolicy::check_size`] ([`PolicyError::TooLarge`]); nothing is clamped.
+    #[must_use]
+    pub fn with_max_file_bytes(mut self, max_file_bytes: u64) -> Self {
+        self.max_file_bytes = max_file_bytes;
+        self
+    }
+
+    /// Whether nothing may be written, moved or deleted ([`with_read_only`](Self::with_read_only)).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Nothing may be written, moved or deleted: [`FilePolicy::check_write`] refuses every
+    /// path ([`PolicyError::ReadOnly`]). Default: `false`. The built-in tools get it by not
+    /// registering their writing tools; a granted plugin's `files` import checks it on every
+    /// `write` and `delete`.
+    #[must_use]
+    pub fn with_read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
     }
 }
 
@@ -160,13 +218,13 @@ impl FilePolicy {
     /// Checks the size of a file about to be written.
     ///
     /// # Errors
-    /// [`PolicyError::TooLarge`] over [`FilePolicy::maximum_file_bytes`].
+    /// [`PolicyError::TooLarge`] over [`FilePolicy::max_file_bytes()`].
     pub fn check_size(&self, path: &str, size: u64) -> Result<(), PolicyError> {
-        if size > self.maximum_file_bytes {
+        if size > self.max_file_bytes {
             return Err(PolicyError::TooLarge {
                 path: path.to_owned(),
                 size,
-                limit: self.maximum_file_bytes,
+                limit: self.max_file_bytes,
             });
         }
         Ok(())
@@ -269,7 +327,7 @@ mod tests {
     #[test]
     fn size_cap_is_inclusive() {
         let policy = FilePolicy {
-            maximum_file_bytes: 10,
+            max_file_bytes: 10,
             ..FilePolicy::default()
         };
         assert!(policy.check_size("a", 10).is_ok());

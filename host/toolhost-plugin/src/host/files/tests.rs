@@ -29,11 +29,9 @@ fn storage() -> Arc<dyn Storage> {
 }
 
 fn grant(access: FileAccess, root: Option<&str>) -> FileGrant {
-    let policy = FilePolicy {
-        hide_hidden_paths: true,
-        maximum_file_bytes: 10,
-        ..FilePolicy::default()
-    };
+    let policy = FilePolicy::default()
+        .with_hide_hidden_paths(true)
+        .with_max_file_bytes(10);
     FileGrant::new("wc", access, Some(storage()), root, policy).unwrap()
 }
 
@@ -276,10 +274,7 @@ async fn a_refused_path_costs_no_write_quota() {
 fn a_hidden_root_reaches_nothing_the_built_ins_refuse() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     storage.write(".git/config", b"[core]", "").unwrap();
-    let policy = FilePolicy {
-        hide_hidden_paths: true,
-        ..FilePolicy::default()
-    };
+    let policy = FilePolicy::default().with_hide_hidden_paths(true);
     match FileGrant::new("wc", FileAccess::ReadWrite, Some(Arc::clone(&storage)), Some(".git"), policy) {
             Err(err) => assert_eq!(
                 err.to_string(),
@@ -421,12 +416,12 @@ mod property {
                     Some(vec![".md".to_owned()]),
                     Some(vec!["md".to_owned(), "TXT".to_owned()]),
                 ] {
-                    out.push(FilePolicy {
-                        hide_hidden_paths: hide,
-                        allowed_extensions: allowed,
-                        read_only,
-                        ..FilePolicy::default()
-                    });
+                    out.push(
+                        FilePolicy::default()
+                            .with_hide_hidden_paths(hide)
+                            .with_allowed_extensions(allowed)
+                            .with_read_only(read_only),
+                    );
                 }
             }
         }
@@ -444,7 +439,7 @@ mod property {
     /// Whether the built-in tools may write at all (their writing tools are not
     /// registered under read-only).
     pub(super) fn read_only(policy: &FilePolicy) -> bool {
-        policy.read_only
+        policy.read_only()
     }
 
     /// xorshift64*: deterministic, so a failure reproduces.
@@ -515,7 +510,7 @@ mod property {
             grants: crate::manifest::Grants {
                 // A read-only host refuses a read-write manifest at load.
                 files: Some(
-                    if policy.read_only {
+                    if policy.read_only() {
                         "read"
                     } else {
                         "read-write"

@@ -19,6 +19,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use toolhost::registry::{CallContext, Environment, Registry, ToolCall, ToolError};
 
 use super::*;
+use crate::http_policy::{parse_allowed_net, Resolve};
 
 /// One request the server saw.
 #[derive(Debug, Clone)]

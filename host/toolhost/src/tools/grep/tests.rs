@@ -167,7 +167,7 @@ async fn binary_files_are_skipped(backend: Backend) {
 }
 
 async fn oversize_files_are_skipped_and_flagged(backend: Backend) {
-    let h = backend.harness(|options| options.maximum_file_bytes = 10);
+    let h = backend.harness(|options| options.max_file_bytes = 10);
     h.put("big.md", "match 4567\nmatch\n");
     h.put("small.md", "match\n");
     assert_eq!(
@@ -227,7 +227,7 @@ async fn a_file_that_grew_past_the_cap_after_the_listing_is_skipped_unread() {
     storage.0.write("fits.md", b"match\n", "").unwrap();
     let registry = crate::registry::Registry::new();
     let mut options = crate::tools::VfsToolOptions::new(std::sync::Arc::new(storage));
-    options.maximum_file_bytes = 10;
+    options.max_file_bytes = 10;
     crate::tools::register_vfs_tools(&registry, options).unwrap();
     let result = registry
         .dispatch(

@@ -177,7 +177,7 @@ fn a_stopped_call_changes_nothing() {
             tools: Arc::new(FileTools {
                 storage: Arc::clone(&storage) as Arc<dyn Storage>,
                 policy: FilePolicy::default(),
-                max_read_bytes: crate::tools::DEFAULT_MAX_READ_BYTES,
+                max_read_bytes: crate::tools::DEFAULT_MAX_READ_BYTES_PER_FILE,
                 walks: crate::tools::WalkBudget::shared(),
             }),
             storage: Arc::clone(&storage) as Arc<dyn Storage>,

@@ -140,7 +140,7 @@ async fn source_missing_or_same_as_destination(backend: Backend) {
 }
 
 async fn the_size_cap_applies_to_moved_files(backend: Backend) {
-    let h = backend.harness(|options| options.maximum_file_bytes = 10);
+    let h = backend.harness(|options| options.max_file_bytes = 10);
     h.put("big.md", "01234567890");
     h.put("fits.md", "0123456789");
     assert_eq!(
