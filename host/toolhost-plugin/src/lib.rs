@@ -108,7 +108,6 @@ use wasmtime::Engine;
 
 use toolhost::registry::{format_bytes, ToolDefinition};
 
-mod bindings;
 mod cache;
 mod classify;
 mod config;
@@ -119,6 +118,7 @@ mod error;
 pub mod fuzzing;
 mod host;
 mod http_policy;
+mod limit_value;
 mod limits;
 mod loader;
 pub mod lock;
@@ -129,17 +129,21 @@ mod read;
 mod runtime;
 mod state;
 mod units;
+mod v0_1;
+mod v0_2;
 pub mod watch;
+mod world;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
 pub use config::{
-    default_cache_dir, CompileTiers, FileAccess, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+    default_cache_dir, CompileTiers, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_POOL_MEMORY,
 };
 pub use engine::{
     Metering, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
 };
 pub use error::{PluginError, PluginErrorKind};
+pub use host::files::FileAccess;
 pub use host::quota::{
     ImportLimits, DEFAULT_LOG_BURST, DEFAULT_LOG_LINES_PER_SECOND,
     DEFAULT_MAX_FILES_WRITTEN_PER_CALL, DEFAULT_MAX_FILES_WRITTEN_TOTAL, DEFAULT_MAX_FILE_CALLS,
@@ -151,21 +155,21 @@ pub use http_policy::{
     HttpPolicy, IpNet, Resolve, SystemResolver, DEFAULT_HTTP_CONNECT_TIMEOUT,
     DEFAULT_MAX_HTTP_REQUESTS, DEFAULT_MAX_HTTP_REQUEST_BYTES, DEFAULT_MAX_HTTP_RESPONSE_BYTES,
 };
+pub use limit_value::LimitValue;
 pub use limits::{
-    DefinitionCap, DefinitionLimits, LimitValue, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
+    DefinitionCap, DefinitionLimits, PluginLimits, DEFAULT_DEFINITIONS_TIMEOUT,
     DEFAULT_MAX_DEFINITIONS_BYTES, DEFAULT_MAX_DESCRIPTION_BYTES, DEFAULT_MAX_HANDLES,
     DEFAULT_MAX_INSTANCES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SCHEMA_BYTES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_TABLES,
     DEFAULT_MAX_TITLE_BYTES, DEFAULT_MAX_TOOLS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
 };
-pub use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 pub use plugin_config::{
     check_key, ConfigEntry, ConfigError, ConfigKey, ConfigValue, ConfigValues, PluginConfig,
     Redactor, MAX_CONFIG_KEYS, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, REDACTED,
 };
+pub use read::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 use cache::CompileCache;
-use host::Imports;
 use runtime::Shared;
 use state::PluginState;
 
@@ -384,10 +388,6 @@ impl Backend {
         let engine = engine::build_quick(self.metering)?;
         Ok(self.quick.get_or_init(|| engine))
     }
-
-    fn engines(&self) -> Vec<&Engine> {
-        self.shards.iter().map(|shard| &shard.engine).collect()
-    }
 }
 
 /// A linker for `engine` with WASI p2 and the host's imports.
@@ -399,15 +399,8 @@ fn linker(engine: &Engine) -> Result<Linker<PluginState>, PluginError> {
         })
     };
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
-    bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-        &mut state.imports
-    })
-    .map_err(link_error)?;
-    // The imports of toolhost:plugin@0.1.0 too, so components built against it load.
-    bindings::v0_1::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-        &mut state.imports
-    })
-    .map_err(link_error)?;
+    // toolhost:plugin's imports, of every version, so components built against any load.
+    world::add_to_linker(&mut linker).map_err(link_error)?;
     // wasi:http/types and outgoing-handler; every request goes through
     // host/http.rs's checks.
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;

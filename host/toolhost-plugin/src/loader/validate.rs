@@ -16,7 +16,7 @@ use crate::{DefinitionCap, DefinitionLimits, PluginError, PluginErrorKind};
 /// one tool.
 pub(crate) fn validate(
     path: &Path,
-    raw: Vec<crate::bindings::exports::toolhost::plugin::tools::ToolDefinition>,
+    raw: Vec<crate::v0_2::exports::toolhost::plugin::tools::ToolDefinition>,
     caps: &DefinitionLimits,
 ) -> Result<Vec<ToolDefinition>, PluginError> {
     if raw.is_empty() {

@@ -57,8 +57,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::read::read_regular_file;
-use super::{PluginError, PluginErrorKind, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+use super::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
+use super::PluginErrorKind;
 
 mod digest;
 mod error;
@@ -387,24 +387,6 @@ impl PluginLock {
             }
         }
         Ok((lock, changes))
-    }
-}
-
-/// The bytes of a plugin's manifest; `Ok(None)` when there is none. Read as
-/// [`manifest::read`](super::manifest::read) reads it.
-///
-/// # Errors
-/// As [`manifest::read`](super::manifest::read), except that the text is not parsed.
-pub fn read_manifest_bytes(path: &Path) -> Result<Option<Vec<u8>>, PluginError> {
-    match read_regular_file(path, "manifest", MAX_MANIFEST_BYTES) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err)
-            if matches!(err.kind(), PluginErrorKind::Io(source)
-                if source.kind() == std::io::ErrorKind::NotFound) =>
-        {
-            Ok(None)
-        }
-        Err(err) => Err(err),
     }
 }
 

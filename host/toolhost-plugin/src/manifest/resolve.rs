@@ -43,7 +43,7 @@ pub struct Resolved {
 /// [`PluginErrorKind::Io`].
 pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
-    resolve_bytes(wasm, crate::lock::read_manifest_bytes(&path)?, config)
+    resolve_bytes(wasm, crate::read::read_manifest_bytes(&path)?, config)
 }
 
 /// As [`resolve`], for a manifest already read: `bytes` is its content, `None` when the
@@ -169,7 +169,7 @@ pub fn resolve_for_inspection(
     let path = manifest_path(wasm);
     resolve_bytes_with(
         wasm,
-        crate::lock::read_manifest_bytes(&path)?,
+        crate::read::read_manifest_bytes(&path)?,
         config,
         Check::Inspect,
     )

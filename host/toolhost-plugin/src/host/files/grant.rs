@@ -8,9 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost::error::ErrorChain;
 use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
-use crate::bindings::toolhost::plugin::files::{File, FileError, FileInfo};
+use super::access::FileAccess;
 use crate::host::quota::ReadCap;
-use crate::FileAccess;
+use crate::v0_2::toolhost::plugin::files::{File, FileError, FileInfo};
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
 pub(crate) struct FileGrant {
