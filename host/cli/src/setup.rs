@@ -12,7 +12,7 @@ use toolhost::tools::walks::{DEFAULT_MAX_WAIT, DEFAULT_WAITING_PER_WALKER};
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, WalkBudget};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_plugin::watch::PluginWatcher;
-use toolhost_plugin::{check_cache_dir, CompileTiers, LoadReport};
+use toolhost_plugin::{check_cache_dir, CompileTiers, LoadReport, PluginHost};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -26,7 +26,7 @@ pub struct Toolset {
     pub root: Option<PathBuf>,
     /// The plugin host whose instances run the plugin tools, the plugins directory and
     /// what loading it did (for `--watch`).
-    plugins: Option<(plugins::Host, PathBuf, LoadReport)>,
+    plugins: Option<(Arc<PluginHost>, PathBuf, LoadReport)>,
 }
 
 impl Toolset {

@@ -299,21 +299,18 @@ impl PluginHost {
         if metering == Metering::EpochOnly {
             return Ok(&self.plain);
         }
-        if self.fueled.get().is_none() {
-            let backend = Backend::build(
-                &self.pool,
-                Metering::Fuel,
-                self.plain.shards.len(),
-                |engine| Ok(self.plain.cache.for_engine(engine)),
-            )?;
-            // Two threads may build one each; the first set wins, the other is dropped
-            // (its ticker ends with it).
-            let _ = self.fueled.set(backend);
+        if let Some(backend) = self.fueled.get() {
+            return Ok(backend);
         }
-        Ok(self
-            .fueled
-            .get()
-            .unwrap_or_else(|| unreachable!("set just above")))
+        let backend = Backend::build(
+            &self.pool,
+            Metering::Fuel,
+            self.plain.shards.len(),
+            |engine| Ok(self.plain.cache.for_engine(engine)),
+        )?;
+        // Two threads may build one each; the first set wins, the other is dropped
+        // (its ticker ends with it).
+        Ok(self.fueled.get_or_init(|| backend))
     }
 
     /// The first engine of the plain backend (for tests).

@@ -234,17 +234,18 @@ impl PluginLock {
     }
 
     /// The lock as TOML text, entries sorted by file name, with a header comment.
-    pub fn to_toml(&self) -> String {
+    ///
+    /// # Errors
+    /// When the TOML serialiser refuses the lock (it holds strings and integers only, so
+    /// this is not expected).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         let mut sorted = self.clone();
         sorted.plugins.sort_by(|a, b| a.file.cmp(&b.file));
-        let body = toml::to_string(&sorted).unwrap_or_else(|err| {
-            // Strings and integers only: serialising cannot fail.
-            unreachable!("a lock serialises to TOML: {err}")
-        });
-        format!(
+        let body = toml::to_string(&sorted)?;
+        Ok(format!(
             "# Pins of this plugin directory, written by `host lock` and `host pull`. The host\n\
              # loads only the components listed here, with exactly these digests.\n{body}"
-        )
+        ))
     }
 
     /// Writes the lock to `dir/plugins.lock` atomically: a temporary file in `dir`,
@@ -263,7 +264,10 @@ impl PluginLock {
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(write_error)?;
-        temp.write_all(self.to_toml().as_bytes())
+        let text = self
+            .to_toml()
+            .map_err(|err| write_error(std::io::Error::other(err)))?;
+        temp.write_all(text.as_bytes())
             .and_then(|()| temp.as_file().sync_all())
             .map_err(write_error)?;
         temp.persist(&path).map_err(|err| write_error(err.error))?;
