@@ -24,9 +24,7 @@ use wasmtime::Engine;
 use super::error::error_chain;
 use super::{PluginError, PluginErrorKind};
 
-pub(crate) mod dir;
-
-pub use dir::{check_cache_dir, CacheError, Placement};
+use crate::cache_dir::{self as dir, CacheError};
 
 /// The first bytes of every entry: the format, version 1 (tag, then artifact).
 const MAGIC: &[u8; 8] = b"wthc\x00\x00\x00\x01";
@@ -242,7 +240,7 @@ impl CompileCache {
                 target: "plugin",
                 "{}: compiling quick code for the component ({}; first load; optimized code follows from the background) ...",
                 path.display(),
-                super::format_bytes(bytes.len() as u64),
+                super::units::format_bytes(bytes.len() as u64),
             );
             let artifact = quick.precompile_component(bytes).map_err(compile_error)?;
             let component = deserialize(engine, &artifact).map_err(compile_error)?;
@@ -252,7 +250,7 @@ impl CompileCache {
             target: "plugin",
             "{}: compiling the component ({}; first load{}) ...",
             path.display(),
-            super::format_bytes(bytes.len() as u64),
+            super::units::format_bytes(bytes.len() as u64),
             if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
         );
         let component = Component::new(engine, bytes).map_err(compile_error)?;

@@ -5,9 +5,18 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::state::PluginState;
 use super::{PluginError, PluginErrorKind, PluginHostConfig};
+
+/// One engine and its linker: a shard of a backend ([`engine_shards`] of them), on which
+/// a call's instance is made.
+pub(crate) struct Shard {
+    pub engine: Engine,
+    pub linker: Linker<PluginState>,
+}
 
 /// How often the epoch advances. A running guest checks its deadline at every tick, so
 /// a CPU-bound guest is stopped at most one tick after its deadline, and yields to the
@@ -54,7 +63,7 @@ impl PoolPlan {
     /// [`PluginErrorKind::Host`] when not even one call fits
     /// [`PluginHostConfig::max_pool_memory`].
     pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
-        use super::format_bytes;
+        use super::units::format_bytes;
         let slot_memory = config
             .max_limits
             .memory_bytes

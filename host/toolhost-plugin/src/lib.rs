@@ -109,8 +109,10 @@ use wasmtime::Engine;
 use toolhost::registry::{format_bytes, ToolDefinition};
 
 mod cache;
+mod cache_dir;
 mod classify;
 mod config;
+mod digest;
 mod engine;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -123,6 +125,7 @@ mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
+mod optimize;
 mod output;
 mod plugin_config;
 mod read;
@@ -134,7 +137,8 @@ mod v0_2;
 pub mod watch;
 mod world;
 
-pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};
+pub use cache::{CompileSource, MAX_ENTRY_BYTES};
+pub use cache_dir::{check_cache_dir, CacheError, Placement};
 pub use config::{
     default_cache_dir, CompileTiers, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_POOL_MEMORY,
@@ -170,6 +174,7 @@ pub use plugin_config::{
 pub use read::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 use cache::CompileCache;
+use engine::Shard;
 use runtime::Shared;
 use state::PluginState;
 
@@ -194,7 +199,7 @@ pub struct PluginHost {
     owners: std::sync::Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
     /// The optimized compiles waiting or running behind quick code
     /// ([`CompileTiers::QuickFirst`]).
-    optimizer: Arc<loader::Optimizer>,
+    optimizer: Arc<optimize::Optimizer>,
 }
 
 impl fmt::Debug for PluginHost {
@@ -341,12 +346,6 @@ struct Backend {
     /// The engine that compiles quick code ([`CompileTiers::QuickFirst`]), built the
     /// first time it is needed.
     quick: OnceLock<Engine>,
-}
-
-/// One engine and its linker.
-pub(crate) struct Shard {
-    pub engine: Engine,
-    pub linker: Linker<PluginState>,
 }
 
 impl Backend {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use toolhost::registry::ToolDefinition;
 
-use super::optimize::OptimizeJob;
 use super::pins::{check_pins, Pins};
 use super::Prepared;
 use crate::error::error_chain;
@@ -16,6 +15,7 @@ use crate::host::files::FileGrant;
 use crate::host::http::HttpGrant;
 use crate::lock::Sha256Digest;
 use crate::manifest::{self, Resolved};
+use crate::optimize::OptimizeJob;
 use crate::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
 use crate::runtime::{PluginRuntime, ShardPres};
 use crate::state::Grants;

@@ -31,12 +31,10 @@ use super::{
 
 mod compile;
 mod definitions;
-mod optimize;
 mod pins;
 mod register;
 mod validate;
 
-pub(crate) use optimize::Optimizer;
 use pins::Pins;
 #[cfg(feature = "fuzzing")]
 pub(crate) use validate::validate;
@@ -52,7 +50,7 @@ struct Prepared {
     exports: Vec<String>,
     /// The optimized compile to queue once its tools are registered, when it was loaded
     /// on quick code.
-    optimize: Option<optimize::OptimizeJob>,
+    optimize: Option<crate::optimize::OptimizeJob>,
 }
 
 impl PluginHost {

@@ -60,13 +60,11 @@ use serde::{Deserialize, Serialize};
 use super::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
 use super::PluginErrorKind;
 
-mod digest;
-mod error;
 #[cfg(test)]
 mod tests;
 
-pub use digest::Sha256Digest;
-pub use error::{LockError, LockMismatch};
+pub use crate::digest::Sha256Digest;
+pub use crate::error::{LockError, LockMismatch};
 
 /// The lock file's name inside a plugin directory.
 pub const LOCK_FILE_NAME: &str = "plugins.lock";

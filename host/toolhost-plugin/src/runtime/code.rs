@@ -9,8 +9,8 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use crate::cache;
+use crate::engine::Shard;
 use crate::world::{Version, WorldPre};
-use crate::Shard;
 
 /// Pre-instantiates a plugin in engine shard `n`: called the first time a call of the
 /// plugin lands on a shard other than the first, so a start loads each plugin into one

@@ -18,9 +18,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::cache::CompileCache;
+use crate::engine::Shard;
 use crate::runtime::{PluginRuntime, ShardPres};
 use crate::world::Version;
-use crate::Shard;
 use toolhost::error::ErrorChain;
 
 /// One plugin's optimized compile, waiting for its turn.
