@@ -111,7 +111,6 @@ use toolhost::registry::{format_bytes, ToolDefinition};
 mod cache;
 mod cache_dir;
 mod classify;
-mod config;
 mod digest;
 mod engine;
 mod error;
@@ -130,6 +129,7 @@ mod output;
 mod plugin_config;
 mod read;
 mod runtime;
+mod settings;
 mod state;
 mod units;
 mod v0_1;
@@ -139,10 +139,6 @@ mod world;
 
 pub use cache::{CompileSource, MAX_ENTRY_BYTES};
 pub use cache_dir::{check_cache_dir, CacheError, Placement};
-pub use config::{
-    default_cache_dir, CompileTiers, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_POOL_MEMORY,
-};
 pub use engine::{
     Metering, PoolPlan, EPOCH_TICK, KEEP_RESIDENT_MEMORY, KEEP_RESIDENT_TABLE, WARM_SLOTS,
 };
@@ -172,6 +168,10 @@ pub use plugin_config::{
     Redactor, MAX_CONFIG_KEYS, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, REDACTED,
 };
 pub use read::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+pub use settings::{
+    default_cache_dir, CompileTiers, PluginHostConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_POOL_MEMORY,
+};
 
 use cache::CompileCache;
 use engine::Shard;

@@ -1,4 +1,5 @@
-//! The host's plugin settings: file grants, the default and maximum limits, the cache.
+//! The plugin host's settings ([`PluginHostConfig`]): the most file access and HTTP a plugin may
+//! be granted, the default and maximum limits, the pool, the compile cache.
 
 use std::fmt;
 use std::path::PathBuf;
