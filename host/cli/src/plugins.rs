@@ -23,15 +23,8 @@ use toolhost_plugin::{
 use super::args::{PluginFiles, RegistryArgs};
 use super::units::format_elapsed;
 
-/// The plugin host kept alive next to the registry whose plugin tools it runs (shared
-/// with the watcher that reloads plugins, with `--watch`).
-pub(crate) type Host = Arc<PluginHost>;
-
-/// The plugin host's settings.
-pub(crate) type Config = PluginHostConfig;
-
 /// The settings `host inspect` uses: the defaults, with `--cache-dir` if given.
-pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> Config {
+pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> PluginHostConfig {
     let mut config = PluginHostConfig::builder();
     if let Some(dir) = cache_dir {
         config.cache_dir(Some(dir));
@@ -154,7 +147,7 @@ pub(crate) fn load(
     registry: &Registry,
     config: PluginHostConfig,
     require_lock: bool,
-) -> anyhow::Result<(Host, LoadReport)> {
+) -> anyhow::Result<(Arc<PluginHost>, LoadReport)> {
     // A lock that cannot be read is a set-up error, never "no pins". Its errors name it.
     let lock = PluginLock::read(dir)?;
     if lock.is_none() && require_lock {

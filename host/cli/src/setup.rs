@@ -13,7 +13,7 @@ use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, Wa
 use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_plugin::cache::check_cache_dir;
 use toolhost_plugin::watch::PluginWatcher;
-use toolhost_plugin::{CompileTiers, LoadReport};
+use toolhost_plugin::{CompileTiers, LoadReport, PluginHost};
 
 use super::args::{PluginFiles, RegistryArgs};
 use super::plugins;
@@ -27,7 +27,7 @@ pub struct Toolset {
     pub root: Option<PathBuf>,
     /// The plugin host whose instances run the plugin tools, the plugins directory and
     /// what loading it did (for `--watch`).
-    plugins: Option<(plugins::Host, PathBuf, LoadReport)>,
+    plugins: Option<(Arc<PluginHost>, PathBuf, LoadReport)>,
 }
 
 impl Toolset {

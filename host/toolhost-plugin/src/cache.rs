@@ -24,9 +24,8 @@ use wasmtime::Engine;
 use super::error::error_chain;
 use super::{PluginError, PluginErrorKind};
 
-pub(crate) mod dir;
-
-pub use dir::{check_cache_dir, CacheError, Placement};
+use crate::cache_dir as dir;
+pub use crate::cache_dir::{check_cache_dir, CacheError, Placement};
 
 /// The first bytes of every entry: the format, version 1 (tag, then artifact).
 const MAGIC: &[u8; 8] = b"wthc\x00\x00\x00\x01";
@@ -184,45 +183,38 @@ impl CompileCache {
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
         let digest: [u8; 32] = Sha256::digest(bytes).into();
-        let (mut components, source) = self.load_into(&[engine], path, bytes, &digest, None)?;
-        let component = components
-            .pop()
-            .unwrap_or_else(|| unreachable!("one component per engine"));
-        Ok((component, source))
+        self.load_into(engine, path, bytes, &digest, None)
     }
 
-    /// [`load`](Self::load) into each of `engines` (configured alike, so one artifact
-    /// serves them all; at least one): compiled once, or read from the cache once, and
-    /// the artifact loaded into every engine. `digest` is the SHA-256 of `bytes` (the one
-    /// the loader checked against the lock file): the entry's key is made from it.
+    /// [`load`](Self::load) into `engine`: compiled, or read from the cache. `digest` is
+    /// the SHA-256 of `bytes` (the one the loader checked against the lock file): the
+    /// entry's key is made from it. (The other engine shards of a backend load the
+    /// component from its artifact when a call first needs it there.)
     ///
     /// With a `quick` engine ([`crate::engine::build_quick`]), a miss is compiled there
-    /// instead, loaded into the engines, and not stored
+    /// instead, loaded into `engine`, and not stored
     /// ([`CompileSource::Quick`]): the caller compiles the optimized code later.
     ///
     /// # Errors
     /// [`PluginErrorKind::Compile`] when the bytes do not compile, or the compiled artifact
-    /// does not load into one of the engines.
+    /// does not load into `engine`.
     pub(crate) fn load_into(
         &self,
-        engines: &[&Engine],
+        engine: &Engine,
         path: &Path,
         bytes: &[u8],
         digest: &[u8; 32],
         quick: Option<&Engine>,
-    ) -> Result<(Vec<Component>, CompileSource), PluginError> {
+    ) -> Result<(Component, CompileSource), PluginError> {
         let started = Instant::now();
-        let (engine, others) = engines
-            .split_first()
-            .unwrap_or_else(|| unreachable!("a backend has at least one engine"));
         let cached = self.dir.as_ref().map(|dir| {
             let key = self.key_of(digest);
             (dir, key, entry_path(&dir.path, &key))
         });
         if let Some((dir, key, file)) = &cached {
-            match read_entry(engine, others, dir, key, file) {
-                Ok(components) => {
-                    return Ok((components, CompileSource::CacheHit(started.elapsed())))
+            match read_entry(engine, dir, key, file) {
+                Ok(component) => {
+                    return Ok((component, CompileSource::CacheHit(started.elapsed())))
                 }
                 Err(Miss::Absent) => {}
                 Err(Miss::Rejected(reason)) => {
@@ -249,38 +241,25 @@ impl CompileCache {
                 target: "plugin",
                 "{}: compiling quick code for the component ({}; first load; optimized code follows from the background) ...",
                 path.display(),
-                super::format_bytes(bytes.len() as u64),
+                super::units::format_bytes(bytes.len() as u64),
             );
             let artifact = quick.precompile_component(bytes).map_err(compile_error)?;
-            let components = engines
-                .iter()
-                .map(|engine| deserialize(engine, &artifact).map_err(compile_error))
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok((components, CompileSource::Quick(started.elapsed())));
+            let component = deserialize(engine, &artifact).map_err(compile_error)?;
+            return Ok((component, CompileSource::Quick(started.elapsed())));
         }
         tracing::info!(
             target: "plugin",
             "{}: compiling the component ({}; first load{}) ...",
             path.display(),
-            super::format_bytes(bytes.len() as u64),
+            super::units::format_bytes(bytes.len() as u64),
             if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
         );
         let component = Component::new(engine, bytes).map_err(compile_error)?;
-        let mut components = vec![component];
-        // The artifact, for the cache and for the other engines.
-        let artifact = if cached.is_some() || !others.is_empty() {
-            Some(components[0].serialize().map_err(compile_error)?)
-        } else {
-            None
-        };
-        if let Some(artifact) = &artifact {
-            for other in others {
-                components.push(deserialize(other, artifact).map_err(compile_error)?);
-            }
-        }
         let compiled = CompileSource::Compiled(started.elapsed());
-        if let (Some((dir, key, file)), Some(artifact)) = (cached, &artifact) {
-            if let Err(message) = store(artifact, dir, &key, &file) {
+        // The artifact, for the cache.
+        if let Some((dir, key, file)) = cached {
+            let artifact = component.serialize().map_err(compile_error)?;
+            if let Err(message) = store(&artifact, dir, &key, &file) {
                 tracing::warn!(
                     target: "plugin",
                     cache = %file.display(),
@@ -289,7 +268,7 @@ impl CompileCache {
                 );
             }
         }
-        Ok((components, compiled))
+        Ok((component, compiled))
     }
 }
 
@@ -312,11 +291,10 @@ fn tag(dir: &CacheDir, key: &[u8; 32], artifact: &[u8]) -> Result<HmacSha256, St
 /// after the check reaches the engine.
 fn read_entry(
     engine: &Engine,
-    others: &[&Engine],
     dir: &CacheDir,
     key: &[u8; 32],
     file: &Path,
-) -> Result<Vec<Component>, Miss> {
+) -> Result<Component, Miss> {
     let bytes = read_bounded(file).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => Miss::Absent,
         _ => Miss::Rejected(format!("cannot read it: {err}")),
@@ -337,12 +315,7 @@ fn read_entry(
                     .into(),
             )
         })?;
-    std::iter::once(engine)
-        .chain(others.iter().copied())
-        .map(|engine| {
-            deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
-        })
-        .collect()
+    deserialize(engine, artifact).map_err(|err| Miss::Rejected(error_chain(&err)))
 }
 
 /// The whole of `file`, read through one handle that does not follow a link, if it is a
@@ -442,7 +415,7 @@ mod tests {
                 max_concurrent_calls: 1,
                 ..Default::default()
             },
-            super::super::Metering::EpochOnly,
+            crate::engine::Metering::EpochOnly,
         )
         .unwrap()
     }

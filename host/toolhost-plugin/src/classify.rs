@@ -16,11 +16,11 @@ use wasmtime::{PoolConcurrencyLimitError, Trap};
 
 use toolhost::registry::{Limit, ToolError, ToolResult};
 
-use super::bindings::toolhost::plugin::types::ToolError as GuestError;
 use super::error::error_chain;
 use super::output::Captured;
 use super::units::format_bytes;
 use super::PluginLimits;
+use crate::v0_2::toolhost::plugin::types::ToolError as GuestError;
 
 /// Stderr lines appended to an error that is not a panic.
 const STDERR_TAIL_LINES: usize = 5;
@@ -44,7 +44,7 @@ pub(crate) struct CallFacts<'a> {
 
 /// `error` with the plugin's secret values replaced in its messages (a guest's error
 /// text, a panic message, a stderr tail): an error reaches the model and the log.
-pub(crate) fn redacted(error: ToolError, redactor: &crate::Redactor) -> ToolError {
+pub(crate) fn redacted(error: ToolError, redactor: &crate::plugin_config::Redactor) -> ToolError {
     let clean = |message: String| redactor.redact(&message).into_owned();
     match error {
         ToolError::InvalidArguments { tool, message } => ToolError::InvalidArguments {

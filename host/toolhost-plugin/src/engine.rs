@@ -5,9 +5,18 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::state::PluginState;
 use super::{PluginError, PluginErrorKind, PluginHostConfig};
+
+/// One engine and its linker: a shard of a backend ([`engine_shards`] of them), on which
+/// a call's instance is made.
+pub(crate) struct Shard {
+    pub engine: Engine,
+    pub linker: Linker<PluginState>,
+}
 
 /// How often the epoch advances. A running guest checks its deadline at every tick, so
 /// a CPU-bound guest is stopped at most one tick after its deadline, and yields to the
@@ -54,7 +63,7 @@ impl PoolPlan {
     /// [`PluginErrorKind::Host`] when not even one call fits
     /// [`PluginHostConfig::max_pool_memory`].
     pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
-        use super::format_bytes;
+        use super::units::format_bytes;
         let slot_memory = config
             .max_limits
             .memory_bytes
@@ -62,7 +71,7 @@ impl PoolPlan {
             .min(MAX_WASM32_MEMORY);
         // A running call holds one slot (its store is dropped before its concurrency
         // permit, and loading asks for definitions under the same permits). Reuse mode
-        // also keeps up to one idle instance per call (runtime::Shared::idle_cap).
+        // also keeps up to one idle instance per call (`runtime::pool::IdleCount`).
         let slots_per_call: u32 = if config.fresh_instance_per_call { 1 } else { 2 };
         let per_call = slot_memory.saturating_mul(u64::from(slots_per_call));
         let fit = config.max_pool_memory / per_call.max(1);
@@ -132,7 +141,7 @@ pub(crate) const MAX_ENGINE_SHARDS: usize = 8;
 /// 2-core Intel VM that made greet calls take 40 % more CPU each at 2 calls at once than
 /// at 1 (c2/c1 1.2-1.3, bare wasmtime alike), while one engine per core kept the cost
 /// flat and scaled 2.0. A call starts on the engine with the fewest calls running
-/// (`runtime::Shared::pick_shard`), so each core keeps to its own pool. Each plugin is
+/// (`runtime::shard::ShardLoads::pick`), so each core keeps to its own pool. Each plugin is
 /// compiled once and its artifact loaded into every engine.
 pub(crate) fn engine_shards() -> usize {
     std::thread::available_parallelism()

@@ -9,9 +9,9 @@ use std::path::Path;
 
 use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
 
-use super::bindings::exports::toolhost::plugin::tools::ToolDefinition as WitDefinition;
-use super::bindings::toolhost::plugin::types::ToolError as GuestError;
 use super::{DefinitionLimits, PluginError, PluginLimits};
+use crate::v0_2::exports::toolhost::plugin::tools::ToolDefinition as WitDefinition;
+use crate::v0_2::toolhost::plugin::types::ToolError as GuestError;
 
 /// One tool definition as a plugin's `definitions()` returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -108,10 +108,10 @@ use wasmtime::Engine;
 
 use toolhost::registry::{format_bytes, ToolDefinition};
 
-mod bindings;
 pub mod cache;
+mod cache_dir;
 mod classify;
-mod config;
+mod digest;
 pub mod engine;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -119,40 +119,41 @@ mod error;
 pub mod fuzzing;
 mod host;
 pub mod http_policy;
+mod limit_value;
 pub mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
+mod optimize;
 mod output;
 pub mod plugin_config;
 mod read;
 mod runtime;
+mod settings;
 mod state;
 mod units;
+mod v0_1;
+mod v0_2;
 pub mod watch;
+mod world;
 
 // What an embedder names. The rest of the API is in the public modules, grouped by
 // what it is about ([`limits`], [`http_policy`], [`plugin_config`], [`cache`],
 // [`engine`]); the defaults are stated by the setters, not exported as constants.
-pub use config::{
-    default_cache_dir, CompileTiers, FileAccess, PluginHostConfig, PluginHostConfigBuilder,
-};
 pub use error::{PluginError, PluginErrorKind};
+pub use host::files::FileAccess;
 pub use http_policy::HttpPolicy;
 pub use limits::PluginLimits;
 pub use plugin_config::ConfigValues;
+pub use settings::{
+    default_cache_dir, CompileTiers, PluginHostConfig, PluginHostConfigBuilder,
+};
 
-// The crate's own short paths (`crate::X`) for what lives in the modules.
-pub(crate) use cache::{CacheError, CompileSource};
-pub(crate) use engine::{Metering, PoolPlan};
-pub(crate) use host::quota::ImportLimits;
-pub(crate) use http_policy::{HostPattern, HttpLimits};
-pub(crate) use limits::{DefinitionCap, DefinitionLimits, LimitValue};
-pub(crate) use loader::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
-pub(crate) use plugin_config::{PluginConfig, Redactor};
-
-use cache::CompileCache;
-use host::Imports;
+use cache::{CompileCache, CompileSource};
+use engine::{Metering, PoolPlan};
+use http_policy::HostPattern;
+use plugin_config::PluginConfig;
+use engine::Shard;
 use runtime::Shared;
 use state::PluginState;
 
@@ -177,7 +178,7 @@ pub struct PluginHost {
     owners: std::sync::Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
     /// The optimized compiles waiting or running behind quick code
     /// ([`CompileTiers::QuickFirst`]).
-    optimizer: Arc<loader::Optimizer>,
+    optimizer: Arc<optimize::Optimizer>,
 }
 
 impl fmt::Debug for PluginHost {
@@ -282,21 +283,18 @@ impl PluginHost {
         if metering == Metering::EpochOnly {
             return Ok(&self.plain);
         }
-        if self.fueled.get().is_none() {
-            let backend = Backend::build(
-                &self.pool,
-                Metering::Fuel,
-                self.plain.shards.len(),
-                |engine| Ok(self.plain.cache.for_engine(engine)),
-            )?;
-            // Two threads may build one each; the first set wins, the other is dropped
-            // (its ticker ends with it).
-            let _ = self.fueled.set(backend);
+        if let Some(backend) = self.fueled.get() {
+            return Ok(backend);
         }
-        Ok(self
-            .fueled
-            .get()
-            .unwrap_or_else(|| unreachable!("set just above")))
+        let backend = Backend::build(
+            &self.pool,
+            Metering::Fuel,
+            self.plain.shards.len(),
+            |engine| Ok(self.plain.cache.for_engine(engine)),
+        )?;
+        // Two threads may build one each; the first set wins, the other is dropped
+        // (its ticker ends with it).
+        Ok(self.fueled.get_or_init(|| backend))
     }
 
     /// The first engine of the plain backend (for tests).
@@ -327,12 +325,6 @@ struct Backend {
     /// The engine that compiles quick code ([`CompileTiers::QuickFirst`]), built the
     /// first time it is needed.
     quick: OnceLock<Engine>,
-}
-
-/// One engine and its linker.
-pub(crate) struct Shard {
-    pub engine: Engine,
-    pub linker: Linker<PluginState>,
 }
 
 impl Backend {
@@ -371,10 +363,6 @@ impl Backend {
         let engine = engine::build_quick(self.metering)?;
         Ok(self.quick.get_or_init(|| engine))
     }
-
-    fn engines(&self) -> Vec<&Engine> {
-        self.shards.iter().map(|shard| &shard.engine).collect()
-    }
 }
 
 /// A linker for `engine` with WASI p2 and the host's imports.
@@ -386,15 +374,8 @@ fn linker(engine: &Engine) -> Result<Linker<PluginState>, PluginError> {
         })
     };
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
-    bindings::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-        &mut state.imports
-    })
-    .map_err(link_error)?;
-    // The imports of toolhost:plugin@0.1.0 too, so components built against it load.
-    bindings::v0_1::Plugin::add_to_linker::<PluginState, Imports>(&mut linker, |state| {
-        &mut state.imports
-    })
-    .map_err(link_error)?;
+    // toolhost:plugin's imports, of every version, so components built against any load.
+    world::add_to_linker(&mut linker).map_err(link_error)?;
     // wasi:http/types and outgoing-handler; every request goes through
     // host/http.rs's checks.
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;

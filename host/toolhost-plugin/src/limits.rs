@@ -11,7 +11,7 @@
 //! declares at load. Each is a value built from its `Default` with `with_*` setters (each
 //! stating its default) and read back through getters.
 
-use super::units::{format_bytes, format_duration};
+use super::units::format_bytes;
 use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
@@ -19,6 +19,7 @@ use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 
 pub use super::host::quota::ImportLimits;
 pub use super::http_policy::HttpLimits;
+pub use super::limit_value::LimitValue;
 
 /// Default wall time of one plugin call (10 s). The registry's own per-call deadline
 /// still applies; the earlier of the two wins.
@@ -357,43 +358,6 @@ impl PluginLimits {
             self.imports
                 .first_above(&max.imports)
                 .or_else(|| self.http.first_above(&max.http))
-        }
-    }
-}
-
-/// The value of a limit, as data: what
-/// [`PluginErrorKind::LimitTooHigh`](crate::PluginErrorKind::LimitTooHigh) carries for the
-/// value a manifest asked for and the host's maximum, so a caller can compare them.
-///
-/// ```
-/// use std::time::Duration;
-/// use toolhost_plugin::limits::LimitValue;
-///
-/// assert_eq!(LimitValue::Bytes(128 << 20).to_string(), "128 MiB");
-/// assert_eq!(LimitValue::Duration(Duration::from_secs(20)).to_string(), "20s");
-/// assert_eq!(LimitValue::Count(1024).to_string(), "1024");
-/// assert_eq!(LimitValue::Unlimited.to_string(), "unlimited");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LimitValue {
-    /// A size in bytes.
-    Bytes(u64),
-    /// A count (fuel units, instances, handles, files, lines).
-    Count(u64),
-    /// A time.
-    Duration(Duration),
-    /// No limit (fuel off).
-    Unlimited,
-}
-
-impl std::fmt::Display for LimitValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LimitValue::Bytes(bytes) => f.write_str(&format_bytes(*bytes)),
-            LimitValue::Count(count) => write!(f, "{count}"),
-            LimitValue::Duration(duration) => f.write_str(&format_duration(*duration)),
-            LimitValue::Unlimited => f.write_str("unlimited"),
         }
     }
 }

@@ -7,6 +7,14 @@ use std::path::Path;
 
 use super::{PluginError, PluginErrorKind};
 
+/// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
+/// stops a huge (or sparse) file from being read into memory at start-up.
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+/// Largest component file read (256 MiB): the example plugins are 100-300 KiB and
+/// large real-world components a few tens of MiB; the whole file is read into memory and
+/// compiled, so the cap bounds what one file can cost the host at start-up.
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Reads the regular file at `path` (the plugin's `what`: `component` or `manifest`),
 /// refusing anything else and anything over `max` bytes before reading it.
 ///
@@ -99,5 +107,23 @@ fn describe_file_type(file_type: std::fs::FileType) -> &'static str {
         "a directory"
     } else {
         "something other than a file"
+    }
+}
+
+/// The bytes of a plugin's manifest; `Ok(None)` when there is none. Read as
+/// [`manifest::read`](crate::manifest::read) reads it.
+///
+/// # Errors
+/// As [`manifest::read`](crate::manifest::read), except that the text is not parsed.
+pub(crate) fn read_manifest_bytes(path: &Path) -> Result<Option<Vec<u8>>, PluginError> {
+    match read_regular_file(path, "manifest", MAX_MANIFEST_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err)
+            if matches!(err.kind(), PluginErrorKind::Io(source)
+                if source.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
     }
 }

@@ -1,8 +1,8 @@
 //! `toolhost:plugin/config`: the plugin's configuration values, exactly the keys its
 //! manifest declares ([`PluginConfig`](super::super::PluginConfig)).
 
-use super::super::bindings::toolhost::plugin::config::Host;
 use super::ImportCtx;
+use crate::v0_2::toolhost::plugin::config::Host;
 
 impl Host for ImportCtx {
     fn get(&mut self, key: String) -> Option<String> {

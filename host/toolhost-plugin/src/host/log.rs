@@ -10,8 +10,8 @@
 //! cannot flood the host log, however many calls it gets. The plugin's secret
 //! configuration values are replaced by `[REDACTED]` before a line is cut or logged.
 
-use super::super::bindings::toolhost::plugin::log::{Host, Level};
 use super::ImportCtx;
+use crate::v0_2::toolhost::plugin::log::{Host, Level};
 
 /// Longest message kept, in bytes; the rest is cut (a plugin cannot flood one line).
 pub(crate) const MAX_LOG_MESSAGE_BYTES: usize = 4 * 1024;

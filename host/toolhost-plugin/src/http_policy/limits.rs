@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::limits::LimitValue;
+use crate::limit_value::LimitValue;
 
 /// Default of [`HttpLimits::max_requests`]: 16 requests per call, enough for a few
 /// redirects and a paginated API; more is a crawler, not a tool call.

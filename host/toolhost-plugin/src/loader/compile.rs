@@ -8,29 +8,21 @@ use std::sync::Arc;
 
 use toolhost::registry::ToolDefinition;
 
-use wasmtime::component::{Component, Linker};
-
-use super::optimize::OptimizeJob;
 use super::pins::{check_pins, Pins};
-use super::{Prepared, MAX_COMPONENT_BYTES};
-use crate::bindings::{v0_1, PluginPre};
-use crate::cache;
+use super::Prepared;
 use crate::error::error_chain;
 use crate::host::files::FileGrant;
 use crate::host::http::HttpGrant;
-use crate::lock::{read_manifest_bytes, Sha256Digest};
+use crate::lock::Sha256Digest;
 use crate::manifest::{self, Resolved};
-use crate::read::read_regular_file;
-use crate::runtime::{PluginRuntime, PrepareShard, ShardPres, WorldPre};
-use crate::state::{Grants, PluginState};
-use crate::{
-    CompileSource, CompileTiers, Metering, PluginError, PluginErrorKind, PluginHost, Shard,
-};
-
-/// The `tools` export of `toolhost:plugin@0.2.0`.
-pub(crate) const TOOLS_V0_2: &str = "toolhost:plugin/tools@0.2.0";
-/// The `tools` export of `toolhost:plugin@0.1.0`.
-pub(crate) const TOOLS_V0_1: &str = "toolhost:plugin/tools@0.1.0";
+use crate::optimize::OptimizeJob;
+use crate::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
+use crate::runtime::{PluginRuntime, ShardPres};
+use crate::state::Grants;
+use crate::world::Version;
+use crate::cache::CompileSource;
+use crate::engine::Metering;
+use crate::{CompileTiers, PluginError, PluginErrorKind, PluginHost};
 
 /// A plugin compiled and pre-instantiated, not yet asked for its tools.
 pub(super) struct Compiled {
@@ -153,32 +145,25 @@ impl PluginHost {
         };
         // Compiled (or read from the cache) into the first shard's engine only; the
         // other shards get it from its artifact when a call first lands there.
-        let engines = backend.engines();
-        let (mut components, compile) =
+        let engine = &backend.shards[0].engine;
+        let (component, compile) =
             backend
                 .cache
-                .load_into(&engines[..1], path, &bytes, digest.as_bytes(), quick)?;
-        let component = components
-            .pop()
-            .unwrap_or_else(|| unreachable!("one engine asked, one component"));
+                .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
         let wrong_world = |err: wasmtime::Error| {
             PluginErrorKind::WrongWorld {
                 message: error_chain(&err),
             }
             .at(path.to_owned())
         };
-        let engine = &backend.shards[0].engine;
         let component_type = component.component_type();
         let exports: Vec<String> = component_type
             .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
-        // The world is the `tools` export the component carries; with neither, 0.2.0's
-        // check names what is missing.
-        let legacy =
-            exports.iter().any(|e| e == TOOLS_V0_1) && !exports.iter().any(|e| e == TOOLS_V0_2);
+        let version = Version::of_exports(&exports);
         let shards = Arc::clone(&backend.shards);
-        let pres = shard_pres(Arc::clone(&shards), component, legacy).map_err(wrong_world)?;
+        let pres = ShardPres::new(Arc::clone(&shards), component, version).map_err(wrong_world)?;
 
         let files = FileGrant::new(
             &name,
@@ -229,7 +214,7 @@ impl PluginHost {
             digest: *digest.as_bytes(),
             cache: backend.cache.clone(),
             shards,
-            legacy,
+            version,
             runtime: Arc::downgrade(&runtime),
         });
         Ok(Compiled {
@@ -260,42 +245,4 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
         [0, 0] => Err(not("it is a core WebAssembly module; build the plugin for the wasm32-wasip2 target (cargo build --target wasm32-wasip2 --release), which makes a component")),
         _ => Err(not("its header declares an unknown WebAssembly layer; build it with a current toolchain for wasm32-wasip2")),
     }
-}
-
-/// `component` (compiled for the first engine of `shards`) pre-instantiated there for
-/// its world, and how to pre-instantiate it in the other shards: from its artifact, the
-/// first time a call lands there.
-pub(super) fn shard_pres(
-    shards: Arc<[Shard]>,
-    component: Component,
-    legacy: bool,
-) -> wasmtime::Result<ShardPres> {
-    let first = world_pre(&shards[0].linker, &component, legacy)?;
-    let engines = shards.iter().map(|shard| shard.engine.clone()).collect();
-    let prepare: PrepareShard = Box::new(move |n| {
-        let shard = &shards[n];
-        let artifact = component.serialize()?;
-        let component = cache::deserialize(&shard.engine, &artifact)?;
-        world_pre(&shard.linker, &component, legacy)
-    });
-    Ok(ShardPres {
-        first,
-        engines,
-        prepare,
-    })
-}
-
-/// `component` pre-instantiated with `linker` for its world: `toolhost:plugin@0.1.0`
-/// when `legacy`, else 0.2.0.
-fn world_pre(
-    linker: &Linker<PluginState>,
-    component: &Component,
-    legacy: bool,
-) -> wasmtime::Result<WorldPre> {
-    let instance_pre = linker.instantiate_pre(component)?;
-    Ok(if legacy {
-        WorldPre::V0_1(v0_1::PluginPre::new(instance_pre)?)
-    } else {
-        WorldPre::V0_2(PluginPre::new(instance_pre)?)
-    })
 }

@@ -14,7 +14,8 @@ use super::compile::Compiled;
 use super::pins::Pins;
 use super::validate::validate;
 use super::Prepared;
-use crate::{DefinitionLimits, PluginError, PluginErrorKind, PluginHost};
+use crate::limits::DefinitionLimits;
+use crate::{PluginError, PluginErrorKind, PluginHost};
 
 impl PluginHost {
     /// Prepares every file of `files`, keeping the order: the manifest and compile (or
@@ -41,10 +42,21 @@ impl PluginHost {
         any_grant: bool,
         pins: Option<Pins<'_>>,
     ) -> Result<Prepared, PluginError> {
-        let compiled = self.compile_with(path, any_grant, pins);
-        self.ask_all(vec![(path.to_owned(), compiled)])
-            .pop()
-            .unwrap_or_else(|| unreachable!("one answer per plugin"))
+        let compiled = self.compile_with(path, any_grant, pins)?;
+        self.ask_one(path.to_owned(), compiled)
+    }
+
+    /// [`ask_all`](Self::ask_all) for one plugin.
+    fn ask_one(&self, path: PathBuf, compiled: Compiled) -> Result<Prepared, PluginError> {
+        let caps = self.config.definition_limits.clone();
+        let gate = Arc::new(Semaphore::new(1));
+        let asked = path.clone();
+        block_on(1, async move {
+            tokio::spawn(ask_definitions(asked.clone(), compiled, caps, gate))
+                .await
+                .unwrap_or_else(|_| Err(crashed(&asked)))
+        })
+        .unwrap_or_else(|err| Err(no_runtime(&path, &err)))
     }
 
     /// Asks every compiled plugin of `plugins` for its definitions, all at once (up to
@@ -76,14 +88,7 @@ impl PluginHost {
             let mut answers = Vec::with_capacity(tasks.len());
             for (path, task) in tasks {
                 answers.push(match task {
-                    Ok(task) => task.await.unwrap_or_else(|_| {
-                        Err(PluginError::from(PluginErrorKind::Host {
-                            message: format!(
-                                "asking {} for its definitions crashed the loader task",
-                                path.display()
-                            ),
-                        }))
-                    }),
+                    Ok(task) => task.await.unwrap_or_else(|_| Err(crashed(&path))),
                     Err(err) => Err(err),
                 });
             }
@@ -92,17 +97,30 @@ impl PluginHost {
         answers.unwrap_or_else(|err| {
             paths
                 .iter()
-                .map(|path| {
-                    Err(PluginError::from(PluginErrorKind::Host {
-                        message: format!(
-                            "cannot start a tokio runtime to load {}: {err}",
-                            path.display()
-                        ),
-                    }))
-                })
+                .map(|path| Err(no_runtime(path, &err)))
                 .collect()
         })
     }
+}
+
+/// The error of a loader task that panicked asking the plugin at `path`.
+fn crashed(path: &Path) -> PluginError {
+    PluginError::from(PluginErrorKind::Host {
+        message: format!(
+            "asking {} for its definitions crashed the loader task",
+            path.display()
+        ),
+    })
+}
+
+/// The error of loading the plugin at `path` when no tokio runtime could be started.
+fn no_runtime(path: &Path, err: &std::io::Error) -> PluginError {
+    PluginError::from(PluginErrorKind::Host {
+        message: format!(
+            "cannot start a tokio runtime to load {}: {err}",
+            path.display()
+        ),
+    })
 }
 
 /// Asks a compiled plugin for its definitions (once one of `gate`'s permits is free, so

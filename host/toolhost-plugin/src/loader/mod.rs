@@ -4,7 +4,7 @@
 //!
 //! Start-up cannot be held by one plugin: the `.wasm` and manifest are opened without
 //! blocking and refused unless they are regular files under their size caps
-//! ([`MAX_COMPONENT_BYTES`], [`MAX_MANIFEST_BYTES`]); the plugins of a directory are
+//! ([`MAX_COMPONENT_BYTES`](crate::MAX_COMPONENT_BYTES), [`MAX_MANIFEST_BYTES`](crate::MAX_MANIFEST_BYTES)); the plugins of a directory are
 //! compiled on one thread per core, then all asked for their definitions at once, each
 //! within [`DefinitionLimits::timeout`](crate::DefinitionLimits::timeout); and what they declare is held to the caps of
 //! [`DefinitionLimits`](crate::DefinitionLimits).
@@ -24,27 +24,18 @@ use toolhost::registry::{Registry, ToolDefinition};
 use super::lock::PluginLock;
 use super::manifest::Resolved;
 use super::runtime::PluginRuntime;
+use super::cache::CompileSource;
 use super::{
-    CompileSource, LoadFailure, LoadReport, LoadedPlugin, PluginError, PluginErrorKind, PluginHost,
+    LoadFailure, LoadReport, LoadedPlugin, PluginError, PluginErrorKind, PluginHost,
     PluginInfo,
 };
 
-/// Largest manifest file read (64 KiB): a manifest is a few lines of TOML; the cap
-/// stops a huge (or sparse) file from being read into memory at start-up.
-pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
-/// Largest component file read (256 MiB): the example plugins are 100-300 KiB and
-/// large real-world components a few tens of MiB; the whole file is read into memory and
-/// compiled, so the cap bounds what one file can cost the host at start-up.
-pub(crate) const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
-
 mod compile;
 mod definitions;
-mod optimize;
 mod pins;
 mod register;
 mod validate;
 
-pub(crate) use optimize::Optimizer;
 use pins::Pins;
 #[cfg(feature = "fuzzing")]
 pub(crate) use validate::validate;
@@ -60,7 +51,7 @@ struct Prepared {
     exports: Vec<String>,
     /// The optimized compile to queue once its tools are registered, when it was loaded
     /// on quick code.
-    optimize: Option<optimize::OptimizeJob>,
+    optimize: Option<crate::optimize::OptimizeJob>,
 }
 
 impl PluginHost {

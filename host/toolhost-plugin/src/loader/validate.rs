@@ -9,14 +9,15 @@ use serde_json::Value;
 
 use toolhost::registry::{check_name, ToolAnnotations, ToolDefinition};
 
-use crate::{DefinitionCap, DefinitionLimits, PluginError, PluginErrorKind};
+use crate::limits::{DefinitionCap, DefinitionLimits};
+use crate::{PluginError, PluginErrorKind};
 
 /// The plugin's definitions as registry definitions, checked: within `caps` (count,
 /// sizes, schema depth), valid unique names, parameters a JSON object schema, at least
 /// one tool.
 pub(crate) fn validate(
     path: &Path,
-    raw: Vec<crate::bindings::exports::toolhost::plugin::tools::ToolDefinition>,
+    raw: Vec<crate::v0_2::exports::toolhost::plugin::tools::ToolDefinition>,
     caps: &DefinitionLimits,
 ) -> Result<Vec<ToolDefinition>, PluginError> {
     if raw.is_empty() {

@@ -57,16 +57,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::read::read_regular_file;
-use super::{PluginError, PluginErrorKind, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
+use super::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
+use super::PluginErrorKind;
 
-mod digest;
-mod error;
 #[cfg(test)]
 mod tests;
 
-pub use digest::Sha256Digest;
-pub use error::{LockError, LockMismatch};
+pub use crate::digest::Sha256Digest;
+pub use crate::error::{LockError, LockMismatch};
 
 /// The lock file's name inside a plugin directory.
 pub const LOCK_FILE_NAME: &str = "plugins.lock";
@@ -234,17 +232,18 @@ impl PluginLock {
     }
 
     /// The lock as TOML text, entries sorted by file name, with a header comment.
-    pub fn to_toml(&self) -> String {
+    ///
+    /// # Errors
+    /// When the TOML serialiser refuses the lock (it holds strings and integers only, so
+    /// this is not expected).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         let mut sorted = self.clone();
         sorted.plugins.sort_by(|a, b| a.file.cmp(&b.file));
-        let body = toml::to_string(&sorted).unwrap_or_else(|err| {
-            // Strings and integers only: serialising cannot fail.
-            unreachable!("a lock serialises to TOML: {err}")
-        });
-        format!(
+        let body = toml::to_string(&sorted)?;
+        Ok(format!(
             "# Pins of this plugin directory, written by `host lock` and `host pull`. The host\n\
              # loads only the components listed here, with exactly these digests.\n{body}"
-        )
+        ))
     }
 
     /// Writes the lock to `dir/plugins.lock` atomically: a temporary file in `dir`,
@@ -263,7 +262,10 @@ impl PluginLock {
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(write_error)?;
-        temp.write_all(self.to_toml().as_bytes())
+        let text = self
+            .to_toml()
+            .map_err(|err| write_error(std::io::Error::other(err)))?;
+        temp.write_all(text.as_bytes())
             .and_then(|()| temp.as_file().sync_all())
             .map_err(write_error)?;
         temp.persist(&path).map_err(|err| write_error(err.error))?;
@@ -387,24 +389,6 @@ impl PluginLock {
             }
         }
         Ok((lock, changes))
-    }
-}
-
-/// The bytes of a plugin's manifest; `Ok(None)` when there is none. Read as
-/// [`manifest::read`](super::manifest::read) reads it.
-///
-/// # Errors
-/// As [`manifest::read`](super::manifest::read), except that the text is not parsed.
-pub fn read_manifest_bytes(path: &Path) -> Result<Option<Vec<u8>>, PluginError> {
-    match read_regular_file(path, "manifest", MAX_MANIFEST_BYTES) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err)
-            if matches!(err.kind(), PluginErrorKind::Io(source)
-                if source.kind() == std::io::ErrorKind::NotFound) =>
-        {
-            Ok(None)
-        }
-        Err(err) => Err(err),
     }
 }
 

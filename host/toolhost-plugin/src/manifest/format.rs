@@ -170,7 +170,7 @@ pub struct LimitOverrides {
 /// 64 KiB, [`PluginErrorKind::Manifest`] when it
 /// is not valid.
 pub fn read(path: &Path) -> Result<Option<Manifest>, PluginError> {
-    match crate::lock::read_manifest_bytes(path)? {
+    match crate::read::read_manifest_bytes(path)? {
         Some(bytes) => parse_bytes(path, bytes).map(Some),
         None => Ok(None),
     }

@@ -8,9 +8,10 @@ use std::time::Duration;
 use toolhost::vfs::{FilePolicy, PolicyError};
 
 use super::{manifest_path, parse_bytes, LimitOverrides, Manifest};
+use crate::http_policy::HostPattern;
 use crate::plugin_config::PluginConfig;
 use crate::{
-    FileAccess, HostPattern, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits,
+    FileAccess, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits,
 };
 
 /// What a plugin gets: the manifest resolved against the host's policy.
@@ -43,7 +44,7 @@ pub struct Resolved {
 /// [`PluginErrorKind::Io`].
 pub fn resolve(wasm: &Path, config: &PluginHostConfig) -> Result<Resolved, PluginError> {
     let path = manifest_path(wasm);
-    resolve_bytes(wasm, crate::lock::read_manifest_bytes(&path)?, config)
+    resolve_bytes(wasm, crate::read::read_manifest_bytes(&path)?, config)
 }
 
 /// As [`resolve`], for a manifest already read: `bytes` is its content, `None` when the
@@ -88,9 +89,9 @@ pub(crate) fn resolve_bytes_with(
     }
 }
 
-/// The `[limits]` keys of the import budgets ([`ImportLimits`](crate::ImportLimits)).
+/// The `[limits]` keys of the import budgets ([`ImportLimits`](crate::limits::ImportLimits)).
 /// Any value is accepted here (0 forbids the operation); the host's maximum caps them.
-fn apply_imports(overrides: &LimitOverrides, imports: &mut crate::ImportLimits) {
+fn apply_imports(overrides: &LimitOverrides, imports: &mut crate::limits::ImportLimits) {
     fn set<T: Copy>(target: &mut T, value: Option<T>) {
         if let Some(value) = value {
             *target = value;
@@ -169,7 +170,7 @@ pub fn resolve_for_inspection(
     let path = manifest_path(wasm);
     resolve_bytes_with(
         wasm,
-        crate::lock::read_manifest_bytes(&path)?,
+        crate::read::read_manifest_bytes(&path)?,
         config,
         Check::Inspect,
     )
@@ -285,10 +286,10 @@ fn apply_with(
     )
 }
 
-/// The `[limits]` keys of HTTP ([`HttpLimits`](crate::HttpLimits)).
+/// The `[limits]` keys of HTTP ([`HttpLimits`](crate::limits::HttpLimits)).
 fn apply_http_limits(
     overrides: &LimitOverrides,
-    http: &mut crate::HttpLimits,
+    http: &mut crate::limits::HttpLimits,
 ) -> Result<(), String> {
     if let Some(n) = overrides.max_http_requests {
         http.max_requests = n;

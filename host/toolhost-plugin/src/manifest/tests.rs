@@ -178,7 +178,7 @@ fn import_budgets_can_be_lowered_but_not_raised() {
     let resolved = resolve_text(text, &config(FileAccess::None)).unwrap();
     assert_eq!(
         resolved.limits.imports,
-        super::super::ImportLimits {
+        crate::limits::ImportLimits {
             max_file_calls: 10,
             max_read_bytes: 1024,
             max_write_bytes_per_call: 0,
@@ -288,7 +288,7 @@ fn http_limits_can_be_lowered_but_not_raised() {
     let resolved = resolve_text(text, &config(FileAccess::None)).unwrap();
     assert_eq!(
         resolved.limits.http,
-        super::super::HttpLimits {
+        crate::limits::HttpLimits {
             max_requests: 2,
             max_request_bytes: 10,
             max_response_bytes: 20,

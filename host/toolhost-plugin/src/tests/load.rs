@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::load_fixture::{self, tool, Fixture};
 use super::*;
-use crate::limits::DEFAULT_MAX_HANDLES;
+use crate::engine::PoolPlan;
+use crate::limits::{DefinitionCap, DefinitionLimits, DEFAULT_MAX_HANDLES};
+use crate::read::{MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES};
 
 /// Loads `bytes` as `p.wasm` (with `manifest` as `p.toml`) under `config`.
 fn load_bytes(

@@ -75,7 +75,7 @@ pub const DEFAULT_TOOL_NAMES: [&str; 10] = [
 ];
 
 /// The v0.3 set, what [`VfsToolOptions::disable_extended`] keeps (in registration order).
-pub const V03_TOOL_NAMES: [&str; 5] = [
+pub const V0_3_TOOL_NAMES: [&str; 5] = [
     "read_file",
     "list_files",
     "write_file",
@@ -442,7 +442,7 @@ mod tests {
         assert_eq!(names(memory(), |_| {}), DEFAULT_TOOL_NAMES);
         assert_eq!(
             names(memory(), |o| o.disable_extended = true),
-            V03_TOOL_NAMES
+            V0_3_TOOL_NAMES
         );
         assert_eq!(
             names(memory(), |o| o.read_only = true),

@@ -8,9 +8,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost::error::ErrorChain;
 use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
-use crate::bindings::toolhost::plugin::files::{File, FileError, FileInfo};
+use super::access::FileAccess;
 use crate::host::quota::ReadCap;
-use crate::FileAccess;
+use crate::v0_2::toolhost::plugin::files::{File, FileError, FileInfo};
+
+/// Why a manifest's `root` cannot be granted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RootError {
+    /// The host's path policy refuses it.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The storage cannot be scoped to it (the path rules: `check_root` checks them
+    /// first, so this is the same refusal).
+    #[error(transparent)]
+    Scope(#[from] StorageError),
+}
 
 /// One plugin's file access: its grant, the storage (scoped to its root) and the policy.
 pub(crate) struct FileGrant {
@@ -38,26 +50,23 @@ impl FileGrant {
     /// `access` to `storage`, confined to `root` when given.
     ///
     /// # Errors
-    /// [`PolicyError::InvalidPath`] when `root` breaks the path rules,
-    /// [`PolicyError::Hidden`] when it has a hidden segment and `policy` hides them
-    /// (argument `"root"`).
+    /// [`RootError::Policy`] with [`PolicyError::InvalidPath`] when `root` breaks the path
+    /// rules, [`PolicyError::Hidden`] when it has a hidden segment and `policy` hides
+    /// them (argument `"root"`).
     pub(crate) fn new(
         plugin: &str,
         access: FileAccess,
         storage: Option<Arc<dyn Storage>>,
         root: Option<&str>,
         policy: FilePolicy,
-    ) -> Result<Self, PolicyError> {
+    ) -> Result<Self, RootError> {
         if let Some(root) = root {
             policy.check_root("root", root)?;
         }
         let storage = match (storage, root) {
-            (Some(storage), Some(root)) => match toolhost::vfs::scope(storage, root) {
-                Ok(scoped) => Some(Arc::new(scoped) as Arc<dyn Storage>),
-                Err(StorageError::InvalidPath(err)) => return Err(err.into()),
-                // `scope` checks the path rules only, which `check_root` passed.
-                Err(other) => unreachable!("scope failed on a valid root: {other}"),
-            },
+            (Some(storage), Some(root)) => {
+                Some(Arc::new(toolhost::vfs::scope(storage, root)?) as Arc<dyn Storage>)
+            }
             (storage, _) => storage,
         };
         Ok(Self {

@@ -1,21 +1,23 @@
 //! `toolhost:plugin/files`: the host's [`Storage`](toolhost::vfs::Storage) as far as the plugin was granted.
 //!
 //! The rules this import follows (grant, policy, root, time, budgets) are on
-//! [`FileAccess`](crate::FileAccess), the public face of this module.
+//! [`FileAccess`] (`access.rs`), the public face of this module.
 //!
 //! This file serves the interface (`Host` for [`ImportCtx`]: budgets, the blocking pool,
 //! denial logs); what one plugin's grant allows is [`FileGrant`] in `grant.rs`.
 
 use std::sync::Arc;
 
-use super::super::bindings::toolhost::plugin::files::{File, FileError, FileInfo, Host};
 use super::ImportCtx;
+use crate::v0_2::toolhost::plugin::files::{File, FileError, FileInfo, Host};
 use grant::listing_bytes;
 
+mod access;
 mod grant;
 #[cfg(test)]
 mod tests;
 
+pub use access::FileAccess;
 pub(crate) use grant::FileGrant;
 
 impl ImportCtx {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use toolhost::vfs::{FilePolicy, Storage, StorageError};
 
-use crate::bindings::toolhost::plugin::files::{FileError, Host};
 use crate::host::quota::ReadCap;
 use crate::host::ImportCtx;
+use crate::v0_2::toolhost::plugin::files::{FileError, Host};
 use crate::FileAccess;
-use crate::ImportLimits;
+use crate::limits::ImportLimits;
 use toolhost::vfs::{FileContent, MemoryStorage};
 
 /// A cap no test file reaches.

@@ -125,7 +125,8 @@ pub(super) async fn send(
                 .to_owned(),
         )
         .map_err(|_| Error::HttpRequestUriInvalid)?;
-        let connector = tokio_rustls::TlsConnector::from(tls_config());
+        let config = tls_config().map_err(|err| Error::Tls(io::Error::other(err)))?;
+        let connector = tokio_rustls::TlsConnector::from(config);
         match tokio::time::timeout_at(connect_by, connector.connect(name, stream)).await {
             Err(_) => {
                 return Err(refuse(
@@ -267,21 +268,26 @@ async fn connect_any(addresses: &[IpAddr], port: u16) -> io::Result<TcpStream> {
 
 /// The TLS client configuration, built once: rustls with the ring provider, the
 /// Mozilla root certificates (`webpki-roots`), HTTP/1.1.
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    Arc::clone(CONFIG.get_or_init(|| {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap_or_else(|_| unreachable!("ring supports the default TLS versions"))
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Arc::new(config)
-    }))
+///
+/// # Errors
+/// rustls's refusal of the provider's default protocol versions (ring supports them, so
+/// this is not expected); the request then fails as a TLS error.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, rustls::Error>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let roots = rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            };
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Ok(Arc::new(config))
+        })
+        .clone()
 }
 
 /// A body that fails once more than `limit` bytes of data have passed.

@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use super::compile::shard_pres;
 use crate::cache::CompileCache;
-use crate::runtime::PluginRuntime;
-use crate::Shard;
+use crate::engine::Shard;
+use crate::runtime::{PluginRuntime, ShardPres};
+use crate::world::Version;
 use toolhost::error::ErrorChain;
 
 /// One plugin's optimized compile, waiting for its turn.
@@ -35,8 +35,8 @@ pub(crate) struct OptimizeJob {
     pub cache: CompileCache,
     /// The engine of each shard with its linker; the code is compiled for the first.
     pub shards: Arc<[Shard]>,
-    /// Whether the component targets `toolhost:plugin@0.1.0`.
-    pub legacy: bool,
+    /// The world the component targets.
+    pub version: Version,
     /// The plugin to swap the code into, while it is still loaded.
     pub runtime: Weak<PluginRuntime>,
 }
@@ -181,17 +181,15 @@ fn run(job: OptimizeJob) -> bool {
     let engine = &job.shards[0].engine;
     let compiled = job
         .cache
-        .load_into(&[engine], &job.path, &job.bytes, &job.digest, None);
-    let swapped = compiled.and_then(|(mut components, source)| {
-        let component = components
-            .pop()
-            .unwrap_or_else(|| unreachable!("one engine asked, one component"));
-        let pres = shard_pres(Arc::clone(&job.shards), component, job.legacy).map_err(|err| {
-            crate::PluginErrorKind::WrongWorld {
-                message: crate::error::error_chain(&err),
-            }
-            .at(job.path.clone())
-        })?;
+        .load_into(engine, &job.path, &job.bytes, &job.digest, None);
+    let swapped = compiled.and_then(|(component, source)| {
+        let pres =
+            ShardPres::new(Arc::clone(&job.shards), component, job.version).map_err(|err| {
+                crate::PluginErrorKind::WrongWorld {
+                    message: crate::error::error_chain(&err),
+                }
+                .at(job.path.clone())
+            })?;
         Ok((pres, source))
     });
     match swapped {

@@ -1,4 +1,4 @@
-//! The cache directory: where it may be (never inside, equal to or above a directory the
+//! The compile cache's directory (the entries are `cache.rs`'s): where it may be (never inside, equal to or above a directory the
 //! tools or plugins can write), who may write it (only the user running the host), and
 //! its key.
 //!

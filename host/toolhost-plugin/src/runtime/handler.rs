@@ -1,0 +1,23 @@
+//! The registry [`Handler`] each of a plugin's tools is registered with.
+
+use std::sync::Arc;
+
+use toolhost::registry::{Arguments, CallContext, Environment, Handler, HandlerFuture};
+
+use super::PluginRuntime;
+
+/// The registry handler of one plugin tool.
+pub(crate) struct PluginTool {
+    /// The plugin.
+    pub runtime: Arc<PluginRuntime>,
+    /// The tool's name.
+    pub tool: Arc<str>,
+}
+
+impl Handler for PluginTool {
+    fn call(&self, ctx: CallContext, arguments: Arguments, env: Environment) -> HandlerFuture {
+        let runtime = Arc::clone(&self.runtime);
+        let tool = Arc::clone(&self.tool);
+        Box::pin(async move { runtime.call(&tool, &ctx, &arguments, &env).await })
+    }
+}
