@@ -101,6 +101,7 @@ mod convert;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
+mod limits;
 pub mod logging;
 mod pagination;
 mod protocol;
@@ -120,13 +121,14 @@ pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 pub use jsonrpc::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
+pub use limits::{
+    McpLimits, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
+    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
+};
 pub use logging::{broadcast_span, log_layer, LogLevel};
 pub use pagination::DEFAULT_PAGE_SIZE;
 pub use revision::Revision;
-pub use server::{
-    McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
-    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
-};
+pub use server::McpServer;
 
 /// Why serving stopped before the input ended. The OS error is the
 /// [`source`](std::error::Error::source), not repeated in the text: print the chain

@@ -171,16 +171,44 @@ impl std::fmt::Debug for Registries {
     }
 }
 
-/// How the server keeps sessions.
+/// How the server keeps sessions: [`SessionSettings::new`] with the key, then
+/// [`SessionSettings::with_max_sessions`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SessionSettings {
-    /// `None`: stateless, no session ids; every request is served on its own (no GET
-    /// stream, no DELETE, cancellation only by closing the request).
-    pub key: Option<SessionKey>,
-    /// The most sessions this process holds in memory, 1024 by default. An idle one is
-    /// forgotten to make room (it comes back from its id); when all are busy, a new
-    /// session is refused with 503.
-    pub max_sessions: usize,
+    pub(crate) key: Option<SessionKey>,
+    pub(crate) max_sessions: usize,
+}
+
+impl SessionSettings {
+    /// Sessions signed with `key`; `None`: stateless, no session ids, every request
+    /// served on its own (no GET stream, no DELETE, cancellation only by closing the
+    /// request). At most [`DEFAULT_MAX_SESSIONS`] held.
+    pub fn new(key: Option<SessionKey>) -> Self {
+        Self {
+            key,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+
+    /// The most sessions this process holds in memory: [`DEFAULT_MAX_SESSIONS`] (1024)
+    /// by default, at least 1. An idle one is forgotten to make room (it comes back
+    /// from its id); when all are busy, a new session is refused with 503.
+    #[must_use]
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// The key sessions are signed with (`None`: stateless).
+    pub fn key(&self) -> Option<&SessionKey> {
+        self.key.as_ref()
+    }
+
+    /// The most sessions held ([`SessionSettings::with_max_sessions`]).
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions
+    }
 }
 
 /// Default for [`SessionSettings::max_sessions`].
