@@ -75,11 +75,16 @@ use super::{App, HttpConfig, HttpError};
 /// let app = Router::new()
 ///     .route("/health", get(|| async { "ok" }))
 ///     .route_service("/agents/mcp", mcp.clone());
-/// let stop = async {}; // the application's own signal (SIGTERM, Ctrl-C)
-/// let served = axum::serve(listener, app).with_graceful_shutdown(stop);
-/// // The drain and the service's shutdown together: its event streams end, so the
-/// // connections holding them close.
-/// let (served, ()) = tokio::join!(served.into_future(), mcp.shutdown());
+/// // The application's own signal (SIGTERM, Ctrl-C); here, at once.
+/// let stop = tokio_util::sync::CancellationToken::new();
+/// stop.cancel();
+/// let served = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+/// // At the signal, the drain and the service's shutdown together: its event streams
+/// // end, so the connections holding them close.
+/// let (served, ()) = tokio::join!(async { served.await }, async {
+///     stop.cancelled().await;
+///     mcp.shutdown().await;
+/// });
 /// served?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
