@@ -121,8 +121,7 @@ async fn http_session(
     between: impl FnOnce(&Registry),
 ) -> Transcript {
     use toolhost_mcp::http::{HttpConfig, HttpServer, Registries, SessionKey};
-    let mut config = HttpConfig::new(Some(SessionKey::random().unwrap()));
-    config.list_changed = true;
+    let config = HttpConfig::new(Some(SessionKey::random().unwrap())).with_list_changed(true);
     let server = HttpServer::bind(
         "127.0.0.1:0".parse().unwrap(),
         config,

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,22 +12,16 @@ use clap::Args;
 use tracing::info;
 
 use toolhost::registry::{Registry, ToolCall};
-use toolhost::tools::{register_plan_tool, register_vfs_tools};
-use toolhost::vfs::{OsStorage, Storage};
 use toolhost_mcp::http::{
-    HttpConfig, HttpServer, Registries, RegistryFactory, SessionInfo, SessionKey, Tokens,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_PER_PEER, DEFAULT_MAX_SESSIONS,
+    HttpConfig, HttpServer, Registries, SessionKey, SessionRootTemplate, Tokens,
+    CLIENT_PLACEHOLDER, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_PER_PEER,
+    DEFAULT_MAX_SESSIONS, SESSION_PLACEHOLDER,
 };
 use toolhost_mcp::McpLimits;
 
 use super::args::{PluginFiles, RegistryArgs};
-use super::setup::{build_server_registry, vfs_options, Toolset};
+use super::setup::{build_server_registry, registry_over, Toolset};
 use super::units::{parse_duration, parse_size};
-
-/// The placeholder for the session id in `--session-root-template`.
-pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
-/// The placeholder for the token's client name in `--session-root-template`.
-pub(crate) const CLIENT_PLACEHOLDER: &str = "{client}";
 
 /// The flags of the HTTP transport (all but `--http` need `--http`).
 #[derive(Debug, Clone, Args)]
@@ -163,132 +157,6 @@ fn parse_rate(text: &str) -> Result<u64, String> {
     Ok(rate)
 }
 
-/// What `--session-root-template` expands to, checked once at start.
-#[derive(Debug, Clone)]
-struct RootTemplate {
-    template: String,
-    /// The part before the first placeholder's path component: must exist.
-    base: PathBuf,
-}
-
-impl RootTemplate {
-    fn parse(template: &str) -> anyhow::Result<Self> {
-        let has_session = template.contains(SESSION_PLACEHOLDER);
-        let has_client = template.contains(CLIENT_PLACEHOLDER);
-        if !has_session && !has_client {
-            bail!("--session-root-template {template} has neither {SESSION_PLACEHOLDER} nor {CLIENT_PLACEHOLDER}, so every session would share one root; put {SESSION_PLACEHOLDER} (one root per session) or {CLIENT_PLACEHOLDER} (one per token) in it, e.g. /srv/mcp/{SESSION_PLACEHOLDER}");
-        }
-        let stripped = template
-            .replace(SESSION_PLACEHOLDER, "")
-            .replace(CLIENT_PLACEHOLDER, "");
-        if stripped.contains(['{', '}']) {
-            bail!("--session-root-template {template} has a placeholder other than {SESSION_PLACEHOLDER} and {CLIENT_PLACEHOLDER}");
-        }
-        let path = Path::new(template);
-        if path
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            bail!("--session-root-template {template} has a `..` component; give the directory plainly");
-        }
-        let mut base = PathBuf::new();
-        for component in path.components() {
-            if component.as_os_str().to_string_lossy().contains('{') {
-                break;
-            }
-            base.push(component);
-        }
-        if base.as_os_str().is_empty() {
-            base.push(".");
-        }
-        if !base.is_dir() {
-            bail!(
-                "the directory of --session-root-template, {}, does not exist; create it first (each session's root is made inside it)",
-                base.display()
-            );
-        }
-        let base = std::fs::canonicalize(&base).unwrap_or(base);
-        Ok(Self {
-            template: template.to_owned(),
-            base,
-        })
-    }
-
-    /// The root of `info`'s session. The values are checked by the server (hex session
-    /// ids, `A-Za-z0-9_-` client names), so no path leaves the base.
-    fn root(&self, info: &SessionInfo) -> Result<PathBuf, String> {
-        let mut root = self.template.clone();
-        if root.contains(SESSION_PLACEHOLDER) {
-            let id = info
-                .id
-                .as_deref()
-                .ok_or("a {session} root needs sessions; drop --stateless")?;
-            root = root.replace(SESSION_PLACEHOLDER, id);
-        }
-        if root.contains(CLIENT_PLACEHOLDER) {
-            let client = info
-                .client
-                .as_deref()
-                .ok_or("a {client} root needs a named token (TOKEN NAME in --auth-token-file)")?;
-            root = root.replace(CLIENT_PLACEHOLDER, client);
-        }
-        Ok(PathBuf::from(root))
-    }
-}
-
-/// Creates `dir` (and what is missing above it, under the base) readable by this user
-/// only.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// The per-session registries of `--session-root-template`: each session's built-in
-/// file tools over its own root, the plan tool, and the plugins' tools (loaded once,
-/// shared; they get no file access, which would be the process's, not the session's).
-fn per_session(
-    args: &RegistryArgs,
-    template: RootTemplate,
-    plugins: Arc<Registry>,
-) -> RegistryFactory {
-    let args = args.clone();
-    Arc::new(move |info: &SessionInfo| {
-        let root = template.root(info)?;
-        create_private_dir(&root).map_err(|err| {
-            format!(
-                "cannot create the session's storage root {}: {err}",
-                root.display()
-            )
-        })?;
-        let storage = OsStorage::open(&root).map_err(|err| {
-            format!(
-                "cannot open the session's storage root {}: {err}",
-                root.display()
-            )
-        })?;
-        let registry = Registry::new().with_call_timeout(args.timeout);
-        if !args.no_builtins {
-            if let Some(options) = vfs_options(&args, Some(Arc::new(storage) as Arc<dyn Storage>)) {
-                register_vfs_tools(&registry, options).map_err(|err| err.to_string())?;
-            }
-        }
-        if args.plan {
-            register_plan_tool(&registry).map_err(|err| err.to_string())?;
-        }
-        forward(&registry, &plugins).map_err(|err| err.to_string())?;
-        info!(
-            session_id = info.id.as_deref().unwrap_or("-"),
-            client = info.client.as_deref().unwrap_or("-"),
-            root = %root.display(),
-            "session storage root ready"
-        );
-        Ok(Arc::new(registry))
-    })
-}
-
 /// Registers in `into` every tool of `from`, each dispatching to `from`.
 fn forward(into: &Registry, from: &Arc<Registry>) -> Result<(), toolhost::registry::RegisterError> {
     let tools = from
@@ -350,23 +218,18 @@ pub(crate) async fn serve(
             if watch {
                 bail!("--watch cannot be combined with --session-root-template yet: each session's tools are set up once, when it starts; drop one of them");
             }
-            let template = RootTemplate::parse(template)?;
-            if template.template.contains(SESSION_PLACEHOLDER) && http.stateless {
+            let template = SessionRootTemplate::parse(template)?;
+            if template.per_session() && http.stateless {
                 bail!("--session-root-template with {SESSION_PLACEHOLDER} needs sessions; drop --stateless, or use {CLIENT_PLACEHOLDER} alone");
             }
-            if template.template.contains(CLIENT_PLACEHOLDER)
-                && !tokens.as_ref().is_some_and(Tokens::all_named)
-            {
+            if template.per_client() && !tokens.as_ref().is_some_and(Tokens::all_named) {
                 bail!("--session-root-template with {CLIENT_PLACEHOLDER} needs --auth-token-file whose every line names its client (TOKEN NAME)");
             }
             if registry_args.plugin_files != PluginFiles::None {
                 bail!("--plugin-files {:?} cannot be combined with --session-root-template: a plugin's file access would be over the process's --root, shared by every session; drop one of them", registry_args.plugin_files);
             }
             if let (Some(cache), false) = (&registry_args.cache_dir, registry_args.no_cache) {
-                toolhost_plugin::cache::check_cache_dir(
-                    cache,
-                    std::slice::from_ref(&template.base),
-                )?;
+                toolhost_plugin::cache::check_cache_dir(cache, &[template.base().to_owned()])?;
             }
             // The plugins (and only them) are loaded once; each session gets its own
             // built-in tools over its own root.
@@ -374,29 +237,35 @@ pub(crate) async fn serve(
             shared.no_builtins = true;
             shared.plan = false;
             let toolset = build_server_registry(&shared)?;
-            info!(base = %template.base.display(), template = %template.template, "one storage root per session");
-            let factory = per_session(registry_args, template, Arc::clone(&toolset.registry));
-            (Registries::PerSession(factory), toolset)
+            info!(base = %template.base().display(), template = %template.as_str(), "one storage root per session");
+            // Each session's registry: the same set-up as the shared one (over its own
+            // root), and the plugins' tools, loaded once, shared (they get no file
+            // access, which would be the process's, not the session's).
+            let (args, plugins) = (registry_args.clone(), Arc::clone(&toolset.registry));
+            let registries = Registries::per_session_root(template, move |storage, _info| {
+                let (registry, _) =
+                    registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
+                forward(&registry, &plugins).map_err(|err| err.to_string())?;
+                Ok(registry)
+            });
+            (registries, toolset)
         }
     };
-    let mut config = HttpConfig::new(key);
-    config.tokens = tokens;
-    config.insecure_public = http.insecure_public;
-    config.allowed_hosts = http.allow_host.clone();
-    config.allowed_origins = http.allow_origin.clone();
-    config.limits = McpLimits {
-        max_in_flight,
-        ..McpLimits::default()
-    };
-    config.max_body_bytes = usize::try_from(http.max_body_bytes).unwrap_or(usize::MAX);
-    config.max_connections = http.max_connections;
-    config.max_pending_per_peer = http.max_pending_per_peer;
-    config.header_timeout = http.header_timeout;
-    config.min_receive_rate = http.min_receive_rate;
-    config.max_in_flight_per_connection = http.max_in_flight_per_connection;
-    config.sessions.max_sessions = http.max_sessions;
-    config.shutdown_grace = http.shutdown_grace;
-    config.list_changed = watch;
+    let config = HttpConfig::new(key)
+        .with_tokens(tokens)
+        .with_insecure_public(http.insecure_public)
+        .with_allowed_hosts(http.allow_host.clone())
+        .with_allowed_origins(http.allow_origin.clone())
+        .with_limits(McpLimits::new().with_max_in_flight(max_in_flight))
+        .with_max_body_bytes(usize::try_from(http.max_body_bytes).unwrap_or(usize::MAX))
+        .with_max_connections(http.max_connections)
+        .with_max_pending_per_peer(http.max_pending_per_peer)
+        .with_header_timeout(http.header_timeout)
+        .with_min_receive_rate(http.min_receive_rate)
+        .with_max_in_flight_per_connection(http.max_in_flight_per_connection)
+        .with_max_sessions(http.max_sessions)
+        .with_shutdown_grace(http.shutdown_grace)
+        .with_list_changed(watch);
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let watching = crate::commands::start_watching(watch, registry_args, &toolset);
@@ -506,34 +375,5 @@ mod tests {
         );
         assert!(parse_addr(":").is_err());
         assert!(parse_addr("example.com:80").is_err());
-    }
-
-    #[test]
-    fn templates() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(dir.path()).unwrap();
-        let at = |t: &str| format!("{}/{t}", dir.path().display());
-        let template = RootTemplate::parse(&at("{client}/s-{session}")).unwrap();
-        assert_eq!(template.base, base);
-        let info = SessionInfo {
-            id: Some("ab12".into()),
-            client: Some("alice".into()),
-        };
-        assert_eq!(
-            template.root(&info).unwrap(),
-            PathBuf::from(at("alice/s-ab12"))
-        );
-        let err = |t: &str| RootTemplate::parse(t).unwrap_err().to_string();
-        assert!(err(&at("fixed")).contains("has neither {session} nor {client}"));
-        assert!(err(&at("{sesion}")).contains("neither"));
-        assert!(err(&at("{session}/{other}")).contains("a placeholder other than"));
-        assert!(err(&at("../{session}")).contains("`..`"));
-        assert!(err("/does/not/exist/{session}")
-            .contains("the directory of --session-root-template, /does/not/exist, does not exist"));
-        let stateless = SessionInfo {
-            id: None,
-            client: None,
-        };
-        assert!(template.root(&stateless).is_err());
     }
 }

@@ -113,7 +113,6 @@ pub fn build_server_registry(args: &RegistryArgs) -> anyhow::Result<Toolset> {
 }
 
 fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Result<Toolset> {
-    let registry = Registry::new().with_call_timeout(args.timeout);
     let wants_storage = !args.no_builtins || args.plugin_files != PluginFiles::None;
     let (storage, root) = if wants_storage {
         let storage = OsStorage::open(&args.root).map_err(|err| root_error(&args.root, err))?;
@@ -128,10 +127,8 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
     if let (Some(cache), Some(root), false) = (&args.cache_dir, &root, args.no_cache) {
         check_cache_dir(cache, std::slice::from_ref(root))?;
     }
-    let options = vfs_options(args, storage.clone());
+    let (registry, options) = registry_over(args, storage.clone())?;
     if let (false, Some(options)) = (args.no_builtins, &options) {
-        register_vfs_tools(&registry, options.clone())
-            .context("cannot register the built-in file tools")?;
         info!(
             root = %root.as_deref().unwrap_or(&args.root).display(),
             read_only = args.read_only,
@@ -142,9 +139,6 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
             max_read_bytes = args.max_read_bytes,
             "built-in file tools registered"
         );
-    }
-    if args.plan {
-        register_plan_tool(&registry).context("cannot register the plan tool")?;
     }
     let plugin_host = match &args.plugins {
         Some(dir) => {
@@ -178,6 +172,27 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
     })
 }
 
+/// The registry every server starts from, built here alone (the shared one over
+/// `--root`, and each session's over its own root with `--session-root-template`): the
+/// call timeout, the built-in file tools over `storage` (unless `--no-builtins`), and
+/// the plan tool with `--plan`. Also gives the file tools' options (the plugins'
+/// policy follows from them).
+pub(crate) fn registry_over(
+    args: &RegistryArgs,
+    storage: Option<Arc<dyn Storage>>,
+) -> anyhow::Result<(Registry, Option<VfsToolOptions>)> {
+    let registry = Registry::new().with_call_timeout(args.timeout);
+    let options = vfs_options(args, storage);
+    if let (false, Some(options)) = (args.no_builtins, &options) {
+        register_vfs_tools(&registry, options.clone())
+            .context("cannot register the built-in file tools")?;
+    }
+    if args.plan {
+        register_plan_tool(&registry).context("cannot register the plan tool")?;
+    }
+    Ok((registry, options))
+}
+
 /// What is wrong with `--root`, said once: the path as given, what is wrong, and what to
 /// pass instead; an OS error only when there is one (as the error's cause).
 fn root_error(root: &std::path::Path, err: OpenError) -> anyhow::Error {
@@ -197,10 +212,7 @@ fn root_error(root: &std::path::Path, err: OpenError) -> anyhow::Error {
 }
 
 /// The file tools' options from the flags, over `storage`.
-pub(crate) fn vfs_options(
-    args: &RegistryArgs,
-    storage: Option<Arc<dyn Storage>>,
-) -> Option<VfsToolOptions> {
+fn vfs_options(args: &RegistryArgs, storage: Option<Arc<dyn Storage>>) -> Option<VfsToolOptions> {
     storage.map(|storage| {
         let mut options = VfsToolOptions::builder(storage);
         options

@@ -1,7 +1,17 @@
-//! A Model Context Protocol server over stdio: the registry's tools, offered to any MCP
-//! client (desktop assistants, agent frameworks) with no glue.
+//! A Model Context Protocol server: the registry's tools, offered to any MCP client
+//! (desktop assistants, agent frameworks, hosted agents) with no glue, over two
+//! transports that share one core.
 //!
-//! The transport is JSON-RPC 2.0, one message per line. The server speaks both eras of
+//! - **stdio** ([`McpServer`], always built): JSON-RPC 2.0, one message per line, over
+//!   any async reader and writer; what a desktop client starts as a child process.
+//! - **Streamable HTTP** (`http`, behind the cargo feature `http`): sessions, bearer
+//!   tokens and the Host/Origin checks (docs/deploy.md). `http::McpService` is the
+//!   endpoint as a `tower` service an application mounts on a route of its own next
+//!   to its own routes (see the `axum_mount` example); `http::HttpServer` serves it on
+//!   a listener of its own, with the protections that belong to the connections.
+//!   Without the feature the crate builds no HTTP stack.
+//!
+//! The rest of this page is the protocol both transports speak. The server speaks both eras of
 //! MCP ([`Revision`]): the legacy one, opened by `initialize` (echoing the client's
 //! version when it is a legacy one of [`SUPPORTED_PROTOCOL_VERSIONS`], else 2025-11-25),
 //! and the modern 2026-07-28, where each request carries its version in `params._meta`
@@ -32,8 +42,9 @@
 //!   own calls ([`logging`], with [`log_layer`] installed). With
 //!   [`McpServer::with_list_changed`], clients hear `notifications/tools/list_changed`
 //!   when the registry's tools change (hot reload).
-//! - Tool calls run concurrently, each in its own task with a fresh turn id; responses go
-//!   out through one writer, so lines never interleave. The session id is fixed per server.
+//! - Tool calls run concurrently, each in its own task with a fresh turn id; over stdio,
+//!   responses go out through one writer, so lines never interleave, and the session id
+//!   is fixed per server.
 //! - Ids are answered byte for byte as sent (`18446744073709551616`, `1e400`, `"\u0078"`),
 //!   and tool arguments reach the registry as the client's own text: neither goes through
 //!   a `u64`/`f64` on the way (they are kept as the client's raw JSON text).
@@ -47,7 +58,8 @@
 //!   refused, the client's writes wait). Progress and log notifications are dropped
 //!   rather than waited for. The tool list is encoded once per registry generation and
 //!   shared.
-//! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol.
+//! - Logs go through `tracing`; the binary sends them to stderr, as stdout is the protocol
+//!   over stdio.
 //! - The methods themselves are answered by a transport-independent core, `Session`
 //!   (one message in, zero or one response out, plus the server's own notifications
 //!   through a `Notifier`); [`McpServer`] is its stdio transport, and `http` (feature
@@ -96,37 +108,31 @@
 //! SDK only routed five methods. This layer is that validation plus the five methods.
 #![deny(missing_docs)]
 
-mod conn;
 mod convert;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
+mod limits;
 pub mod logging;
 mod pagination;
 mod protocol;
 mod revision;
 mod server;
-#[cfg_attr(
-    not(feature = "http"),
-    allow(
-        dead_code,
-        reason = "the parts of the core only the HTTP transport uses"
-    )
-)]
 mod session;
 
-pub use conn::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 pub use jsonrpc::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
+pub use limits::{
+    McpLimits, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
+    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
+};
 pub use logging::{broadcast_span, log_layer, LogLevel};
 pub use pagination::DEFAULT_PAGE_SIZE;
 pub use revision::Revision;
-pub use server::{
-    McpLimits, McpServer, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
-    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
-};
+pub use server::McpServer;
+pub use session::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 
 /// Why serving stopped before the input ended. The OS error is the
 /// [`source`](std::error::Error::source), not repeated in the text: print the chain

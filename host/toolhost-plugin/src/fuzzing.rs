@@ -9,7 +9,8 @@ use std::path::Path;
 
 use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
 
-use super::{DefinitionLimits, PluginError, PluginLimits};
+use super::limits::DefinitionLimits;
+use super::{PluginError, PluginLimits};
 use crate::v0_2::exports::toolhost::plugin::tools::ToolDefinition as WitDefinition;
 use crate::v0_2::toolhost::plugin::types::ToolError as GuestError;
 

@@ -22,8 +22,8 @@ use super::guard::{host_name, normalize_origin};
 use super::sessions::Refusal;
 use super::LOG_TARGET;
 use super::{
-    header_str, json, refuse, reject, App, Conn, Rejection, BODY_TIMEOUT, PROTOCOL_HEADER,
-    SESSION_HEADER,
+    header_str, json, refuse, reject, App, HttpConnection, Rejection, BODY_TIMEOUT,
+    PROTOCOL_HEADER, SESSION_HEADER,
 };
 
 impl App {
@@ -32,7 +32,7 @@ impl App {
         &self,
         headers: &HeaderMap,
         uri: &axum::http::Uri,
-        conn: &Conn,
+        conn: &HttpConnection,
     ) -> Result<Option<String>, Rejection> {
         if let Some(hosts) = &self.hosts {
             // The Host header when there is one (HTTP/1.1), else the authority (HTTP/2).
@@ -65,7 +65,7 @@ impl App {
         }
         let Some(tokens) = &self.tokens else {
             // The connection now holds a slot a flood of new ones only takes when idle.
-            conn.slot.admitted(false);
+            conn.admitted(false);
             return Ok(None);
         };
         let presented = header_str(headers, "authorization").and_then(|value| {
@@ -97,7 +97,7 @@ impl App {
             Some(token) => match tokens.check(token) {
                 Some(client) => {
                     // Authenticated: no connection without a token can take its slot.
-                    conn.slot.admitted(true);
+                    conn.admitted(true);
                     Ok(client.name)
                 }
                 None => {
@@ -134,7 +134,7 @@ impl App {
     /// method's own), then the session it names. `Err` with the response to send instead.
     pub(super) async fn admit_session(
         &self,
-        conn: &Conn,
+        conn: &HttpConnection,
         request: Request,
         method: &str,
         checks: impl FnOnce(&HeaderMap) -> Result<(), Rejection>,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
@@ -24,15 +23,12 @@ use super::admit::{
 use super::streams::{answer_one, event, event_stream, finished, sse_response, ChannelOutlet};
 use super::LOG_TARGET;
 use super::{
-    header_str, json, refuse, reject, App, Conn, KEEP_ALIVE, PROTOCOL_HEADER, SERVER_ERROR,
-    SESSION_HEADER, STREAM_QUEUE,
+    header_str, json, refuse, reject, App, HttpConnection, KEEP_ALIVE, PROTOCOL_HEADER,
+    SERVER_ERROR, SESSION_HEADER, STREAM_QUEUE,
 };
 
-pub(super) async fn post_mcp(
-    State(app): State<Arc<App>>,
-    Extension(conn): Extension<Conn>,
-    request: Request,
-) -> Response {
+pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) -> Response {
+    let conn = HttpConnection::of(request.extensions_mut());
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let client = match app.admit(headers, &parts.uri, &conn) {
@@ -170,7 +166,7 @@ pub(super) async fn post_mcp(
             }
             // A subscription holds one of the connection's places as a call does, so
             // the streams one client keeps open are bounded (HTTP/2 multiplexes them).
-            let Ok(request_permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+            let Ok(request_permit) = conn.place() else {
                 let err = RpcError::new(
                     listen.id().clone(),
                     SERVER_ERROR,
@@ -213,7 +209,7 @@ pub(super) async fn post_mcp(
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                 response
             };
-            let Ok(request_permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+            let Ok(request_permit) = conn.place() else {
                 return busy(
                     format!("Service Unavailable: {} tool calls are running on this connection, the most allowed; retry when one ends, or use another connection", app.per_connection),
                     call.id(),
@@ -268,7 +264,7 @@ pub(super) async fn post_mcp(
 /// Notifications about the calls are not sent: a batch is answered with JSON.
 pub(super) async fn post_batch(
     app: &App,
-    conn: &Conn,
+    conn: &HttpConnection,
     session: &Session,
     members: Vec<Result<Incoming, RpcError>>,
 ) -> Response {
@@ -299,7 +295,7 @@ pub(super) async fn post_batch(
                         format!("Service Unavailable: {message}"),
                     )))
                 };
-                let Ok(permit) = Arc::clone(&conn.requests).try_acquire_owned() else {
+                let Ok(permit) = conn.place() else {
                     answers.push(busy(format!("{} tool calls are running on this connection, the most allowed; retry when one ends", app.per_connection)));
                     continue;
                 };
@@ -340,11 +336,8 @@ pub(super) async fn post_batch(
     }
 }
 
-pub(super) async fn get_mcp(
-    State(app): State<Arc<App>>,
-    Extension(conn): Extension<Conn>,
-    request: Request,
-) -> Response {
+pub(super) async fn get_mcp(State(app): State<Arc<App>>, mut request: Request) -> Response {
+    let conn = HttpConnection::of(request.extensions_mut());
     let streams = |headers: &HeaderMap| {
         if !accept(headers).sse {
             return Err(reject(
@@ -408,11 +401,8 @@ pub(super) async fn session_closed(session: &Session) {
     session.closed().await;
 }
 
-pub(super) async fn delete_mcp(
-    State(app): State<Arc<App>>,
-    Extension(conn): Extension<Conn>,
-    request: Request,
-) -> Response {
+pub(super) async fn delete_mcp(State(app): State<Arc<App>>, mut request: Request) -> Response {
+    let conn = HttpConnection::of(request.extensions_mut());
     match app
         .admit_session(&conn, request, "DELETE", |_| Ok(()))
         .await

@@ -73,14 +73,19 @@ mod admit;
 mod conns;
 mod guard;
 mod handlers;
+mod listener;
+mod roots;
 mod server;
+mod service;
 mod sessions;
 mod streams;
 
 pub use guard::{
     valid_client_name, Client, TokenFileError, Tokens, MAX_CLIENT_NAME_LEN, MIN_TOKEN_LEN,
 };
-pub use server::{HttpServer, StatsHandle};
+pub use roots::{SessionRootTemplate, TemplateError, CLIENT_PLACEHOLDER, SESSION_PLACEHOLDER};
+pub use server::HttpServer;
+pub use service::{McpService, StatsHandle};
 pub use sessions::{
     Registries, RegistryFactory, SessionInfo, SessionKey, SessionKeyError, SessionSettings,
     DEFAULT_MAX_SESSIONS, SESSION_ID_LEN,
@@ -93,11 +98,11 @@ use std::time::Duration;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{RequestId, RpcError, INVALID_REQUEST};
-use crate::server::McpLimits;
+use crate::limits::McpLimits;
 use crate::session::{CallLimiter, Counters};
 
 use sessions::Sessions;
@@ -163,57 +168,40 @@ const STREAM_QUEUE: usize = 64;
 /// JSON-RPC's "server error" code, for refusals of the transport (busy, no session).
 const SERVER_ERROR: i64 = -32000;
 
-/// The server's settings. [`HttpConfig::new`] gives the documented defaults.
+/// The server's settings. [`HttpConfig::new`] gives the documented defaults; each
+/// `with_` setter says its default and bound (a value out of bounds is refused by
+/// [`HttpServer::bind`] and [`McpService::new`] with [`HttpError::Config`]), and the
+/// getter of the same name reads it back.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost_mcp::http::{HttpConfig, SessionKey};
+///
+/// let config = HttpConfig::new(Some(SessionKey::random()?))
+///     .with_allowed_hosts(vec!["mcp.example.com".into()])
+///     .with_max_sessions(64)
+///     .with_shutdown_grace(Duration::from_secs(3));
+/// assert_eq!(config.max_sessions(), 64);
+/// assert_eq!(config.max_connections(), toolhost_mcp::http::DEFAULT_MAX_CONNECTIONS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
-    /// Host names (no port) the `Host` header may name besides the loopback names
-    /// (`localhost`, `127.0.0.1`, `[::1]`) and the bound address; `*` allows any.
-    pub allowed_hosts: Vec<String>,
-    /// Origins (`https://app.example.com`) a browser may call from besides the server's
-    /// own; `*` allows any. Requests without `Origin` (not from a browser) pass.
-    pub allowed_origins: Vec<String>,
-    /// The bearer tokens accepted; `None`: no authentication (loopback only, unless
-    /// [`HttpConfig::insecure_public`]).
-    pub tokens: Option<Tokens>,
-    /// Bind an address that is not loopback without tokens.
-    pub insecure_public: bool,
-    /// The tool calls of the whole server: in flight, and their argument bytes.
-    pub limits: McpLimits,
-    /// The largest request body, [`DEFAULT_MAX_BODY_BYTES`] by default.
-    pub max_body_bytes: usize,
-    /// Connections served at once, [`DEFAULT_MAX_CONNECTIONS`] by default. When all are
-    /// taken, a new connection pushes out one that has not had a request pass the checks
-    /// (see the module docs).
-    pub max_connections: usize,
-    /// Connections one peer (an IPv4 address, an IPv6 /64) may hold before a request on
-    /// each has passed the Host, Origin and token checks; further ones are answered `503`
-    /// and closed. [`DEFAULT_MAX_PENDING_PER_PEER`] by default; at least 1. Connections
-    /// whose requests passed do not count, so a proxy in front, whose connections all
-    /// come from one address, does not meet it.
-    pub max_pending_per_peer: usize,
-    /// How long a request's headers may take from the connection's opening (first
-    /// request) or from their first byte (later ones) before progress extends it
-    /// ([`HttpConfig::min_receive_rate`]); also the grace a request body gets.
-    /// [`DEFAULT_HEADER_TIMEOUT`] by default; more than 0, at most 10 s (the most headers
-    /// ever get).
-    pub header_timeout: Duration,
-    /// Bytes per second that extend the header and body clocks: each byte received buys
-    /// `1 / rate` seconds, so a client sending at least this fast is not cut off.
-    /// [`DEFAULT_MIN_RECEIVE_RATE`] by default; at least 1.
-    pub min_receive_rate: u64,
-    /// Tool calls and subscriptions running at once on one connection,
-    /// [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`] by default. HTTP/2 allows this many
-    /// streams plus [`CONTROL_STREAMS`].
-    pub max_in_flight_per_connection: usize,
-    /// Sessions, or stateless.
-    pub sessions: SessionSettings,
-    /// How long running calls get to finish at shutdown, [`DEFAULT_SHUTDOWN_GRACE`].
-    pub shutdown_grace: Duration,
-    /// Whether the tools change while serving (hot reload, `--watch`): clients are then
-    /// told (`notifications/tools/list_changed` on a session's GET stream, or a
-    /// `subscriptions/listen` stream) and the capability says `listChanged: true`. Off
-    /// by default.
-    pub list_changed: bool,
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) tokens: Option<Tokens>,
+    pub(crate) insecure_public: bool,
+    pub(crate) limits: McpLimits,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) max_pending_per_peer: usize,
+    pub(crate) header_timeout: Duration,
+    pub(crate) min_receive_rate: u64,
+    pub(crate) max_in_flight_per_connection: usize,
+    pub(crate) sessions: SessionSettings,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) list_changed: bool,
 }
 
 impl HttpConfig {
@@ -231,13 +219,214 @@ impl HttpConfig {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             min_receive_rate: DEFAULT_MIN_RECEIVE_RATE,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
-            sessions: SessionSettings {
-                key,
-                max_sessions: DEFAULT_MAX_SESSIONS,
-            },
+            sessions: SessionSettings::new(key),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             list_changed: false,
         }
+    }
+
+    /// Host names (no port) the `Host` header may name besides the loopback names
+    /// (`localhost`, `127.0.0.1`, `[::1]`) and the bound address; `*` allows any. None
+    /// by default.
+    #[must_use]
+    pub fn with_allowed_hosts(mut self, hosts: Vec<String>) -> Self {
+        self.allowed_hosts = hosts;
+        self
+    }
+
+    /// Origins (`https://app.example.com`) a browser may call from besides the server's
+    /// own; `*` allows any. Requests without `Origin` (not from a browser) pass. None by
+    /// default.
+    #[must_use]
+    pub fn with_allowed_origins(mut self, origins: Vec<String>) -> Self {
+        self.allowed_origins = origins;
+        self
+    }
+
+    /// The bearer tokens accepted; `None` (the default): no authentication (loopback
+    /// only, unless [`HttpConfig::with_insecure_public`]).
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: Option<Tokens>) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// Serve an address that is not loopback without tokens (only behind a proxy that
+    /// authenticates). Off by default.
+    #[must_use]
+    pub fn with_insecure_public(mut self, insecure_public: bool) -> Self {
+        self.insecure_public = insecure_public;
+        self
+    }
+
+    /// The tool calls of the whole server: in flight, and their argument bytes
+    /// ([`McpLimits`], its defaults by default; its queue limits are for stdio only).
+    #[must_use]
+    pub fn with_limits(mut self, limits: McpLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The largest request body: [`DEFAULT_MAX_BODY_BYTES`] (4 MiB) by default, at
+    /// least 1; past it, `413`.
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Connections served at once ([`HttpServer`] only): [`DEFAULT_MAX_CONNECTIONS`]
+    /// (256) by default, at least 1. When all are taken, a new connection pushes out
+    /// one that has not had a request pass the checks (see the module docs).
+    #[must_use]
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// Connections one peer (an IPv4 address, an IPv6 /64) may hold before a request on
+    /// each has passed the Host, Origin and token checks ([`HttpServer`] only); further
+    /// ones are answered `503` and closed. [`DEFAULT_MAX_PENDING_PER_PEER`] (32) by
+    /// default, at least 1. Connections whose requests passed do not count, so a proxy
+    /// in front, whose connections all come from one address, does not meet it.
+    #[must_use]
+    pub fn with_max_pending_per_peer(mut self, connections: usize) -> Self {
+        self.max_pending_per_peer = connections;
+        self
+    }
+
+    /// How long a request's headers may take from the connection's opening (first
+    /// request) or from their first byte (later ones) before progress extends it
+    /// ([`HttpConfig::with_min_receive_rate`]); also the grace a request body gets
+    /// ([`HttpServer`] only). [`DEFAULT_HEADER_TIMEOUT`] (2 s) by default; more than 0,
+    /// at most 10 s (the most headers ever get).
+    #[must_use]
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Bytes per second that extend the header and body clocks ([`HttpServer`] only):
+    /// each byte received buys `1 / rate` seconds, so a client sending at least this
+    /// fast is not cut off. [`DEFAULT_MIN_RECEIVE_RATE`] (500) by default; at least 1.
+    #[must_use]
+    pub fn with_min_receive_rate(mut self, bytes_per_second: u64) -> Self {
+        self.min_receive_rate = bytes_per_second;
+        self
+    }
+
+    /// Tool calls and subscriptions running at once on one connection ([`HttpServer`]
+    /// only): [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`] (16) by default, at least 1.
+    /// HTTP/2 allows this many streams plus [`CONTROL_STREAMS`].
+    #[must_use]
+    pub fn with_max_in_flight_per_connection(mut self, requests: usize) -> Self {
+        self.max_in_flight_per_connection = requests;
+        self
+    }
+
+    /// The most sessions this process holds in memory
+    /// ([`SessionSettings::with_max_sessions`]): [`DEFAULT_MAX_SESSIONS`] (1024) by
+    /// default, at least 1.
+    #[must_use]
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.sessions = self.sessions.with_max_sessions(sessions);
+        self
+    }
+
+    /// How long running calls get to finish at shutdown: [`DEFAULT_SHUTDOWN_GRACE`]
+    /// (10 s) by default, any duration (0: cancelled at once).
+    #[must_use]
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Whether the tools change while serving (hot reload, `--watch`): clients are then
+    /// told (`notifications/tools/list_changed` on a session's GET stream, or a
+    /// `subscriptions/listen` stream) and the capability says `listChanged: true`. Off
+    /// by default.
+    #[must_use]
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.list_changed = list_changed;
+        self
+    }
+
+    /// The extra host names allowed ([`HttpConfig::with_allowed_hosts`]).
+    pub fn allowed_hosts(&self) -> &[String] {
+        &self.allowed_hosts
+    }
+
+    /// The extra origins allowed ([`HttpConfig::with_allowed_origins`]).
+    pub fn allowed_origins(&self) -> &[String] {
+        &self.allowed_origins
+    }
+
+    /// The bearer tokens ([`HttpConfig::with_tokens`]).
+    pub fn tokens(&self) -> Option<&Tokens> {
+        self.tokens.as_ref()
+    }
+
+    /// Whether a public address may be served without tokens
+    /// ([`HttpConfig::with_insecure_public`]).
+    pub fn insecure_public(&self) -> bool {
+        self.insecure_public
+    }
+
+    /// The server-wide call limits ([`HttpConfig::with_limits`]).
+    pub fn limits(&self) -> McpLimits {
+        self.limits
+    }
+
+    /// The largest request body ([`HttpConfig::with_max_body_bytes`]).
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+
+    /// Connections served at once ([`HttpConfig::with_max_connections`]).
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Pending connections per peer ([`HttpConfig::with_max_pending_per_peer`]).
+    pub fn max_pending_per_peer(&self) -> usize {
+        self.max_pending_per_peer
+    }
+
+    /// The header clock ([`HttpConfig::with_header_timeout`]).
+    pub fn header_timeout(&self) -> Duration {
+        self.header_timeout
+    }
+
+    /// The rate that extends the clocks ([`HttpConfig::with_min_receive_rate`]).
+    pub fn min_receive_rate(&self) -> u64 {
+        self.min_receive_rate
+    }
+
+    /// Requests in flight per connection
+    /// ([`HttpConfig::with_max_in_flight_per_connection`]).
+    pub fn max_in_flight_per_connection(&self) -> usize {
+        self.max_in_flight_per_connection
+    }
+
+    /// How sessions are kept (the key from [`HttpConfig::new`],
+    /// [`HttpConfig::with_max_sessions`]).
+    pub fn sessions(&self) -> &SessionSettings {
+        &self.sessions
+    }
+
+    /// The most sessions held ([`HttpConfig::with_max_sessions`]).
+    pub fn max_sessions(&self) -> usize {
+        self.sessions.max_sessions
+    }
+
+    /// The shutdown grace ([`HttpConfig::with_shutdown_grace`]).
+    pub fn shutdown_grace(&self) -> Duration {
+        self.shutdown_grace
+    }
+
+    /// Whether clients are told of tool changes ([`HttpConfig::with_list_changed`]).
+    pub fn list_changed(&self) -> bool {
+        self.list_changed
     }
 }
 
@@ -265,13 +454,73 @@ pub enum HttpError {
     Config(String),
 }
 
-/// One connection's share of the limits.
+/// What the handlers know of the connection a request came on: its share of the limits,
+/// its peer, and its entry in [`HttpServer`]'s connection table. A request that reaches
+/// a mounted [`McpService`] through another server has none of it (see
+/// [`HttpConnection::of`]).
 #[derive(Clone)]
-struct Conn {
-    requests: Arc<Semaphore>,
-    peer: SocketAddr,
+struct HttpConnection {
+    /// Places for the connection's tool calls and subscriptions
+    /// ([`HttpConfig::max_in_flight_per_connection`]); `None`: the server in front
+    /// bounds its connections' streams itself.
+    requests: Option<Arc<Semaphore>>,
+    /// The peer, when known (for the logs).
+    peer: Peer,
     /// Its entry in the connection table: marks it admitted once a request passes.
-    slot: conns::Handle,
+    slot: Option<conns::Handle>,
+}
+
+/// A request's peer in the logs: its address, or `unknown` when the server in front
+/// did not give it.
+#[derive(Clone, Copy)]
+struct Peer(Option<SocketAddr>);
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(addr) => addr.fmt(f),
+            None => f.write_str("unknown"),
+        }
+    }
+}
+
+impl HttpConnection {
+    /// The connection `extensions` name: the one [`HttpServer`] put there, else (a
+    /// mounted service) one with no places of its own and the peer axum's
+    /// `ConnectInfo` gives, if the application serves with it.
+    fn of(extensions: &mut axum::http::Extensions) -> Self {
+        if let Some(connection) = extensions.remove::<Self>() {
+            return connection;
+        }
+        Self {
+            requests: None,
+            peer: Peer(
+                extensions
+                    .get::<axum::extract::ConnectInfo<SocketAddr>>()
+                    .map(|info| info.0),
+            ),
+            slot: None,
+        }
+    }
+
+    /// A place for one call or subscription on this connection; `Err` when all are
+    /// taken. `Ok(None)`: the connection has no places of its own to count.
+    fn place(&self) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        match &self.requests {
+            Some(requests) => Arc::clone(requests)
+                .try_acquire_owned()
+                .map(Some)
+                .map_err(|_| ()),
+            None => Ok(None),
+        }
+    }
+
+    /// A request on it passed the Host, Origin (and, `authenticated`, token) checks.
+    fn admitted(&self, authenticated: bool) {
+        if let Some(slot) = &self.slot {
+            slot.admitted(authenticated);
+        }
+    }
 }
 
 struct App {
@@ -283,8 +532,8 @@ struct App {
     sessions: Sessions,
     limiter: CallLimiter,
     counters: Arc<Counters>,
-    /// Every connection being served.
-    connections: Arc<conns::Table>,
+    /// How long running calls get at shutdown.
+    shutdown_grace: Duration,
     /// Cancelled when shutdown begins: event streams end.
     stopping: CancellationToken,
 }

@@ -92,9 +92,11 @@ impl SessionKey {
     }
 
     fn tag(&self, random: &str, client: Option<&str>) -> Hmac<Sha256> {
-        // A key of any length is accepted by HMAC.
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        // HMAC pads a key shorter than the hash's block (64 bytes) with zeros, so the
+        // 32-byte key padded here is the same key, given at the size that cannot fail.
+        let mut block = [0u8; 64];
+        block[..self.0.len()].copy_from_slice(&self.0);
+        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
         mac.update(b"wasm-toolhost mcp session\0");
         mac.update(random.as_bytes());
         mac.update(b"\0");
@@ -171,16 +173,44 @@ impl std::fmt::Debug for Registries {
     }
 }
 
-/// How the server keeps sessions.
+/// How the server keeps sessions: [`SessionSettings::new`] with the key, then
+/// [`SessionSettings::with_max_sessions`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SessionSettings {
-    /// `None`: stateless, no session ids; every request is served on its own (no GET
-    /// stream, no DELETE, cancellation only by closing the request).
-    pub key: Option<SessionKey>,
-    /// The most sessions this process holds in memory, 1024 by default. An idle one is
-    /// forgotten to make room (it comes back from its id); when all are busy, a new
-    /// session is refused with 503.
-    pub max_sessions: usize,
+    pub(crate) key: Option<SessionKey>,
+    pub(crate) max_sessions: usize,
+}
+
+impl SessionSettings {
+    /// Sessions signed with `key`; `None`: stateless, no session ids, every request
+    /// served on its own (no GET stream, no DELETE, cancellation only by closing the
+    /// request). At most [`DEFAULT_MAX_SESSIONS`] held.
+    pub fn new(key: Option<SessionKey>) -> Self {
+        Self {
+            key,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+
+    /// The most sessions this process holds in memory: [`DEFAULT_MAX_SESSIONS`] (1024)
+    /// by default, at least 1. An idle one is forgotten to make room (it comes back
+    /// from its id); when all are busy, a new session is refused with 503.
+    #[must_use]
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// The key sessions are signed with (`None`: stateless).
+    pub fn key(&self) -> Option<&SessionKey> {
+        self.key.as_ref()
+    }
+
+    /// The most sessions held ([`SessionSettings::with_max_sessions`]).
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions
+    }
 }
 
 /// Default for [`SessionSettings::max_sessions`].
@@ -204,12 +234,19 @@ struct Live {
     streaming: bool,
 }
 
+/// Where the sessions' catalogs (registry and encoded `tools/list`) come from.
+enum Source {
+    /// One for every session, encoded once.
+    Shared(Arc<Catalog>),
+    /// Built per session.
+    PerSession(RegistryFactory),
+}
+
 /// The sessions of this process.
 pub(crate) struct Sessions {
     settings: SessionSettings,
-    registries: Registries,
-    /// The shared registry's catalog (encoded `tools/list`), when shared.
-    shared: Option<Arc<Catalog>>,
+    /// Where a session's catalog comes from.
+    source: Source,
     counters: Arc<Counters>,
     live: Mutex<HashMap<String, Live>>,
     /// Cancelled at shutdown: every session's calls stop, held here or not.
@@ -224,17 +261,15 @@ impl Sessions {
         counters: Arc<Counters>,
         list_changed: bool,
     ) -> Self {
-        let shared = match &registries {
-            Registries::Shared(registry) => Some(Arc::new(
-                Catalog::new(Arc::clone(registry), Arc::clone(&counters))
-                    .with_list_changed(list_changed),
+        let source = match registries {
+            Registries::Shared(registry) => Source::Shared(Arc::new(
+                Catalog::new(registry, Arc::clone(&counters)).with_list_changed(list_changed),
             )),
-            Registries::PerSession(_) => None,
+            Registries::PerSession(factory) => Source::PerSession(factory),
         };
         Self {
             settings,
-            registries,
-            shared,
+            source,
             counters,
             live: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
@@ -254,9 +289,9 @@ impl Sessions {
                 .unwrap_or_else(|| Environment::generate().session_id),
             turn_id: String::new(),
         };
-        let catalog = match (&self.shared, &self.registries) {
-            (Some(catalog), _) => Arc::clone(catalog),
-            (None, Registries::PerSession(factory)) => {
+        let catalog = match &self.source {
+            Source::Shared(catalog) => Arc::clone(catalog),
+            Source::PerSession(factory) => {
                 let factory = Arc::clone(factory);
                 let registry = tokio::task::spawn_blocking(move || factory(&info))
                     .await
@@ -264,7 +299,6 @@ impl Sessions {
                     .map_err(Refusal::Setup)?;
                 Arc::new(Catalog::new(registry, Arc::clone(&self.counters)))
             }
-            (None, Registries::Shared(_)) => unreachable!("a shared registry has its catalog"),
         };
         Ok(Session::with_catalog_under(
             catalog,

@@ -28,7 +28,6 @@
 
 use std::future::Future;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
@@ -43,6 +42,7 @@ use toolhost::registry::{Environment, Registry};
 use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST};
 use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Session, Step};
 use super::ServeError;
+use crate::limits::{McpLimits, McpStats};
 
 mod lines;
 mod outbox;
@@ -52,127 +52,6 @@ mod stdio;
 use lines::{read_line, trim_line, Line};
 use outbox::{write_loop, Answer, Outbox};
 use queue::CallQueue;
-
-/// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
-/// sends a newline would otherwise grow the buffer until the process runs out of memory.
-/// Tool arguments carry whole files (`write_file`, 1 MiB by default), so the cap is
-/// generous; a longer line is answered with an Invalid Request error and skipped.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-
-/// Default for [`McpLimits::max_in_flight`]: 64 tool calls at once. Far more than an agent
-/// runs in parallel (a handful of calls per turn), while 600 concurrent `grep` calls over a
-/// large tree once took the host past 4 GiB.
-pub const DEFAULT_MAX_IN_FLIGHT: NonZeroUsize = non_zero(64);
-
-/// Default for [`McpLimits::max_queued_calls`]: 256 tool calls waiting for a place while
-/// [`McpLimits::max_in_flight`] run, four times [`DEFAULT_MAX_IN_FLIGHT`]: a client
-/// that sends a burst of calls is read to its end, while one that floods calls is held
-/// back long before the waiting calls weigh anything (their arguments count against
-/// [`McpLimits::max_in_flight_bytes`]; the rest is a few hundred bytes a call).
-pub const DEFAULT_MAX_QUEUED_CALLS: NonZeroUsize = non_zero(256);
-
-/// Default for [`McpLimits::max_queued_bytes`]: 4 MiB of answers waiting for the client to
-/// read them. Room for each of [`DEFAULT_MAX_IN_FLIGHT`] calls to have a full-size result
-/// (the registry's 64 KiB cap) queued at once, so a client that reads normally never
-/// waits on it; small next to what the host needs anyway.
-pub const DEFAULT_MAX_QUEUED_BYTES: NonZeroUsize = non_zero(4 << 20);
-
-/// Default for [`McpLimits::max_in_flight_bytes`]: 64 MiB of arguments (their JSON text)
-/// held by the calls in flight. [`DEFAULT_MAX_IN_FLIGHT`] calls each writing a file of
-/// the default largest size (1 MiB) all fit, so ordinary use never waits on it; without
-/// it, 64 slow calls carrying a 16 MiB line each would hold a gigabyte and more.
-pub const DEFAULT_MAX_IN_FLIGHT_BYTES: NonZeroUsize = non_zero(64 << 20);
-
-const fn non_zero(n: usize) -> NonZeroUsize {
-    match NonZeroUsize::new(n) {
-        Some(n) => n,
-        None => panic!("a limit of 0"),
-    }
-}
-
-/// How much the server holds for its client at most (see [the crate docs](crate) for the
-/// memory this bounds). [`Default`] gives the documented defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct McpLimits {
-    /// The longest line (one message) read, [`MAX_LINE_BYTES`] by default; a longer one is
-    /// answered with an Invalid Request error and skipped.
-    pub max_line_bytes: usize,
-    /// Bytes of answers waiting to be written, [`DEFAULT_MAX_QUEUED_BYTES`] by default;
-    /// while it is full the server reads no request.
-    pub max_queued_bytes: NonZeroUsize,
-    /// Tool calls running at once, [`DEFAULT_MAX_IN_FLIGHT`] by default; further calls
-    /// wait in order in a queue of [`McpLimits::max_queued_calls`] (stdio) while the
-    /// server goes on reading, or are refused as busy (HTTP).
-    pub max_in_flight: NonZeroUsize,
-    /// Tool calls waiting for a place while [`McpLimits::max_in_flight`] run (stdio),
-    /// [`DEFAULT_MAX_QUEUED_CALLS`] by default; while the queue is full the server reads
-    /// no message until a queued call starts or a running one ends. Cancelling a queued
-    /// call frees its place at once.
-    pub max_queued_calls: NonZeroUsize,
-    /// Bytes of arguments, ids and tool names (their JSON text) the calls running and
-    /// queued hold between them, [`DEFAULT_MAX_IN_FLIGHT_BYTES`] by default; a call that
-    /// does not fit waits (and the reading with it; HTTP refuses it as busy) until calls
-    /// end. A call larger than the whole budget waits until no other call holds any,
-    /// then goes alone.
-    pub max_in_flight_bytes: NonZeroUsize,
-}
-
-impl Default for McpLimits {
-    fn default() -> Self {
-        Self {
-            max_line_bytes: MAX_LINE_BYTES,
-            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
-            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
-        }
-    }
-}
-
-/// What a server holds now and held at most, for monitoring and tests. Shared by the
-/// clones of one server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct McpStats {
-    /// Bytes of answers waiting to be written.
-    pub queued_bytes: usize,
-    /// Answers waiting to be written.
-    pub queued_answers: usize,
-    /// The most bytes of answers that waited at once.
-    pub peak_queued_bytes: usize,
-    /// Tool calls holding a slot (running, or done and waiting to queue their answer).
-    pub calls_running: usize,
-    /// The most tool calls that held a slot at once.
-    pub peak_calls_running: usize,
-    /// Bytes of arguments (with ids and tool names) the calls holding a slot carry.
-    pub call_argument_bytes: usize,
-    /// Tool calls waiting in the queue for a slot (stdio).
-    pub calls_queued: usize,
-    /// The most tool calls that waited in the queue at once.
-    pub peak_calls_queued: usize,
-    /// Bytes of arguments (with ids and tool names) the queued calls carry.
-    pub queued_call_bytes: usize,
-    /// How many times `tools/list` was encoded (once, unless tools were added since).
-    pub tools_list_encodings: usize,
-}
-
-impl McpStats {
-    pub(crate) fn from_counters(c: &Counters) -> Self {
-        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        Self {
-            queued_bytes: get(&c.queued_bytes),
-            queued_answers: get(&c.queued_answers),
-            peak_queued_bytes: get(&c.peak_queued_bytes),
-            calls_running: get(&c.calls_running),
-            peak_calls_running: get(&c.peak_calls_running),
-            call_argument_bytes: get(&c.call_argument_bytes),
-            calls_queued: get(&c.calls_queued),
-            peak_calls_queued: get(&c.peak_calls_queued),
-            queued_call_bytes: get(&c.queued_call_bytes),
-            tools_list_encodings: get(&c.tools_list_encodings),
-        }
-    }
-}
 
 /// An MCP server over one registry. One server is one session: its session id is fixed,
 /// and every `tools/call` gets a fresh turn id.
@@ -241,23 +120,23 @@ impl McpServer {
         self
     }
 
-    /// This server with `bytes` as the longest line it reads (default [`MAX_LINE_BYTES`]).
+    /// This server with `bytes` as the longest line it reads (default [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES)).
     pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
-        self.limits.max_line_bytes = bytes;
+        self.limits = self.limits.with_max_line_bytes(bytes);
         self
     }
 
     /// This server with `calls` as the most tool calls running at once (default
-    /// [`DEFAULT_MAX_IN_FLIGHT`]).
+    /// [`DEFAULT_MAX_IN_FLIGHT`](crate::DEFAULT_MAX_IN_FLIGHT)).
     pub fn with_max_in_flight(mut self, calls: NonZeroUsize) -> Self {
-        self.limits.max_in_flight = calls;
+        self.limits = self.limits.with_max_in_flight(calls);
         self
     }
 
     /// This server with `calls` as the most tool calls waiting for a place (default
-    /// [`DEFAULT_MAX_QUEUED_CALLS`]).
+    /// [`DEFAULT_MAX_QUEUED_CALLS`](crate::DEFAULT_MAX_QUEUED_CALLS)).
     pub fn with_max_queued_calls(mut self, calls: NonZeroUsize) -> Self {
-        self.limits.max_queued_calls = calls;
+        self.limits = self.limits.with_max_queued_calls(calls);
         self
     }
 
@@ -268,7 +147,7 @@ impl McpServer {
 
     /// What the server holds now and held at most.
     pub fn stats(&self) -> McpStats {
-        McpStats::from_counters(&self.counters)
+        self.counters.stats()
     }
 
     /// The session every call of this server belongs to.
@@ -351,13 +230,13 @@ impl McpServer {
         info!(
             session_id = %self.session.session_id,
             tools = self.catalog.registry.len(),
-            max_in_flight = self.limits.max_in_flight,
-            max_queued_calls = self.limits.max_queued_calls,
-            max_in_flight_bytes = self.limits.max_in_flight_bytes,
-            max_queued_bytes = self.limits.max_queued_bytes,
+            max_in_flight = self.limits.max_in_flight(),
+            max_queued_calls = self.limits.max_queued_calls(),
+            max_in_flight_bytes = self.limits.max_in_flight_bytes(),
+            max_queued_bytes = self.limits.max_queued_bytes(),
             "MCP server ready: reading JSON-RPC from stdin, one message per line"
         );
-        let (outbox, answers) = Outbox::new(self.limits.max_queued_bytes, &self.counters);
+        let (outbox, answers) = Outbox::new(self.limits.max_queued_bytes(), &self.counters);
         let space = Arc::clone(&outbox.space);
         let writer_failed = CancellationToken::new();
         let (read, write) = tokio::join!(
@@ -382,7 +261,7 @@ impl McpServer {
         session.set_notifier(notifier.clone());
         let limiter = CallLimiter::with_counters(&self.limits, Arc::clone(&self.counters));
         // Calls past the in-flight limit wait here, and the reading goes on.
-        let queue = CallQueue::new(self.limits.max_queued_calls, limiter, &self.counters);
+        let queue = CallQueue::new(self.limits.max_queued_calls(), limiter, &self.counters);
         tasks.spawn(queue.clone().dispatch(notifier.clone()));
         // Tells an initialized legacy client when the tools change (with --watch).
         let announcer = tokio::spawn({
@@ -392,7 +271,7 @@ impl McpServer {
         });
         let mut line = Vec::new();
         let mut discarding = false;
-        let max_line = self.limits.max_line_bytes;
+        let max_line = self.limits.max_line_bytes();
         loop {
             let read = tokio::select! {
                 read = read_line(&mut input, &mut line, &mut discarding, max_line) => read,

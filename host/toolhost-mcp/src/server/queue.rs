@@ -21,9 +21,9 @@ use tracing::{debug, warn};
 
 use crate::session::{CallLimiter, CallSlot, Counters, Notifier, PendingCall, Reserved};
 
-#[cfg(doc)]
-use super::McpLimits;
 use super::{report_join, ReplyTo};
+#[cfg(doc)]
+use crate::limits::McpLimits;
 
 /// The calls waiting for a place among the calls running, at most
 /// [`McpLimits::max_queued_calls`] of them. Cheap to clone (shared).

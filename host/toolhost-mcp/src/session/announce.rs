@@ -37,7 +37,7 @@ impl Session {
                 () = self.0.closed.cancelled() => return,
             }
             changes.borrow_and_update();
-            if self.0.conn.negotiated().is_some() {
+            if self.0.state.negotiated().is_some() {
                 debug!(target: LOG_TARGET, "tools changed: telling the client");
                 self.notifier()
                     .send(Message::text(

@@ -9,7 +9,7 @@ use tracing::{debug, info};
 
 use toolhost::registry::{CallContext, ToolCall};
 
-use crate::conn::{progress_hook, Subscription};
+use super::state::{progress_hook, Subscription};
 use crate::convert::{call_result, CallParams};
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
@@ -92,7 +92,7 @@ impl PendingCall {
         let level = if meta.modern {
             meta.log_level
         } else {
-            session.0.conn.level()
+            session.0.state.level()
         };
         let request_sink = match level {
             Some(level) if notifier.is_connected() => {
@@ -106,7 +106,7 @@ impl PendingCall {
         let sink = match (&request_sink, meta.modern) {
             (Some(sink), _) => sink.id(),
             (None, true) => 0,
-            (None, false) => session.0.conn.sink_id(),
+            (None, false) => session.0.state.sink_id(),
         };
         let progress = match &meta.progress_token {
             Some(progress_token) if notifier.is_connected() => Some(progress_hook(
@@ -177,12 +177,14 @@ impl std::fmt::Debug for PendingListen {
 
 impl PendingListen {
     /// The request's id.
+    #[cfg(feature = "http")]
     pub(crate) fn id(&self) -> &RequestId {
         self.subscription.id()
     }
 
     /// A token cancelled when the client cancels the subscription (or the session
     /// ends); a transport cancels it too when its client is gone.
+    #[cfg(feature = "http")]
     pub(crate) fn cancellation(&self) -> CancellationToken {
         self.registration.token.clone()
     }
@@ -192,7 +194,7 @@ impl PendingListen {
     pub(crate) async fn run(self, notifier: Notifier) -> Option<Message> {
         let changes = self.registration.session.registry().changes();
         let token = self.registration.token.clone();
-        let closing = self.registration.session.0.conn.closing.clone();
+        let closing = self.registration.session.0.state.closing.clone();
         // A cancelled request is not answered; the session's end completes it.
         let cancelled = CancellationToken::new();
         let watcher = {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use toolhost::registry::Registry;
 
-use crate::conn::EncodedTools;
+use super::state::EncodedTools;
 use crate::jsonrpc::{Params, RequestId, RpcError};
 use crate::pagination::DEFAULT_PAGE_SIZE;
 use crate::protocol::RequestMeta;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tracing::{debug, info};
 
-use crate::server::McpLimits;
+use crate::limits::{McpLimits, McpStats};
 
 use super::LOG_TARGET;
 
@@ -25,6 +25,25 @@ pub(crate) struct Counters {
     pub(crate) peak_calls_queued: AtomicUsize,
     pub(crate) queued_call_bytes: AtomicUsize,
     pub(crate) tools_list_encodings: AtomicUsize,
+}
+
+impl Counters {
+    /// The counters now.
+    pub(crate) fn stats(&self) -> McpStats {
+        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
+        McpStats {
+            queued_bytes: get(&self.queued_bytes),
+            queued_answers: get(&self.queued_answers),
+            peak_queued_bytes: get(&self.peak_queued_bytes),
+            calls_running: get(&self.calls_running),
+            peak_calls_running: get(&self.peak_calls_running),
+            call_argument_bytes: get(&self.call_argument_bytes),
+            calls_queued: get(&self.calls_queued),
+            peak_calls_queued: get(&self.peak_calls_queued),
+            queued_call_bytes: get(&self.queued_call_bytes),
+            tools_list_encodings: get(&self.tools_list_encodings),
+        }
+    }
 }
 
 /// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and

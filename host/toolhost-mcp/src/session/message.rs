@@ -30,6 +30,7 @@ impl Message {
 
     /// An error response (an unreadable id given as `"id": null`, JSON-RPC 2.0's rule;
     /// see [`Message::error_with`]).
+    #[cfg(feature = "http")]
     pub(crate) fn error(err: &RpcError) -> Self {
         Self::error_with(err, true)
     }
@@ -84,6 +85,7 @@ impl Message {
     }
 
     /// The error code, when this is an error response made here.
+    #[cfg(feature = "http")]
     pub(crate) fn error_code(&self) -> Option<i64> {
         self.error_code
     }
@@ -94,11 +96,13 @@ impl Message {
     }
 
     /// The length of the JSON text in bytes.
+    #[cfg(feature = "http")]
     pub(crate) fn len(&self) -> usize {
         self.parts.iter().map(Bytes::len).sum()
     }
 
     /// The JSON text in one piece.
+    #[cfg(any(feature = "http", test))]
     pub(crate) fn to_bytes(&self) -> Bytes {
         match self.parts.as_slice() {
             [one] => one.clone(),

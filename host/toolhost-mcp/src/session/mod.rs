@@ -23,12 +23,14 @@ mod catalog;
 mod limiter;
 mod message;
 mod notifier;
+mod state;
 
 pub(crate) use calls::{PendingCall, PendingListen};
 pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
+pub use state::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,12 +43,12 @@ use tracing::{debug, info};
 
 use toolhost::registry::{Environment, Registry};
 
-use crate::conn::Conn;
 use crate::convert::{call_params, initialize_result_with, CallParams};
 use crate::jsonrpc::{Incoming, Params, RequestId, RpcError};
 use crate::logging::SinkGuard;
 use crate::protocol::{self, RequestMeta};
 use crate::revision::Revision;
+use state::SessionState;
 
 /// The target of the core's log lines in every file of this module: its own path, the
 /// logger name clients see in `notifications/message` and what `RUST_LOG` filters on,
@@ -81,7 +83,7 @@ struct Inner {
     calls: AtomicU64,
     /// The legacy revision `initialize` settled, the `logging/setLevel` sink, the open
     /// subscriptions.
-    conn: Conn,
+    state: SessionState,
     /// Where the session's own notifications (not about one request) go; shared with the
     /// session's log sink.
     notifier: Arc<Mutex<Notifier>>,
@@ -139,7 +141,7 @@ impl Session {
             env,
             in_flight: InFlight::default(),
             calls: AtomicU64::new(0),
-            conn: Conn::new(sink, closed.child_token()),
+            state: SessionState::new(sink, closed.child_token()),
             notifier,
             closed,
         }))
@@ -150,6 +152,7 @@ impl Session {
         &self.0.catalog.registry
     }
 
+    #[cfg(feature = "http")]
     /// The environment its calls run in (session id; the turn id is fresh per call).
     pub(crate) fn environment(&self) -> &Environment {
         &self.0.env
@@ -158,21 +161,21 @@ impl Session {
     /// The protocol version `initialize` settled on, `None` before it (and for a client
     /// of the modern era, which names the revision in each request instead).
     pub(crate) fn protocol(&self) -> Option<&'static str> {
-        self.0.conn.negotiated().map(Revision::as_str)
+        self.0.state.negotiated().map(Revision::as_str)
     }
 
     /// Whether an array is read as a JSON-RPC batch: only once `initialize` settled on
     /// 2025-03-26, the one revision with batches. A transport that reads an array
     /// otherwise passes it to [`Session::receive`] as it is, which refuses it.
     pub(crate) fn accepts_batches(&self) -> bool {
-        self.0.conn.accepts_batches()
+        self.0.state.accepts_batches()
     }
 
     /// Whether an error whose request id could not be read says `"id": null` (a legacy
     /// revision up to 2025-06-18 negotiated) or leaves the id out (2025-11-25 on, and
     /// before any negotiation).
     pub(crate) fn null_error_id(&self) -> bool {
-        self.0.conn.null_error_id()
+        self.0.state.null_error_id()
     }
 
     /// Whether the session tells clients when the tool list changes (hot reload).
@@ -217,9 +220,10 @@ impl Session {
     /// completion result, as a server closing them does; calls keep running. For a
     /// transport whose input ended.
     pub(crate) fn end_subscriptions(&self) {
-        self.0.conn.closing.cancel();
+        self.0.state.closing.cancel();
     }
 
+    #[cfg(feature = "http")]
     /// Completes when the session is closed.
     pub(crate) async fn closed(&self) {
         self.0.closed.cancelled().await;
@@ -231,6 +235,7 @@ impl Session {
         self.0.closed.is_cancelled()
     }
 
+    #[cfg(any(feature = "http", test))]
     /// How many tool calls of this session are running.
     pub(crate) fn calls_in_flight(&self) -> usize {
         lock(&self.0.in_flight).len()
@@ -249,7 +254,7 @@ impl Session {
         match message {
             Incoming::Request { id, method, params } => {
                 debug!(%id, %method, "request");
-                let conn = &self.0.conn;
+                let conn = &self.0.state;
                 let meta = match protocol::read_meta(&id, &method, &params, conn.negotiated()) {
                     Ok(meta) => meta,
                     Err(err) => return Step::Reply(self.error(&err)),
@@ -316,7 +321,7 @@ impl Session {
         let (name, version) = (client("name"), client("version"));
         let protocol = result["protocolVersion"].as_str().unwrap_or_default();
         if let Some(revision) = Revision::parse(protocol) {
-            self.0.conn.negotiate(revision);
+            self.0.state.negotiate(revision);
         }
         info!(
             session_id = %self.0.env.session_id,

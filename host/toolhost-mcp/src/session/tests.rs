@@ -7,7 +7,7 @@ use toolhost::registry::{Arguments, CallContext, ToolDefinition, ToolResult};
 use super::limiter::Busy;
 use super::*;
 use crate::jsonrpc::parse_line;
-use crate::server::McpLimits;
+use crate::limits::McpLimits;
 
 fn session() -> Session {
     let registry = Registry::new();

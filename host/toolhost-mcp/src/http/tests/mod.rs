@@ -102,6 +102,7 @@ fn registry(probe: &Arc<Probe>) -> Arc<Registry> {
 struct Running {
     addr: SocketAddr,
     app: Arc<App>,
+    connections: Arc<conns::Table>,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<Result<(), HttpError>>,
 }
@@ -152,7 +153,8 @@ async fn start(config: HttpConfig, probe: &Arc<Probe>) -> Running {
     )
     .await
     .unwrap();
-    let (addr, app) = (server.local_addr(), Arc::clone(&server.app));
+    let (addr, app) = (server.local_addr(), Arc::clone(&server.service.app));
+    let connections = Arc::clone(&server.table);
     let (stop, stopped) = oneshot::channel::<()>();
     let done = tokio::spawn(server.serve(async {
         let _ = stopped.await;
@@ -160,6 +162,7 @@ async fn start(config: HttpConfig, probe: &Arc<Probe>) -> Running {
     Running {
         addr,
         app,
+        connections,
         stop: Some(stop),
         done,
     }
@@ -206,12 +209,27 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    send_to(addr, MCP_PATH, method, headers, body).await
+}
+
+/// [`send_body`] to `path`.
+async fn send_to<B>(
+    addr: SocketAddr,
+    path: &str,
+    method: Method,
+    headers: &[(&str, &str)],
+    body: B,
+) -> Reply
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
     tokio::spawn(connection);
-    let mut request = hyper::Request::builder().method(method).uri(MCP_PATH);
+    let mut request = hyper::Request::builder().method(method).uri(path);
     let host = format!("127.0.0.1:{}", addr.port());
     for (name, value) in [
         ("host", host.as_str()),
@@ -282,6 +300,7 @@ fn modern(id: u64, method: &str, name: Option<&str>) -> String {
 
 mod admit;
 mod calls;
+mod mount;
 mod sessions;
 mod storms;
 mod streams;

@@ -131,7 +131,7 @@ async fn half_open_floods_do_not_lock_out_fresh_or_authenticated_clients() {
     let held = half_open(addr, 2, 30, 20).await;
     assert_eq!(held.len(), 600);
     until("the server holds every slot", || {
-        server.app.connections.len() == DEFAULT_MAX_CONNECTIONS
+        server.connections.len() == DEFAULT_MAX_CONNECTIONS
     })
     .await;
 
@@ -318,7 +318,7 @@ async fn two_thousand_half_open_connections() {
         eprintln!(
             "max_connections {max_connections}: {} half-open held (opened in {opening:?}), server holds {}; fresh client answered in {times:?}",
             held.len(),
-            server.app.connections.len(),
+            server.connections.len(),
         );
         drop(held);
         server.stop().await;

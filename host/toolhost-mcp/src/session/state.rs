@@ -13,13 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 use toolhost::registry::{ProgressHook, ToolDefinition};
 
-use super::convert::tool_json;
-use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
-use super::logging::{LogLevel, SinkGuard};
-use super::pagination::{page, Cursor};
-use super::protocol::{self, RequestMeta, META_SERVER_INFO, META_SUBSCRIPTION_ID};
-use super::revision::Revision;
-use super::session::{Message, Notifier};
+use super::message::Message;
+use super::notifier::Notifier;
+use crate::convert::tool_json;
+use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
+use crate::logging::{LogLevel, SinkGuard};
+use crate::pagination::{page, Cursor};
+use crate::protocol::{self, RequestMeta, META_SERVER_INFO, META_SUBSCRIPTION_ID};
+use crate::revision::Revision;
 
 /// Subscriptions (`subscriptions/listen`) one session may hold open at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
@@ -29,7 +30,7 @@ pub const MAX_SUBSCRIPTIONS: usize = 16;
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// One session's protocol state.
-pub(crate) struct Conn {
+pub(crate) struct SessionState {
     negotiated: Mutex<Option<Revision>>,
     /// The session's log sink (legacy `logging/setLevel`).
     sink: SinkGuard,
@@ -38,7 +39,7 @@ pub(crate) struct Conn {
     subscriptions: Arc<AtomicUsize>,
 }
 
-impl Conn {
+impl SessionState {
     /// State with `sink` as the session's log sink; subscriptions end when `closing` is
     /// cancelled (the session ends).
     pub(crate) fn new(sink: SinkGuard, closing: CancellationToken) -> Self {

@@ -1,0 +1,184 @@
+//! The limits on what a client makes the server hold ([`McpLimits`]), shared by the
+//! stdio server, the session core and the HTTP transport, and what the server holds now
+//! ([`McpStats`]). Below every transport: this module imports nothing of the crate.
+
+use std::num::NonZeroUsize;
+
+/// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
+/// sends a newline would otherwise grow the buffer until the process runs out of memory.
+/// Tool arguments carry whole files (`write_file`, 1 MiB by default), so the cap is
+/// generous; a longer line is answered with an Invalid Request error and skipped.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Default for [`McpLimits::max_in_flight`]: 64 tool calls at once. Far more than an agent
+/// runs in parallel (a handful of calls per turn), while 600 concurrent `grep` calls over a
+/// large tree once took the host past 4 GiB.
+pub const DEFAULT_MAX_IN_FLIGHT: NonZeroUsize = non_zero(64);
+
+/// Default for [`McpLimits::max_queued_calls`]: 256 tool calls waiting for a place while
+/// [`McpLimits::max_in_flight`] run, four times [`DEFAULT_MAX_IN_FLIGHT`]: a client
+/// that sends a burst of calls is read to its end, while one that floods calls is held
+/// back long before the waiting calls weigh anything (their arguments count against
+/// [`McpLimits::max_in_flight_bytes`]; the rest is a few hundred bytes a call).
+pub const DEFAULT_MAX_QUEUED_CALLS: NonZeroUsize = non_zero(256);
+
+/// Default for [`McpLimits::max_queued_bytes`]: 4 MiB of answers waiting for the client to
+/// read them. Room for each of [`DEFAULT_MAX_IN_FLIGHT`] calls to have a full-size result
+/// (the registry's 64 KiB cap) queued at once, so a client that reads normally never
+/// waits on it; small next to what the host needs anyway.
+pub const DEFAULT_MAX_QUEUED_BYTES: NonZeroUsize = non_zero(4 << 20);
+
+/// Default for [`McpLimits::max_in_flight_bytes`]: 64 MiB of arguments (their JSON text)
+/// held by the calls in flight. [`DEFAULT_MAX_IN_FLIGHT`] calls each writing a file of
+/// the default largest size (1 MiB) all fit, so ordinary use never waits on it; without
+/// it, 64 slow calls carrying a 16 MiB line each would hold a gigabyte and more.
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: NonZeroUsize = non_zero(64 << 20);
+
+const fn non_zero(n: usize) -> NonZeroUsize {
+    match NonZeroUsize::new(n) {
+        Some(n) => n,
+        None => panic!("a limit of 0"),
+    }
+}
+
+/// How much the server holds for its client at most (see [the crate docs](crate) for the
+/// memory this bounds). [`Default`] (or [`McpLimits::new`]) gives the documented
+/// defaults; each `with_` setter says its own default and bound.
+///
+/// ```
+/// use std::num::NonZeroUsize;
+/// use toolhost_mcp::{McpLimits, DEFAULT_MAX_QUEUED_CALLS};
+///
+/// let limits = McpLimits::new().with_max_in_flight(NonZeroUsize::new(8).unwrap());
+/// assert_eq!(limits.max_in_flight().get(), 8);
+/// assert_eq!(limits.max_queued_calls(), DEFAULT_MAX_QUEUED_CALLS);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpLimits {
+    pub(crate) max_line_bytes: usize,
+    pub(crate) max_queued_bytes: NonZeroUsize,
+    pub(crate) max_in_flight: NonZeroUsize,
+    pub(crate) max_queued_calls: NonZeroUsize,
+    pub(crate) max_in_flight_bytes: NonZeroUsize,
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: MAX_LINE_BYTES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
+            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
+        }
+    }
+}
+
+impl McpLimits {
+    /// The documented defaults (as [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The longest line (one message) read (stdio): [`MAX_LINE_BYTES`] (16 MiB) by
+    /// default, any number of bytes; a longer line is answered with an Invalid Request
+    /// error and skipped.
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Bytes of answers waiting to be written (stdio): [`DEFAULT_MAX_QUEUED_BYTES`]
+    /// (4 MiB) by default, at least 1 (a single larger answer still goes alone); while
+    /// it is full the server reads no request.
+    #[must_use]
+    pub fn with_max_queued_bytes(mut self, bytes: NonZeroUsize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
+    /// Tool calls running at once, for the whole server: [`DEFAULT_MAX_IN_FLIGHT`] (64)
+    /// by default, at least 1; further calls wait in order in a queue of
+    /// [`McpLimits::max_queued_calls`] (stdio) while the server goes on reading, or are
+    /// refused as busy (HTTP).
+    #[must_use]
+    pub fn with_max_in_flight(mut self, calls: NonZeroUsize) -> Self {
+        self.max_in_flight = calls;
+        self
+    }
+
+    /// Tool calls waiting for a place while [`McpLimits::max_in_flight`] run (stdio
+    /// only): [`DEFAULT_MAX_QUEUED_CALLS`] (256) by default, at least 1; while the queue
+    /// is full the server reads no message until a queued call starts or a running one
+    /// ends. Cancelling a queued call frees its place at once.
+    #[must_use]
+    pub fn with_max_queued_calls(mut self, calls: NonZeroUsize) -> Self {
+        self.max_queued_calls = calls;
+        self
+    }
+
+    /// Bytes of arguments, ids and tool names (their JSON text) the calls running and
+    /// queued hold between them: [`DEFAULT_MAX_IN_FLIGHT_BYTES`] (64 MiB) by default, at
+    /// least 1; a call that does not fit waits (and the reading with it; HTTP refuses it
+    /// as busy) until calls end. A call larger than the whole budget waits until no
+    /// other call holds any, then goes alone.
+    #[must_use]
+    pub fn with_max_in_flight_bytes(mut self, bytes: NonZeroUsize) -> Self {
+        self.max_in_flight_bytes = bytes;
+        self
+    }
+
+    /// The longest line read ([`McpLimits::with_max_line_bytes`]).
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// Bytes of answers that may wait ([`McpLimits::with_max_queued_bytes`]).
+    pub fn max_queued_bytes(&self) -> NonZeroUsize {
+        self.max_queued_bytes
+    }
+
+    /// Tool calls running at once ([`McpLimits::with_max_in_flight`]).
+    pub fn max_in_flight(&self) -> NonZeroUsize {
+        self.max_in_flight
+    }
+
+    /// Tool calls that may wait for a place ([`McpLimits::with_max_queued_calls`]).
+    pub fn max_queued_calls(&self) -> NonZeroUsize {
+        self.max_queued_calls
+    }
+
+    /// Bytes the calls in flight may hold ([`McpLimits::with_max_in_flight_bytes`]).
+    pub fn max_in_flight_bytes(&self) -> NonZeroUsize {
+        self.max_in_flight_bytes
+    }
+}
+
+/// What a server holds now and held at most, for monitoring and tests. Shared by the
+/// clones of one server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpStats {
+    /// Bytes of answers waiting to be written.
+    pub queued_bytes: usize,
+    /// Answers waiting to be written.
+    pub queued_answers: usize,
+    /// The most bytes of answers that waited at once.
+    pub peak_queued_bytes: usize,
+    /// Tool calls holding a slot (running, or done and waiting to queue their answer).
+    pub calls_running: usize,
+    /// The most tool calls that held a slot at once.
+    pub peak_calls_running: usize,
+    /// Bytes of arguments (with ids and tool names) the calls holding a slot carry.
+    pub call_argument_bytes: usize,
+    /// Tool calls waiting in the queue for a slot (stdio).
+    pub calls_queued: usize,
+    /// The most tool calls that waited in the queue at once.
+    pub peak_calls_queued: usize,
+    /// Bytes of arguments (with ids and tool names) the queued calls carry.
+    pub queued_call_bytes: usize,
+    /// How many times `tools/list` was encoded (once, unless tools were added since).
+    pub tools_list_encodings: usize,
+}
