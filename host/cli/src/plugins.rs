@@ -19,7 +19,7 @@ use toolhost_plugin::{
 };
 
 use super::args::{PluginFiles, RegistryArgs};
-use super::units::format_elapsed;
+use super::output::format_elapsed;
 
 /// The plugin host kept alive next to the registry whose plugin tools it runs (shared
 /// with the watcher that reloads plugins, with `--watch`).
@@ -470,7 +470,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::{Cli, Command};
+    use crate::args::{Cli, Command};
 
     fn args(extra: &[&str]) -> RegistryArgs {
         let cli = Cli::try_parse_from(["host", "tools"].iter().chain(extra)).unwrap();
@@ -648,7 +648,7 @@ mod tests {
     fn a_pool_cap_too_small_for_one_call_stops_the_setup() {
         let root = tempfile::tempdir().unwrap();
         let plugins = tempfile::tempdir().unwrap();
-        let err = crate::build_registry(&args(&[
+        let err = crate::setup::build_registry(&args(&[
             "--root",
             root.path().to_str().unwrap(),
             "--plugins",
