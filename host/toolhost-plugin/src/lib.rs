@@ -128,7 +128,6 @@ mod plugin_config;
 mod read;
 mod runtime;
 mod state;
-mod units;
 pub mod watch;
 
 pub use cache::{check_cache_dir, CacheError, CompileSource, Placement, MAX_ENTRY_BYTES};

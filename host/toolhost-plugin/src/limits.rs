@@ -6,8 +6,8 @@
 //! tables and instances by [`Limiter`], fuel by wasmtime's fuel metering, output by the
 //! call path after the guest returns.
 
-use super::units::{format_bytes, format_duration};
 use std::time::Duration;
+use toolhost::registry::{format_bytes, format_duration};
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
