@@ -1,30 +1,40 @@
-//! What each subcommand does.
+//! What each subcommand does, and the exit codes they end with: the top of the command
+//! line, which the other modules do not import.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use tracing::{debug, info};
 
-use toolhost::registry::{CallContext, Environment, ToolCall, ToolDefinition};
+use toolhost::registry::{CallContext, Environment, ToolCall};
 use toolhost_mcp::McpServer;
 
-use super::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
-use super::setup::{build_registry, build_server_registry};
-use super::{plugins, scaffold, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
+use crate::output::{print, tools_table};
+use crate::setup::{build_registry, build_server_registry, start_watching};
+use crate::{http, oci, plugins, scaffold};
+
+/// Exit code of `host call` when the tool returns an error (printed on stderr).
+pub(crate) const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code for a command line clap refused (an unknown flag, a bad duration).
+pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code when the tools cannot be set up, the plugin cannot be inspected, or
+/// stdin/stdout fail.
+pub(crate) const EXIT_SETUP: u8 = 3;
 
 /// Runs one subcommand.
 pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        // `serve` is `run` with --http required (args.rs).
+        // `serve` is `run` with --http required (args/mod.rs).
         Command::Run(args) | Command::Serve(args) => run(args).await,
         Command::Tools(args) => tools(args),
         Command::Call(args) => call(args).await,
         Command::Inspect(args) => inspect(args),
-        Command::Lock(args) => super::oci::lock(args),
-        Command::Pull(args) => super::oci::pull(args).await,
-        Command::Push(args) => super::oci::push(args).await,
+        Command::Lock(args) => oci::lock(args),
+        Command::Pull(args) => oci::pull(args).await,
+        Command::Push(args) => oci::push(args).await,
         Command::New(args) => new(&args),
     }
 }
@@ -44,7 +54,7 @@ fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(addr) = args.http.http {
-        crate::http::serve(
+        http::serve(
             &args.registry,
             &args.http,
             addr,
@@ -77,25 +87,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// How long `host run` waits at the end of its input for the optimized plugin compiles
-/// still running ([`crate::Toolset::finish_optimizing`]): enough for a large component.
+/// still running ([`crate::setup::Toolset::finish_optimizing`]): enough for a large component.
 const FINISH_OPTIMIZING: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// `--watch`: polls the plugins directory while the server runs (abort the task to stop).
-pub(crate) fn start_watching(
-    watch: bool,
-    registry: &crate::args::RegistryArgs,
-    toolset: &crate::setup::Toolset,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let watcher = toolset.watcher().filter(|_| watch)?;
-    info!(
-        dir = %registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
-        "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
-    );
-    Some(tokio::spawn(watcher.run(
-        toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
-        plugins::log_watch_event,
-    )))
-}
 
 fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let toolset = build_registry(&args.registry)?;
@@ -106,58 +99,6 @@ fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
         tools_table(&definitions)
     };
     print(&text)
-}
-
-/// One line per tool: its name, padded, and a summary of its description ([`summary`]).
-fn tools_table(definitions: &[ToolDefinition]) -> String {
-    let width = definitions.iter().map(|d| d.name.len()).max().unwrap_or(0);
-    definitions
-        .iter()
-        .map(|d| {
-            format!("{:width$}  {}", d.name, summary(&d.description))
-                .trim_end()
-                .to_owned()
-                + "\n"
-        })
-        .collect()
-}
-
-/// The longest summary `host tools` prints, in characters (the table stays readable in a
-/// terminal; `--json` has the whole description).
-const SUMMARY_CHARS: usize = 100;
-
-/// The first sentence of the description's first line, if it fits in [`SUMMARY_CHARS`];
-/// otherwise as many whole words as fit, followed by an ellipsis. A sentence ends at `.`,
-/// `!` or `?` right after a word (not `such as . (`) that is not an abbreviation (`e.g.`),
-/// followed by the end of the line or a space.
-fn summary(description: &str) -> String {
-    let line = description.lines().next().unwrap_or_default().trim();
-    let chars: Vec<(usize, char)> = line.char_indices().collect();
-    let sentence_end = chars.iter().enumerate().find_map(|(i, &(at, c))| {
-        let word = line[..at].rsplit(' ').next().unwrap_or_default();
-        let after_word = word.chars().last().is_some_and(|before| {
-            before.is_alphanumeric() || matches!(before, ')' | '"' | '\'' | '`' | ']' | '}')
-        }) && !word.contains('.');
-        let then_space = chars.get(i + 1).is_none_or(|&(_, next)| next == ' ');
-        (matches!(c, '.' | '!' | '?') && after_word && then_space).then_some(at + c.len_utf8())
-    });
-    let sentence = &line[..sentence_end.unwrap_or(line.len())];
-    if sentence.chars().count() <= SUMMARY_CHARS {
-        return sentence.to_owned();
-    }
-    // Whole words within the cap (the ellipsis included), without a dangling `,` or `(`.
-    let cap = sentence
-        .char_indices()
-        .nth(SUMMARY_CHARS - 1)
-        .map_or(sentence.len(), |(at, _)| at);
-    // Up to and including the character at the cap (a space there ends a whole word).
-    let upto = cap + sentence[cap..].chars().next().map_or(0, char::len_utf8);
-    let cut = match sentence[..upto].rfind(' ') {
-        Some(space) if space > 0 => &sentence[..space],
-        _ => &sentence[..cap],
-    };
-    let cut = cut.trim_end_matches(|c: char| !c.is_alphanumeric() && !matches!(c, ')' | '"' | '`'));
-    format!("{cut}…")
 }
 
 #[allow(
@@ -228,91 +169,4 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         plugins::info_text(&info)
     };
     print(&text)
-}
-
-/// Writes to stdout. A reader that closed early (`host tools | head -1`) is not an error.
-pub(crate) fn print(text: &str) -> anyhow::Result<ExitCode> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(err) => Err(err).context("cannot write to stdout"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn table_aligns_names_and_keeps_the_first_line() {
-        let defs = [
-            ToolDefinition::new(
-                "read_file",
-                "Read a file. It has lines.\nMore detail.",
-                json!({}),
-            ),
-            ToolDefinition::new("glob", "  Find paths.  ", json!({})),
-            ToolDefinition::new("x", "", json!({})),
-        ];
-        assert_eq!(
-            tools_table(&defs),
-            "read_file  Read a file.\nglob       Find paths.\nx\n"
-        );
-    }
-
-    /// grep's description came out as "... escape regex characters such as ." (cut at the
-    /// first ". "): a summary ends at a sentence's end or, when that is too long, at a word
-    /// with an ellipsis.
-    #[test]
-    fn summaries_end_at_a_sentence_or_a_word_with_an_ellipsis() {
-        assert_eq!(
-            summary("Read a file. Returns {content, size}. More."),
-            "Read a file."
-        );
-        assert_eq!(
-            summary("Find paths (e.g. docs/*.md) fast"),
-            "Find paths (e.g. docs/*.md) fast"
-        );
-        assert_eq!(
-            summary("Edit a file. old_string is the text."),
-            "Edit a file."
-        );
-        assert_eq!(summary("Find paths. * matches a segment."), "Find paths.");
-        assert_eq!(summary("Is it? Yes."), "Is it?");
-        // One long word: cut inside it, still with the ellipsis.
-        let long = "x".repeat(300);
-        assert_eq!(summary(&long).chars().count(), SUMMARY_CHARS);
-        let dir = tempfile::tempdir().unwrap();
-        let registry = toolhost::registry::Registry::new();
-        toolhost::tools::register_vfs_tools(
-            &registry,
-            toolhost::tools::VfsToolOptions::new(std::sync::Arc::new(
-                toolhost::vfs::OsStorage::open(dir.path()).unwrap(),
-            )),
-        )
-        .unwrap();
-        let definitions = registry.definitions();
-        let grep = definitions.iter().find(|d| d.name == "grep").unwrap();
-        let text = summary(&grep.description);
-        assert_eq!(
-            text,
-            "Search the contents of files with a regular expression (RE2 syntax: no look-around or…"
-        );
-        assert!(text.chars().count() <= SUMMARY_CHARS);
-        // Every built-in's summary is a whole sentence or ends with the ellipsis.
-        for definition in definitions {
-            let text = summary(&definition.description);
-            assert!(
-                text.ends_with('.') || text.ends_with('…'),
-                "{}: {text}",
-                definition.name
-            );
-            assert!(!text.ends_with(" ."), "{}: {text}", definition.name);
-        }
-    }
 }

@@ -2,22 +2,27 @@
 //! (`host tools`), call one by hand (`host call`), look into a plugin (`host inspect`),
 //! start a plugin project (`host new`).
 //!
-//! `run`, `tools` and `call` take the same flags ([`RegistryArgs`]) and build their
-//! registry with the same function, [`build_registry`], so what `host tools` lists is
-//! what `host run` serves and what `host call` dispatches to.
+//! `run`, `tools` and `call` take the same flags ([`args::RegistryArgs`]) and build their
+//! registry with the same function, [`setup::build_registry`], so what `host tools` lists
+//! is what `host run` serves and what `host call` dispatches to.
 //!
 //! Logs go to stderr, never stdout (in `host run`, stdout is the protocol): `info` for
 //! `run`, `warn` for the rest, `-v` for `debug`, `-vv` for `trace`; `RUST_LOG`, when set,
 //! wins.
 //!
-//! Exit codes: `0` success; [`EXIT_TOOL_ERROR`] (1) when `host call`'s tool fails;
-//! [`EXIT_USAGE`] (2) for a bad command line; [`EXIT_SETUP`] (3) when the tools cannot be
-//! set up (a `--root` or `--plugins` that is not a directory, a file that is not a plugin)
-//! or stdin/stdout fail.
+//! Exit codes: `0` success; [`commands::EXIT_TOOL_ERROR`] (1) when `host call`'s tool
+//! fails; [`commands::EXIT_USAGE`] (2) for a bad command line; [`commands::EXIT_SETUP`] (3)
+//! when the tools cannot be set up (a `--root` or `--plugins` that is not a directory, a
+//! file that is not a plugin) or stdin/stdout fail.
 //!
 //! A binary crate runs no doc tests, so the example of this module is the unit test
 //! `tests::tools_read_only_builds_the_read_tools`: parse a command line, build its
 //! registry.
+//!
+//! Imports go one way (docs/architecture.md, "One-way imports"): `commands` on top uses
+//! `http`, `oci`, `scaffold`, `setup`, `plugins`; those use `args` (the clap types, which
+//! import nothing of the command line) and `output` (printing, which imports nothing of it
+//! either).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -28,33 +33,18 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-mod args;
+pub mod args;
 mod commands;
 mod http;
-mod setup;
-mod units;
-
 mod oci;
-mod oci_args;
+mod output;
 mod plugins;
 mod scaffold;
 mod secret_file;
-pub use args::{
-    CallArgs, Cli, Command, InspectArgs, PluginFiles, RegistryArgs, RunArgs, ToolsArgs,
-};
-pub use args::{Lang, NewArgs};
-pub use http::HttpArgs;
-pub use oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
-pub use setup::{build_registry, build_server_registry, Toolset};
-pub use units::{format_elapsed, parse_duration, parse_size};
+pub mod setup;
 
-/// Exit code of `host call` when the tool returns an error (printed on stderr).
-pub const EXIT_TOOL_ERROR: u8 = 1;
-/// Exit code for a command line clap refused (an unknown flag, a bad duration).
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code when the tools cannot be set up, the plugin cannot be inspected, or
-/// stdin/stdout fail.
-pub const EXIT_SETUP: u8 = 3;
+use args::{Cli, Command};
+use commands::{EXIT_SETUP, EXIT_USAGE};
 
 /// The `host` binary: parses the command line, sets up logging, runs the subcommand.
 #[allow(
@@ -150,7 +140,8 @@ fn log_directives(level: &str) -> String {
 mod tests {
     use clap::Parser;
 
-    use super::{build_registry, Cli, Command};
+    use crate::args::{Cli, Command};
+    use crate::setup::build_registry;
 
     #[test]
     fn dependencies_stay_at_warn_unless_rust_log_says() {

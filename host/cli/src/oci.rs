@@ -17,8 +17,8 @@ use toolhost_oci::{
 };
 use toolhost_plugin::lock::{LockChange, LockEntry, PluginLock, Sha256Digest};
 
-use super::commands::print;
-use super::oci_args::{LockArgs, OciArgs, PullArgs, PushArgs};
+use super::args::oci::{LockArgs, OciArgs, PullArgs, PushArgs};
+use super::output::print;
 use super::plugins;
 
 /// `host lock`: pins every component of the directory as it is now.
@@ -531,16 +531,20 @@ mod tests {
             Duration::from_secs(600),
         ] {
             let text = format_duration(duration);
-            assert_eq!(crate::units::parse_duration(&text), Ok(duration), "{text}");
+            assert_eq!(
+                crate::args::values::parse_duration(&text),
+                Ok(duration),
+                "{text}"
+            );
         }
         assert_eq!(size_flag(128 << 20), "128MiB");
         assert_eq!(size_flag(12 << 10), "12KiB");
         assert_eq!(size_flag(1000), "1000");
         for text in ["60s", "1500ms"] {
-            assert!(crate::units::parse_duration(text).is_ok(), "{text}");
+            assert!(crate::args::values::parse_duration(text).is_ok(), "{text}");
         }
         for text in ["128MiB", "12KiB", "1000"] {
-            assert!(crate::units::parse_size(text).is_ok(), "{text}");
+            assert!(crate::args::values::parse_size(text).is_ok(), "{text}");
         }
     }
 

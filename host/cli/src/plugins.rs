@@ -21,7 +21,7 @@ use toolhost_plugin::{
 };
 
 use super::args::{PluginFiles, RegistryArgs};
-use super::units::format_elapsed;
+use super::output::format_elapsed;
 
 /// The settings `host inspect` uses: the defaults, with `--cache-dir` if given.
 pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> PluginHostConfig {
@@ -454,7 +454,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::Cli;
+    use crate::args::Cli;
 
     fn args(extra: &[&str]) -> RegistryArgs {
         crate::args::registry_args_from(extra).unwrap()
@@ -633,7 +633,7 @@ mod tests {
     fn a_pool_cap_too_small_for_one_call_stops_the_setup() {
         let root = tempfile::tempdir().unwrap();
         let plugins = tempfile::tempdir().unwrap();
-        let err = crate::build_registry(&args(&[
+        let err = crate::setup::build_registry(&args(&[
             "--root",
             root.path().to_str().unwrap(),
             "--plugins",

@@ -31,43 +31,6 @@ const BUILT_FROM_TOOLCHAIN: &str =
 /// The WIT this host speaks, copied into Python and JavaScript projects.
 const PLUGIN_WIT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"));
 
-/// Longest plugin name: a tool name is at most 128 characters, a file name should stay short.
-const MAX_NAME_CHARS: usize = 64;
-
-/// `--lang`'s value for `NAME`: lower-case letters, digits and `_`, starting with a letter,
-/// so that one name serves as the crate, the tool, `NAME.wasm` and `NAME.toml`.
-///
-/// # Errors
-/// A message saying what is wrong and a name that would do.
-pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
-    let valid_chars = text
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    let starts_with_letter = text.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-    if text.is_empty() || text.chars().count() > MAX_NAME_CHARS {
-        return Err(format!(
-            "a plugin name has 1 to {MAX_NAME_CHARS} characters, e.g. word_tools"
-        ));
-    }
-    if !valid_chars || !starts_with_letter {
-        let suggestion: String = text
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let suggestion = suggestion.trim_start_matches(|c: char| !c.is_ascii_lowercase());
-        let hint = if suggestion.is_empty() {
-            "e.g. word_tools".to_owned()
-        } else {
-            format!("e.g. {suggestion}")
-        };
-        return Err(format!(
-            "\"{text}\" is not a plugin name: use lower-case letters, digits and _, starting with a letter ({hint}); it names the project, the tool and NAME.wasm"
-        ));
-    }
-    Ok(text.to_owned())
-}
-
 /// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
 ///
 /// # Errors
@@ -312,24 +275,6 @@ pub(crate) fn next_steps(project: &Path, name: &str, lang: Lang) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plugin_names_are_checked_with_a_suggestion() {
-        assert_eq!(parse_plugin_name("word_tools").unwrap(), "word_tools");
-        assert_eq!(parse_plugin_name("a1").unwrap(), "a1");
-        assert_eq!(
-            parse_plugin_name("My-Tool").unwrap_err(),
-            "\"My-Tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the project, the tool and NAME.wasm"
-        );
-        // A path is not a name: nothing is created outside the folder.
-        assert!(parse_plugin_name("../evil")
-            .unwrap_err()
-            .contains("(e.g. evil)"));
-        assert!(parse_plugin_name("/tmp/x").is_err());
-        assert!(parse_plugin_name("1abc").is_err());
-        assert!(parse_plugin_name("").is_err());
-        assert!(parse_plugin_name(&"a".repeat(65)).is_err());
-    }
 
     fn new_args(name: &str, dir: &Path, sdk: Option<&Path>) -> NewArgs {
         lang_args(Lang::Rust, name, dir, sdk)

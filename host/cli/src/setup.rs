@@ -242,6 +242,23 @@ fn walk_budget(walkers: usize) -> Arc<WalkBudget> {
     }))
 }
 
+/// `--watch`: polls the plugins directory while the server runs (abort the task to stop).
+pub(crate) fn start_watching(
+    watch: bool,
+    registry: &RegistryArgs,
+    toolset: &Toolset,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let watcher = toolset.watcher().filter(|_| watch)?;
+    info!(
+        dir = %registry.plugins.as_deref().unwrap_or(std::path::Path::new("")).display(),
+        "watching the plugins directory: plugins added, changed or removed are loaded or unloaded without a restart"
+    );
+    Some(tokio::spawn(watcher.run(
+        toolhost_plugin::watch::DEFAULT_POLL_INTERVAL,
+        plugins::log_watch_event,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -241,7 +241,7 @@ impl CompileCache {
                 target: "plugin",
                 "{}: compiling quick code for the component ({}; first load; optimized code follows from the background) ...",
                 path.display(),
-                super::units::format_bytes(bytes.len() as u64),
+                toolhost::registry::format_bytes(bytes.len() as u64),
             );
             let artifact = quick.precompile_component(bytes).map_err(compile_error)?;
             let component = deserialize(engine, &artifact).map_err(compile_error)?;
@@ -251,7 +251,7 @@ impl CompileCache {
             target: "plugin",
             "{}: compiling the component ({}; first load{}) ...",
             path.display(),
-            super::units::format_bytes(bytes.len() as u64),
+            toolhost::registry::format_bytes(bytes.len() as u64),
             if self.dir.is_some() { ", cached for the next start" } else { ", the compile cache is off" },
         );
         let component = Component::new(engine, bytes).map_err(compile_error)?;

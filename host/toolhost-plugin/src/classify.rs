@@ -18,9 +18,9 @@ use toolhost::registry::{Limit, ToolError, ToolResult};
 
 use super::error::error_chain;
 use super::output::Captured;
-use super::units::format_bytes;
 use super::PluginLimits;
 use crate::v0_2::toolhost::plugin::types::ToolError as GuestError;
+use toolhost::registry::format_bytes;
 
 /// Stderr lines appended to an error that is not a panic.
 const STDERR_TAIL_LINES: usize = 5;

@@ -63,7 +63,7 @@ impl PoolPlan {
     /// [`PluginErrorKind::Host`] when not even one call fits
     /// [`PluginHostConfig::max_pool_memory`].
     pub fn for_config(config: &PluginHostConfig) -> Result<Self, PluginError> {
-        use super::units::format_bytes;
+        use toolhost::registry::format_bytes;
         let slot_memory = config
             .max_limits
             .memory_bytes

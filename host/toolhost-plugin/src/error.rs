@@ -9,7 +9,7 @@ use super::digest::Sha256Digest;
 use super::host::files::FileAccess;
 use super::limit_value::LimitValue;
 use super::limits::DefinitionCap;
-use super::units::format_bytes;
+use toolhost::registry::format_bytes;
 
 /// Why a plugin was not loaded (or the plugin host not built): what went wrong
 /// ([`kind`](PluginError::kind)) and the `.wasm` or manifest file it is about

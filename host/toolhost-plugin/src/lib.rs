@@ -131,7 +131,6 @@ mod read;
 mod runtime;
 mod settings;
 mod state;
-mod units;
 mod v0_1;
 mod v0_2;
 pub mod watch;
@@ -145,15 +144,13 @@ pub use host::files::FileAccess;
 pub use http_policy::HttpPolicy;
 pub use limits::PluginLimits;
 pub use plugin_config::ConfigValues;
-pub use settings::{
-    default_cache_dir, CompileTiers, PluginHostConfig, PluginHostConfigBuilder,
-};
+pub use settings::{default_cache_dir, CompileTiers, PluginHostConfig, PluginHostConfigBuilder};
 
 use cache::{CompileCache, CompileSource};
+use engine::Shard;
 use engine::{Metering, PoolPlan};
 use http_policy::HostPattern;
 use plugin_config::PluginConfig;
-use engine::Shard;
 use runtime::Shared;
 use state::PluginState;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::units::{format_bytes, format_duration};
+use toolhost::registry::{format_bytes, format_duration};
 
 /// The value of a limit, as data: what
 /// [`PluginErrorKind::LimitTooHigh`](crate::PluginErrorKind::LimitTooHigh) carries for the

@@ -11,8 +11,8 @@
 //! declares at load. Each is a value built from its `Default` with `with_*` setters (each
 //! stating its default) and read back through getters.
 
-use super::units::format_bytes;
 use std::time::Duration;
+use toolhost::registry::format_bytes;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};

@@ -50,7 +50,11 @@ impl ImportCtx {
 impl ImportCtx {
     /// A context for tool `t` of plugin `p` with `files`, its own meter under `limits`,
     /// the default memory cap and `io` storage permits.
-    pub(crate) fn for_test(files: FileGrant, limits: crate::limits::ImportLimits, io: usize) -> Self {
+    pub(crate) fn for_test(
+        files: FileGrant,
+        limits: crate::limits::ImportLimits,
+        io: usize,
+    ) -> Self {
         let plugin: Arc<str> = Arc::from("p");
         Self {
             meter: Arc::new(PluginMeter::new(Arc::clone(&plugin), limits)),

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::super::units::format_bytes;
 use crate::limit_value::LimitValue;
 use crate::v0_2::toolhost::plugin::files::FileError;
+use toolhost::registry::format_bytes;
 
 /// Default of [`ImportLimits::max_file_calls`]: 1000 `files` calls per tool call. Each
 /// is a hop to the blocking pool plus at least one system call; a tool call that

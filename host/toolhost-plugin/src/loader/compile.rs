@@ -10,6 +10,8 @@ use toolhost::registry::ToolDefinition;
 
 use super::pins::{check_pins, Pins};
 use super::Prepared;
+use crate::cache::CompileSource;
+use crate::engine::Metering;
 use crate::error::error_chain;
 use crate::host::files::FileGrant;
 use crate::host::http::HttpGrant;
@@ -20,8 +22,6 @@ use crate::read::{read_manifest_bytes, read_regular_file, MAX_COMPONENT_BYTES};
 use crate::runtime::{PluginRuntime, ShardPres};
 use crate::state::Grants;
 use crate::world::Version;
-use crate::cache::CompileSource;
-use crate::engine::Metering;
 use crate::{CompileTiers, PluginError, PluginErrorKind, PluginHost};
 
 /// A plugin compiled and pre-instantiated, not yet asked for its tools.

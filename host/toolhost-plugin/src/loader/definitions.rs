@@ -148,7 +148,7 @@ async fn ask_definitions(
             return Err(PluginErrorKind::Definitions {
                 message: format!(
                 "it did not answer within {} (the definitions deadline, DefinitionLimits::timeout)",
-                crate::units::format_duration(caps.timeout)
+                toolhost::registry::format_duration(caps.timeout)
             ),
             }
             .at(path))
@@ -165,7 +165,7 @@ fn definitions_failure(err: ToolError) -> String {
         ToolError::ToolPanicked { message, .. } => format!("it crashed: {message}"),
         ToolError::TimedOut { limit, .. } => format!(
             "it did not answer within {} (its timeout)",
-            crate::units::format_duration(limit)
+            toolhost::registry::format_duration(limit)
         ),
         ToolError::LimitExceeded { limit, message, .. } => {
             format!("it hit its {limit} limit: {message}")

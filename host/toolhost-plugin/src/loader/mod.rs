@@ -21,13 +21,12 @@ use std::sync::Arc;
 use toolhost::error::ErrorChain;
 use toolhost::registry::{Registry, ToolDefinition};
 
+use super::cache::CompileSource;
 use super::lock::PluginLock;
 use super::manifest::Resolved;
 use super::runtime::PluginRuntime;
-use super::cache::CompileSource;
 use super::{
-    LoadFailure, LoadReport, LoadedPlugin, PluginError, PluginErrorKind, PluginHost,
-    PluginInfo,
+    LoadFailure, LoadReport, LoadedPlugin, PluginError, PluginErrorKind, PluginHost, PluginInfo,
 };
 
 mod compile;

@@ -10,9 +10,7 @@ use toolhost::vfs::{FilePolicy, PolicyError};
 use super::{manifest_path, parse_bytes, LimitOverrides, Manifest};
 use crate::http_policy::HostPattern;
 use crate::plugin_config::PluginConfig;
-use crate::{
-    FileAccess, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits,
-};
+use crate::{FileAccess, PluginError, PluginErrorKind, PluginHostConfig, PluginLimits};
 
 /// What a plugin gets: the manifest resolved against the host's policy.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -48,7 +48,7 @@ use rename::same_file;
 
 mod recover;
 
-use recover::STAGE_MARK;
+use names::STAGE_MARK;
 
 mod errors;
 mod names;

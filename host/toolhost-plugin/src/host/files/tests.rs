@@ -8,9 +8,9 @@ use toolhost::vfs::{FilePolicy, Storage, StorageError};
 
 use crate::host::quota::ReadCap;
 use crate::host::ImportCtx;
+use crate::limits::ImportLimits;
 use crate::v0_2::toolhost::plugin::files::{FileError, Host};
 use crate::FileAccess;
-use crate::limits::ImportLimits;
 use toolhost::vfs::{FileContent, MemoryStorage};
 
 /// A cap no test file reaches.

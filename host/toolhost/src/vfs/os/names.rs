@@ -1,7 +1,7 @@
 //! File names this store makes and recognises: splitting a path into directory and
-//! name, temporary file names (`.<name>.tmp-<hex>`) and the names it reserves.
+//! name, temporary file names (`.<name>.tmp-<hex>`), staging directory names
+//! (`.stage-<hex>`) and the names it reserves.
 
-use super::recover::is_stage_name;
 use super::{TMP_MARK, TMP_RANDOM_LEN};
 use crate::vfs::MAX_SEGMENT_LEN;
 
@@ -25,7 +25,7 @@ pub(super) fn tmp_name(name: &str) -> String {
 }
 
 /// Whether `name` is reserved for the store itself: a temporary file ([`tmp_name`]) or a
-/// staging directory ([`stage_name`](super::recover::stage_name)).
+/// staging directory ([`stage_name`]).
 pub(super) fn is_reserved_name(name: &str) -> bool {
     is_tmp_name(name) || is_stage_name(name)
 }
@@ -47,4 +47,19 @@ pub(super) fn is_tmp_name(name: &str) -> bool {
         return false;
     };
     random.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Marks a staging directory: `.stage-<32 hex digits>`.
+pub(super) const STAGE_MARK: &str = ".stage-";
+
+/// A fresh staging directory name: `.stage-<32 hex digits>`.
+pub(super) fn stage_name() -> String {
+    format!("{STAGE_MARK}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Whether `name` has the form [`stage_name`] produces.
+pub(super) fn is_stage_name(name: &str) -> bool {
+    name.strip_prefix(STAGE_MARK).is_some_and(|random| {
+        random.len() == TMP_RANDOM_LEN && random.bytes().all(|b| b.is_ascii_hexdigit())
+    })
 }

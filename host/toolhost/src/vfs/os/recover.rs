@@ -19,23 +19,7 @@ use std::path::Path;
 
 use cap_std::fs::Dir;
 
-use super::names::is_tmp_name;
-use super::TMP_RANDOM_LEN;
-
-/// Marks a staging directory: `.stage-<32 hex digits>`.
-pub(super) const STAGE_MARK: &str = ".stage-";
-
-/// A fresh staging directory name: `.stage-<32 hex digits>`.
-pub(super) fn stage_name() -> String {
-    format!("{STAGE_MARK}{}", uuid::Uuid::new_v4().simple())
-}
-
-/// Whether `name` has the form [`stage_name`] produces.
-pub(super) fn is_stage_name(name: &str) -> bool {
-    name.strip_prefix(STAGE_MARK).is_some_and(|random| {
-        random.len() == TMP_RANDOM_LEN && random.bytes().all(|b| b.is_ascii_hexdigit())
-    })
-}
+use super::names::{is_stage_name, is_tmp_name};
 
 /// What [`recover`] did.
 #[derive(Debug, Default, PartialEq, Eq)]

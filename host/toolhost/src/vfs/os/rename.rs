@@ -15,7 +15,7 @@ use cap_std::fs::OpenOptions;
 
 use super::errors::{io_error, not_regular, symlink_denied};
 use super::names::split;
-use super::recover::stage_name;
+use super::names::stage_name;
 use super::OsStorage;
 use crate::vfs::{Storage, StorageError};
 

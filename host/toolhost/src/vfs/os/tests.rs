@@ -2,9 +2,8 @@
 //! two read paths.
 
 use super::errors::{not_regular, outside, symlink_denied};
-use super::names::{is_tmp_name, tmp_name};
+use super::names::{is_stage_name, is_tmp_name, stage_name, tmp_name};
 use super::read::{checked, read_rest};
-use super::recover::{is_stage_name, stage_name};
 use super::*;
 use crate::vfs::MAX_SEGMENT_LEN;
 use std::sync::atomic::Ordering;

@@ -1,5 +1,5 @@
-//! Durations (`30s`, `500ms`, `2m`, `1m30s`) and sizes (`1MiB`, `64MiB`, `1048576`) as
-//! typed on the command line.
+//! Values as typed on the command line: durations (`30s`, `500ms`, `2m`, `1m30s`), sizes
+//! (`1MiB`, `64MiB`, `1048576`) and plugin names (`word_tools`), parsed for clap.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use crate::parse_duration;
+/// use crate::args::values::parse_duration;
 ///
 /// assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
 /// assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
@@ -62,7 +62,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// case-insensitively (`1MiB`, `64MiB`, `1048576`, `500KB`).
 ///
 /// ```
-/// use crate::parse_size;
+/// use crate::args::values::parse_size;
 ///
 /// assert_eq!(parse_size("64MiB"), Ok(64 * 1024 * 1024));
 /// assert_eq!(parse_size("1048576"), Ok(1 << 20));
@@ -96,15 +96,41 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("\"{text}\" is too large; {hint}"))
 }
 
-/// A duration for people: `1.23s`, `45ms`, `3µs`.
-pub fn format_elapsed(duration: Duration) -> String {
-    if duration >= Duration::from_secs(1) {
-        format!("{:.2}s", duration.as_secs_f64())
-    } else if duration >= Duration::from_millis(1) {
-        format!("{}ms", duration.as_millis())
-    } else {
-        format!("{}µs", duration.as_micros())
+/// Longest plugin name: a tool name is at most 128 characters, a file name should stay short.
+const MAX_NAME_CHARS: usize = 64;
+
+/// `--lang`'s value for `NAME`: lower-case letters, digits and `_`, starting with a letter,
+/// so that one name serves as the crate, the tool, `NAME.wasm` and `NAME.toml`.
+///
+/// # Errors
+/// A message saying what is wrong and a name that would do.
+pub(crate) fn parse_plugin_name(text: &str) -> Result<String, String> {
+    let valid_chars = text
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let starts_with_letter = text.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    if text.is_empty() || text.chars().count() > MAX_NAME_CHARS {
+        return Err(format!(
+            "a plugin name has 1 to {MAX_NAME_CHARS} characters, e.g. word_tools"
+        ));
     }
+    if !valid_chars || !starts_with_letter {
+        let suggestion: String = text
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let suggestion = suggestion.trim_start_matches(|c: char| !c.is_ascii_lowercase());
+        let hint = if suggestion.is_empty() {
+            "e.g. word_tools".to_owned()
+        } else {
+            format!("e.g. {suggestion}")
+        };
+        return Err(format!(
+            "\"{text}\" is not a plugin name: use lower-case letters, digits and _, starting with a letter ({hint}); it names the project, the tool and NAME.wasm"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 #[cfg(test)]
@@ -183,9 +209,20 @@ mod tests {
     }
 
     #[test]
-    fn formatting() {
-        assert_eq!(format_elapsed(Duration::from_millis(1234)), "1.23s");
-        assert_eq!(format_elapsed(Duration::from_millis(45)), "45ms");
-        assert_eq!(format_elapsed(Duration::from_micros(3)), "3µs");
+    fn plugin_names_are_checked_with_a_suggestion() {
+        assert_eq!(parse_plugin_name("word_tools").unwrap(), "word_tools");
+        assert_eq!(parse_plugin_name("a1").unwrap(), "a1");
+        assert_eq!(
+            parse_plugin_name("My-Tool").unwrap_err(),
+            "\"My-Tool\" is not a plugin name: use lower-case letters, digits and _, starting with a letter (e.g. my_tool); it names the project, the tool and NAME.wasm"
+        );
+        // A path is not a name: nothing is created outside the folder.
+        assert!(parse_plugin_name("../evil")
+            .unwrap_err()
+            .contains("(e.g. evil)"));
+        assert!(parse_plugin_name("/tmp/x").is_err());
+        assert!(parse_plugin_name("1abc").is_err());
+        assert!(parse_plugin_name("").is_err());
+        assert!(parse_plugin_name(&"a".repeat(65)).is_err());
     }
 }

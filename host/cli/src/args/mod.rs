@@ -1,4 +1,10 @@
-//! The command line: `host run`, `host tools`, `host call`, `host inspect`.
+//! The command line: `host run`, `host tools`, `host call`, `host inspect` and the
+//! others, as clap types, with the parsers of the values typed there. It imports nothing
+//! of the rest of the command line, which all depends on it.
+
+pub mod http;
+pub mod oci;
+pub mod values;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -6,10 +12,11 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use super::http::HttpArgs;
-use super::oci_args::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
-use super::units::{parse_duration, parse_size};
 use toolhost_mcp::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
+
+use self::http::HttpArgs;
+use self::oci::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
+use self::values::{parse_duration, parse_plugin_name, parse_size};
 
 const MAIN_EXAMPLES: &str = "\
 Examples:
@@ -153,7 +160,7 @@ Exit codes: 0, 2 for a bad command line (a name that is not lower_case_with_digi
 pub struct NewArgs {
     /// The plugin's name: lower-case letters, digits and _, starting with a letter. It
     /// names the folder, the tool, NAME.wasm and NAME.toml (and, in Rust, the crate).
-    #[arg(value_name = "PLUGIN_NAME", value_parser = super::scaffold::parse_plugin_name)]
+    #[arg(value_name = "PLUGIN_NAME", value_parser = parse_plugin_name)]
     pub name: String,
     /// The language of the project.
     #[arg(long, value_enum, default_value_t = Lang::Rust)]

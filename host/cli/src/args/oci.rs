@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::units::{parse_duration, parse_size};
+use super::values::{parse_duration, parse_size};
 
 pub(crate) const LOCK_EXAMPLES: &str = "\
 Examples:
