@@ -20,9 +20,6 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[
     "2024-11-05",
 ];
 
-/// The name the server gives in `serverInfo`.
-pub const SERVER_NAME: &str = "wasm-toolhost";
-
 /// The version to answer an `initialize` that asked for `requested`: the same if it is
 /// a legacy version served, else the newest legacy one (the client then decides whether
 /// it can go on). `initialize` is the legacy era's handshake, so a client asking it for

@@ -120,7 +120,7 @@ mod revision;
 mod server;
 mod session;
 
-pub use convert::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
+pub use convert::SUPPORTED_PROTOCOL_VERSIONS;
 pub use jsonrpc::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
@@ -130,6 +130,7 @@ pub use limits::{
 };
 pub use logging::{broadcast_span, log_layer, LogLevel};
 pub use pagination::DEFAULT_PAGE_SIZE;
+pub use protocol::SERVER_NAME;
 pub use revision::Revision;
 pub use server::McpServer;
 pub use session::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};

@@ -43,7 +43,9 @@ use super::jsonrpc::{
 };
 use super::logging::LogLevel;
 use super::revision::Revision;
-use super::SERVER_NAME;
+
+/// The name the server gives in `serverInfo`.
+pub const SERVER_NAME: &str = "wasm-toolhost";
 
 /// `_meta` key: the request's protocol version (modern era, required).
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::cache_dir::CacheError;
 use super::digest::Sha256Digest;
-use super::host::files::FileAccess;
+use super::host::file_access::FileAccess;
 use super::limit_value::LimitValue;
 use super::limits::DefinitionCap;
 use toolhost::registry::format_bytes;

@@ -140,7 +140,7 @@ mod world;
 // what it is about ([`limits`], [`http_policy`], [`plugin_config`], [`cache`],
 // [`engine`]); the defaults are stated by the setters, not exported as constants.
 pub use error::{PluginError, PluginErrorKind};
-pub use host::files::FileAccess;
+pub use host::file_access::FileAccess;
 pub use http_policy::HttpPolicy;
 pub use limits::PluginLimits;
 pub use plugin_config::ConfigValues;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 
-use super::host::files::FileAccess;
+use super::host::file_access::FileAccess;
 use super::limits::DefinitionLimits;
 use super::{ConfigValues, HttpPolicy, PluginLimits};
 

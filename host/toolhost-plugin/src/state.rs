@@ -10,7 +10,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::host::files::FileGrant;
+use super::host::file_grant::FileGrant;
 use super::host::http::{HttpGrant, HttpHooks};
 use super::host::quota::{CallBudget, PluginMeter};
 use super::host::ImportCtx;

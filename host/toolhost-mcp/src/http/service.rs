@@ -1,7 +1,7 @@
 //! The endpoint as a `tower` service an application mounts on a route of its own
 //! ([`McpService`]), and [`StatsHandle`], which reads its counters.
 //!
-//! The service is an axum [`Router`] over the three methods: [`HttpServer`] already
+//! The service is an axum [`Router`] over the three methods: [`HttpServer`](super::HttpServer) already
 //! served the handlers through one, so the service is what that router was, taken out of
 //! the accept loop, and an axum or hyper application mounts it with no adapter
 //! (`Router::route_service`, or `hyper::service::service_fn` around `call`).
@@ -29,8 +29,6 @@ use crate::session::{CallLimiter, Counters};
 use super::guard::{host_name, normalize_origin};
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
 use super::sessions::{Registries, Sessions};
-#[cfg(doc)]
-use super::HttpServer;
 use super::LOG_TARGET;
 use super::{App, HttpConfig, HttpError};
 
@@ -41,14 +39,14 @@ use super::{App, HttpConfig, HttpError};
 /// Cloning is cheap: clones share the sessions and the limits.
 ///
 /// # What holds when mounted
-/// Every request gets what [`HttpServer`] gives it: the Host and Origin checks, the
+/// Every request gets what [`HttpServer`](super::HttpServer) gives it: the Host and Origin checks, the
 /// bearer tokens, the sessions and their limit, the body limit and the body's 30 s, the
 /// server-wide limits on calls in flight ([`crate::McpLimits`]), and the shutdown of
 /// [`McpService::shutdown`].
 ///
 /// # What is the application's job
 /// The protections that belong to the connections, which only the server that accepts
-/// them can give, are [`HttpServer::serve`]'s and do not come with the service: the
+/// them can give, are [`HttpServer::serve`](super::HttpServer::serve)'s and do not come with the service: the
 /// connection table ([`HttpConfig::max_connections`], and pushing out connections that
 /// never passed the checks when it is full), [`HttpConfig::max_pending_per_peer`], the
 /// header and body clocks ([`HttpConfig::header_timeout`],
@@ -285,11 +283,11 @@ fn allowed_hosts(config: &HttpConfig, addr: SocketAddr) -> Vec<String> {
     hosts
 }
 
-/// Reads a running [`McpService`]'s (or [`HttpServer`]'s) counters.
+/// Reads a running [`McpService`]'s (or [`HttpServer`](super::HttpServer)'s) counters.
 #[derive(Clone)]
 pub struct StatsHandle {
     app: Arc<App>,
-    /// The connection table, when [`HttpServer`] serves.
+    /// The connection table, when [`HttpServer`](super::HttpServer) serves.
     connections: Option<Arc<super::conns::Table>>,
 }
 
@@ -300,7 +298,7 @@ impl std::fmt::Debug for StatsHandle {
 }
 
 impl StatsHandle {
-    /// The handle of [`HttpServer`], which also counts its connections.
+    /// The handle of [`HttpServer`](super::HttpServer), which also counts its connections.
     pub(super) fn with_connections(self, table: Arc<super::conns::Table>) -> Self {
         Self {
             connections: Some(table),

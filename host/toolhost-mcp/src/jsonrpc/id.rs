@@ -3,7 +3,7 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::raw_type_name;
+use super::raw::raw_type_name;
 
 /// A request id exactly as the client wrote it: the JSON text of a string or a number, or
 /// `null` for an answer to a message whose id could not be read.

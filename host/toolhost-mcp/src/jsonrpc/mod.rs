@@ -14,11 +14,13 @@
 mod id;
 mod params;
 mod parse;
+mod raw;
 mod response;
 
 pub(crate) use id::RequestId;
 pub(crate) use params::Params;
-pub(crate) use parse::{parse_batch, parse_line, raw_type_name, Incoming};
+pub(crate) use parse::{parse_batch, parse_line, Incoming};
+pub(crate) use raw::raw_type_name;
 #[cfg(test)]
 pub(crate) use response::encode_response;
 pub(crate) use response::{response_head, RpcError};

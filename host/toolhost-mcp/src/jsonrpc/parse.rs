@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
+use super::raw::raw_type_name;
 use super::{Params, RequestId, RpcError, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR};
 
 /// One well-formed incoming message.
@@ -245,16 +246,4 @@ fn invalid_request(id: RequestId, what: &str) -> RpcError {
         INVALID_REQUEST,
         format!("Invalid Request: {what}; expected a JSON-RPC 2.0 message"),
     )
-}
-
-/// The JSON type of a value's text (valid JSON, as [`RawValue`] guarantees), for messages.
-pub(crate) fn raw_type_name(raw: &RawValue) -> &'static str {
-    match raw.get().trim_ascii_start().as_bytes().first() {
-        Some(b'"') => "string",
-        Some(b'{') => "object",
-        Some(b'[') => "array",
-        Some(b't' | b'f') => "boolean",
-        Some(b'n') => "null",
-        _ => "number",
-    }
 }

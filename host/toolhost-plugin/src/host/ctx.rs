@@ -7,7 +7,7 @@ use tokio::sync::Semaphore;
 use toolhost::registry::CallContext;
 use wasmtime::component::HasData;
 
-use super::files::FileGrant;
+use super::file_grant::FileGrant;
 use super::quota::{CallBudget, PluginMeter};
 use crate::plugin_config::{PluginConfig, Redactor};
 

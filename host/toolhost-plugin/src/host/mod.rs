@@ -10,6 +10,8 @@
 
 pub(crate) mod config;
 mod ctx;
+pub(crate) mod file_access;
+pub(crate) mod file_grant;
 pub(crate) mod files;
 pub(crate) mod http;
 pub(crate) mod log;

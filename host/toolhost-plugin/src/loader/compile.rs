@@ -13,7 +13,7 @@ use super::Prepared;
 use crate::cache::CompileSource;
 use crate::engine::Metering;
 use crate::error::error_chain;
-use crate::host::files::FileGrant;
+use crate::host::file_grant::FileGrant;
 use crate::host::http::HttpGrant;
 use crate::lock::Sha256Digest;
 use crate::manifest::{self, Resolved};

@@ -30,7 +30,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use toolhost::registry::{Arguments, CallContext, Environment, ToolError, ToolResult};
 
 use crate::classify::{self, CallFacts};
-use crate::host::files::FileGrant;
+use crate::host::file_grant::FileGrant;
 use crate::host::quota::PluginMeter;
 use crate::output::Captured;
 use crate::state::{Grants, NewState, PluginState};

@@ -1,24 +1,22 @@
 //! `toolhost:plugin/files`: the host's [`Storage`](toolhost::vfs::Storage) as far as the plugin was granted.
 //!
 //! The rules this import follows (grant, policy, root, time, budgets) are on
-//! [`FileAccess`] (`access.rs`), the public face of this module.
+//! [`FileAccess`](crate::FileAccess) (`host/file_access.rs`), the public face of this
+//! module.
 //!
 //! This file serves the interface (`Host` for [`ImportCtx`]: budgets, the blocking pool,
-//! denial logs); what one plugin's grant allows is [`FileGrant`] in `grant.rs`.
+//! denial logs); what one plugin's grant allows is
+//! [`FileGrant`](super::file_grant::FileGrant) in `host/file_grant.rs`, below this module
+//! and `ctx`, which both name it.
 
 use std::sync::Arc;
 
+use super::file_grant::{listing_bytes, FileGrant};
 use super::ImportCtx;
 use crate::v0_2::toolhost::plugin::files::{File, FileError, FileInfo, Host};
-use grant::listing_bytes;
 
-mod access;
-mod grant;
 #[cfg(test)]
 mod tests;
-
-pub use access::FileAccess;
-pub(crate) use grant::FileGrant;
 
 impl ImportCtx {
     /// Logs a denial (within the plugin's log rate limit) and passes the result on.

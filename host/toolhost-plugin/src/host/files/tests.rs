@@ -1,11 +1,11 @@
 //! Tests of the `files` import: grants, roots, the path policy (the same as the built-in
 //! tools'), budgets and the blocking pool.
 
-use super::*;
 use std::sync::Arc;
 
 use toolhost::vfs::{FilePolicy, Storage, StorageError};
 
+use crate::host::file_grant::FileGrant;
 use crate::host::quota::ReadCap;
 use crate::host::ImportCtx;
 use crate::limits::ImportLimits;

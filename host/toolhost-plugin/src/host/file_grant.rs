@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use toolhost::error::ErrorChain;
 use toolhost::vfs::{content_type_for, FilePolicy, PolicyError, Storage, StorageError};
 
-use super::access::FileAccess;
+use super::file_access::FileAccess;
 use crate::host::quota::ReadCap;
 use crate::v0_2::toolhost::plugin::files::{File, FileError, FileInfo};
 
@@ -222,7 +222,7 @@ fn storage_error(err: StorageError) -> FileError {
 }
 
 /// Bytes a listing takes in the guest: each path plus its two 64-bit numbers.
-pub(super) fn listing_bytes(entries: &[FileInfo]) -> u64 {
+pub(crate) fn listing_bytes(entries: &[FileInfo]) -> u64 {
     entries
         .iter()
         .map(|entry| entry.path.len() as u64 + 16)
