@@ -18,7 +18,7 @@
 //! and the client may ask `server/discover` first (docs/protocol.md). It answers `initialize`,
 //! `ping`, `logging/setLevel` (legacy), `server/discover`, `subscriptions/listen` (modern),
 //! `tools/list` (the registry's definitions in order, `parameters` as `inputSchema`, in
-//! pages of [`DEFAULT_PAGE_SIZE`] tools) and `tools/call`, and reads the notifications
+//! pages of [`DEFAULT_PAGE_SIZE`](limits::DEFAULT_PAGE_SIZE) tools) and `tools/call`, and reads the notifications
 //! `notifications/initialized` and `notifications/cancelled` (which stops the call and
 //! leaves it unanswered, as MCP asks).
 //!
@@ -49,9 +49,9 @@
 //!   and tool arguments reach the registry as the client's own text: neither goes through
 //!   a `u64`/`f64` on the way (they are kept as the client's raw JSON text).
 //! - Nothing a client sends grows the host without bound ([`McpLimits`]): at most
-//!   [`DEFAULT_MAX_IN_FLIGHT`] tool calls run at once and [`DEFAULT_MAX_QUEUED_CALLS`]
-//!   more wait in order for a place, holding at most [`DEFAULT_MAX_IN_FLIGHT_BYTES`] of
-//!   arguments between them, and at most [`DEFAULT_MAX_QUEUED_BYTES`] of answers wait for
+//!   [`DEFAULT_MAX_IN_FLIGHT`](limits::DEFAULT_MAX_IN_FLIGHT) tool calls run at once and [`DEFAULT_MAX_QUEUED_CALLS`](limits::DEFAULT_MAX_QUEUED_CALLS)
+//!   more wait in order for a place, holding at most [`DEFAULT_MAX_IN_FLIGHT_BYTES`](limits::DEFAULT_MAX_IN_FLIGHT_BYTES) of
+//!   arguments between them, and at most [`DEFAULT_MAX_QUEUED_BYTES`](limits::DEFAULT_MAX_QUEUED_BYTES) of answers wait for
 //!   the client to read them. Calls at the in-flight limit never stop the reading: a
 //!   cancellation or a ping is read and acted on at once. Past the other limits the
 //!   server stops reading until there is room again (backpressure: no request is
@@ -112,7 +112,7 @@ mod convert;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
-mod limits;
+pub mod limits;
 pub mod logging;
 mod pagination;
 mod protocol;
@@ -124,16 +124,11 @@ pub use convert::SUPPORTED_PROTOCOL_VERSIONS;
 pub use jsonrpc::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
-pub use limits::{
-    McpLimits, McpStats, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_BYTES,
-    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_CALLS, MAX_LINE_BYTES,
-};
+pub use limits::{McpLimits, McpStats};
 pub use logging::{broadcast_span, log_layer, LogLevel};
-pub use pagination::DEFAULT_PAGE_SIZE;
 pub use protocol::SERVER_NAME;
 pub use revision::Revision;
 pub use server::McpServer;
-pub use session::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 
 /// Why serving stopped before the input ended. The OS error is the
 /// [`source`](std::error::Error::source), not repeated in the text: print the chain

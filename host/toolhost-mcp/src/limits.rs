@@ -1,8 +1,21 @@
 //! The limits on what a client makes the server hold ([`McpLimits`]), shared by the
 //! stdio server, the session core and the HTTP transport, and what the server holds now
-//! ([`McpStats`]). Below every transport: this module imports nothing of the crate.
+//! ([`McpStats`]), and the fixed bounds of a session (page size, subscriptions, progress
+//! rate). Below every transport: this module imports nothing of the crate.
 
 use std::num::NonZeroUsize;
+use std::time::Duration;
+
+/// Tools per `tools/list` page unless the server is told otherwise: more than any
+/// ordinary set (the built-in tools are twelve), so most clients see one page.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// Subscriptions (`subscriptions/listen`) one session may hold open at once.
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// The least time between two progress notifications of one call (the last one, at the
+/// total, always goes).
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The longest line (one JSON-RPC message) the server reads: 16 MiB. A peer that never
 /// sends a newline would otherwise grow the buffer until the process runs out of memory.
@@ -47,7 +60,7 @@ const fn non_zero(n: usize) -> NonZeroUsize {
 ///
 /// ```
 /// use std::num::NonZeroUsize;
-/// use toolhost_mcp::{McpLimits, DEFAULT_MAX_QUEUED_CALLS};
+/// use toolhost_mcp::limits::{McpLimits, DEFAULT_MAX_QUEUED_CALLS};
 ///
 /// let limits = McpLimits::new().with_max_in_flight(NonZeroUsize::new(8).unwrap());
 /// assert_eq!(limits.max_in_flight().get(), 8);

@@ -1,4 +1,4 @@
-//! `tools/list` pagination: pages of at most [`DEFAULT_PAGE_SIZE`] tools, and the opaque
+//! `tools/list` pagination: pages of at most [`DEFAULT_PAGE_SIZE`](crate::limits::DEFAULT_PAGE_SIZE) tools, and the opaque
 //! cursor that asks for the next one.
 //!
 //! A cursor says where the page it continues began and which tool came just before it.
@@ -23,10 +23,6 @@
 //! ```
 
 use std::ops::Range;
-
-/// Tools per `tools/list` page unless the server is told otherwise: more than any
-/// ordinary set (the built-in tools are twelve), so most clients see one page.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// What a cursor starts with; a cursor of another version is refused.
 const PREFIX: &str = "c1.";

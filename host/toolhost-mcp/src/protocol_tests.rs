@@ -576,7 +576,7 @@ async fn open_subscriptions_are_capped_per_connection() {
         json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
             "params": {"_meta": meta(), "notifications": {"toolsListChanged": true}}})
     };
-    for id in 0..super::MAX_SUBSCRIPTIONS {
+    for id in 0..crate::limits::MAX_SUBSCRIPTIONS {
         client.send(listen(id)).await;
         let ack = client.receive().await;
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
@@ -599,7 +599,7 @@ async fn open_subscriptions_are_capped_per_connection() {
     );
     // At the end every open one is closed with its result.
     let rest = client.finish().await;
-    assert_eq!(rest.len(), super::MAX_SUBSCRIPTIONS, "{rest:?}");
+    assert_eq!(rest.len(), crate::limits::MAX_SUBSCRIPTIONS, "{rest:?}");
     assert!(rest.iter().all(|m| m["result"]["resultType"] == "complete"));
 }
 

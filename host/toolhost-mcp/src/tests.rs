@@ -17,7 +17,8 @@ use toolhost::registry::{
 };
 
 use super::convert::tools_list_result;
-use super::{McpLimits, McpServer, ServeError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
+use super::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
+use super::{McpLimits, McpServer, ServeError};
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
 /// what is left of it) per read, and counts the lines it has handed out completely.

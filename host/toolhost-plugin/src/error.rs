@@ -198,7 +198,7 @@ pub enum PluginErrorKind {
         taken_by: String,
     },
     /// The plugin's tool definitions are over a cap of
-    /// [`DefinitionLimits`](super::DefinitionLimits) (tool count, schema or description
+    /// [`DefinitionLimits`](crate::limits::DefinitionLimits) (tool count, schema or description
     /// size, schema depth, total size).
     #[error("{}", cap.describe(tool.as_deref(), *actual, *limit))]
     DefinitionsTooLarge {

@@ -47,7 +47,7 @@
 //! call's host handles (pollables, streams) are capped ([`PluginLimits::max_handles`]).
 //! Loading cannot be held or flooded by one plugin: its files must be regular files
 //! under 256 MiB (component) / 64 KiB (manifest), its definitions must come
-//! within [`DefinitionLimits`] (count, sizes, depth) and before its deadline, and the
+//! within [`DefinitionLimits`](limits::DefinitionLimits) (count, sizes, depth) and before its deadline, and the
 //! plugins of a directory are asked at once.
 //!
 //! # Cost
@@ -196,7 +196,7 @@ impl PluginHost {
     /// [`PluginErrorKind::Host`] when `config.default_limits` exceed `config.max_limits`, one
     /// call does not fit `config.max_pool_memory`, or wasmtime refuses the configuration;
     /// [`PluginErrorKind::Cache`] when the compile cache directory may not be used (see
-    /// [`check_cache_dir`](cache::check_cache_dir) and [`CacheError`]).
+    /// [`check_cache_dir`](cache::check_cache_dir) and [`CacheError`](cache::CacheError)).
     pub fn new(config: PluginHostConfig) -> Result<Self, PluginError> {
         Self::with_shards(config, engine::engine_shards())
     }

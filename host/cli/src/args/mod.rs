@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use toolhost_mcp::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
+use toolhost_mcp::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
 
 use self::http::HttpArgs;
 use self::oci::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};

@@ -94,7 +94,7 @@ impl McpServer {
     }
 
     /// This server listing at most `tools` tools per `tools/list` page (at least 1;
-    /// default [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE)); the rest
+    /// default [`DEFAULT_PAGE_SIZE`](crate::limits::DEFAULT_PAGE_SIZE)); the rest
     /// follow through `nextCursor`.
     pub fn with_page_size(mut self, tools: usize) -> Self {
         self.catalog = Arc::new(
@@ -120,21 +120,21 @@ impl McpServer {
         self
     }
 
-    /// This server with `bytes` as the longest line it reads (default [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES)).
+    /// This server with `bytes` as the longest line it reads (default [`MAX_LINE_BYTES`](crate::limits::MAX_LINE_BYTES)).
     pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
         self.limits = self.limits.with_max_line_bytes(bytes);
         self
     }
 
     /// This server with `calls` as the most tool calls running at once (default
-    /// [`DEFAULT_MAX_IN_FLIGHT`](crate::DEFAULT_MAX_IN_FLIGHT)).
+    /// [`DEFAULT_MAX_IN_FLIGHT`](crate::limits::DEFAULT_MAX_IN_FLIGHT)).
     pub fn with_max_in_flight(mut self, calls: NonZeroUsize) -> Self {
         self.limits = self.limits.with_max_in_flight(calls);
         self
     }
 
     /// This server with `calls` as the most tool calls waiting for a place (default
-    /// [`DEFAULT_MAX_QUEUED_CALLS`](crate::DEFAULT_MAX_QUEUED_CALLS)).
+    /// [`DEFAULT_MAX_QUEUED_CALLS`](crate::limits::DEFAULT_MAX_QUEUED_CALLS)).
     pub fn with_max_queued_calls(mut self, calls: NonZeroUsize) -> Self {
         self.limits = self.limits.with_max_queued_calls(calls);
         self

@@ -10,7 +10,7 @@ use toolhost::registry::Registry;
 
 use super::state::EncodedTools;
 use crate::jsonrpc::{Params, RequestId, RpcError};
-use crate::pagination::DEFAULT_PAGE_SIZE;
+use crate::limits::DEFAULT_PAGE_SIZE;
 use crate::protocol::RequestMeta;
 
 use super::Counters;

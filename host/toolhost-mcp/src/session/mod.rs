@@ -30,7 +30,6 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
-pub use state::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

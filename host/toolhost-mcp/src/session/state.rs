@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -17,17 +17,11 @@ use super::message::Message;
 use super::notifier::Notifier;
 use crate::convert::tool_json;
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
+use crate::limits::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 use crate::logging::{LogLevel, SinkGuard};
 use crate::pagination::{page, Cursor};
 use crate::protocol::{self, RequestMeta, META_SERVER_INFO, META_SUBSCRIPTION_ID};
 use crate::revision::Revision;
-
-/// Subscriptions (`subscriptions/listen`) one session may hold open at once.
-pub const MAX_SUBSCRIPTIONS: usize = 16;
-
-/// The least time between two progress notifications of one call (the last one, at the
-/// total, always goes).
-pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// One session's protocol state.
 pub(crate) struct SessionState {

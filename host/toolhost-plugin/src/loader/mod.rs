@@ -6,8 +6,8 @@
 //! blocking and refused unless they are regular files under their size caps
 //! ([`MAX_COMPONENT_BYTES`](crate::MAX_COMPONENT_BYTES), [`MAX_MANIFEST_BYTES`](crate::MAX_MANIFEST_BYTES)); the plugins of a directory are
 //! compiled on one thread per core, then all asked for their definitions at once, each
-//! within [`DefinitionLimits::timeout`](crate::DefinitionLimits::timeout); and what they declare is held to the caps of
-//! [`DefinitionLimits`](crate::DefinitionLimits).
+//! within [`DefinitionLimits::timeout`](crate::limits::DefinitionLimits::timeout); and what they declare is held to the caps of
+//! [`DefinitionLimits`](crate::limits::DefinitionLimits).
 //!
 //! This module holds the public entry points (`load_dir`, `load_dir_pinned`, `load_file`,
 //! `reload_file`, `inspect`); each step has its own file: [`pins`] (the lock check),
@@ -57,7 +57,7 @@ impl PluginHost {
     /// Loads every `*.wasm` file in `dir`, in file-name order, into `registry`. A file
     /// that fails is reported in [`LoadReport::failed`] and the rest still load. Plugins
     /// are compiled on one thread per core, asked for their definitions all at once
-    /// (each within [`DefinitionLimits::timeout`](crate::DefinitionLimits::timeout), so a plugin that never answers delays
+    /// (each within [`DefinitionLimits::timeout`](crate::limits::DefinitionLimits::timeout), so a plugin that never answers delays
     /// the start by that deadline, not by its call timeout per plugin), and registered in
     /// file-name order. Logs one `debug` line per plugin (target `plugin`); callers
     /// report the [`LoadReport`] as they see fit (the CLI logs one line per plugin loaded

@@ -226,7 +226,7 @@ impl VfsToolOptionsBuilder {
     }
 
     /// Drops grep, glob, edit_file, multi_edit and move_file: the v0.3 set
-    /// ([`V03_TOOL_NAMES`]: read_file, list_files, write_file, delete_file, search).
+    /// ([`V0_3_TOOL_NAMES`]: read_file, list_files, write_file, delete_file, search).
     /// Default: `false`.
     pub fn disable_extended(&mut self, disable: bool) -> &mut Self {
         self.options.disable_extended = disable;
