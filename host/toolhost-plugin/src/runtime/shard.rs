@@ -65,7 +65,7 @@ impl ShardLoads {
             }
             let claimed = self.0[shard].0.compare_exchange(
                 seen,
-                seen.saturating_add(1),
+                seen.wrapping_add(1),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             );
