@@ -764,12 +764,14 @@ fn serve_client(server: McpServer) -> (Client, tokio::task::JoinHandle<Result<()
     (client, serving)
 }
 
-/// Runaway calls fill the in-flight limit and more wait behind them: a ping is still
-/// answered, the client's cancellations are read and stop every call (the waiting ones
-/// never start), and the next call is answered at once, not when the runaways reach
-/// their 10 s limit. The cancelled calls are not answered (MCP).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
+/// A server whose in-flight limit of 4 is filled by runaway calls 0-3, with calls 4 and
+/// 5 queued behind them, and a ping sent then answered meanwhile.
+async fn runaways_fill_the_limit() -> (
+    Client,
+    tokio::task::JoinHandle<Result<(), ServeError>>,
+    McpServer,
+    Arc<Spins>,
+) {
     let (registry, spins) = spinning_registry();
     let server = McpServer::new(registry).with_max_in_flight(NonZeroUsize::new(4).unwrap());
     let watch = server.clone();
@@ -802,9 +804,15 @@ async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
         Some(r#"{"id":"p","jsonrpc":"2.0","result":{}}"#),
         "a ping is answered while the calls fill the limit"
     );
+    (client, serving, watch, spins)
+}
 
+/// Sends a cancellation for each of `ids`, then a `greet` call: it is answered first
+/// (the cancelled calls are not answered) and at once, not when the runaways reach
+/// their 10 s limit.
+async fn cancel_then_greet(client: &mut Client, ids: impl IntoIterator<Item = usize>) {
     let started = Instant::now();
-    for id in 0..6 {
+    for id in ids {
         client.send(&cancel_line(id)).await;
     }
     client
@@ -822,16 +830,15 @@ async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
     );
     let answered = started.elapsed();
     assert!(answered < Duration::from_secs(5), "{answered:?}");
-    // The runaways were stopped (their futures dropped) and gave their slots back; the
-    // waiting ones never ran.
-    let stopped = settled(
-        &spins.stopped,
-        Duration::from_millis(200),
-        Duration::from_secs(5),
-    )
-    .await;
-    assert_eq!(stopped, 4);
-    assert_eq!(spins.started.load(Ordering::SeqCst), 4);
+}
+
+/// Every call is over and nothing is held; the cancelled calls get no answer: after the
+/// end of input, nothing more comes.
+async fn all_over_and_unanswered(
+    client: Client,
+    serving: tokio::task::JoinHandle<Result<(), ServeError>>,
+    watch: &McpServer,
+) {
     let stats = watch.stats();
     assert_eq!(
         (
@@ -842,13 +849,60 @@ async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
         (0, 0, 0),
         "{stats:?}"
     );
-
-    // The cancelled calls get no answer: after the end of input, nothing more comes.
-    drop(client.input);
+    let Client { input, mut output } = client;
+    drop(input);
     serving.await.unwrap().unwrap();
     let mut rest = String::new();
-    client.output.read_to_string(&mut rest).await.unwrap();
+    output.read_to_string(&mut rest).await.unwrap();
     assert_eq!(rest, "");
+}
+
+/// Runaway calls fill the in-flight limit and more wait behind them: a ping is still
+/// answered, the client's cancellations are read and stop every call (the waiting ones
+/// never start), and the next call is answered at once, not when the runaways reach
+/// their 10 s limit. The cancelled calls are not answered (MCP).
+///
+/// The waiting calls are cancelled first: a waiting call never starts once its
+/// cancellation is read, and here no place frees before it is (the reader handles the
+/// lines in order, and only a later cancellation stops a running call). Cancelled after
+/// a running one, a waiting call may start in the place that call freed before its own
+/// cancellation is read: see the next test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_and_pings_are_read_while_calls_fill_the_limit() {
+    let (mut client, serving, watch, spins) = runaways_fill_the_limit().await;
+    cancel_then_greet(&mut client, [4, 5, 0, 1, 2, 3]).await;
+    // The runaways were stopped (their futures dropped) and gave their slots back; the
+    // waiting ones never ran.
+    let stopped = settled(
+        &spins.stopped,
+        Duration::from_millis(200),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(stopped, 4);
+    assert_eq!(spins.started.load(Ordering::SeqCst), 4);
+    all_over_and_unanswered(client, serving, &watch).await;
+}
+
+/// The same calls cancelled in the order sent (running calls 0-3, then waiting 4 and
+/// 5): a waiting call may start in a place a cancelled runaway freed before the reader
+/// has read its own cancellation (the server cannot know it is coming), and is then
+/// stopped when it is read. Whatever the timing, every call that started is stopped,
+/// none is answered, and the call after them is answered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_in_the_order_sent_stop_every_call_that_started() {
+    let (mut client, serving, watch, spins) = runaways_fill_the_limit().await;
+    cancel_then_greet(&mut client, 0..6).await;
+    let stopped = settled(
+        &spins.stopped,
+        Duration::from_millis(200),
+        Duration::from_secs(5),
+    )
+    .await;
+    let started = spins.started.load(Ordering::SeqCst);
+    assert!((4..=6).contains(&started), "{started}");
+    assert_eq!(stopped, started, "every call that started was stopped");
+    all_over_and_unanswered(client, serving, &watch).await;
 }
 
 /// A limit of 1 and a queue of 2: one call runs, two wait, and the fourth call is read

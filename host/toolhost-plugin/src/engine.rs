@@ -141,8 +141,8 @@ pub(crate) const MAX_ENGINE_SHARDS: usize = 8;
 /// 2-core Intel VM that made greet calls take 40 % more CPU each at 2 calls at once than
 /// at 1 (c2/c1 1.2-1.3, bare wasmtime alike), while one engine per core kept the cost
 /// flat and scaled 2.0. A call starts on the engine with the fewest calls running
-/// (`runtime::shard::ShardLoads::pick`), so each core keeps to its own pool. Each plugin is
-/// compiled once and its artifact loaded into every engine.
+/// (`runtime::shard::ShardLoads::enter_least_busy`), so each core keeps to its own pool.
+/// Each plugin is compiled once and its artifact loaded into every engine.
 pub(crate) fn engine_shards() -> usize {
     std::thread::available_parallelism()
         .map_or(1, usize::from)

@@ -51,6 +51,14 @@ impl Compiled {
 }
 
 impl PluginHost {
+    /// The runtime of the plugin at `path`, compiled and pre-instantiated but neither
+    /// asked for its tools nor registered (for tests of the runtime itself).
+    #[cfg(test)]
+    pub(crate) fn compile_runtime(&self, path: &Path) -> Result<Arc<PluginRuntime>, PluginError> {
+        self.compile_with(path, false, None)
+            .map(|compiled| compiled.runtime)
+    }
+
     /// Compiles every file of `files` on up to one thread per core, keeping the order.
     pub(super) fn compile_all(
         &self,

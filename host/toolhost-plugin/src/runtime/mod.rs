@@ -8,11 +8,11 @@
 //! [`crate::world`]'s job.
 //!
 //! Every call: waits for a slot (at most `max_concurrent_calls` run at once), takes a
-//! fresh store and instance from the cached `InstancePre` (or an idle one in reuse
-//! mode), arms the deadline (epoch callback: trap at the deadline, yield to the async
-//! runtime at every tick before it; plus a timer for a guest waiting in the host), fuel
-//! and limiter, runs the guest, logs its stdout/stderr, and classifies the outcome
-//! ([`super::classify`]).
+//! fresh store and instance from the cached `InstancePre` on the least busy engine
+//! shard (or an idle one there in reuse mode), arms the deadline (epoch callback: trap
+//! at the deadline, yield to the async runtime at every tick before it; plus a timer for
+//! a guest waiting in the host), fuel and limiter, runs the guest, logs its
+//! stdout/stderr, and classifies the outcome ([`super::classify`]).
 //!
 //! The deadline also covers the host's imports: `files` calls run on the blocking pool
 //! and the guest awaits them, so the call's timer fires even while a storage call hangs
@@ -259,8 +259,7 @@ impl PluginRuntime {
                 stderr: &Captured::default(),
             }));
         };
-        let mut instance = self.checkout();
-        let shard = self.shared.shards.enter(instance.shard);
+        let (shard, mut instance) = self.checkout();
         instance.arm(deadline, &self.limits, tool, ctx);
         Ok(Running {
             _shard: shard,
@@ -327,13 +326,22 @@ impl PluginRuntime {
         self.code.runs_optimized()
     }
 
-    /// A fresh instance, or an idle one in reuse mode.
-    fn checkout(&self) -> Instance {
-        if !self.shared.fresh {
-            if let Some(instance) = self.idle.take(&self.shared.idle) {
-                return instance;
-            }
+    /// A call counted on the least busy engine shard, and its instance there: an idle
+    /// one in reuse mode when one waits on that shard, else a fresh one.
+    pub(crate) fn checkout(&self) -> (ShardGuard<'_>, Instance) {
+        let (loads, shards) = (&self.shared.shards, self.engines.len());
+        if self.shared.fresh {
+            let shard = loads.enter_least_busy(shards, |_| false);
+            let instance = self.new_instance(shard.shard());
+            return (shard, instance);
         }
+        let (shard, idle) = self.idle.take(&self.shared.idle, loads, shards);
+        let instance = idle.unwrap_or_else(|| self.new_instance(shard.shard()));
+        (shard, instance)
+    }
+
+    /// A new store on engine shard `shard`, to instantiate the plugin in.
+    pub(crate) fn new_instance(&self, shard: usize) -> Instance {
         let new = NewState::new(
             Arc::clone(&self.name),
             &self.limits,
@@ -342,7 +350,7 @@ impl PluginRuntime {
             Arc::clone(&self.shared.io),
             &self.grants,
         );
-        let shard = self.shared.shards.pick().min(self.engines.len() - 1);
+        let shard = shard.min(self.engines.len() - 1);
         let mut store = Store::new(&self.engines[shard], new.state);
         store.limiter(|state| &mut state.limiter);
         Instance {
@@ -356,7 +364,7 @@ impl PluginRuntime {
     }
 
     /// Keeps a cleanly returned instance for reuse, when reuse is on and there is room.
-    fn checkin(&self, instance: Instance) {
+    pub(crate) fn checkin(&self, instance: Instance) {
         if self.shared.fresh {
             return;
         }

@@ -1,12 +1,15 @@
 //! The instance pool of reuse mode (`fresh_instance_per_call = false`): a store with its
 //! instance, kept idle after a call that returned cleanly, up to [`IDLE_PER_PLUGIN`] per
 //! plugin and a host-wide cap, so idle and running instances fit the pooling allocator.
+//! A call takes an idle instance only on the shard it is counted on (the least busy), so
+//! reuse never puts two calls on one shard while another has fewer.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use wasmtime::Store;
 
+use super::shard::{ShardGuard, ShardLoads};
 use crate::output::Capture;
 use crate::state::PluginState;
 use crate::world::Bound;
@@ -55,11 +58,30 @@ impl IdleCount {
 pub(crate) struct Idle(Mutex<Vec<Instance>>);
 
 impl Idle {
-    /// An idle instance, if one is kept.
-    pub(crate) fn take(&self, count: &IdleCount) -> Option<Instance> {
-        let instance = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
-        count.total.fetch_sub(1, Ordering::Relaxed);
-        Some(instance)
+    /// Counts a call on the least busy of the first `shards` of `loads` (on a tie, one
+    /// where an idle instance waits: [`ShardLoads::enter_least_busy`]) and takes an idle
+    /// instance on that shard, the one kept last, if there is one. The shard is chosen
+    /// under this plugin's idle lock, so the instance cannot be taken by another call
+    /// meanwhile.
+    pub(crate) fn take<'l>(
+        &self,
+        count: &IdleCount,
+        loads: &'l ShardLoads,
+        shards: usize,
+    ) -> (ShardGuard<'l>, Option<Instance>) {
+        let mut idle = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = loads.enter_least_busy(shards, |shard| {
+            idle.iter().any(|instance| instance.shard == shard)
+        });
+        let kept = idle
+            .iter()
+            .rposition(|instance| instance.shard == guard.shard());
+        let instance = kept.map(|at| idle.remove(at));
+        drop(idle);
+        if instance.is_some() {
+            count.total.fetch_sub(1, Ordering::Relaxed);
+        }
+        (guard, instance)
     }
 
     /// Keeps `instance` when there is room, unless it runs the code the plugin was

@@ -623,6 +623,59 @@ async fn only_a_plugin_with_a_fuel_limit_runs_on_the_fuel_engine() {
     assert_eq!(entries, 2);
 }
 
+/// Reuse mode with every idle instance on one shard: two calls at once still run on two
+/// shards (the second makes a new instance on an idle shard rather than take the idle
+/// instance beside the first call), and each takes an idle instance only on its own
+/// shard.
+#[test]
+fn two_calls_at_once_take_two_shards_though_every_idle_instance_is_on_one() {
+    let config = PluginHostConfig {
+        fresh_instance_per_call: false,
+        max_concurrent_calls: 4,
+        ..config()
+    };
+    let host = PluginHost::with_shards(config, 3).unwrap();
+    let (_dir, wasm) = plugin_dir(None);
+    let runtime = host.compile_runtime(&wasm).unwrap();
+    // A thread of its own: which shard it used last plays no part.
+    std::thread::spawn(move || {
+        runtime.checkin(runtime.new_instance(0));
+        runtime.checkin(runtime.new_instance(0));
+        assert_eq!(host.shared.idle(), 2);
+
+        let (first, first_instance) = runtime.checkout();
+        let (second, second_instance) = runtime.checkout();
+        assert_eq!(host.shared.running_per_shard(), vec![1, 1, 0]);
+        assert_eq!((first.shard(), first_instance.shard), (0, 0));
+        assert_eq!((second.shard(), second_instance.shard), (1, 1));
+        assert_eq!(
+            host.shared.idle(),
+            1,
+            "the first took one, the second a new one"
+        );
+
+        // The third goes to the idle shard 2 (a new instance), not to the one idle
+        // instance on the busy shard 0.
+        let (third, third_instance) = runtime.checkout();
+        assert_eq!((third.shard(), third_instance.shard), (2, 2));
+        assert_eq!(host.shared.idle(), 1);
+        drop((first, second, third));
+        assert_eq!(host.shared.running_per_shard(), vec![0, 0, 0]);
+        for instance in [first_instance, second_instance, third_instance] {
+            runtime.checkin(instance);
+        }
+        assert_eq!(host.shared.idle(), 4);
+
+        // All idle on one tie: the call goes where an idle instance waits, this thread's
+        // last shard (2) first.
+        let (fourth, fourth_instance) = runtime.checkout();
+        assert_eq!((fourth.shard(), fourth_instance.shard), (2, 2));
+        assert_eq!(host.shared.idle(), 3, "reused, not made");
+    })
+    .join()
+    .unwrap();
+}
+
 /// Calls run on every engine shard, and the one concurrency limit holds across them:
 /// with 3 shards and 2 calls at once, three spinning calls run two at a time, on two
 /// different shards, and the third waits (and times out) without an instance.
