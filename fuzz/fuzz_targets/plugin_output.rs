@@ -174,10 +174,10 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    assert!(!definitions.is_empty() && definitions.len() <= caps.max_tools);
+    assert!(!definitions.is_empty() && definitions.len() <= caps.max_tools());
     for definition in &definitions {
         assert!(definition.parameters.is_object(), "{definition:?}");
-        assert!(definition.description.len() <= caps.max_description_bytes);
+        assert!(definition.description.len() <= caps.max_description_bytes());
     }
     let batch: Vec<(ToolDefinition, Arc<dyn Handler>)> = definitions
         .iter()
