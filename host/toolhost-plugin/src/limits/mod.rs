@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
 
-pub use super::host::quota::ImportLimits;
 pub use super::http_policy::HttpLimits;
 pub use super::limit_value::LimitValue;
 pub use definitions::{DefinitionCap, DefinitionLimits};
+pub use imports::ImportLimits;
 pub(crate) use limiter::Limiter;
 
 mod definitions;
+pub(crate) mod imports;
 mod limiter;
 
 /// Default wall time of one plugin call (10 s). The registry's own per-call deadline

@@ -24,7 +24,7 @@ fn hooks(allow: &[&str], limits: HttpLimits) -> HttpHooks {
     };
     let meter = Arc::new(PluginMeter::new(
         Arc::from("p"),
-        super::super::quota::ImportLimits::default(),
+        crate::limits::ImportLimits::default(),
     ));
     let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter, Arc::default());
     hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
