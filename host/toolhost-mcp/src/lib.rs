@@ -116,6 +116,7 @@ pub mod limits;
 pub mod logging;
 mod pagination;
 mod protocol;
+pub mod resources;
 mod revision;
 mod server;
 mod session;
@@ -127,6 +128,7 @@ pub use jsonrpc::{
 pub use limits::{McpLimits, McpStats};
 pub use logging::{broadcast_span, log_layer, LogLevel};
 pub use protocol::SERVER_NAME;
+pub use resources::FileResources;
 pub use revision::Revision;
 pub use server::McpServer;
 
