@@ -22,6 +22,9 @@
 //!   `--max-read-bytes`: the size is checked before anything is read). A missing file is
 //!   `-32002` ([`RESOURCE_NOT_FOUND`]) with the URI in `data`.
 //! - `resources/templates/list`: one template, [`FILE_TEMPLATE`].
+//! - In the 2026-07-28 era a list or a read also says `ttlMs: 0` and `cacheScope:
+//!   "private"` (the files change at any time and are one root's), the template list
+//!   `cacheScope: "public"` with the tools' static `ttlMs`.
 //! - `completion/complete` for the template's `path` argument: up to
 //!   [`MAX_COMPLETIONS`] listed paths starting with the value given, with `hasMore` (and
 //!   `total` when all were counted); the walk stops at the first path past the matches
@@ -135,8 +138,8 @@ impl FileResources {
 /// A resource request whose params were checked, to be run off the reading task.
 #[derive(Debug)]
 pub(crate) enum ResourceRequest {
-    /// `resources/list` from after `after` (the first page when `None`); `listed` were
-    /// listed before.
+    /// `resources/list` after `after` (how many files were listed before, and the path
+    /// of the last; `None`: the first page), at most `page_size` files.
     List {
         after: Option<(usize, String)>,
         page_size: usize,
@@ -222,6 +225,23 @@ pub(crate) fn templates_result() -> Value {
         "title": "File under the root",
         "description": "A file under the server's storage root, by its path relative to the root (e.g. notes/todo.md); completion/complete suggests paths.",
     }] })
+}
+
+/// Adds what 2026-07-28 requires of a `method` result besides `resultType` and `_meta`:
+/// cache hints. The files change at any time (the model writes them) and are one root's
+/// (a session's, a client's): a list or a read says `ttlMs: 0` and `cacheScope:
+/// "private"`. The template is the same for every client and never changes while the
+/// server runs. A completion carries none.
+pub(crate) fn add_cache_hints(method: &str, result: &mut Value) {
+    let (ttl_ms, scope) = match method {
+        "resources/list" | "resources/read" => (0, "private"),
+        "resources/templates/list" => (crate::protocol::STATIC_TTL_MS, "public"),
+        _ => return,
+    };
+    if let Value::Object(fields) = result {
+        fields.insert("ttlMs".into(), json!(ttl_ms));
+        fields.insert("cacheScope".into(), json!(scope));
+    }
 }
 
 impl FileResources {

@@ -627,6 +627,21 @@ async fn the_modern_era_gets_its_result_fields() {
         ],
     )
     .await;
+    // Cache hints, as 2026-07-28 requires of these results: files change and are one
+    // root's; the template is everyone's.
+    for (answer, ttl, scope) in [
+        (&answers[0], json!(0), "private"),
+        (&answers[1], json!(0), "private"),
+        (&answers[2], json!(300_000), "public"),
+    ] {
+        assert_eq!(
+            (
+                &answer["result"]["ttlMs"],
+                answer["result"]["cacheScope"].as_str()
+            ),
+            (&ttl, Some(scope))
+        );
+    }
     for answer in &answers[..3] {
         assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
         assert_eq!(

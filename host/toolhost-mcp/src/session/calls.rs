@@ -14,7 +14,7 @@ use crate::convert::{call_result, CallParams};
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};
-use crate::resources::ResourceRequest;
+use crate::resources::{add_cache_hints, ResourceRequest};
 
 use super::LOG_TARGET;
 use super::{CallSlot, Message, Notifier, Registration};
@@ -203,10 +203,15 @@ async fn run_resource(
     };
     drop(registration);
     Some(match outcome {
-        Ok(result) => Message::response(
-            id,
-            Bytes::from(protocol::complete(meta, result).to_string()),
-        ),
+        Ok(mut result) => {
+            if meta.modern {
+                add_cache_hints(method, &mut result);
+            }
+            Message::response(
+                id,
+                Bytes::from(protocol::complete(meta, result).to_string()),
+            )
+        }
         Err(err) => {
             debug!(target: LOG_TARGET, request = %id, method, code = err.code, "{}", err.message);
             session.error_message(&err)

@@ -47,7 +47,7 @@ use crate::convert::{call_params, initialize_result_with};
 use crate::jsonrpc::{Incoming, Params, RequestId, RpcError};
 use crate::logging::SinkGuard;
 use crate::protocol::{self, RequestMeta};
-use crate::resources::templates_result;
+use crate::resources::{add_cache_hints, templates_result};
 use crate::revision::Revision;
 use state::SessionState;
 
@@ -271,9 +271,13 @@ impl Session {
                     ("server/discover", true) => Ok(Bytes::from(
                         protocol::discover_result(&meta, list_changed, has_resources).to_string(),
                     )),
-                    ("resources/templates/list", _) if has_resources => Ok(Bytes::from(
-                        protocol::complete(&meta, templates_result()).to_string(),
-                    )),
+                    ("resources/templates/list", _) if has_resources => {
+                        let mut result = templates_result();
+                        if meta.modern {
+                            add_cache_hints(&method, &mut result);
+                        }
+                        Ok(Bytes::from(protocol::complete(&meta, result).to_string()))
+                    }
                     ("resources/list" | "resources/read" | "completion/complete", _) => {
                         match &self.0.catalog.resources {
                             Some(files) => {
