@@ -289,13 +289,13 @@ impl FileResources {
                 let path = self.path_of(&uri).map_err(|message| invalid(id, message))?;
                 Ok(ResourceRequest::Read { uri, path })
             }
-            _ => self.completion(id, params),
+            _ => Self::completion(id, params),
         }
     }
 
     /// Checks `completion/complete`: a reference to [`FILE_TEMPLATE`] and its `path`
     /// argument.
-    fn completion(&self, id: &RequestId, params: &Params) -> Result<ResourceRequest, RpcError> {
+    fn completion(id: &RequestId, params: &Params) -> Result<ResourceRequest, RpcError> {
         let reference = params.value("ref");
         let kind = reference
             .as_ref()
@@ -473,16 +473,18 @@ impl FileResources {
             Err(err) => return Err(read_error(id, &uri, err)),
         };
         let mut content = json!({ "uri": uri, "mimeType": file.content_type });
-        match String::from_utf8(file.content) {
-            Ok(text) if !text.contains('\0') => content["text"] = json!(text),
-            Ok(text) => {
-                content["blob"] = json!(base64::engine::general_purpose::STANDARD.encode(text))
-            }
-            Err(err) => {
-                content["blob"] =
-                    json!(base64::engine::general_purpose::STANDARD.encode(err.as_bytes()))
-            }
-        }
+        let (key, value) = match String::from_utf8(file.content) {
+            Ok(text) if !text.contains('\0') => ("text", text),
+            Ok(text) => (
+                "blob",
+                base64::engine::general_purpose::STANDARD.encode(text),
+            ),
+            Err(err) => (
+                "blob",
+                base64::engine::general_purpose::STANDARD.encode(err.as_bytes()),
+            ),
+        };
+        content[key] = json!(value);
         Ok(json!({ "contents": [content] }))
     }
 
