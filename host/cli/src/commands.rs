@@ -9,7 +9,7 @@ use anyhow::Context;
 use tracing::{debug, info};
 
 use toolhost::registry::{CallContext, Environment, ToolCall};
-use toolhost_mcp::McpServer;
+use toolhost_mcp::{FileResources, McpServer};
 
 use crate::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
 use crate::output::{print, tools_table};
@@ -65,10 +65,14 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
-    let server = McpServer::new(Arc::clone(&toolset.registry))
+    let mut server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)
         .with_list_changed(args.watch);
+    // The files under --root are offered as resources where the file tools show them.
+    if let Some(files) = &toolset.files {
+        server = server.with_resources(FileResources::new(files.clone()));
+    }
     info!(
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",

@@ -14,7 +14,7 @@ use toolhost_mcp::http::{
     HttpConfig, HttpServer, Registries, SessionKey, SessionRootTemplate, Tokens,
     CLIENT_PLACEHOLDER, SESSION_PLACEHOLDER,
 };
-use toolhost_mcp::McpLimits;
+use toolhost_mcp::{FileResources, McpLimits};
 
 use super::args::http::HttpArgs;
 use super::args::{PluginFiles, RegistryArgs};
@@ -75,7 +75,14 @@ pub(crate) async fn serve(
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
             let toolset = build_server_registry(registry_args)?;
-            (Registries::Shared(Arc::clone(&toolset.registry)), toolset)
+            let registry = Arc::clone(&toolset.registry);
+            let registries = match &toolset.files {
+                Some(files) => {
+                    Registries::SharedWithFiles(registry, FileResources::new(files.clone()))
+                }
+                None => Registries::Shared(registry),
+            };
+            (registries, toolset)
         }
         Some(template) => {
             if watch {
@@ -105,12 +112,17 @@ pub(crate) async fn serve(
             // root), and the plugins' tools, loaded once, shared (they get no file
             // access, which would be the process's, not the session's).
             let (args, plugins) = (registry_args.clone(), Arc::clone(&toolset.registry));
-            let registries = Registries::per_session_root(template, move |storage, _info| {
-                let (registry, _) =
-                    registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
-                forward(&registry, &plugins).map_err(|err| err.to_string())?;
-                Ok(registry)
-            });
+            let registries =
+                Registries::per_session_root_with_files(template, move |storage, _info| {
+                    let (registry, options) =
+                        registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
+                    forward(&registry, &plugins).map_err(|err| err.to_string())?;
+                    // The session's own root's files, where its file tools show them.
+                    let files = options
+                        .filter(|_| !args.no_builtins)
+                        .map(FileResources::new);
+                    Ok((registry, files))
+                });
             (registries, toolset)
         }
     };

@@ -25,6 +25,9 @@ pub struct Toolset {
     pub registry: Arc<Registry>,
     /// The directory the file tools (and granted plugins) work in, when it was opened.
     pub root: Option<PathBuf>,
+    /// The built-in file tools' options (storage over `--root`, policy, read cap, walk
+    /// budget), when they are registered: what a server offers as MCP resources.
+    pub files: Option<VfsToolOptions>,
     /// The plugin host whose instances run the plugin tools, the plugins directory and
     /// what loading it did (for `--watch`).
     plugins: Option<(Arc<PluginHost>, PathBuf, LoadReport)>,
@@ -168,6 +171,7 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
     Ok(Toolset {
         registry: Arc::new(registry),
         root,
+        files: options.filter(|_| !args.no_builtins),
         plugins: plugin_host,
     })
 }

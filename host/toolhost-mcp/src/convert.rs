@@ -36,15 +36,20 @@ pub(crate) fn negotiate_version(requested: Option<&str>) -> &'static str {
 /// does not announce tool list changes.
 #[cfg(test)]
 pub(crate) fn initialize_result(requested: Option<&str>) -> Value {
-    initialize_result_with(requested, false)
+    initialize_result_with(requested, false, false)
 }
 
 /// The `initialize` result; `list_changed` says whether the server sends
 /// `notifications/tools/list_changed` (it does while it watches the plugins directory).
-pub(crate) fn initialize_result_with(requested: Option<&str>, list_changed: bool) -> Value {
+/// With `resources`, it declares the resources and completions capabilities.
+pub(crate) fn initialize_result_with(
+    requested: Option<&str>,
+    list_changed: bool,
+    resources: bool,
+) -> Value {
     json!({
         "protocolVersion": negotiate_version(requested),
-        "capabilities": capabilities(list_changed),
+        "capabilities": capabilities(list_changed, resources),
         "serverInfo": server_info(),
     })
 }
@@ -179,7 +184,7 @@ mod tests {
             })
         );
         assert_eq!(
-            initialize_result_with(None, true)["capabilities"]["tools"]["listChanged"],
+            initialize_result_with(None, true, false)["capabilities"]["tools"]["listChanged"],
             true
         );
         let listed: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();

@@ -18,7 +18,10 @@
 //! and the client may ask `server/discover` first (docs/protocol.md). It answers `initialize`,
 //! `ping`, `logging/setLevel` (legacy), `server/discover`, `subscriptions/listen` (modern),
 //! `tools/list` (the registry's definitions in order, `parameters` as `inputSchema`, in
-//! pages of [`DEFAULT_PAGE_SIZE`](limits::DEFAULT_PAGE_SIZE) tools) and `tools/call`, and reads the notifications
+//! pages of [`DEFAULT_PAGE_SIZE`](limits::DEFAULT_PAGE_SIZE) tools) and `tools/call`; with a
+//! storage root ([`McpServer::with_resources`]) the files under it as resources
+//! (`resources/list`, `resources/read`, `resources/templates/list`, `completion/complete`,
+//! see [`resources`]); and it reads the notifications
 //! `notifications/initialized` and `notifications/cancelled` (which stops the call and
 //! leaves it unanswered, as MCP asks).
 //!
@@ -116,6 +119,7 @@ pub mod limits;
 pub mod logging;
 mod pagination;
 mod protocol;
+pub mod resources;
 mod revision;
 mod server;
 mod session;
@@ -127,6 +131,7 @@ pub use jsonrpc::{
 pub use limits::{McpLimits, McpStats};
 pub use logging::{broadcast_span, log_layer, LogLevel};
 pub use protocol::SERVER_NAME;
+pub use resources::FileResources;
 pub use revision::Revision;
 pub use server::McpServer;
 

@@ -26,6 +26,11 @@ use std::ops::Range;
 
 /// What a cursor starts with; a cursor of another version is refused.
 const PREFIX: &str = "c1.";
+/// What a `resources/list` cursor starts with: the same scheme, another kind, so a
+/// cursor of one list is refused by the other.
+const RESOURCE_PREFIX: &str = "r1.";
+/// The longest tool name a `tools/list` cursor names.
+const MAX_TOOL_NAME: usize = 128;
 
 /// A cursor as a client sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +49,17 @@ impl Cursor {
 
     /// A cursor for the page starting at `start`, right after the tool `previous`.
     fn new(start: usize, previous: &str) -> Self {
-        let mut text = format!("{PREFIX}{start}.");
+        Self::of_kind(PREFIX, start, previous)
+    }
+
+    /// A `resources/list` cursor for the page after the file `previous`, the
+    /// `listed`-th listed.
+    pub(crate) fn for_resources(listed: usize, previous: &str) -> Self {
+        Self::of_kind(RESOURCE_PREFIX, listed, previous)
+    }
+
+    fn of_kind(prefix: &str, start: usize, previous: &str) -> Self {
+        let mut text = format!("{prefix}{start}.");
         for byte in previous.bytes() {
             text.push_str(&format!("{byte:02x}"));
         }
@@ -53,13 +68,19 @@ impl Cursor {
 
     /// Where the page starts and the tool before it, if this is a cursor of ours.
     fn read(&self) -> Option<(usize, String)> {
-        let rest = self.0.strip_prefix(PREFIX)?;
+        self.read_kind(PREFIX, MAX_TOOL_NAME)
+    }
+
+    /// Where the page starts and the name before it (at most `max_name` bytes), if this
+    /// is a cursor of ours of the kind `prefix`.
+    fn read_kind(&self, prefix: &str, max_name: usize) -> Option<(usize, String)> {
+        let rest = self.0.strip_prefix(prefix)?;
         let (start, name) = rest.split_once('.')?;
         if start.is_empty() || !start.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
         let start: usize = start.parse().ok()?;
-        if name.is_empty() || name.len() % 2 != 0 || name.len() > 2 * 128 {
+        if name.is_empty() || name.len() % 2 != 0 || name.len() > 2 * max_name {
             return None;
         }
         let bytes: Option<Vec<u8>> = (0..name.len())
@@ -90,6 +111,19 @@ pub(crate) enum CursorError {
     /// The tools changed and the tool the cursor continues after is gone.
     #[error("Invalid params: the tool list changed since this cursor was given (tool \"{0}\" is gone); list again from the start without a cursor")]
     Stale(String),
+}
+
+/// Where a `resources/list` cursor goes on: how many files were listed before, and the
+/// path of the last (the next page starts after it in path order, so a file removed
+/// since does not stop the listing).
+///
+/// # Errors
+/// [`CursorError::Unknown`] for anything but a resource cursor this server gave (a
+/// `tools/list` cursor included).
+pub(crate) fn resume_after(cursor: &Cursor) -> Result<(usize, String), CursorError> {
+    cursor
+        .read_kind(RESOURCE_PREFIX, toolhost::vfs::MAX_PATH_LEN)
+        .ok_or(CursorError::Unknown)
 }
 
 /// The page of `names` (the whole list, in order) that `cursor` asks for (the first page

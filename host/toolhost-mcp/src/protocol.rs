@@ -241,10 +241,29 @@ pub(crate) fn methods(modern: bool) -> &'static [&'static str] {
     }
 }
 
+/// The methods a server with resources ([`FileResources`](crate::FileResources))
+/// answers besides [`methods`], in both eras.
+pub(crate) const RESOURCE_METHODS: &[&str] = &[
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+];
+
 /// The `-32601` error for `method`, naming what this server answers in the request's era
-/// (and saying so when the method was removed in 2026-07-28).
-pub(crate) fn method_not_found(id: &RequestId, method: &str, meta: &RequestMeta) -> RpcError {
-    let answered = methods(meta.modern).join(", ");
+/// (the resource methods too when it has `resources`), and saying so when the method
+/// was removed in 2026-07-28.
+pub(crate) fn method_not_found(
+    id: &RequestId,
+    method: &str,
+    meta: &RequestMeta,
+    resources: bool,
+) -> RpcError {
+    let mut answered = methods(meta.modern).join(", ");
+    if resources {
+        answered.push_str(", ");
+        answered.push_str(&RESOURCE_METHODS.join(", "));
+    }
     let message = if meta.modern && methods(false).contains(&method) {
         format!("Method not found: {method} was removed in protocol version {}; this server answers {answered} there", meta.revision)
     } else {
@@ -259,9 +278,19 @@ pub(crate) fn server_info() -> Value {
 }
 
 /// The capabilities this server declares: tools (with `listChanged` when it tells clients
-/// of changes) and logging.
-pub(crate) fn capabilities(list_changed: bool) -> Value {
-    json!({ "tools": { "listChanged": list_changed }, "logging": {} })
+/// of changes) and logging; with `resources` (the files under its root), resources
+/// (without subscriptions or list changes) and completions.
+pub(crate) fn capabilities(list_changed: bool, resources: bool) -> Value {
+    if resources {
+        json!({
+            "tools": { "listChanged": list_changed },
+            "logging": {},
+            "resources": {},
+            "completions": {},
+        })
+    } else {
+        json!({ "tools": { "listChanged": list_changed }, "logging": {} })
+    }
 }
 
 /// `result` with what a modern result carries besides its own fields: `resultType:
@@ -281,13 +310,13 @@ pub(crate) fn complete(meta: &RequestMeta, mut result: Value) -> Value {
 
 /// The `server/discover` result: every revision served, the capabilities, the server's
 /// identity, and how long a client may keep it.
-pub(crate) fn discover_result(meta: &RequestMeta, list_changed: bool) -> Value {
+pub(crate) fn discover_result(meta: &RequestMeta, list_changed: bool, resources: bool) -> Value {
     let supported: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
     complete(
         meta,
         json!({
             "supportedVersions": supported,
-            "capabilities": capabilities(list_changed),
+            "capabilities": capabilities(list_changed, resources),
             "ttlMs": ttl_ms(list_changed),
             "cacheScope": "public",
         }),
@@ -446,7 +475,7 @@ mod tests {
             complete(&legacy, json!({"tools": []})),
             json!({"tools": []})
         );
-        let discover = discover_result(&meta, true);
+        let discover = discover_result(&meta, true, false);
         assert_eq!(discover["capabilities"]["tools"]["listChanged"], true);
         assert_eq!(discover["ttlMs"], WATCHED_TTL_MS);
         assert_eq!(discover["cacheScope"], "public");
@@ -459,12 +488,12 @@ mod tests {
             modern: true,
             ..RequestMeta::legacy(Revision::V2026_07_28)
         };
-        let err = method_not_found(&RequestId::from(1), "ping", &meta);
+        let err = method_not_found(&RequestId::from(1), "ping", &meta, false);
         assert_eq!(err.code, METHOD_NOT_FOUND);
         assert_eq!(err.message, "Method not found: ping was removed in protocol version 2026-07-28; this server answers server/discover, tools/list, tools/call, subscriptions/listen there");
         let legacy = RequestMeta::legacy(Revision::V2025_06_18);
         assert_eq!(
-            method_not_found(&RequestId::from(1), "nope", &legacy).message,
+            method_not_found(&RequestId::from(1), "nope", &legacy, false).message,
             "Method not found: nope; this server answers initialize, ping, tools/list, tools/call, logging/setLevel"
         );
     }

@@ -214,7 +214,8 @@ fn mcp_session_over_stdio() {
         init,
         json!({"jsonrpc": "2.0", "id": 1, "result": {
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+            // With --root the files under it are also resources (and paths completions).
+            "capabilities": {"tools": {"listChanged": false}, "logging": {}, "resources": {}, "completions": {}},
             "serverInfo": {"name": "wasm-toolhost", "version": env!("CARGO_PKG_VERSION")},
         }})
     );
@@ -294,7 +295,7 @@ fn mcp_session_over_stdio() {
         (error["id"].clone(), error["error"]["code"].clone()),
         (json!(10), json!(-32600))
     );
-    let error = server.request(11, "resources/list", json!({}));
+    let error = server.request(11, "prompts/list", json!({}));
     assert_eq!(error["error"]["code"], -32601);
 
     // The plan tool.
@@ -314,6 +315,78 @@ fn mcp_session_over_stdio() {
     // Logs went to stderr: the session id, and a turn id per call.
     assert!(stderr.contains("session_id="), "{stderr}");
     assert!(stderr.contains("turn_id="), "{stderr}");
+}
+
+#[test]
+fn resources_over_stdio_follow_the_root_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("notes")).unwrap();
+    std::fs::write(root.join("notes/todo.md"), "- ship it\n").unwrap();
+    std::fs::write(root.join(".env"), "API_KEY=hunter2\n").unwrap();
+    std::fs::write(root.join("big.md"), "x".repeat(2000)).unwrap();
+    std::fs::write(dir.path().join("secret.md"), "TOP SECRET").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(dir.path().join("secret.md"), root.join("escape.md")).unwrap();
+    let mut server = Server::start(&root, &["--hide-hidden", "--max-read-bytes", "1000"]);
+    let list = server.request(1, "resources/list", json!({}));
+    let uris: Vec<&str> = list["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["file:///big.md", "file:///notes/todo.md"], "{list}");
+    let read = server.request(2, "resources/read", json!({"uri": "file:///notes/todo.md"}));
+    assert_eq!(
+        read["result"],
+        json!({"contents": [{"uri": "file:///notes/todo.md", "mimeType": "text/markdown", "text": "- ship it\n"}]})
+    );
+    for (id, uri, code, words) in [
+        (3, "file:///.env", -32602, "hidden path"),
+        (4, "file:///%2e%2e/secret.md", -32602, "\"..\" segment"),
+        (5, "file:///big.md", -32602, "over the 1000-byte read cap"),
+        (6, "file:///gone.md", -32002, "Resource not found"),
+        (7, "file:///escape.md", -32602, "denied"),
+    ] {
+        let answer = server.request(id, "resources/read", json!({"uri": uri}));
+        assert_eq!(answer["error"]["code"], code, "{uri}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{uri}: {message}");
+        assert!(!answer.to_string().contains("SECRET") && !answer.to_string().contains("hunter2"));
+    }
+    let templates = server.request(8, "resources/templates/list", json!({}));
+    assert_eq!(
+        templates["result"]["resourceTemplates"][0]["uriTemplate"],
+        "file:///{path}"
+    );
+    let completion = server.request(
+        9,
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "file:///{path}"}, "argument": {"name": "path", "value": "no"}}),
+    );
+    assert_eq!(
+        completion["result"]["completion"],
+        json!({"values": ["notes/todo.md"], "hasMore": false, "total": 1})
+    );
+    let (code, _, _) = server.finish();
+    assert_eq!(code, Some(0));
+
+    // Without the built-in file tools there is no root to offer: no resources.
+    let mut server = Server::start(&root, &["--no-builtins", "--plan"]);
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools": {"listChanged": false}, "logging": {}})
+    );
+    let answer = server.request(2, "resources/list", json!({}));
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let (code, _, _) = server.finish();
+    assert_eq!(code, Some(0));
 }
 
 #[test]

@@ -328,6 +328,39 @@ fn session_roots_keep_two_clients_apart() {
         json!({}),
     );
     assert_eq!(text(&listed).matches("notes.md").count(), 1, "{listed}");
+    // Resources too: each session's are its own root's files.
+    for (session, content) in [(&a, "alpha"), (&b, "beta")] {
+        let body = json!({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///notes.md"}});
+        let reply = post(
+            server.addr,
+            &[("Mcp-Session-Id", session)],
+            &body.to_string(),
+        );
+        assert_eq!(
+            reply.json()["result"]["contents"][0]["text"],
+            content,
+            "{}",
+            reply.body
+        );
+        let body = json!({"jsonrpc":"2.0","id":4,"method":"resources/list"});
+        let reply = post(
+            server.addr,
+            &[("Mcp-Session-Id", session)],
+            &body.to_string(),
+        );
+        let names: Vec<Value> = reply.json()["result"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("notes.md")], "{}", reply.body);
+    }
+    let escape = format!("file:///../{b}/notes.md");
+    let body = json!({"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":escape}});
+    let reply = post(server.addr, &[("Mcp-Session-Id", &a)], &body.to_string());
+    assert_eq!(reply.json()["error"]["code"], -32602, "{}", reply.body);
+    assert!(!reply.body.contains("beta"), "{}", reply.body);
     assert_eq!(server.terminate().0, 0);
 }
 

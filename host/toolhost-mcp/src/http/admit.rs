@@ -237,7 +237,7 @@ pub(super) fn body_version(params: &Params) -> Option<String> {
 
 /// 2026-07-28 mirrors body fields into headers for intermediaries (a load balancer may
 /// route on them): for a request of that era, `MCP-Protocol-Version`, `Mcp-Method` and
-/// (for `tools/call`) `Mcp-Name` must be there and match the body, else the request is
+/// (for `tools/call` and `resources/read`) `Mcp-Name` (the tool's name, the URI) must be there and match the body, else the request is
 /// refused with `HeaderMismatch` (-32020), so no part of the path acts on a value the
 /// server does not. Requests of the legacy era are not checked (they have no such
 /// headers but the version).
@@ -290,16 +290,22 @@ pub(super) fn check_mirrored_headers(
         }
         Some(_) => {}
     }
-    if method == "tools/call" {
-        let Some(name) = params.str("name") else {
-            // The call itself is refused for its missing name.
+    // The body member Mcp-Name mirrors, per method (2026-07-28's standard headers).
+    let mirrored = match method {
+        "tools/call" => Some(("name", "the tool's name")),
+        "resources/read" => Some(("uri", "the resource's URI")),
+        _ => None,
+    };
+    if let Some((member, what)) = mirrored {
+        let Some(name) = params.str(member) else {
+            // The request itself is refused for its missing member.
             return Ok(());
         };
         match header_str(headers, "mcp-name").map(decode_header_value) {
             None => {
-                return Err(mismatch(
-                    "no Mcp-Name header; send the tool's name in Mcp-Name (as =?base64?...?= when it is not plain ASCII)".to_owned(),
-                ))
+                return Err(mismatch(format!(
+                    "no Mcp-Name header; send {what} in Mcp-Name (as =?base64?...?= when it is not plain ASCII)"
+                )))
             }
             Some(None) => {
                 return Err(mismatch(

@@ -87,8 +87,8 @@ pub use roots::{SessionRootTemplate, TemplateError, CLIENT_PLACEHOLDER, SESSION_
 pub use server::HttpServer;
 pub use service::{McpService, StatsHandle};
 pub use sessions::{
-    Registries, RegistryFactory, SessionInfo, SessionKey, SessionKeyError, SessionSettings,
-    DEFAULT_MAX_SESSIONS, SESSION_ID_LEN,
+    Registries, RegistryFactory, ServedFactory, SessionInfo, SessionKey, SessionKeyError,
+    SessionSettings, DEFAULT_MAX_SESSIONS, SESSION_ID_LEN,
 };
 
 use std::net::SocketAddr;

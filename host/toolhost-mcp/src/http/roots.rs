@@ -11,6 +11,8 @@ use tracing::info;
 use toolhost::registry::Registry;
 use toolhost::vfs::{OsStorage, Storage};
 
+use crate::FileResources;
+
 use super::sessions::{Registries, SessionInfo};
 
 /// The placeholder for the session id in a [`SessionRootTemplate`].
@@ -214,6 +216,53 @@ impl Registries {
                 "session storage root ready"
             );
             Ok(Arc::new(registry))
+        }))
+    }
+}
+
+impl Registries {
+    /// As [`Registries::per_session_root`], and each session offers the files of its
+    /// own root as resources: `build` gives the session's registry and its
+    /// [`FileResources`] (usually over the options its file tools were registered
+    /// with), or `None` to offer none. A session never sees another's files: its
+    /// resources are over the storage `build` was given for it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolhost::registry::Registry;
+    /// use toolhost::tools::{register_vfs_tools, VfsToolOptions};
+    /// use toolhost_mcp::http::{Registries, SessionInfo, SessionRootTemplate};
+    /// use toolhost_mcp::FileResources;
+    ///
+    /// let base = tempfile::tempdir()?;
+    /// let template = SessionRootTemplate::parse(&format!("{}/{{session}}", base.path().display()))?;
+    /// let registries = Registries::per_session_root_with_files(template, |storage, _info: &SessionInfo| {
+    ///     let options = VfsToolOptions::builder(storage).hide_hidden_paths(true).build();
+    ///     let registry = Registry::new();
+    ///     register_vfs_tools(&registry, options.clone()).map_err(|err| err.to_string())?;
+    ///     Ok((registry, Some(FileResources::new(options))))
+    /// });
+    /// # drop(registries);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn per_session_root_with_files<F>(template: SessionRootTemplate, build: F) -> Self
+    where
+        F: Fn(Arc<dyn Storage>, &SessionInfo) -> Result<(Registry, Option<FileResources>), String>
+            + Send
+            + Sync
+            + 'static,
+    {
+        Self::PerSessionWithFiles(Arc::new(move |info: &SessionInfo| {
+            let (root, storage) = template.open(info)?;
+            let (registry, files) = build(storage, info)?;
+            info!(
+                session_id = info.id.as_deref().unwrap_or("-"),
+                client = info.client.as_deref().unwrap_or("-"),
+                root = %root.display(),
+                resources = files.is_some(),
+                "session storage root ready"
+            );
+            Ok((Arc::new(registry), files))
         }))
     }
 }

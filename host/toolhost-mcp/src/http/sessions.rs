@@ -24,6 +24,7 @@ use tracing::{debug, info};
 
 use toolhost::registry::{Environment, Registry};
 
+use crate::resources::FileResources;
 use crate::session::{Catalog, Counters, Session};
 
 /// The length of a session id: 64 hex digits.
@@ -155,13 +156,26 @@ pub struct SessionInfo {
 /// Runs on a blocking thread: it may create directories.
 pub type RegistryFactory = Arc<dyn Fn(&SessionInfo) -> Result<Arc<Registry>, String> + Send + Sync>;
 
-/// Which registry a session serves.
+/// Builds a session's registry and the files it offers as resources (`None`: none),
+/// e.g. the file tools and the files of a storage root of its own
+/// ([`Registries::per_session_root_with_files`]). Runs on a blocking thread.
+pub type ServedFactory = Arc<
+    dyn Fn(&SessionInfo) -> Result<(Arc<Registry>, Option<FileResources>), String> + Send + Sync,
+>;
+
+/// Which registry a session serves (and which files it offers as resources).
 #[derive(Clone)]
 pub enum Registries {
     /// The same registry for every session.
     Shared(Arc<Registry>),
     /// A registry per session, built when the session is first seen by this process.
     PerSession(RegistryFactory),
+    /// The same registry for every session, and the files of one storage root offered
+    /// as resources ([`FileResources`]).
+    SharedWithFiles(Arc<Registry>, FileResources),
+    /// A registry and the files it offers per session, built when the session is first
+    /// seen by this process: each session sees only the files its factory gave it.
+    PerSessionWithFiles(ServedFactory),
 }
 
 impl std::fmt::Debug for Registries {
@@ -169,6 +183,12 @@ impl std::fmt::Debug for Registries {
         match self {
             Self::Shared(registry) => f.debug_tuple("Shared").field(registry).finish(),
             Self::PerSession(_) => f.write_str("PerSession(..)"),
+            Self::SharedWithFiles(registry, files) => f
+                .debug_tuple("SharedWithFiles")
+                .field(registry)
+                .field(files)
+                .finish(),
+            Self::PerSessionWithFiles(_) => f.write_str("PerSessionWithFiles(..)"),
         }
     }
 }
@@ -239,7 +259,7 @@ enum Source {
     /// One for every session, encoded once.
     Shared(Arc<Catalog>),
     /// Built per session.
-    PerSession(RegistryFactory),
+    PerSession(ServedFactory),
 }
 
 /// The sessions of this process.
@@ -265,7 +285,15 @@ impl Sessions {
             Registries::Shared(registry) => Source::Shared(Arc::new(
                 Catalog::new(registry, Arc::clone(&counters)).with_list_changed(list_changed),
             )),
-            Registries::PerSession(factory) => Source::PerSession(factory),
+            Registries::SharedWithFiles(registry, files) => Source::Shared(Arc::new(
+                Catalog::new(registry, Arc::clone(&counters))
+                    .with_list_changed(list_changed)
+                    .with_resources(Some(files)),
+            )),
+            Registries::PerSession(factory) => Source::PerSession(Arc::new(move |info| {
+                factory(info).map(|registry| (registry, None))
+            })),
+            Registries::PerSessionWithFiles(factory) => Source::PerSession(factory),
         };
         Self {
             settings,
@@ -293,11 +321,11 @@ impl Sessions {
             Source::Shared(catalog) => Arc::clone(catalog),
             Source::PerSession(factory) => {
                 let factory = Arc::clone(factory);
-                let registry = tokio::task::spawn_blocking(move || factory(&info))
+                let (registry, files) = tokio::task::spawn_blocking(move || factory(&info))
                     .await
                     .map_err(|err| Refusal::Setup(format!("the session set-up failed: {err}")))?
                     .map_err(Refusal::Setup)?;
-                Arc::new(Catalog::new(registry, Arc::clone(&self.counters)))
+                Arc::new(Catalog::new(registry, Arc::clone(&self.counters)).with_resources(files))
             }
         };
         Ok(Session::with_catalog_under(

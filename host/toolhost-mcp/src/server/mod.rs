@@ -43,6 +43,7 @@ use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INV
 use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Session, Step};
 use super::ServeError;
 use crate::limits::{McpLimits, McpStats};
+use crate::resources::FileResources;
 
 mod lines;
 mod outbox;
@@ -88,7 +89,8 @@ impl McpServer {
                 Arc::clone(&self.counters),
             )
             .with_list_changed(list_changed)
-            .with_page_size(self.catalog.page_size),
+            .with_page_size(self.catalog.page_size)
+            .with_resources(self.catalog.resources.clone()),
         );
         self
     }
@@ -103,7 +105,26 @@ impl McpServer {
                 Arc::clone(&self.counters),
             )
             .with_list_changed(self.catalog.list_changed)
-            .with_page_size(tools),
+            .with_page_size(tools)
+            .with_resources(self.catalog.resources.clone()),
+        );
+        self
+    }
+
+    /// This server offering `resources`, the files under a storage root, as MCP
+    /// resources (`resources/list`, `resources/read`, `resources/templates/list`,
+    /// `completion/complete` of paths): it then declares the `resources` and
+    /// `completions` capabilities. Off by default (the methods are unknown). See
+    /// [`resources`](crate::resources) for what each method answers and refuses.
+    pub fn with_resources(mut self, resources: FileResources) -> Self {
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(self.catalog.list_changed)
+            .with_page_size(self.catalog.page_size)
+            .with_resources(Some(resources)),
         );
         self
     }

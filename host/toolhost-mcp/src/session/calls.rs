@@ -14,24 +14,36 @@ use crate::convert::{call_result, CallParams};
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};
+use crate::resources::{add_cache_hints, ResourceRequest};
 
 use super::LOG_TARGET;
 use super::{CallSlot, Message, Notifier, Registration};
 
-/// A `tools/call` to run, from [`Session::receive`](super::Session::receive). Dropping it without running drops
-/// the call (its entry among the calls in flight goes with it).
+/// A `tools/call` to run, from [`Session::receive`](super::Session::receive), or a
+/// resource request (which reads or walks the storage, so it runs as a call does, in a
+/// call's slot). Dropping it without running drops the call (its entry among the calls
+/// in flight goes with it).
 pub(crate) struct PendingCall {
     pub(super) registration: Registration,
     pub(super) id: RequestId,
-    pub(super) call: CallParams,
+    pub(super) work: Work,
     pub(super) meta: RequestMeta,
+}
+
+/// What a [`PendingCall`] runs.
+#[derive(Debug)]
+pub(super) enum Work {
+    /// A tool call.
+    Tool(CallParams),
+    /// A resource request, run by the catalog's resources.
+    Resource(ResourceRequest),
 }
 
 impl std::fmt::Debug for PendingCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingCall")
             .field("id", &self.id)
-            .field("tool", &self.call.name)
+            .field("work", &self.work)
             .finish_non_exhaustive()
     }
 }
@@ -43,9 +55,12 @@ impl PendingCall {
     }
 
     #[cfg(test)]
-    /// The tool's name.
+    /// The tool's name (a resource request's method).
     pub(crate) fn tool(&self) -> &str {
-        &self.call.name
+        match &self.work {
+            Work::Tool(call) => &call.name,
+            Work::Resource(request) => request.method(),
+        }
     }
 
     /// What the call holds of
@@ -60,10 +75,11 @@ impl PendingCall {
             .progress_token
             .as_ref()
             .map_or(0, |token| token.as_json().len());
-        self.call.arguments.len()
-            + self.call.name.len()
-            + 2 * self.id.as_json().len()
-            + progress_token
+        let work = match &self.work {
+            Work::Tool(call) => call.arguments.len() + call.name.len(),
+            Work::Resource(request) => request.held_bytes(),
+        };
+        work + 2 * self.id.as_json().len() + progress_token
     }
 
     /// A token cancelled when the client cancels the call (or the session ends); a
@@ -80,6 +96,12 @@ impl PendingCall {
     /// when the client sent a `progressToken`, log lines at the level it asked for) go
     /// through `notifier`, when they fit without waiting.
     pub(crate) async fn run(self, _slot: &CallSlot, notifier: Notifier) -> Option<Message> {
+        let call = match self.work {
+            Work::Tool(call) => call,
+            Work::Resource(request) => {
+                return run_resource(self.registration, &self.id, &self.meta, request).await
+            }
+        };
         let session = self.registration.session.clone();
         let token = self.registration.token.clone();
         let env = session.0.env.next_turn();
@@ -116,12 +138,12 @@ impl PendingCall {
             )),
             _ => None,
         };
-        info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %self.call.name, request = %id, "tools/call");
+        info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
         let started = Instant::now();
         let call = ToolCall {
             id: id.as_json().to_owned(),
-            name: self.call.name,
-            arguments: self.call.arguments,
+            name: call.name,
+            arguments: call.arguments,
         };
         let mut ctx = CallContext::new().with_cancellation(token.clone());
         if let Some((hook, _)) = &progress {
@@ -157,6 +179,44 @@ impl PendingCall {
         let result = protocol::complete(&meta, call_result(&outcome));
         Some(Message::response(&id, Bytes::from(result.to_string())))
     }
+}
+
+/// Runs a resource request: its response, or `None` when the client cancelled it (or
+/// the session ended) first, which also stops its walk or read.
+async fn run_resource(
+    registration: Registration,
+    id: &RequestId,
+    meta: &RequestMeta,
+    request: ResourceRequest,
+) -> Option<Message> {
+    let session = registration.session.clone();
+    let token = registration.token.clone();
+    let resources = session.0.catalog.resources.clone()?;
+    let method = request.method();
+    debug!(target: LOG_TARGET, request = %id, method, "resource request");
+    let outcome = tokio::select! {
+        outcome = resources.run(id, request) => outcome,
+        () = token.cancelled() => {
+            debug!(target: LOG_TARGET, request = %id, "not answering a cancelled resource request");
+            return None;
+        }
+    };
+    drop(registration);
+    Some(match outcome {
+        Ok(mut result) => {
+            if meta.modern {
+                add_cache_hints(method, &mut result);
+            }
+            Message::response(
+                id,
+                Bytes::from(protocol::complete(meta, result).to_string()),
+            )
+        }
+        Err(err) => {
+            debug!(target: LOG_TARGET, request = %id, method, code = err.code, "{}", err.message);
+            session.error_message(&err)
+        }
+    })
 }
 
 /// A `subscriptions/listen` request to run, from [`Session::receive`](super::Session::receive): it acknowledges,

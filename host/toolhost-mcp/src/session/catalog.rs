@@ -12,6 +12,7 @@ use super::state::EncodedTools;
 use crate::jsonrpc::{Params, RequestId, RpcError};
 use crate::limits::DEFAULT_PAGE_SIZE;
 use crate::protocol::RequestMeta;
+use crate::resources::FileResources;
 
 use super::Counters;
 
@@ -24,8 +25,10 @@ pub(crate) struct Catalog {
     counters: Arc<Counters>,
     /// Whether clients are told when the tool list changes (hot reload).
     pub(crate) list_changed: bool,
-    /// Tools per `tools/list` page.
+    /// Tools per `tools/list` page (and files per `resources/list` page).
     pub(crate) page_size: usize,
+    /// The files offered as resources, if the server has a storage root to offer.
+    pub(crate) resources: Option<FileResources>,
 }
 
 impl Catalog {
@@ -36,7 +39,14 @@ impl Catalog {
             counters,
             list_changed: false,
             page_size: DEFAULT_PAGE_SIZE,
+            resources: None,
         }
+    }
+
+    /// This catalog offering `resources` (`None`: none, the methods are unknown).
+    pub(crate) fn with_resources(mut self, resources: Option<FileResources>) -> Self {
+        self.resources = resources;
+        self
     }
 
     /// This catalog telling clients when the registry's tools change.

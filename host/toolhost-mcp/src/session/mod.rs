@@ -25,6 +25,7 @@ mod message;
 mod notifier;
 mod state;
 
+use calls::Work;
 pub(crate) use calls::{PendingCall, PendingListen};
 pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
@@ -42,10 +43,11 @@ use tracing::{debug, info};
 
 use toolhost::registry::{Environment, Registry};
 
-use crate::convert::{call_params, initialize_result_with, CallParams};
+use crate::convert::{call_params, initialize_result_with};
 use crate::jsonrpc::{Incoming, Params, RequestId, RpcError};
 use crate::logging::SinkGuard;
 use crate::protocol::{self, RequestMeta};
+use crate::resources::{add_cache_hints, templates_result};
 use crate::revision::Revision;
 use state::SessionState;
 
@@ -259,6 +261,7 @@ impl Session {
                     Err(err) => return Step::Reply(self.error(&err)),
                 };
                 let list_changed = self.0.catalog.list_changed;
+                let has_resources = self.0.catalog.resources.is_some();
                 let reply = match (method.as_str(), meta.modern) {
                     ("initialize", false) => Ok(Bytes::from(self.initialize(&params).to_string())),
                     ("ping", false) => Ok(Bytes::from_static(b"{}")),
@@ -266,11 +269,36 @@ impl Session {
                         .set_level(&id, &params)
                         .map(|()| Bytes::from_static(b"{}")),
                     ("server/discover", true) => Ok(Bytes::from(
-                        protocol::discover_result(&meta, list_changed).to_string(),
+                        protocol::discover_result(&meta, list_changed, has_resources).to_string(),
                     )),
+                    ("resources/templates/list", _) if has_resources => {
+                        let mut result = templates_result();
+                        if meta.modern {
+                            add_cache_hints(&method, &mut result);
+                        }
+                        Ok(Bytes::from(protocol::complete(&meta, result).to_string()))
+                    }
+                    ("resources/list" | "resources/read" | "completion/complete", _) => {
+                        match &self.0.catalog.resources {
+                            Some(files) => {
+                                match files.request(&id, &method, &params, self.0.catalog.page_size)
+                                {
+                                    Ok(request) => {
+                                        return Step::Call(self.pending(
+                                            id,
+                                            Work::Resource(request),
+                                            meta,
+                                        ))
+                                    }
+                                    Err(err) => Err(err),
+                                }
+                            }
+                            None => Err(protocol::method_not_found(&id, &method, &meta, false)),
+                        }
+                    }
                     ("tools/list", _) => self.0.catalog.tools_list(&id, &params, &meta),
                     ("tools/call", _) => match call_params(&id, &params) {
-                        Ok(call) => return Step::Call(self.pending_call(id, call, meta)),
+                        Ok(call) => return Step::Call(self.pending(id, Work::Tool(call), meta)),
                         Err(err) => Err(err),
                     },
                     ("subscriptions/listen", true) => {
@@ -284,7 +312,12 @@ impl Session {
                             Err(err) => Err(err),
                         }
                     }
-                    _ => Err(protocol::method_not_found(&id, &method, &meta)),
+                    _ => Err(protocol::method_not_found(
+                        &id,
+                        &method,
+                        &meta,
+                        has_resources,
+                    )),
                 };
                 Step::Reply(match reply {
                     Ok(result) => Message::response(&id, result),
@@ -308,7 +341,12 @@ impl Session {
 
     fn initialize(&self, params: &Params) -> Value {
         let requested = params.str("protocolVersion");
-        let result = initialize_result_with(requested.as_deref(), self.0.catalog.list_changed);
+        let catalog = &self.0.catalog;
+        let result = initialize_result_with(
+            requested.as_deref(),
+            catalog.list_changed,
+            catalog.resources.is_some(),
+        );
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()
@@ -333,13 +371,13 @@ impl Session {
         result
     }
 
-    /// Registers the call as in flight (so a cancellation that comes right after finds
-    /// it) and hands it out to be run.
-    fn pending_call(&self, id: RequestId, call: CallParams, meta: RequestMeta) -> PendingCall {
+    /// Registers the call (or resource request) as in flight (so a cancellation that
+    /// comes right after finds it) and hands it out to be run.
+    fn pending(&self, id: RequestId, work: Work, meta: RequestMeta) -> PendingCall {
         PendingCall {
             registration: self.register(&id),
             id,
-            call,
+            work,
             meta,
         }
     }

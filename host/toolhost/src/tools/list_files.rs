@@ -12,12 +12,14 @@ use crate::registry::ToolAnnotations;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use crate::vfs::{FileEntry, FilePolicy, Storage, StorageError};
+
 use serde_json::{json, Value};
 use toolhost_sdk::schema::object;
 
 use super::common::{rfc3339, storage_error};
 use super::register_file_tool;
-use super::{stopped, walk, FileTools};
+use super::{stopped, walk, FileTools, VfsToolOptions};
 use crate::registry::encoded_len;
 use crate::registry::{
     CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
@@ -59,16 +61,12 @@ fn list(tools: &FileTools, ctx: &CallContext) -> Result<ToolResult, ToolError> {
     let mut expired = false;
     let mut sorted = true;
     let mut last = String::new();
-    tools
-        .storage
-        .visit_files(&mut |entry| {
-            if ctx.expired() {
-                expired = true;
-                return ControlFlow::Break(());
-            }
-            if !tools.policy.visible(&entry.path) {
-                return ControlFlow::Continue(());
-            }
+    visit_visible(
+        &*tools.storage,
+        &tools.policy,
+        &|| ctx.expired(),
+        &mut expired,
+        &mut |entry| {
             sorted &= count == 0 || last < entry.path;
             last.clone_from(&entry.path);
             let value = json!({
@@ -87,8 +85,9 @@ fn list(tools: &FileTools, ctx: &CallContext) -> Result<ToolResult, ToolError> {
                 files.push(value);
             }
             ControlFlow::Continue(())
-        })
-        .map_err(|err| storage_error(NAME, err))?;
+        },
+    )
+    .map_err(|err| storage_error(NAME, err))?;
     if expired {
         return Err(stopped(ctx, NAME));
     }
@@ -104,6 +103,103 @@ fn list(tools: &FileTools, ctx: &CallContext) -> Result<ToolResult, ToolError> {
         files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
     }
     Ok(ToolResult::new(json!({ "files": files })))
+}
+
+/// The one walk of what `list_files` shows: every file of `storage` that `policy` makes
+/// visible, in path order, until `visit` breaks. `stop` is asked before each file (visible
+/// or not); when it says yes the walk ends and `expired` is set.
+fn visit_visible(
+    storage: &dyn Storage,
+    policy: &FilePolicy,
+    stop: &dyn Fn() -> bool,
+    expired: &mut bool,
+    visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
+) -> Result<(), StorageError> {
+    storage.visit_files(&mut |entry| {
+        if stop() {
+            *expired = true;
+            return ControlFlow::Break(());
+        }
+        if !policy.visible(&entry.path) {
+            return ControlFlow::Continue(());
+        }
+        visit(entry)
+    })
+}
+
+/// Walks the files `list_files` would show under `options` (every stored file its
+/// [policy](VfsToolOptions::policy) makes visible: hidden paths and other extensions
+/// left out), in path order, calling `visit` with `state` and each file until it
+/// breaks; gives the state back. For a front end that offers the same files another way
+/// (MCP resources): it sees exactly what the model sees through the tools.
+///
+/// The walk is one of the tools' walks: it takes a walker of the options'
+/// [walk budget](super::walks) first (`caller` names it in the busy error), runs on the
+/// blocking pool, and stops between two files when this future is dropped. Nothing of
+/// the listing is held but what `visit` keeps in `state`.
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use std::sync::Arc;
+/// use toolhost::tools::{list_files::visit_listed_files, VfsToolOptions};
+/// use toolhost::vfs::{MemoryStorage, Storage};
+///
+/// let storage = Arc::new(MemoryStorage::new());
+/// for path in ["a.md", ".env", "b/c.txt"] {
+///     storage.write(path, b"x", "")?;
+/// }
+/// let options = VfsToolOptions::builder(storage).hide_hidden_paths(true).build();
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let paths = visit_listed_files(&options, "example", Vec::new(), |paths: &mut Vec<String>, file| {
+///     paths.push(file.path);
+///     ControlFlow::Continue(())
+/// })
+/// .await?;
+/// assert_eq!(paths, ["a.md", "b/c.txt"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`ToolError::LimitExceeded`] when the walk budget has no walker for it (see
+/// [`WalkBudget`](super::WalkBudget)), and the storage's errors as `list_files` gives
+/// them (for `caller`).
+pub async fn visit_listed_files<S, F>(
+    options: &VfsToolOptions,
+    caller: &str,
+    state: S,
+    mut visit: F,
+) -> Result<S, ToolError>
+where
+    S: Send + 'static,
+    F: FnMut(&mut S, FileEntry) -> ControlFlow<()> + Send + 'static,
+{
+    let storage = Arc::clone(&options.storage);
+    let policy = options.policy();
+    let name = caller.to_owned();
+    walk(
+        &options.walk_budget,
+        caller,
+        CallContext::new(),
+        move |ctx| {
+            let mut state = state;
+            let mut expired = false;
+            visit_visible(
+                &*storage,
+                &policy,
+                &|| ctx.expired(),
+                &mut expired,
+                &mut |entry| visit(&mut state, entry),
+            )
+            .map_err(|err| storage_error(&name, err))?;
+            if expired {
+                return Err(stopped(ctx, &name));
+            }
+            Ok(state)
+        },
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -301,6 +301,7 @@ fn modern(id: u64, method: &str, name: Option<&str>) -> String {
 mod admit;
 mod calls;
 mod mount;
+mod resources;
 mod sessions;
 mod storms;
 mod streams;
