@@ -1,6 +1,6 @@
 //! The `list_files` tool: every file the policy lets the model see, with size and time.
 //!
-//! The store is walked as a stream ([`Storage::visit_files`](crate::vfs::Storage::visit_files), in path order) under the
+//! The store is walked as a stream ([`Storage::visit_files`], in path order) under the
 //! [walk budget](super::walks): the entries are built as the walk goes, and once the
 //! result's JSON would pass the call's result cap
 //! ([`CallContext::result_cap`]) no more are kept; the walk goes on counting bytes only,
