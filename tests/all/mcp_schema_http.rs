@@ -125,7 +125,7 @@ async fn http_session(
     let server = HttpServer::bind(
         "127.0.0.1:0".parse().unwrap(),
         config,
-        Registries::Shared(Arc::clone(&registry)),
+        Registries::shared(Arc::clone(&registry)),
     )
     .await
     .unwrap();

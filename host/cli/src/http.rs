@@ -78,9 +78,9 @@ pub(crate) async fn serve(
             let registry = Arc::clone(&toolset.registry);
             let registries = match &toolset.files {
                 Some(files) => {
-                    Registries::SharedWithFiles(registry, FileResources::new(files.clone()))
+                    Registries::shared_with_files(registry, FileResources::new(files.clone()))
                 }
-                None => Registries::Shared(registry),
+                None => Registries::shared(registry),
             };
             (registries, toolset)
         }

@@ -58,7 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = listener.local_addr()?;
     let mcp = McpService::new(
         HttpConfig::new(Some(SessionKey::random()?)),
-        Registries::Shared(Arc::new(registry)),
+        Registries::shared(Arc::new(registry)),
         addr,
     )?;
     let app = Router::new()

@@ -1,7 +1,7 @@
 //! The files under the server's storage root as MCP resources ([`FileResources`]).
 //!
 //! A server given a [`FileResources`] ([`McpServer::with_resources`](crate::McpServer::with_resources),
-//! or `http::Registries::SharedWithFiles` / `http::Registries::per_session_root_with_files`
+//! or `http::Registries::shared_with_files` / `http::Registries::per_session_root_with_files`
 //! over HTTP) declares the `resources` and `completions` capabilities and answers:
 //!
 //! - `resources/list`: the files `list_files` shows (the same walk, under the same

@@ -206,7 +206,7 @@ impl Registries {
     where
         F: Fn(Arc<dyn Storage>, &SessionInfo) -> Result<Registry, String> + Send + Sync + 'static,
     {
-        Self::PerSession(Arc::new(move |info: &SessionInfo| {
+        Self::per_session(Arc::new(move |info: &SessionInfo| {
             let (root, storage) = template.open(info)?;
             let registry = build(storage, info)?;
             info!(
@@ -252,7 +252,7 @@ impl Registries {
             + Sync
             + 'static,
     {
-        Self::PerSessionWithFiles(Arc::new(move |info: &SessionInfo| {
+        Self::per_session_with_files(Arc::new(move |info: &SessionInfo| {
             let (root, storage) = template.open(info)?;
             let (registry, files) = build(storage, info)?;
             info!(
@@ -312,16 +312,13 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let template =
             SessionRootTemplate::parse(&format!("{}/{{session}}", base.path().display())).unwrap();
-        let Registries::PerSession(factory) =
-            Registries::per_session_root(template, |storage, _info| {
-                storage
-                    .write("mine.txt", b"x", "text/plain")
-                    .map_err(|err| err.to_string())?;
-                Ok(Registry::new())
-            })
-        else {
-            panic!("a per-session factory");
-        };
+        let registries = Registries::per_session_root(template, |storage, _info| {
+            storage
+                .write("mine.txt", b"x", "text/plain")
+                .map_err(|err| err.to_string())?;
+            Ok(Registry::new())
+        });
+        let factory = registries.factory().expect("a per-session factory");
         factory(&info(Some("aa"), None)).unwrap();
         factory(&info(Some("bb"), None)).unwrap();
         for id in ["aa", "bb"] {

@@ -67,7 +67,7 @@ use super::{App, HttpConfig, HttpError};
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// let mcp = McpService::new(
 ///     HttpConfig::new(None),
-///     Registries::Shared(Arc::new(Registry::new())),
+///     Registries::shared(Arc::new(Registry::new())),
 ///     listener.local_addr()?,
 /// )?;
 /// let app = Router::new()

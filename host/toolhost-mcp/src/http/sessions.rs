@@ -163,32 +163,78 @@ pub type ServedFactory = Arc<
     dyn Fn(&SessionInfo) -> Result<(Arc<Registry>, Option<FileResources>), String> + Send + Sync,
 >;
 
-/// Which registry a session serves (and which files it offers as resources).
+/// Which registry a session serves, and which files it offers as resources: one for
+/// every session ([`Registries::shared`]) or one built per session
+/// ([`Registries::per_session`], [`Registries::per_session_root`]). Made by its
+/// constructors only, so what a session can be given grows without breaking callers.
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolhost::registry::Registry;
+/// use toolhost_mcp::http::Registries;
+///
+/// let registries = Registries::shared(Arc::new(Registry::new()));
+/// assert!(format!("{registries:?}").starts_with("Registries::shared"));
+/// ```
 #[derive(Clone)]
-pub enum Registries {
-    /// The same registry for every session.
-    Shared(Arc<Registry>),
-    /// A registry per session, built when the session is first seen by this process.
-    PerSession(RegistryFactory),
+pub struct Registries(Served);
+
+/// What [`Registries`] holds.
+#[derive(Clone)]
+enum Served {
+    /// The same registry (and files) for every session.
+    Shared(Arc<Registry>, Option<FileResources>),
+    /// A registry (and files) per session, built when the session is first seen by this
+    /// process.
+    PerSession(ServedFactory),
+}
+
+impl Registries {
+    /// The same registry for every session, offering no resources.
+    pub fn shared(registry: Arc<Registry>) -> Self {
+        Self(Served::Shared(registry, None))
+    }
+
     /// The same registry for every session, and the files of one storage root offered
-    /// as resources ([`FileResources`]).
-    SharedWithFiles(Arc<Registry>, FileResources),
-    /// A registry and the files it offers per session, built when the session is first
-    /// seen by this process: each session sees only the files its factory gave it.
-    PerSessionWithFiles(ServedFactory),
+    /// to every session as resources ([`FileResources`]).
+    pub fn shared_with_files(registry: Arc<Registry>, files: FileResources) -> Self {
+        Self(Served::Shared(registry, Some(files)))
+    }
+
+    /// A registry per session, built by `factory` when the session is first seen by
+    /// this process, offering no resources.
+    pub fn per_session(factory: RegistryFactory) -> Self {
+        Self(Served::PerSession(Arc::new(move |info: &SessionInfo| {
+            factory(info).map(|registry| (registry, None))
+        })))
+    }
+
+    /// A registry and the files it offers per session, built by `factory` when the
+    /// session is first seen by this process: each session sees only the files its
+    /// factory gave it.
+    pub fn per_session_with_files(factory: ServedFactory) -> Self {
+        Self(Served::PerSession(factory))
+    }
+
+    /// The per-session factory, if these registries are built per session (for tests).
+    #[cfg(test)]
+    pub(crate) fn factory(&self) -> Option<&ServedFactory> {
+        match &self.0 {
+            Served::PerSession(factory) => Some(factory),
+            Served::Shared(..) => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Registries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Shared(registry) => f.debug_tuple("Shared").field(registry).finish(),
-            Self::PerSession(_) => f.write_str("PerSession(..)"),
-            Self::SharedWithFiles(registry, files) => f
-                .debug_tuple("SharedWithFiles")
+        match &self.0 {
+            Served::Shared(registry, files) => f
+                .debug_tuple("Registries::shared")
                 .field(registry)
                 .field(files)
                 .finish(),
-            Self::PerSessionWithFiles(_) => f.write_str("PerSessionWithFiles(..)"),
+            Served::PerSession(_) => f.write_str("Registries::per_session(..)"),
         }
     }
 }
@@ -281,19 +327,13 @@ impl Sessions {
         counters: Arc<Counters>,
         list_changed: bool,
     ) -> Self {
-        let source = match registries {
-            Registries::Shared(registry) => Source::Shared(Arc::new(
-                Catalog::new(registry, Arc::clone(&counters)).with_list_changed(list_changed),
-            )),
-            Registries::SharedWithFiles(registry, files) => Source::Shared(Arc::new(
+        let source = match registries.0 {
+            Served::Shared(registry, files) => Source::Shared(Arc::new(
                 Catalog::new(registry, Arc::clone(&counters))
                     .with_list_changed(list_changed)
-                    .with_resources(Some(files)),
+                    .with_resources(files),
             )),
-            Registries::PerSession(factory) => Source::PerSession(Arc::new(move |info| {
-                factory(info).map(|registry| (registry, None))
-            })),
-            Registries::PerSessionWithFiles(factory) => Source::PerSession(factory),
+            Served::PerSession(factory) => Source::PerSession(factory),
         };
         Self {
             settings,
@@ -527,7 +567,7 @@ mod tests {
                 key: Some(SessionKey::random().unwrap()),
                 max_sessions: max,
             },
-            Registries::Shared(Arc::new(Registry::new())),
+            Registries::shared(Arc::new(Registry::new())),
             Arc::default(),
             false,
         )

@@ -158,7 +158,7 @@ async fn bearer_tokens_are_required_and_checked() {
 
 #[tokio::test]
 async fn a_public_address_needs_tokens_or_the_explicit_flag() {
-    let registries = || Registries::Shared(Arc::new(Registry::new()));
+    let registries = || Registries::shared(Arc::new(Registry::new()));
     let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
     let err = HttpServer::bind(public, stateful(), registries())
         .await

@@ -149,7 +149,7 @@ async fn start(config: HttpConfig, probe: &Arc<Probe>) -> Running {
     let server = HttpServer::bind(
         "127.0.0.1:0".parse().unwrap(),
         config,
-        Registries::Shared(registry(probe)),
+        Registries::shared(registry(probe)),
     )
     .await
     .unwrap();

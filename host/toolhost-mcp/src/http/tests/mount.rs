@@ -32,7 +32,7 @@ impl Mounted {
 async fn mount(config: HttpConfig, probe: &Arc<Probe>) -> Mounted {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let service = McpService::new(config, Registries::Shared(registry(probe)), addr).unwrap();
+    let service = McpService::new(config, Registries::shared(registry(probe)), addr).unwrap();
     let app = axum::Router::new()
         .route("/health", get(|| async { "ok" }))
         .route_service(MOUNT, service.clone());
@@ -234,7 +234,7 @@ async fn a_mounted_service_keeps_the_request_checks() {
 /// own listener does; its limits are checked as [`HttpServer::bind`] checks them.
 #[test]
 fn a_mounted_service_on_a_public_address_needs_tokens() {
-    let registries = || Registries::Shared(Arc::new(Registry::new()));
+    let registries = || Registries::shared(Arc::new(Registry::new()));
     let public: SocketAddr = "192.0.2.1:8080".parse().unwrap();
     let err = McpService::new(stateful(), registries(), public).unwrap_err();
     assert!(matches!(err, HttpError::PublicWithoutAuth { .. }), "{err}");

@@ -132,7 +132,7 @@ async fn a_shared_root_is_offered_to_every_session_and_none_without_one() {
     let storage = Arc::new(toolhost::vfs::MemoryStorage::new());
     toolhost::vfs::Storage::write(&*storage, "a.md", b"shared", "").unwrap();
     let options = VfsToolOptions::new(storage);
-    let (addr, _stop) = serve(Registries::SharedWithFiles(
+    let (addr, _stop) = serve(Registries::shared_with_files(
         Arc::new(Registry::new()),
         FileResources::new(options),
     ))
@@ -190,7 +190,7 @@ async fn a_shared_root_is_offered_to_every_session_and_none_without_one() {
         reply["error"]["message"],
         "Header mismatch: no Mcp-Name header; send the resource's URI in Mcp-Name (as =?base64?...?= when it is not plain ASCII)"
     );
-    let (plain, _stop) = serve(Registries::Shared(Arc::new(Registry::new()))).await;
+    let (plain, _stop) = serve(Registries::shared(Arc::new(Registry::new()))).await;
     let session = open(plain, false).await;
     let answer = ask(plain, &session, "resources/list", json!({})).await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
