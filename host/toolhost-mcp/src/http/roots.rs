@@ -206,21 +206,11 @@ impl Registries {
     where
         F: Fn(Arc<dyn Storage>, &SessionInfo) -> Result<Registry, String> + Send + Sync + 'static,
     {
-        Self::per_session(Arc::new(move |info: &SessionInfo| {
-            let (root, storage) = template.open(info)?;
-            let registry = build(storage, info)?;
-            info!(
-                session_id = info.id.as_deref().unwrap_or("-"),
-                client = info.client.as_deref().unwrap_or("-"),
-                root = %root.display(),
-                "session storage root ready"
-            );
-            Ok(Arc::new(registry))
-        }))
+        Self::per_session_root_with_files(template, move |storage, info| {
+            build(storage, info).map(|registry| (registry, None))
+        })
     }
-}
 
-impl Registries {
     /// As [`Registries::per_session_root`], and each session offers the files of its
     /// own root as resources: `build` gives the session's registry and its
     /// [`FileResources`] (usually over the options its file tools were registered
