@@ -2,6 +2,7 @@
 //! ADDR`); the server they describe is `crate::http`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -114,14 +115,8 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 
 /// A whole number of at least 1.
 fn parse_count(text: &str) -> Result<usize, String> {
-    let n: usize = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("\"{text}\" is not a whole number"))?;
-    if n == 0 {
-        return Err("0 would serve nothing; give at least 1".to_owned());
-    }
-    Ok(n)
+    super::values::parse_positive_count(text, "", "0 would serve nothing; give at least 1")
+        .map(NonZeroUsize::get)
 }
 
 /// `--header-timeout`: a duration of more than 0 and at most 10 s.

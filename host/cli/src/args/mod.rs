@@ -216,38 +216,29 @@ pub struct RunArgs {
 
 /// `--max-walks`: a whole number of at least 1.
 fn parse_max_walks(text: &str) -> Result<NonZeroUsize, String> {
-    let walks: usize = text.trim().parse().map_err(|_| {
-        format!(
-            "\"{text}\" is not a whole number; give how many file walks may run at once, e.g. 2"
-        )
-    })?;
-    NonZeroUsize::new(walks).ok_or_else(|| {
-        "0 would let no list_files, glob or grep call run; give at least 1".to_owned()
-    })
+    values::parse_positive_count(
+        text,
+        "; give how many file walks may run at once, e.g. 2",
+        "0 would let no list_files, glob or grep call run; give at least 1",
+    )
 }
 
 /// `--max-in-flight`: a whole number of at least 1.
 fn parse_max_in_flight(text: &str) -> Result<NonZeroUsize, String> {
-    let calls: usize = text.trim().parse().map_err(|_| {
-        format!(
-            "\"{text}\" is not a whole number; give how many tool calls may run at once, e.g. 64"
-        )
-    })?;
-    NonZeroUsize::new(calls)
-        .ok_or_else(|| "0 would let no tool call run; give at least 1 (default 64)".to_owned())
+    values::parse_positive_count(
+        text,
+        "; give how many tool calls may run at once, e.g. 64",
+        "0 would let no tool call run; give at least 1 (default 64)",
+    )
 }
 
 /// `--max-queued-calls`: a whole number of at least 1.
 fn parse_max_queued_calls(text: &str) -> Result<NonZeroUsize, String> {
-    let calls: usize = text.trim().parse().map_err(|_| {
-        format!(
-            "\"{text}\" is not a whole number; give how many tool calls may wait for a place, e.g. 256"
-        )
-    })?;
-    NonZeroUsize::new(calls).ok_or_else(|| {
-        "0 would stop the reading whenever every call slot is taken; give at least 1 (default 256)"
-            .to_owned()
-    })
+    values::parse_positive_count(
+        text,
+        "; give how many tool calls may wait for a place, e.g. 256",
+        "0 would stop the reading whenever every call slot is taken; give at least 1 (default 256)",
+    )
 }
 
 /// `host tools`.

@@ -1,6 +1,7 @@
 //! Values as typed on the command line: durations (`30s`, `500ms`, `2m`, `1m30s`), sizes
 //! (`1MiB`, `64MiB`, `1048576`) and plugin names (`word_tools`), parsed for clap.
 
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 /// Parses a duration: one or more `<integer><unit>` parts with units `ms`, `s`, `m`, `h`
@@ -94,6 +95,20 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     number
         .checked_mul(multiplier)
         .ok_or_else(|| format!("\"{text}\" is too large; {hint}"))
+}
+
+/// A whole number of at least 1 (a count flag): `"TEXT" is not a whole number` followed
+/// by `hint` when it is not a number, `zero` when it is 0 (each flag says what 0 would do).
+pub(crate) fn parse_positive_count(
+    text: &str,
+    hint: &str,
+    zero: &str,
+) -> Result<NonZeroUsize, String> {
+    let count: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a whole number{hint}"))?;
+    NonZeroUsize::new(count).ok_or_else(|| zero.to_owned())
 }
 
 /// Longest plugin name: a tool name is at most 128 characters, a file name should stay short.
