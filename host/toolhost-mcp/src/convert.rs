@@ -147,6 +147,7 @@ pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
     if let Ok(ToolResult {
         content: content @ Value::Object(_),
         structured: true,
+        ..
     }) = outcome
     {
         result["structuredContent"] = content.clone();
@@ -248,6 +249,7 @@ mod tests {
         let structured = ToolResult {
             content: json!({"n": 1, "items": ["a"]}),
             structured: true,
+            ..Default::default()
         };
         assert_eq!(
             call_result(&Ok(structured)),
@@ -266,6 +268,7 @@ mod tests {
         let odd = ToolResult {
             content: json!([1]),
             structured: true,
+            ..Default::default()
         };
         assert_eq!(call_result(&Ok(odd)).get("structuredContent"), None);
     }

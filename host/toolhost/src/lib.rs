@@ -12,12 +12,14 @@
 //! - [`vfs`]: the [`vfs::Storage`] the file tools work on (on disk through cap-std, in
 //!   memory, or scoped to a sub-tree);
 //! - [`tools`]: the built-in file tools and the plan tool `todo_write`;
+//! - [`catalog`]: prompts and resources offered beside the tools, by their owners;
 //! - [`error`]: how errors print (each cause once).
 //!
 //! Third-party tools as WebAssembly components live in the `toolhost-plugin` crate, the
 //! MCP server in `toolhost-mcp`, the command line in the `host` binary.
 #![deny(missing_docs)]
 
+pub mod catalog;
 pub mod error;
 pub mod registry;
 pub mod tools;

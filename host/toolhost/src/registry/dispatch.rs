@@ -125,7 +125,17 @@ impl Registry {
             None => false,
         };
 
-        let size = encoded_len(&result.content);
+        let size = if result.blocks.is_empty() {
+            encoded_len(&result.content)
+        } else {
+            let structured = match result.content {
+                serde_json::Value::Null => 0,
+                ref content => encoded_len(content),
+            };
+            result.blocks.iter().fold(structured, |size, block| {
+                size.saturating_add(block.payload_len())
+            })
+        };
         if size > self.result_cap {
             return Err(ToolError::ResultTooLarge {
                 tool: name.to_owned(),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Arguments, Environment, ToolError, ToolResult};
+use super::{Arguments, Environment, Interaction, ToolError, ToolResult};
 
 /// The future a [`Handler`] returns.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<ToolResult, ToolError>> + Send>>;
@@ -42,6 +42,17 @@ pub struct CallContext {
     cancellation: CancellationToken,
     progress: Option<ProgressHook>,
     result_cap: Option<usize>,
+    interaction: Option<InteractionHandle>,
+}
+
+/// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
+#[derive(Clone)]
+struct InteractionHandle(std::sync::Arc<dyn Interaction>);
+
+impl std::fmt::Debug for InteractionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interaction")
+    }
 }
 
 /// How far a long call has got, as a tool reports it with [`CallContext::report_progress`]
@@ -107,6 +118,18 @@ impl CallContext {
     pub fn with_progress(mut self, hook: ProgressHook) -> Self {
         self.progress = Some(hook);
         self
+    }
+
+    /// This context able to ask the client's user through `interaction`.
+    pub fn with_interaction(mut self, interaction: std::sync::Arc<dyn Interaction>) -> Self {
+        self.interaction = Some(InteractionHandle(interaction));
+        self
+    }
+
+    /// How this call may ask the client's user, if it may: `None` when the caller set
+    /// none (no client, or a client that cannot ask), which a tool must read as "no".
+    pub fn interaction(&self) -> Option<&std::sync::Arc<dyn Interaction>> {
+        self.interaction.as_ref().map(|handle| &handle.0)
     }
 
     /// Whether anyone listens to progress reports: a tool may skip counting when not.

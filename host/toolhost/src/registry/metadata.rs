@@ -545,6 +545,7 @@ mod tests {
                         Ok(ToolResult {
                             content: result,
                             structured: false,
+                            ..Default::default()
                         })
                     }
                 },
@@ -557,6 +558,7 @@ mod tests {
                     Ok(ToolResult {
                         content: json!({"n": 1}),
                         structured: true,
+                        ..Default::default()
                     })
                 },
             )
@@ -574,7 +576,8 @@ mod tests {
             result,
             ToolResult {
                 content: json!({"n": 3}),
-                structured: true
+                structured: true,
+                ..Default::default()
             }
         );
         let result = registry.dispatch(&ctx, &call("plain"), &env).await.unwrap();
@@ -582,7 +585,8 @@ mod tests {
             result,
             ToolResult {
                 content: json!({"n": 1}),
-                structured: false
+                structured: false,
+                ..Default::default()
             }
         );
 

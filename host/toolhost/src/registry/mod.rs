@@ -73,17 +73,21 @@ use std::time::Duration;
 
 mod arguments;
 mod cap;
+mod content;
 mod dispatch;
 mod error;
 mod handler;
+mod interaction;
 mod metadata;
 mod names;
 mod panic;
 mod types;
 
 pub use arguments::{json_type, Arguments};
+pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
+pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
@@ -143,6 +147,8 @@ pub struct Registry {
     result_cap: usize,
     /// The generation: how many changes the tool set has seen.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Prompts and resources offered beside the tools.
+    catalog: crate::catalog::Catalog,
 }
 
 impl Default for Registry {
@@ -169,7 +175,14 @@ impl Registry {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             result_cap: DEFAULT_RESULT_CAP,
             changes: tokio::sync::watch::Sender::new(0),
+            catalog: crate::catalog::Catalog::new(),
         }
+    }
+
+    /// The prompts and resources offered beside this registry's tools (plugins that
+    /// export them register here; an MCP server serves them).
+    pub fn catalog(&self) -> &crate::catalog::Catalog {
+        &self.catalog
     }
 
     /// How many times the tool set has changed (0 for a new registry): a tool list read

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ContentBlock;
+
 /// A tool as offered to the model: its name, what it does, and its arguments' JSON Schema,
 /// plus optional metadata for clients (a display title, behaviour hints, an output schema).
 ///
@@ -142,6 +144,12 @@ pub struct ToolResult {
     /// as `structuredContent`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured: bool,
+    /// Rich content (images, audio, resources, several text blocks): when not empty, what
+    /// the client gets as the result's content blocks, in order, instead of `content` as
+    /// one text block; `content` then holds the structured JSON (with `structured`) or
+    /// `Null`. Every byte counts against the result cap (binary data as base64).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<ContentBlock>,
 }
 
 impl ToolResult {
@@ -150,6 +158,16 @@ impl ToolResult {
         Self {
             content: content.into(),
             structured: false,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// A rich result: `blocks` for the client, and `structured` JSON (`Null` for none).
+    pub fn with_blocks(blocks: Vec<ContentBlock>, structured: Value) -> Self {
+        Self {
+            content: structured,
+            structured: false,
+            blocks,
         }
     }
 }

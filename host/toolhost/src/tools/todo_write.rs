@@ -279,7 +279,8 @@ mod tests {
             result,
             ToolResult {
                 content: json!({"todos": [{"content": "a", "status": "pending"}]}),
-                structured: true
+                structured: true,
+                ..Default::default()
             }
         );
     }
