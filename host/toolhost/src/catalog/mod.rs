@@ -7,7 +7,8 @@
 //! [`PromptSource`] and one [`ResourceSource`]; [`Catalog::replace`] swaps them in one
 //! step (hot reload) and [`Catalog::remove`] takes them away. Two rules keep sources
 //! apart: prompt names are unique across the catalog, and a resource source answers only
-//! for URIs under its own namespace (`plugin://<owner>/`), which no other source shares.
+//! for URIs under its own namespace (`plugin://<owner>/` unless it is given another URI
+//! prefix), which overlaps no other source's and is never `file://` (the host's files).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -174,7 +175,7 @@ pub enum ResourceError {
     Failed(String),
 }
 
-/// Resources from one owner, all under its namespace `plugin://<owner>/`.
+/// Resources from one owner, all under its namespace.
 pub trait ResourceSource: Send + Sync + 'static {
     /// Its resource templates (read once when it is registered).
     fn templates(&self) -> Vec<ResourceTemplate>;
@@ -196,7 +197,7 @@ pub trait ResourceSource: Send + Sync + 'static {
     ) -> SourceFuture<Vec<ResourceContents>, ResourceError>;
 }
 
-/// The URI namespace of `owner`'s resources: `plugin://<owner>/`.
+/// The default URI namespace of `owner`'s resources: `plugin://<owner>/`.
 pub fn namespace_of(owner: &str) -> String {
     format!("plugin://{owner}/")
 }
@@ -205,6 +206,8 @@ pub fn namespace_of(owner: &str) -> String {
 #[derive(Clone)]
 struct Sources {
     owner: String,
+    /// The URI prefix its resources live under.
+    namespace: String,
     prompts: Option<(Arc<dyn PromptSource>, Vec<PromptDefinition>)>,
     resources: Option<(Arc<dyn ResourceSource>, Vec<ResourceTemplate>)>,
 }

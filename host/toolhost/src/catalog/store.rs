@@ -36,6 +36,17 @@ pub enum CatalogError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A resource namespace is not a URI prefix (`scheme://...`), is the host's own
+    /// `file:` scheme, or overlaps another owner's namespace.
+    #[error("resource namespace \"{namespace}\" of {owner}: {problem}")]
+    BadNamespace {
+        /// The owner.
+        owner: String,
+        /// The namespace asked for.
+        namespace: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A resource template is not under the owner's namespace.
     #[error("resource template \"{template}\" of {owner} is outside its namespace {namespace}; every URI it offers must start with it")]
     OutsideNamespace {
@@ -81,15 +92,20 @@ impl Catalog {
     }
 
     /// Gives `owner` these sources, in place of what it had (`None`: none of that kind).
+    /// Its resources live under `namespace` (a URI prefix such as `plugin://weather/`;
+    /// `None`: [`namespace_of`] the owner), which no other owner's may overlap.
     ///
     /// # Errors
-    /// [`CatalogError`] when a prompt name is bad or taken by another owner, or a
-    /// template leaves `plugin://<owner>/`. On error nothing changes.
+    /// [`CatalogError`] when a prompt name is bad or taken by another owner, the
+    /// namespace is not a `scheme://` prefix, is `file:` (the host's own files) or
+    /// overlaps another owner's, or a template leaves the namespace. On error nothing
+    /// changes.
     pub fn replace(
         &self,
         owner: &str,
         prompts: Option<Arc<dyn PromptSource>>,
         resources: Option<Arc<dyn ResourceSource>>,
+        namespace: Option<&str>,
     ) -> Result<(), CatalogError> {
         let prompts = prompts.map(|source| {
             let definitions = source.definitions();
@@ -99,7 +115,15 @@ impl Catalog {
             let templates = source.templates();
             (source, templates)
         });
-        let namespace = namespace_of(owner);
+        let namespace = namespace.map_or_else(|| namespace_of(owner), str::to_owned);
+        let bad_namespace = |problem: &str| CatalogError::BadNamespace {
+            owner: owner.to_owned(),
+            namespace: namespace.clone(),
+            problem: problem.to_owned(),
+        };
+        if resources.is_some() {
+            check_namespace(&namespace).map_err(&bad_namespace)?;
+        }
         if let Some((_, templates)) = &resources {
             if let Some(bad) = templates
                 .iter()
@@ -116,10 +140,25 @@ impl Catalog {
         if let Some((_, definitions)) = &prompts {
             check_prompt_names(&entries, owner, definitions)?;
         }
+        if resources.is_some() {
+            let overlapping = entries.owners.iter().find(|other| {
+                other.owner != owner
+                    && other.resources.is_some()
+                    && (other.namespace.starts_with(&namespace)
+                        || namespace.starts_with(&other.namespace))
+            });
+            if let Some(other) = overlapping {
+                return Err(bad_namespace(&format!(
+                    "it overlaps {}'s namespace \"{}\"; give one of them another prefix",
+                    other.owner, other.namespace
+                )));
+            }
+        }
         entries.owners.retain(|sources| sources.owner != owner);
         if prompts.is_some() || resources.is_some() {
             entries.owners.push(Sources {
                 owner: owner.to_owned(),
+                namespace,
                 prompts,
                 resources,
             });
@@ -168,7 +207,7 @@ impl Catalog {
             .iter()
             .filter_map(|sources| {
                 let (source, _) = sources.resources.as_ref()?;
-                Some((namespace_of(&sources.owner), Arc::clone(source)))
+                Some((sources.namespace.clone(), Arc::clone(source)))
             })
             .collect()
     }
@@ -187,7 +226,7 @@ impl Catalog {
     pub fn resource_source_for(&self, uri: &str) -> Option<Arc<dyn ResourceSource>> {
         self.read().owners.iter().find_map(|sources| {
             let (source, _) = sources.resources.as_ref()?;
-            uri.starts_with(&namespace_of(&sources.owner))
+            uri.starts_with(&sources.namespace)
                 .then(|| Arc::clone(source))
         })
     }
@@ -230,6 +269,30 @@ fn check_prompt_names(
             });
         }
         taken.insert(key, owner.to_owned());
+    }
+    Ok(())
+}
+
+/// Why `namespace` cannot be a resource namespace, if it cannot.
+fn check_namespace(namespace: &str) -> Result<(), &'static str> {
+    let Some((scheme, rest)) = namespace.split_once("://") else {
+        return Err("a namespace is a URI prefix such as \"plugin://weather/\"");
+    };
+    let scheme_ok = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return Err("its scheme must be letters, digits, '+', '-' or '.', starting with a letter");
+    }
+    if scheme.eq_ignore_ascii_case("file") {
+        return Err("file:// is the host's own files; use another scheme");
+    }
+    if namespace.len() > 256 || rest.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("it must be at most 256 characters, without spaces or control characters");
     }
     Ok(())
 }
