@@ -111,7 +111,9 @@
 //! SDK only routed five methods. This layer is that validation plus the five methods.
 #![deny(missing_docs)]
 
+mod approval;
 mod convert;
+pub mod elicit;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
@@ -124,6 +126,7 @@ mod revision;
 mod server;
 mod session;
 
+pub use approval::{ApprovalPolicy, MAX_NOTE_BYTES, MAX_SHOWN_ARGUMENT_BYTES};
 pub use convert::SUPPORTED_PROTOCOL_VERSIONS;
 pub use jsonrpc::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,

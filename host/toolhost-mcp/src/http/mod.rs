@@ -202,6 +202,7 @@ pub struct HttpConfig {
     pub(crate) sessions: SessionSettings,
     pub(crate) shutdown_grace: Duration,
     pub(crate) list_changed: bool,
+    pub(crate) asking: crate::elicit::Asking,
 }
 
 impl HttpConfig {
@@ -222,6 +223,7 @@ impl HttpConfig {
             sessions: SessionSettings::new(key),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             list_changed: false,
+            asking: crate::elicit::Asking::default(),
         }
     }
 
@@ -348,6 +350,25 @@ impl HttpConfig {
     #[must_use]
     pub fn with_list_changed(mut self, list_changed: bool) -> Self {
         self.list_changed = list_changed;
+        self
+    }
+
+    /// Ask the session's user before a call the `policy` names runs (human approval by
+    /// policy, through elicitation on the call's event stream; docs/protocol.md). A
+    /// client that cannot ask gets such calls refused, never run. None by default.
+    #[must_use]
+    pub fn with_approval(mut self, policy: crate::ApprovalPolicy) -> Self {
+        self.asking = self.asking.with_approval(policy);
+        self
+    }
+
+    /// How long one question to the client's user (elicitation, approval) waits for its
+    /// answer: [`DEFAULT_CONFIRM_TIMEOUT`](crate::elicit::DEFAULT_CONFIRM_TIMEOUT)
+    /// (120 s) by default, at most
+    /// [`MAX_CONFIRM_TIMEOUT`](crate::elicit::MAX_CONFIRM_TIMEOUT) (longer is cut to it).
+    #[must_use]
+    pub fn with_confirm_timeout(mut self, timeout: Duration) -> Self {
+        self.asking.timeout = timeout.min(crate::elicit::MAX_CONFIRM_TIMEOUT);
         self
     }
 

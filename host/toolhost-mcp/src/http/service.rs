@@ -144,7 +144,8 @@ impl McpService {
                 registries,
                 Arc::clone(&counters),
                 config.list_changed,
-            ),
+            )
+            .with_asking(config.asking),
             limiter: CallLimiter::with_counters(&config.limits, Arc::clone(&counters)),
             counters,
             shutdown_grace: config.shutdown_grace,

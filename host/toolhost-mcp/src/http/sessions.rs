@@ -318,6 +318,8 @@ pub(crate) struct Sessions {
     /// Cancelled at shutdown: every session's calls stop, held here or not.
     stop: CancellationToken,
     terminated: Mutex<(HashSet<u128>, VecDeque<u128>)>,
+    /// How sessions built per session ask their users (the shared catalog has it too).
+    asking: crate::elicit::Asking,
 }
 
 impl Sessions {
@@ -342,7 +344,19 @@ impl Sessions {
             live: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             terminated: Mutex::new((HashSet::new(), VecDeque::new())),
+            asking: crate::elicit::Asking::default(),
         }
+    }
+
+    /// These sessions asking their users as `asking` says (elicitation, approval).
+    pub(crate) fn with_asking(mut self, asking: crate::elicit::Asking) -> Self {
+        if let Source::Shared(catalog) = &mut self.source {
+            if let Some(only) = Arc::get_mut(catalog) {
+                only.asking = asking.clone();
+            }
+        }
+        self.asking = asking;
+        self
     }
 
     pub(crate) fn stateful(&self) -> bool {
@@ -365,7 +379,11 @@ impl Sessions {
                     .await
                     .map_err(|err| Refusal::Setup(format!("the session set-up failed: {err}")))?
                     .map_err(Refusal::Setup)?;
-                Arc::new(Catalog::new(registry, Arc::clone(&self.counters)).with_resources(files))
+                Arc::new(
+                    Catalog::new(registry, Arc::clone(&self.counters))
+                        .with_resources(files)
+                        .with_asking(self.asking.clone()),
+                )
             }
         };
         Ok(Session::with_catalog_under(

@@ -19,7 +19,7 @@ mod response;
 
 pub(crate) use id::RequestId;
 pub(crate) use params::Params;
-pub(crate) use parse::{parse_batch, parse_line, Incoming};
+pub(crate) use parse::{parse_batch, parse_line, Incoming, ResponseBody};
 pub(crate) use raw::raw_type_name;
 #[cfg(test)]
 pub(crate) use response::encode_response;

@@ -28,11 +28,24 @@ pub(crate) enum Incoming {
         /// The params object (empty when absent).
         params: Params,
     },
-    /// A response to a request of ours. This server sends none, so it is only logged.
+    /// A response to a request of ours (an `elicitation/create`): handed to the
+    /// question waiting for it, if any.
     Response {
         /// Its id.
         id: RequestId,
+        /// Its `result`, or its `error`, as JSON text.
+        body: ResponseBody,
     },
+}
+
+/// What a response carries: its `result` or its `error` member, as the client's JSON text
+/// (read only by the question that waits for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ResponseBody {
+    /// The `result` member.
+    Result(String),
+    /// The `error` member.
+    Error(String),
 }
 
 /// Reads one line (without its newline) as a JSON-RPC message.
@@ -115,9 +128,18 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
         },
         None => {
             return match id {
-                Some(id) if message.contains_key("result") || message.contains_key("error") => {
-                    Ok(Incoming::Response { id })
-                }
+                Some(id) => match (message.get("result"), message.get("error")) {
+                    (Some(result), None) => Ok(Incoming::Response {
+                        id,
+                        body: ResponseBody::Result(result.get().to_owned()),
+                    }),
+                    // Both is no answer a question can take: read as an error.
+                    (_, Some(error)) => Ok(Incoming::Response {
+                        id,
+                        body: ResponseBody::Error(error.get().to_owned()),
+                    }),
+                    (None, None) => Err(invalid_request(id, "\"method\" is missing")),
+                },
                 _ => Err(invalid_request(reply_id, "\"method\" is missing")),
             }
         }

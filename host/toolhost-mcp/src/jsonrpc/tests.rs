@@ -41,7 +41,8 @@ fn request_notification_and_response() {
     assert_eq!(
         parse_line(br#"{"jsonrpc":"2.0","id":"x","result":{}}"#),
         Ok(Incoming::Response {
-            id: RequestId::from("x")
+            id: RequestId::from("x"),
+            body: ResponseBody::Result("{}".into()),
         })
     );
 }

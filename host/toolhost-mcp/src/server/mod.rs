@@ -29,6 +29,7 @@
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -42,6 +43,8 @@ use toolhost::registry::{Environment, Registry};
 use super::jsonrpc::{parse_batch, parse_line, Incoming, RequestId, RpcError, INVALID_REQUEST};
 use super::session::{CallLimiter, Catalog, Counters, Message, Notifier, Session, Step};
 use super::ServeError;
+use crate::approval::ApprovalPolicy;
+use crate::elicit::Asking;
 use crate::limits::{McpLimits, McpStats};
 use crate::resources::FileResources;
 
@@ -90,7 +93,8 @@ impl McpServer {
             )
             .with_list_changed(list_changed)
             .with_page_size(self.catalog.page_size)
-            .with_resources(self.catalog.resources.clone()),
+            .with_resources(self.catalog.resources.clone())
+            .with_asking(self.catalog.asking.clone()),
         );
         self
     }
@@ -106,7 +110,8 @@ impl McpServer {
             )
             .with_list_changed(self.catalog.list_changed)
             .with_page_size(tools)
-            .with_resources(self.catalog.resources.clone()),
+            .with_resources(self.catalog.resources.clone())
+            .with_asking(self.catalog.asking.clone()),
         );
         self
     }
@@ -124,7 +129,50 @@ impl McpServer {
             )
             .with_list_changed(self.catalog.list_changed)
             .with_page_size(self.catalog.page_size)
-            .with_resources(Some(resources)),
+            .with_resources(Some(resources))
+            .with_asking(self.catalog.asking.clone()),
+        );
+        self
+    }
+
+    /// This server asking its client's user before a call the `policy` names runs
+    /// (human approval by policy, through elicitation; docs/protocol.md). A client that
+    /// cannot ask gets such calls refused, never run. None by default.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolhost::registry::Registry;
+    /// use toolhost_mcp::{ApprovalPolicy, McpServer};
+    ///
+    /// let server = McpServer::new(Arc::new(Registry::new()))
+    ///     .with_approval(ApprovalPolicy::new().confirm_destructive());
+    /// # let _ = server;
+    /// ```
+    pub fn with_approval(self, policy: ApprovalPolicy) -> Self {
+        let asking = self.catalog.asking.clone().with_approval(policy);
+        self.with_asking(asking)
+    }
+
+    /// How long one question to the client's user (elicitation, approval) waits for its
+    /// answer: [`DEFAULT_CONFIRM_TIMEOUT`](crate::elicit::DEFAULT_CONFIRM_TIMEOUT)
+    /// (120 s) by default, at most
+    /// [`MAX_CONFIRM_TIMEOUT`](crate::elicit::MAX_CONFIRM_TIMEOUT) (longer is cut to it).
+    pub fn with_confirm_timeout(self, timeout: Duration) -> Self {
+        let mut asking = self.catalog.asking.clone();
+        asking.timeout = timeout.min(crate::elicit::MAX_CONFIRM_TIMEOUT);
+        self.with_asking(asking)
+    }
+
+    fn with_asking(mut self, asking: Asking) -> Self {
+        self.catalog = Arc::new(
+            Catalog::new(
+                Arc::clone(&self.catalog.registry),
+                Arc::clone(&self.counters),
+            )
+            .with_list_changed(self.catalog.list_changed)
+            .with_page_size(self.catalog.page_size)
+            .with_resources(self.catalog.resources.clone())
+            .with_asking(asking),
         );
         self
     }

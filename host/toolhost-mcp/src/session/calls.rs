@@ -1,6 +1,7 @@
 //! Running what [`Session::receive`](super::Session::receive) hands back: a
 //! `tools/call` ([`PendingCall`]) and a `subscriptions/listen` ([`PendingListen`]).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use toolhost::registry::{CallContext, ToolCall};
 
 use super::state::{progress_hook, Subscription};
 use crate::convert::{call_result, CallParams};
+use crate::elicit::SessionInteraction;
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};
@@ -149,13 +151,30 @@ impl PendingCall {
         if let Some((hook, _)) = &progress {
             ctx = ctx.with_progress(hook.clone());
         }
+        // A client that declared elicitation can be asked, on the call's own channel.
+        let asking = &session.0.catalog.asking;
+        if !meta.modern && session.0.questions.client_asks() {
+            ctx = ctx.with_interaction(Arc::new(SessionInteraction::new(
+                Arc::clone(&session.0.questions),
+                notifier.clone(),
+                token.clone(),
+                asking.timeout,
+                meta.revision,
+            )));
+        }
         // The call's own lines (the plugin's, the host's about it) go to its log sink.
         let span = logging::call_span(sink);
-        let outcome = tracing::Instrument::instrument(
-            session.registry().dispatch(&ctx, &call, &env),
-            span.clone(),
-        )
-        .await;
+        let run = async {
+            if let Some(policy) = &asking.approval {
+                if policy.needs_approval(session.registry(), &call.name) {
+                    policy
+                        .approve(&call.name, &call.arguments, ctx.interaction())
+                        .await?;
+                }
+            }
+            session.registry().dispatch(&ctx, &call, &env).await
+        };
+        let outcome = tracing::Instrument::instrument(run, span.clone()).await;
         // Progress stops with the call, whatever its threads still do.
         if let Some((_, done)) = &progress {
             done.cancel();

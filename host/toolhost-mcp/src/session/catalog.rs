@@ -9,6 +9,7 @@ use bytes::Bytes;
 use toolhost::registry::Registry;
 
 use super::state::EncodedTools;
+use crate::elicit::Asking;
 use crate::jsonrpc::{Params, RequestId, RpcError};
 use crate::limits::DEFAULT_PAGE_SIZE;
 use crate::protocol::RequestMeta;
@@ -29,6 +30,8 @@ pub(crate) struct Catalog {
     pub(crate) page_size: usize,
     /// The files offered as resources, if the server has a storage root to offer.
     pub(crate) resources: Option<FileResources>,
+    /// How its sessions ask their users (elicitation), and which calls need approval.
+    pub(crate) asking: Asking,
 }
 
 impl Catalog {
@@ -40,7 +43,14 @@ impl Catalog {
             list_changed: false,
             page_size: DEFAULT_PAGE_SIZE,
             resources: None,
+            asking: Asking::default(),
         }
+    }
+
+    /// This catalog asking its users as `asking` says.
+    pub(crate) fn with_asking(mut self, asking: Asking) -> Self {
+        self.asking = asking;
+        self
     }
 
     /// This catalog offering `resources` (`None`: none, the methods are unknown).

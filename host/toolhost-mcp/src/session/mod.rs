@@ -44,6 +44,7 @@ use tracing::{debug, info};
 use toolhost::registry::{Environment, Registry};
 
 use crate::convert::{call_params, initialize_result_with};
+use crate::elicit::Questions;
 use crate::jsonrpc::{Incoming, Params, RequestId, RpcError};
 use crate::logging::SinkGuard;
 use crate::protocol::{self, RequestMeta};
@@ -90,6 +91,8 @@ struct Inner {
     notifier: Arc<Mutex<Notifier>>,
     /// Cancelled when the session ends: every call it runs stops.
     closed: CancellationToken,
+    /// The questions it has open for its client's user (elicitation).
+    questions: Arc<Questions>,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -145,6 +148,7 @@ impl Session {
             state: SessionState::new(sink, closed.child_token()),
             notifier,
             closed,
+            questions: Arc::default(),
         }))
     }
 
@@ -234,6 +238,12 @@ impl Session {
     /// Whether [`Session::close`] was called.
     pub(crate) fn is_closed(&self) -> bool {
         self.0.closed.is_cancelled()
+    }
+
+    #[cfg(test)]
+    /// The session's open questions (elicitation).
+    pub(crate) fn questions(&self) -> &Questions {
+        &self.0.questions
     }
 
     #[cfg(any(feature = "http", test))]
@@ -332,8 +342,8 @@ impl Session {
                 }
                 Step::Nothing
             }
-            Incoming::Response { id } => {
-                debug!(%id, "ignored a response: this server sends no requests");
+            Incoming::Response { id, body } => {
+                self.0.questions.answer(&id, body);
                 Step::Nothing
             }
         }
@@ -360,6 +370,9 @@ impl Session {
         if let Some(revision) = Revision::parse(protocol) {
             self.0.state.negotiate(revision);
         }
+        self.0
+            .questions
+            .read_capabilities(params, Revision::parse(protocol));
         info!(
             session_id = %self.0.env.session_id,
             client = %name,

@@ -381,6 +381,17 @@ impl Registry {
             .collect()
     }
 
+    /// The annotations (behaviour hints) of the tool of that name, if one is registered:
+    /// what an approval policy reads to tell tools that change things from those that
+    /// only read, without cloning the definition.
+    pub fn annotations(&self, name: &str) -> Option<ToolAnnotations> {
+        let tools = self.read();
+        tools
+            .by_name
+            .get(name)
+            .map(|&index| tools.entries[index].definition.annotations)
+    }
+
     /// Whether a tool of that name is registered.
     pub fn has(&self, name: &str) -> bool {
         self.read().by_name.contains_key(name)

@@ -1,0 +1,1 @@
+//! Tests of the approval prompt and policy.

@@ -1,0 +1,1 @@
+//! Tests of the restricted schema and of the session's questions.
