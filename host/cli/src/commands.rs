@@ -60,6 +60,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             addr,
             args.max_in_flight,
             args.watch,
+            (&args.confirm, args.confirm_timeout),
         )
         .await?;
         return Ok(ExitCode::SUCCESS);
@@ -68,7 +69,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)
-        .with_list_changed(args.watch);
+        .with_list_changed(args.watch)
+        .with_approval(toolset.approval(&args.confirm, args.watch)?)
+        .with_confirm_timeout(args.confirm_timeout);
     // The files under --root are offered as resources where the file tools show them.
     if let Some(files) = &toolset.files {
         server = server.with_resources(FileResources::new(files.clone()));

@@ -48,6 +48,7 @@ pub(crate) async fn serve(
     addr: SocketAddr,
     max_in_flight: NonZeroUsize,
     watch: bool,
+    (confirm, confirm_timeout): (&[String], std::time::Duration),
 ) -> anyhow::Result<()> {
     let tokens = match &http.auth_token_file {
         Some(path) => {
@@ -140,7 +141,9 @@ pub(crate) async fn serve(
         .with_max_in_flight_per_connection(http.max_in_flight_per_connection)
         .with_max_sessions(http.max_sessions)
         .with_shutdown_grace(http.shutdown_grace)
-        .with_list_changed(watch);
+        .with_list_changed(watch)
+        .with_approval(toolset.approval(confirm, watch)?)
+        .with_confirm_timeout(confirm_timeout);
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let watching = start_watching(watch, registry_args, &toolset);

@@ -11,6 +11,7 @@ use toolhost::registry::Registry;
 use toolhost::tools::walks::{DEFAULT_MAX_WAIT, DEFAULT_WAITING_PER_WALKER};
 use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, WalkBudget};
 use toolhost::vfs::{OpenError, OsStorage, Storage};
+use toolhost_mcp::ApprovalPolicy;
 use toolhost_plugin::cache::check_cache_dir;
 use toolhost_plugin::watch::PluginWatcher;
 use toolhost_plugin::{CompileTiers, LoadReport, PluginHost};
@@ -48,6 +49,52 @@ impl Toolset {
 }
 
 impl Toolset {
+    /// The approval policy of `--confirm` (tool names, or `destructive`) and of the
+    /// plugins whose manifest says `confirm = true`; each plugin tool's prompt shows the
+    /// plugin's declared grants. The plugins are read as loaded at start (with
+    /// `--watch`, a plugin added later is asked about only if `--confirm` names its
+    /// tools or says `destructive`).
+    ///
+    /// # Errors
+    /// A `--confirm` name that is no tool served and no built-in tool's name (without
+    /// `--watch`, where it may come later): a typo must not leave a tool unguarded.
+    pub fn approval(&self, confirm: &[String], watch: bool) -> anyhow::Result<ApprovalPolicy> {
+        let mut policy = ApprovalPolicy::new();
+        for name in confirm {
+            if name == "destructive" {
+                policy = policy.confirm_destructive();
+                continue;
+            }
+            let builtin = toolhost::registry::RESERVED_TOOL_NAMES.contains(&name.as_str());
+            if !watch && !builtin && !self.registry.has(name) {
+                bail!("--confirm {name:?}: no tool of that name is served (the tools are: {}); name a tool, or say `destructive`", self.registry.names().join(", "));
+            }
+            policy = policy.confirm_tool(name.clone());
+        }
+        if let Some((_, _, report)) = &self.plugins {
+            for plugin in &report.loaded {
+                let http: Vec<String> = plugin.http.iter().map(ToString::to_string).collect();
+                let note = format!(
+                    "Plugin {}: files {}, http {}",
+                    plugin.name,
+                    plugin.grants,
+                    if http.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        http.join(", ")
+                    }
+                );
+                for tool in &plugin.tools {
+                    if plugin.confirm {
+                        policy = policy.confirm_tool(tool.clone());
+                    }
+                    policy = policy.with_note(tool.clone(), note.clone());
+                }
+            }
+        }
+        Ok(policy)
+    }
+
     /// Before exiting: waits up to `limit` for the optimized compiles behind quick code
     /// ([`build_server_registry`]), so that the compile cache holds them and the next
     /// start is a cache hit. Returns at once when none is running, and without a compile

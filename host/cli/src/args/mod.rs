@@ -209,9 +209,26 @@ pub struct RunArgs {
     /// (notifications/tools/list_changed). A broken new version leaves the old serving.
     #[arg(long, requires = "plugins")]
     pub watch: bool,
+    /// Ask the client's user (MCP elicitation) before every call of TOOL runs;
+    /// repeatable. `destructive`: every tool that may change anything (whose annotations
+    /// do not say readOnlyHint true, or say destructiveHint true), built-ins included.
+    /// A plugin whose manifest says `confirm = true` is always asked about. Declined,
+    /// dismissed, unanswered within --confirm-timeout, or a client that cannot ask: the
+    /// call does not run and the model gets a tool error saying why.
+    #[arg(long = "confirm", value_name = "TOOL")]
+    pub confirm: Vec<String>,
+    /// How long one question to the client's user (an approval, a tool's question)
+    /// waits for the answer before it counts as no (at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_confirm_timeout)]
+    pub confirm_timeout: Duration,
     /// Streamable HTTP instead of stdio (--http ADDR and its flags).
     #[command(flatten)]
     pub http: HttpArgs,
+}
+
+/// `--confirm-timeout`: a duration of more than 0, at most an hour.
+fn parse_confirm_timeout(text: &str) -> Result<Duration, String> {
+    toolhost_mcp::elicit::check_confirm_timeout(parse_duration(text)?)
 }
 
 /// `--max-walks`: a whole number of at least 1.

@@ -100,7 +100,11 @@ impl ApprovalPolicy {
 
     /// The prompt shown for a call of `tool` with `arguments` (JSON text).
     pub fn prompt(&self, tool: &str, arguments: &str) -> String {
-        let arguments = if arguments.is_empty() { "{}" } else { arguments };
+        let arguments = if arguments.is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
         let mut prompt = format!("Allow the tool \"{tool}\" to run?\nArguments: ");
         let (shown, was_cut) = cut(arguments, MAX_SHOWN_ARGUMENT_BYTES);
         prompt.push_str(shown);
@@ -137,13 +141,20 @@ impl ApprovalPolicy {
             message,
         };
         let Some(interaction) = interaction else {
-            info!(tool, "a call that needs approval was not run: the client cannot ask its user");
+            info!(
+                tool,
+                "a call that needs approval was not run: the client cannot ask its user"
+            );
             return Err(refused(
                 "not run: this tool needs the user's approval, and this client cannot ask its user (it did not declare the elicitation capability, or this request cannot carry a question). Tell the user the call needs their approval in a client that supports elicitation".to_owned(),
             ));
         };
         let answer = interaction.confirm(self.prompt(tool, arguments)).await;
-        info!(tool, approved = matches!(answer, Ok(true)), "asked the user to approve a call");
+        info!(
+            tool,
+            approved = matches!(answer, Ok(true)),
+            "asked the user to approve a call"
+        );
         match answer {
             Ok(true) => Ok(()),
             Ok(false) => Err(refused(

@@ -95,7 +95,11 @@ impl SessionInteraction {
 impl Asker {
     /// Asks `message` with `schema`: the accepted content, `None` when declined or
     /// dismissed.
-    async fn elicit(&self, message: String, schema: Value) -> Result<Option<Value>, InteractionError> {
+    async fn elicit(
+        &self,
+        message: String,
+        schema: Value,
+    ) -> Result<Option<Value>, InteractionError> {
         if !self.notifier.is_connected() {
             return Err(InteractionError::Unsupported(
                 "this request cannot carry a question to the user: over Streamable HTTP, send the call alone (not in a batch) with Accept: text/event-stream".to_owned(),
@@ -117,7 +121,8 @@ impl Asker {
         }
         if self.busy.swap(true, Ordering::AcqRel) {
             return Err(InteractionError::Invalid(
-                "this call already has a question open: ask one at a time, waiting for each answer".to_owned(),
+                "this call already has a question open: ask one at a time, waiting for each answer"
+                    .to_owned(),
             ));
         }
         let mut open = Open {
@@ -193,9 +198,8 @@ fn read_answer(body: ResponseBody, schema: &Value) -> Result<Option<Value>, Inte
             text.len()
         )));
     }
-    let result: Value = serde_json::from_str(&text).map_err(|err| {
-        InteractionError::Invalid(format!("the answer cannot be read: {err}"))
-    })?;
+    let result: Value = serde_json::from_str(&text)
+        .map_err(|err| InteractionError::Invalid(format!("the answer cannot be read: {err}")))?;
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => {
             let content = match result.get("content") {

@@ -153,7 +153,14 @@ fn kind(property: &Value) -> Result<Kind<'_>, String> {
         Some("string") => {
             allowed(
                 property,
-                &["minLength", "maxLength", "format", "enum", "enumNames", "oneOf"],
+                &[
+                    "minLength",
+                    "maxLength",
+                    "format",
+                    "enum",
+                    "enumNames",
+                    "oneOf",
+                ],
             )?;
             let choices = match (property.get("enum"), property.get("oneOf")) {
                 (Some(_), Some(_)) => return Err("use \"enum\" or \"oneOf\", not both".to_owned()),
@@ -180,9 +187,7 @@ fn kind(property: &Value) -> Result<Kind<'_>, String> {
                     format.as_str(),
                     Some("email" | "uri" | "date" | "date-time")
                 ) {
-                    return Err(
-                        "\"format\" must be one of email, uri, date, date-time".to_owned()
-                    );
+                    return Err("\"format\" must be one of email, uri, date, date-time".to_owned());
                 }
             }
             Ok(Kind::Text {

@@ -141,7 +141,7 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
                     (None, None) => Err(invalid_request(id, "\"method\" is missing")),
                 },
                 _ => Err(invalid_request(reply_id, "\"method\" is missing")),
-            }
+            };
         }
     };
     let params = match message.remove("params") {

@@ -100,7 +100,10 @@ async fn ready(server: McpServer, elicitation: bool) -> Client {
     let (mut client, _serving) = serve_client(server);
     client.send(&initialize(elicitation)).await;
     let answer = client.answer_within(WAIT).await.unwrap();
-    assert!(answer.contains("\"protocolVersion\":\"2025-11-25\""), "{answer}");
+    assert!(
+        answer.contains("\"protocolVersion\":\"2025-11-25\""),
+        "{answer}"
+    );
     client
 }
 
@@ -115,7 +118,10 @@ impl Client {
 fn outcome(message: &Value) -> (String, bool) {
     let result = &message["result"];
     (
-        result["content"][0]["text"].as_str().unwrap_or_default().to_owned(),
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
         result["isError"].as_bool().unwrap(),
     )
 }
@@ -133,11 +139,17 @@ async fn an_answer_that_does_not_match_the_schema_is_refused() {
     assert_eq!(question["method"], "elicitation/create");
     assert_eq!(question["params"]["mode"], "form");
     assert_eq!(question["params"]["message"], "Your name?");
-    assert_eq!(question["params"]["requestedSchema"]["required"], json!(["name"]));
+    assert_eq!(
+        question["params"]["requestedSchema"]["required"],
+        json!(["name"])
+    );
     let id = question["id"].clone();
     assert!(id.as_str().unwrap().starts_with("toolhost-ask-"), "{id}");
     client
-        .send(&respond(&id, &json!({"action": "accept", "content": {"name": 5}})))
+        .send(&respond(
+            &id,
+            &json!({"action": "accept", "content": {"name": 5}}),
+        ))
         .await;
     let answer = client.next_json().await;
     assert_eq!(answer["id"], 1);
@@ -160,11 +172,17 @@ async fn an_answer_that_does_not_match_the_schema_is_refused() {
         ))
         .await;
     let (text, error) = outcome(&client.next_json().await);
-    assert!(error && text.contains("\"admin\" is not a field of the question"), "{text}");
+    assert!(
+        error && text.contains("\"admin\" is not a field of the question"),
+        "{text}"
+    );
     client.send(&call_line(3, "ask_name", &json!({}))).await;
     let id = client.next_json().await["id"].clone();
     client
-        .send(&respond(&id, &json!({"action": "accept", "content": {"name": "Ada"}})))
+        .send(&respond(
+            &id,
+            &json!({"action": "accept", "content": {"name": "Ada"}}),
+        ))
         .await;
     assert_eq!(
         outcome(&client.next_json().await),
@@ -180,7 +198,9 @@ async fn a_client_that_never_answers_times_out_the_call_is_not_run_and_its_slot_
         .with_approval(ApprovalPolicy::new().confirm_tool("erase"))
         .with_confirm_timeout(Duration::from_millis(300));
     let mut client = ready(server, true).await;
-    client.send(&call_line(1, "erase", &json!({"path": "/"}))).await;
+    client
+        .send(&call_line(1, "erase", &json!({"path": "/"})))
+        .await;
     let question = client.next_json().await;
     assert_eq!(question["method"], "elicitation/create");
     let id = question["id"].clone();
@@ -197,7 +217,10 @@ async fn a_client_that_never_answers_times_out_the_call_is_not_run_and_its_slot_
     assert!(!ran.0.load(Ordering::SeqCst), "the tool must not run");
     // The one slot is free again: another call runs.
     client.send(&call_line(2, "look", &json!({}))).await;
-    assert_eq!(outcome(&client.next_json().await), ("looked".to_owned(), false));
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("looked".to_owned(), false)
+    );
     // A late answer to the withdrawn question runs nothing.
     client
         .send(&respond(&id, &json!({"action": "accept"})))
@@ -210,11 +233,15 @@ async fn a_client_that_never_answers_times_out_the_call_is_not_run_and_its_slot_
 #[tokio::test]
 async fn a_client_without_the_capability_is_refused_never_run() {
     let (registry, ran) = asking_registry();
-    let server = McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_destructive());
+    let server =
+        McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_destructive());
     let mut client = ready(server, false).await;
     client.send(&call_line(1, "erase", &json!({}))).await;
     let answer = client.next_json().await;
-    assert_eq!(answer["id"], 1, "no question may go to this client: {answer}");
+    assert_eq!(
+        answer["id"], 1,
+        "no question may go to this client: {answer}"
+    );
     let (text, error) = outcome(&answer);
     assert!(error, "{text}");
     assert!(
@@ -224,7 +251,10 @@ async fn a_client_without_the_capability_is_refused_never_run() {
     assert!(!ran.0.load(Ordering::SeqCst), "the tool must not run");
     // A read-only tool needs no approval under `destructive`.
     client.send(&call_line(2, "look", &json!({}))).await;
-    assert_eq!(outcome(&client.next_json().await), ("looked".to_owned(), false));
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("looked".to_owned(), false)
+    );
     // Without a policy, a tool that asks gets no interaction at all.
     let (registry, _) = asking_registry();
     let mut client = ready(McpServer::new(registry), false).await;
@@ -252,24 +282,37 @@ async fn forged_and_unsolicited_responses_are_ignored_and_the_real_answer_still_
             _ => json!(format!("toolhost-ask-0-{n}")),
         };
         client
-            .send(&respond(&id, &json!({"action": "accept", "content": {"name": "Mallory"}})))
+            .send(&respond(
+                &id,
+                &json!({"action": "accept", "content": {"name": "Mallory"}}),
+            ))
             .await;
     }
     client.send(&call_line(2, "look", &json!({}))).await;
     // Nothing answers the flood: the next message is the answer to call 2.
-    assert_eq!(outcome(&client.next_json().await), ("looked".to_owned(), false));
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("looked".to_owned(), false)
+    );
     client
-        .send(&respond(&id, &json!({"action": "accept", "content": {"name": "Ada"}})))
+        .send(&respond(
+            &id,
+            &json!({"action": "accept", "content": {"name": "Ada"}}),
+        ))
         .await;
     let answer = client.next_json().await;
     assert_eq!(answer["id"], 1);
-    assert_eq!(outcome(&answer), ("got {\"name\":\"Ada\"}".to_owned(), false));
+    assert_eq!(
+        outcome(&answer),
+        ("got {\"name\":\"Ada\"}".to_owned(), false)
+    );
 }
 
 #[tokio::test]
 async fn an_approval_prompt_for_ten_mebibytes_of_arguments_is_cut() {
     let (registry, ran) = asking_registry();
-    let server = McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_tool("erase"));
+    let server =
+        McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_tool("erase"));
     let mut client = ready(server, true).await;
     let huge = "x".repeat(10 << 20);
     client
@@ -279,7 +322,10 @@ async fn an_approval_prompt_for_ten_mebibytes_of_arguments_is_cut() {
     assert!(line.len() < 2048, "the question is {} bytes", line.len());
     let question: Value = serde_json::from_str(&line).unwrap();
     let message = question["params"]["message"].as_str().unwrap();
-    assert!(message.starts_with("Allow the tool \"erase\" to run?\nArguments: {\"content\":\"xxx"), "{message}");
+    assert!(
+        message.starts_with("Allow the tool \"erase\" to run?\nArguments: {\"content\":\"xxx"),
+        "{message}"
+    );
     assert!(
         message.ends_with(&format!(
             " … (cut: the arguments are {} bytes in all, only the first 1024 are shown)",
@@ -305,13 +351,18 @@ async fn a_declined_or_dismissed_call_never_runs_and_an_accepted_one_does() {
     );
     let mut client = ready(server, true).await;
     for (id, action) in [(1, "decline"), (2, "cancel")] {
-        client.send(&call_line(id, "erase", &json!({"path": "a"}))).await;
+        client
+            .send(&call_line(id, "erase", &json!({"path": "a"})))
+            .await;
         let question = client.next_json().await;
         assert_eq!(
             question["params"]["message"],
             "Allow the tool \"erase\" to run?\nArguments: {\"path\":\"a\"}\ngrants: write /data"
         );
-        assert_eq!(question["params"]["requestedSchema"], json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            question["params"]["requestedSchema"],
+            json!({"type": "object", "properties": {}})
+        );
         client
             .send(&respond(&question["id"], &json!({"action": action})))
             .await;
@@ -319,7 +370,10 @@ async fn a_declined_or_dismissed_call_never_runs_and_an_accepted_one_does() {
             outcome(&client.next_json().await),
             ("erase: not run: the user declined this call. Do not retry it; ask the user what to do instead".to_owned(), true)
         );
-        assert!(!ran.0.load(Ordering::SeqCst), "{action}: the tool must not run");
+        assert!(
+            !ran.0.load(Ordering::SeqCst),
+            "{action}: the tool must not run"
+        );
     }
     // An error response is no approval either.
     client.send(&call_line(3, "erase", &json!({}))).await;
@@ -328,7 +382,10 @@ async fn a_declined_or_dismissed_call_never_runs_and_an_accepted_one_does() {
         .send(&json!({"jsonrpc": "2.0", "id": question["id"], "error": {"code": -32601, "message": "no"}}).to_string())
         .await;
     let (text, error) = outcome(&client.next_json().await);
-    assert!(error && text.contains("the client answered the question with an error"), "{text}");
+    assert!(
+        error && text.contains("the client answered the question with an error"),
+        "{text}"
+    );
     assert!(!ran.0.load(Ordering::SeqCst));
     // Accepted: it runs.
     client.send(&call_line(4, "erase", &json!({}))).await;
@@ -336,6 +393,9 @@ async fn a_declined_or_dismissed_call_never_runs_and_an_accepted_one_does() {
     client
         .send(&respond(&question["id"], &json!({"action": "accept"})))
         .await;
-    assert_eq!(outcome(&client.next_json().await), ("erased".to_owned(), false));
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("erased".to_owned(), false)
+    );
     assert!(ran.0.load(Ordering::SeqCst));
 }

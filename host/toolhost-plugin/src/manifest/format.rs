@@ -21,6 +21,12 @@ pub struct Manifest {
     /// `[config]`: the keys the plugin reads, sorted by name.
     #[serde(default, deserialize_with = "config_keys")]
     pub config: Vec<ConfigKey>,
+    /// `confirm = true` (top level, before the tables): every call of the plugin's tools
+    /// needs the user's approval before it runs, when the host serves MCP (the host
+    /// asks through elicitation; a client that cannot ask gets the calls refused).
+    /// Off by default.
+    #[serde(default)]
+    pub confirm: bool,
 }
 
 /// Parses `[config]`: `keys = ["A", "B"]` (required, not secret) and `[config.KEY]`

@@ -332,3 +332,22 @@ fn missing_manifest_is_no_grant_and_defaults() {
     assert_eq!(resolved.files, FileAccess::ReadWrite);
     assert_eq!(resolved.manifest_path, Some(dir.path().join("p.toml")));
 }
+
+#[test]
+fn confirm_is_a_top_level_switch_off_by_default() {
+    let path = Path::new("plugins/p.toml");
+    assert!(
+        parse(path, "confirm = true\n[grants]\nfiles = \"read\"\n")
+            .unwrap()
+            .confirm
+    );
+    assert!(!parse(path, "[grants]\nfiles = \"read\"\n").unwrap().confirm);
+    // Not a boolean, or misspelt: refused like any bad key.
+    for text in ["confirm = \"yes\"\n", "confirmed = true\n"] {
+        let err = parse(path, text).unwrap_err();
+        assert!(
+            matches!(err.kind(), PluginErrorKind::Manifest { .. }),
+            "{text}: {err}"
+        );
+    }
+}

@@ -48,10 +48,9 @@ struct Stream {
 impl Stream {
     async fn open(addr: SocketAddr, session: &str, body: String) -> Self {
         let stream = TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                .await
-                .unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
         tokio::spawn(connection);
         let request = hyper::Request::post(MCP_PATH)
             .header("host", format!("127.0.0.1:{}", addr.port()))
@@ -107,10 +106,8 @@ fn text(message: &Value) -> (String, bool) {
 
 #[tokio::test]
 async fn a_question_goes_out_on_the_calls_stream_and_forged_or_foreign_answers_are_ignored() {
-    let (server, ran) = start_asking(
-        stateful().with_approval(ApprovalPolicy::new().confirm_tool("erase")),
-    )
-    .await;
+    let (server, ran) =
+        start_asking(stateful().with_approval(ApprovalPolicy::new().confirm_tool("erase"))).await;
     let addr = server.addr;
     let alice = session(addr, true).await;
     let mallory = session(addr, true).await;
@@ -138,7 +135,10 @@ async fn a_question_goes_out_on_the_calls_stream_and_forged_or_foreign_answers_a
         assert_eq!(reply.status, StatusCode::ACCEPTED);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!ran.0.load(Ordering::SeqCst), "a forged answer must not run the tool");
+    assert!(
+        !ran.0.load(Ordering::SeqCst),
+        "a forged answer must not run the tool"
+    );
     let session = server.app.sessions.find(&alice, None).await.unwrap();
     assert_eq!(session.questions().open_count(), 1);
     assert_eq!(session.questions().ignored(), 3);
@@ -186,13 +186,24 @@ async fn a_request_that_cannot_carry_a_question_or_a_client_without_the_capabili
     .await;
     let (message, error) = text(&reply.json());
     assert!(error, "{message}");
-    assert!(message.contains("this request cannot carry a question"), "{message}");
+    assert!(
+        message.contains("this request cannot carry a question"),
+        "{message}"
+    );
     // No capability: refused, never asked, never run.
     let silent = session(addr, false).await;
-    let reply = post(addr, &[(SESSION_HEADER, &silent)], &call_line(2, "erase", &json!({}))).await;
+    let reply = post(
+        addr,
+        &[(SESSION_HEADER, &silent)],
+        &call_line(2, "erase", &json!({})),
+    )
+    .await;
     let (message, error) = text(&reply.json());
     assert!(error, "{message}");
-    assert!(message.contains("this client cannot ask its user"), "{message}");
+    assert!(
+        message.contains("this client cannot ask its user"),
+        "{message}"
+    );
     assert!(!ran.0.load(Ordering::SeqCst));
     server.stop().await;
 }
@@ -211,7 +222,10 @@ async fn a_question_nobody_answers_times_out_and_frees_the_call() {
     assert_eq!(call.next().await["method"], "elicitation/create");
     assert_eq!(call.next().await["method"], "notifications/cancelled");
     let (message, error) = text(&call.next().await);
-    assert!(error && message.contains("no answer within 0.3 s"), "{message}");
+    assert!(
+        error && message.contains("no answer within 0.3 s"),
+        "{message}"
+    );
     assert!(!ran.0.load(Ordering::SeqCst));
     until("the call's place is free", || {
         server.app.counters.calls_running.load(Ordering::SeqCst) == 0
