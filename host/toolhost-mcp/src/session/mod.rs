@@ -240,7 +240,7 @@ impl Session {
         self.0.closed.is_cancelled()
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, feature = "http"))]
     /// The session's open questions (elicitation).
     pub(crate) fn questions(&self) -> &Questions {
         &self.0.questions
