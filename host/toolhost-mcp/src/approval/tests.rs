@@ -50,7 +50,11 @@ fn ten_mebibytes_of_arguments_are_cut_to_a_readable_prompt_on_a_char_boundary() 
     let prompt = ApprovalPolicy::new()
         .with_note("w", "n".repeat(5000))
         .prompt("w", &arguments);
-    assert!(prompt.len() < 2 * MAX_SHOWN_ARGUMENT_BYTES + 200, "{}", prompt.len());
+    assert!(
+        prompt.len() < 2 * MAX_SHOWN_ARGUMENT_BYTES + 200,
+        "{}",
+        prompt.len()
+    );
     assert!(prompt.contains(&format!(
         " … (cut: the arguments are {} bytes in all, only the first 1024 are shown)",
         arguments.len()

@@ -120,7 +120,7 @@ fn bound(property: &Map<String, Value>, key: &str) -> Result<Option<f64>, String
 }
 
 /// The strings of `values` (an `enum`), or of the `const`s of titled options.
-fn strings<'a>(values: Option<&'a Value>, titled: bool) -> Result<Vec<&'a str>, String> {
+fn strings(values: Option<&Value>, titled: bool) -> Result<Vec<&str>, String> {
     let Some(values) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) else {
         return Err("the choices must be a non-empty array".to_owned());
     };

@@ -17,7 +17,8 @@ fn the_newest_forms_with_defaults_and_every_enum_form_are_accepted() {
         "verified": {"type": "boolean", "default": true},
     }, "required": []});
     assert_eq!(check_schema(&defaults), Ok(()));
-    let answer = json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true});
+    let answer =
+        json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true});
     assert_eq!(check_answer(&defaults, &answer), Ok(()));
     // elicitation-sep1330-enums: untitled, titled, legacy titled, and both multi-selects.
     let enums = json!({"type": "object", "properties": {
@@ -35,13 +36,34 @@ fn the_newest_forms_with_defaults_and_every_enum_form_are_accepted() {
 #[test]
 fn schemas_elicitation_cannot_show_are_refused() {
     for (schema, why) in [
-        (json!({"type": "object", "properties": {"a": {"type": "object"}}}), "\"type\" must be"),
-        (json!({"type": "object", "properties": {"a": {"type": "string", "$ref": "#/x"}}}), "\"$ref\" is not allowed"),
-        (json!({"type": "object", "properties": {}, "additionalProperties": true}), "\"additionalProperties\""),
-        (json!({"type": "array", "properties": {}}), "\"type\": \"object\""),
-        (json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}), "not one of the properties"),
-        (json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}), "its default"),
-        (json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": []}}}), "non-empty"),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "object"}}}),
+            "\"type\" must be",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string", "$ref": "#/x"}}}),
+            "\"$ref\" is not allowed",
+        ),
+        (
+            json!({"type": "object", "properties": {}, "additionalProperties": true}),
+            "\"additionalProperties\"",
+        ),
+        (
+            json!({"type": "array", "properties": {}}),
+            "\"type\": \"object\"",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}),
+            "not one of the properties",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}),
+            "its default",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": []}}}),
+            "non-empty",
+        ),
     ] {
         let err = check_schema(&schema).unwrap_err();
         assert!(err.contains(why), "{schema}: {err}");
@@ -78,11 +100,17 @@ fn questions_are_bounded_per_session_and_unknown_answers_are_counted_not_deliver
         open.push(questions.open().ok().unwrap());
     }
     assert!(matches!(questions.open(), Err(OpenError::Full)));
-    questions.answer(&RequestId::from("toolhost-ask-x-0"), ResponseBody::Result("{}".into()));
+    questions.answer(
+        &RequestId::from("toolhost-ask-x-0"),
+        ResponseBody::Result("{}".into()),
+    );
     assert_eq!(questions.ignored(), 1);
     let (id, mut receiver) = open.pop().unwrap();
     questions.answer(&id, ResponseBody::Result("{\"action\":\"decline\"}".into()));
-    assert_eq!(receiver.try_recv().unwrap(), ResponseBody::Result("{\"action\":\"decline\"}".into()));
+    assert_eq!(
+        receiver.try_recv().unwrap(),
+        ResponseBody::Result("{\"action\":\"decline\"}".into())
+    );
     // Answered once: the same id again is unknown.
     questions.answer(&id, ResponseBody::Result("{}".into()));
     assert_eq!(questions.ignored(), 2);
