@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
+mod approval;
 mod cache;
 mod cancel;
 mod demo;
