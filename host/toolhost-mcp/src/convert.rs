@@ -100,6 +100,9 @@ pub(crate) struct CallParams {
     /// The arguments as the JSON text the client sent; empty when absent or null (the
     /// registry reads it as `{}`).
     pub arguments: String,
+    /// 2026-07-28: the client's answers to the questions of the server's last
+    /// `input_required` result (`inputResponses`), and the `requestState` it carried.
+    pub input: Option<Box<crate::elicit::RetryInput>>,
 }
 
 /// Reads `tools/call` params. Arguments of the wrong type are passed through as they
@@ -125,7 +128,12 @@ pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams,
         Some(raw) if raw_type_name(raw) != "null" => raw.get().to_owned(),
         _ => String::new(),
     };
-    Ok(CallParams { name, arguments })
+    let input = crate::elicit::RetryInput::read(params);
+    Ok(CallParams {
+        name,
+        arguments,
+        input,
+    })
 }
 
 /// The `tools/call` result for a dispatch outcome. A result's content is JSON-encoded
@@ -281,7 +289,8 @@ mod tests {
             call_params(&one, &params(r#"{"name":"t","arguments":{"a":[1,"x"]}}"#)),
             Ok(CallParams {
                 name: "t".into(),
-                arguments: r#"{"a":[1,"x"]}"#.into()
+                arguments: r#"{"a":[1,"x"]}"#.into(),
+                input: None,
             })
         );
         // The arguments' own text: numbers beyond u64 and f64 are not rounded.
@@ -298,14 +307,16 @@ mod tests {
             call_params(&one, &params(r#"{"name":"t","arguments":null}"#)),
             Ok(CallParams {
                 name: "t".into(),
-                arguments: String::new()
+                arguments: String::new(),
+                input: None,
             })
         );
         assert_eq!(
             call_params(&one, &params(r#"{"name":"t","arguments":5}"#)),
             Ok(CallParams {
                 name: "t".into(),
-                arguments: "5".into()
+                arguments: "5".into(),
+                input: None,
             })
         );
         assert_eq!(

@@ -79,6 +79,10 @@ pub(crate) struct RequestMeta {
     pub progress_token: Option<RequestId>,
     /// The least severe log level to forward for this request (modern `_meta` logLevel).
     pub log_level: Option<LogLevel>,
+    /// Whether the request's client capabilities (modern `_meta`) declare form
+    /// elicitation, so its call may answer `input_required`. Always false for legacy
+    /// requests (their session's `initialize` says).
+    pub client_asks: bool,
 }
 
 impl RequestMeta {
@@ -89,6 +93,7 @@ impl RequestMeta {
             modern: false,
             progress_token: None,
             log_level: None,
+            client_asks: false,
         }
     }
 }
@@ -199,11 +204,18 @@ pub(crate) fn read_meta(
             )))
         }
     };
+    let client_asks = revision.is_modern()
+        && meta
+            .get(META_CLIENT_CAPABILITIES)
+            .and_then(|capabilities| capabilities.get("elicitation"))
+            .and_then(Value::as_object)
+            .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
     Ok(RequestMeta {
         revision,
         modern: revision.is_modern(),
         progress_token,
         log_level,
+        client_asks,
     })
 }
 

@@ -51,7 +51,7 @@ impl std::fmt::Debug for Asker {
 }
 
 /// The schema of a yes/no question: no fields, the answer is the action.
-fn confirm_schema() -> Value {
+pub(super) fn confirm_schema() -> Value {
     json!({"type": "object", "properties": {}})
 }
 
@@ -105,20 +105,7 @@ impl Asker {
                 "this request cannot carry a question to the user: over Streamable HTTP, send the call alone (not in a batch) with Accept: text/event-stream".to_owned(),
             ));
         }
-        check_schema(&schema).map_err(InteractionError::Invalid)?;
-        let mut params = Map::new();
-        if self.revision == Revision::V2025_11_25 {
-            params.insert("mode".into(), json!("form"));
-        }
-        params.insert("message".into(), Value::String(message));
-        params.insert("requestedSchema".into(), schema);
-        let params = Value::Object(params);
-        let size = params.to_string().len();
-        if size > MAX_QUESTION_BYTES {
-            return Err(InteractionError::Invalid(format!(
-                "the question is {size} bytes as JSON, over the {MAX_QUESTION_BYTES}-byte limit; ask with a shorter message"
-            )));
-        }
+        let params = question_params(self.revision, message, schema)?;
         if self.busy.swap(true, Ordering::AcqRel) {
             return Err(InteractionError::Invalid(
                 "this call already has a question open: ask one at a time, waiting for each answer"
@@ -181,6 +168,31 @@ impl Asker {
     }
 }
 
+/// The params of an `elicitation/create` asking `message` with `schema`, checked: the
+/// schema must be elicitation's restricted one, the whole at most
+/// [`MAX_QUESTION_BYTES`]. 2025-11-25 on say `"mode": "form"`.
+pub(super) fn question_params(
+    revision: Revision,
+    message: String,
+    schema: Value,
+) -> Result<Value, InteractionError> {
+    check_schema(&schema).map_err(InteractionError::Invalid)?;
+    let mut params = Map::new();
+    if revision >= Revision::V2025_11_25 {
+        params.insert("mode".into(), json!("form"));
+    }
+    params.insert("message".into(), Value::String(message));
+    params.insert("requestedSchema".into(), schema);
+    let params = Value::Object(params);
+    let size = params.to_string().len();
+    if size > MAX_QUESTION_BYTES {
+        return Err(InteractionError::Invalid(format!(
+            "the question is {size} bytes as JSON, over the {MAX_QUESTION_BYTES}-byte limit; ask with a shorter message"
+        )));
+    }
+    Ok(params)
+}
+
 /// Reads the client's answer to a question with `schema`.
 fn read_answer(body: ResponseBody, schema: &Value) -> Result<Option<Value>, InteractionError> {
     let text = match body {
@@ -200,6 +212,14 @@ fn read_answer(body: ResponseBody, schema: &Value) -> Result<Option<Value>, Inte
     }
     let result: Value = serde_json::from_str(&text)
         .map_err(|err| InteractionError::Invalid(format!("the answer cannot be read: {err}")))?;
+    read_result(&result, schema)
+}
+
+/// Reads an `elicitation/create` result (an `ElicitResult`) to a question with `schema`.
+pub(super) fn read_result(
+    result: &Value,
+    schema: &Value,
+) -> Result<Option<Value>, InteractionError> {
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => {
             let content = match result.get("content") {

@@ -22,14 +22,17 @@
 //! empty object that means form) at `initialize`, on a revision that has elicitation
 //! (2025-06-18 and later legacy ones), is ever asked. Over Streamable HTTP the question
 //! goes out on the event stream of the POST whose call asks, so a request that accepts
-//! only JSON (or a batch member) cannot ask. The modern revision (2026-07-28) asks
-//! through an `input_required` result and a retried request instead; that flow is not
-//! implemented, so its calls cannot ask (documented in docs/protocol.md).
+//! only JSON (or a batch member) cannot ask. The modern revision (2026-07-28) has no
+//! server-to-client request: a call whose client declared elicitation in the request's
+//! capabilities asks through an `input_required` result and the client's repeated
+//! request instead ([`Replay`]).
 
 mod interaction;
+mod replay;
 pub(crate) mod schema;
 
 pub(crate) use interaction::SessionInteraction;
+pub(crate) use replay::{Replay, RetryInput};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

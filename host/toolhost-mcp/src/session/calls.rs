@@ -8,11 +8,11 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use toolhost::registry::{CallContext, ToolCall};
+use toolhost::registry::{CallContext, ToolCall, ToolError};
 
 use super::state::{progress_hook, Subscription};
 use crate::convert::{call_result, CallParams};
-use crate::elicit::SessionInteraction;
+use crate::elicit::{Replay, SessionInteraction};
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};
@@ -78,7 +78,11 @@ impl PendingCall {
             .as_ref()
             .map_or(0, |token| token.as_json().len());
         let work = match &self.work {
-            Work::Tool(call) => call.arguments.len() + call.name.len(),
+            Work::Tool(call) => {
+                call.arguments.len()
+                    + call.name.len()
+                    + call.input.as_ref().map_or(0, |input| input.held_bytes())
+            }
             Work::Resource(request) => request.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
@@ -142,6 +146,7 @@ impl PendingCall {
         };
         info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, request = %id, "tools/call");
         let started = Instant::now();
+        let input = call.input;
         let call = ToolCall {
             id: id.as_json().to_owned(),
             name: call.name,
@@ -151,9 +156,17 @@ impl PendingCall {
         if let Some((hook, _)) = &progress {
             ctx = ctx.with_progress(hook.clone());
         }
-        // A client that declared elicitation can be asked, on the call's own channel.
+        // A client that declared elicitation can be asked, on the call's own channel
+        // (legacy), or through `input_required` rounds (2026-07-28).
         let asking = &session.0.catalog.asking;
-        if !meta.modern && session.0.questions.client_asks() {
+        let replay = (meta.modern && meta.client_asks)
+            .then(|| Replay::new(&call.name, &call.arguments, input.as_deref(), meta.revision));
+        if let Some(replay) = &replay {
+            // Its own token: a round that ends stops what the call started.
+            ctx = ctx
+                .with_cancellation(token.child_token())
+                .with_interaction(Arc::new(replay.clone()));
+        } else if !meta.modern && session.0.questions.client_asks() {
             ctx = ctx.with_interaction(Arc::new(SessionInteraction::new(
                 Arc::clone(&session.0.questions),
                 notifier.clone(),
@@ -174,7 +187,19 @@ impl PendingCall {
             }
             session.registry().dispatch(&ctx, &call, &env).await
         };
-        let outcome = tracing::Instrument::instrument(run, span.clone()).await;
+        let run = tracing::Instrument::instrument(run, span.clone());
+        let (outcome, input_required) = match &replay {
+            None => (run.await, None),
+            Some(replay) => {
+                tokio::select! {
+                    outcome = run => (outcome, None),
+                    () = replay.needs_input() => {
+                        ctx.cancellation().cancel();
+                        (Err(ToolError::Cancelled { tool: call.name.clone() }), replay.input_required())
+                    }
+                }
+            }
+        };
         // Progress stops with the call, whatever its threads still do.
         if let Some((_, done)) = &progress {
             done.cancel();
@@ -195,7 +220,15 @@ impl PendingCall {
             debug!(target: LOG_TARGET, request = %id, "not answering a cancelled call");
             return None;
         }
-        let result = protocol::complete(&meta, call_result(&outcome));
+        let result = match input_required {
+            Some(input_required) => {
+                info!(target: LOG_TARGET, turn_id = %env.turn_id, tool = %call.name, "the call needs the user's input: input_required");
+                let mut result = protocol::complete(&meta, input_required);
+                result["resultType"] = serde_json::json!("input_required");
+                result
+            }
+            None => protocol::complete(&meta, call_result(&outcome)),
+        };
         Some(Message::response(&id, Bytes::from(result.to_string())))
     }
 }
