@@ -27,11 +27,10 @@
 //! capabilities asks through an `input_required` result and the client's repeated
 //! request instead ([`Replay`]).
 
-mod interaction;
+pub(crate) mod answer;
 mod replay;
 pub(crate) mod schema;
 
-pub(crate) use interaction::SessionInteraction;
 pub(crate) use replay::{Replay, RetryInput};
 
 use std::collections::HashMap;

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use toolhost::registry::{Interaction, InteractionError, InteractionFuture};
 
-use super::interaction::{confirm_schema, question_params, read_result};
+use super::answer::{confirm_schema, question_params, read_result};
 use super::{MAX_ANSWER_BYTES, MAX_QUESTIONS_PER_CALL};
 use crate::jsonrpc::Params;
 use crate::revision::Revision;

@@ -10,9 +10,10 @@ use tracing::{debug, info};
 
 use toolhost::registry::{CallContext, ToolCall, ToolError};
 
+use super::interaction::SessionInteraction;
 use super::state::{progress_hook, Subscription};
 use crate::convert::{call_result, CallParams};
-use crate::elicit::{Replay, SessionInteraction};
+use crate::elicit::Replay;
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};

@@ -20,6 +20,7 @@
 mod announce;
 mod calls;
 mod catalog;
+mod interaction;
 mod limiter;
 mod message;
 mod notifier;

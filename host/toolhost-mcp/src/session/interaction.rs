@@ -5,20 +5,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use toolhost::registry::{Interaction, InteractionError, InteractionFuture};
 
-use super::schema::{check_answer, check_schema};
-use super::{
-    OpenError, Questions, MAX_ANSWER_BYTES, MAX_OPEN_QUESTIONS, MAX_QUESTIONS_PER_CALL,
-    MAX_QUESTION_BYTES,
-};
-use crate::jsonrpc::{RequestId, ResponseBody};
+use super::{Message, Notifier};
+use crate::elicit::answer::{confirm_schema, question_params, read_answer};
+use crate::elicit::{OpenError, Questions, MAX_OPEN_QUESTIONS, MAX_QUESTIONS_PER_CALL};
+use crate::jsonrpc::RequestId;
 use crate::revision::Revision;
-use crate::session::{Message, Notifier};
 
 /// How one call asks its client's user. Made per call, only for a client that declared
 /// elicitation; the call's tools reach it through
@@ -48,11 +45,6 @@ impl std::fmt::Debug for Asker {
             .field("revision", &self.revision)
             .finish_non_exhaustive()
     }
-}
-
-/// The schema of a yes/no question: no fields, the answer is the action.
-pub(super) fn confirm_schema() -> Value {
-    json!({"type": "object", "properties": {}})
 }
 
 /// Withdraws a question and frees the call's turn when the asking ends, however it ends
@@ -165,78 +157,6 @@ impl Asker {
         };
         drop(open);
         read_answer(body, &params["requestedSchema"])
-    }
-}
-
-/// The params of an `elicitation/create` asking `message` with `schema`, checked: the
-/// schema must be elicitation's restricted one, the whole at most
-/// [`MAX_QUESTION_BYTES`]. 2025-11-25 on say `"mode": "form"`.
-pub(super) fn question_params(
-    revision: Revision,
-    message: String,
-    schema: Value,
-) -> Result<Value, InteractionError> {
-    check_schema(&schema).map_err(InteractionError::Invalid)?;
-    let mut params = Map::new();
-    if revision >= Revision::V2025_11_25 {
-        params.insert("mode".into(), json!("form"));
-    }
-    params.insert("message".into(), Value::String(message));
-    params.insert("requestedSchema".into(), schema);
-    let params = Value::Object(params);
-    let size = params.to_string().len();
-    if size > MAX_QUESTION_BYTES {
-        return Err(InteractionError::Invalid(format!(
-            "the question is {size} bytes as JSON, over the {MAX_QUESTION_BYTES}-byte limit; ask with a shorter message"
-        )));
-    }
-    Ok(params)
-}
-
-/// Reads the client's answer to a question with `schema`.
-fn read_answer(body: ResponseBody, schema: &Value) -> Result<Option<Value>, InteractionError> {
-    let text = match body {
-        ResponseBody::Result(text) => text,
-        ResponseBody::Error(text) => {
-            let cut: String = text.chars().take(200).collect();
-            return Err(InteractionError::Unsupported(format!(
-                "the client answered the question with an error: {cut}"
-            )));
-        }
-    };
-    if text.len() > MAX_ANSWER_BYTES {
-        return Err(InteractionError::Invalid(format!(
-            "the answer is {} bytes, over the {MAX_ANSWER_BYTES}-byte limit for one answer; it was not read",
-            text.len()
-        )));
-    }
-    let result: Value = serde_json::from_str(&text)
-        .map_err(|err| InteractionError::Invalid(format!("the answer cannot be read: {err}")))?;
-    read_result(&result, schema)
-}
-
-/// Reads an `elicitation/create` result (an `ElicitResult`) to a question with `schema`.
-pub(super) fn read_result(
-    result: &Value,
-    schema: &Value,
-) -> Result<Option<Value>, InteractionError> {
-    match result.get("action").and_then(Value::as_str) {
-        Some("accept") => {
-            let content = match result.get("content") {
-                None | Some(Value::Null) => Value::Object(Map::new()),
-                Some(content) => content.clone(),
-            };
-            check_answer(schema, &content).map_err(|why| {
-                InteractionError::Invalid(format!(
-                    "the answer does not match the question's schema: {why}"
-                ))
-            })?;
-            Ok(Some(content))
-        }
-        Some("decline" | "cancel") => Ok(None),
-        _ => Err(InteractionError::Invalid(
-            "the answer has no \"action\" of accept, decline or cancel".to_owned(),
-        )),
     }
 }
 
