@@ -45,6 +45,12 @@
 //!   own calls ([`logging`], with [`log_layer`] installed). With
 //!   [`McpServer::with_list_changed`], clients hear `notifications/tools/list_changed`
 //!   when the registry's tools change (hot reload).
+//! - A client that declared elicitation can be asked by a call's tools
+//!   (`CallContext::interaction`) and, before a call an [`ApprovalPolicy`] names
+//!   ([`McpServer::with_approval`]), for its user's approval: `elicitation/create` on the
+//!   call's own channel (legacy revisions), or an `input_required` result the client
+//!   answers by repeating the call (2026-07-28). Each question is bounded ([`elicit`]);
+//!   a call not approved is not run and answers a tool error saying why.
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; over stdio,
 //!   responses go out through one writer, so lines never interleave, and the session id
 //!   is fixed per server.

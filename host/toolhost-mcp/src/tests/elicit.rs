@@ -47,6 +47,28 @@ pub(crate) fn asking_registry() -> (Arc<Registry>, Arc<Ran>) {
             },
         )
         .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "ask_schema",
+                "Ask with the schema given.",
+                json!({"type": "object"}),
+            ),
+            |ctx: CallContext, args: Arguments, _env: Environment| async move {
+                let Some(interaction) = ctx.interaction() else {
+                    return Err(ToolError::failed("no interaction"));
+                };
+                let schema = args.get("schema").cloned().unwrap_or_default();
+                match interaction.ask("Fill in.".into(), schema).await {
+                    Ok(answer) => Ok(ToolResult::new(format!(
+                        "Elicitation completed: content={}",
+                        answer.unwrap_or_default()
+                    ))),
+                    Err(err) => Err(ToolError::failed(err.to_string())),
+                }
+            },
+        )
+        .unwrap();
     let state = Arc::clone(&ran);
     registry
         .register(
@@ -568,5 +590,78 @@ async fn modern_questions_are_checked_and_a_client_without_the_capability_is_ref
     assert_eq!(
         outcome(&client.next_json().await),
         ("got {\"name\":\"Ada\"}".to_owned(), false)
+    );
+}
+
+#[tokio::test]
+async fn the_conformance_suites_default_and_enum_questions_go_out_as_asked_and_their_answers_are_taken(
+) {
+    let (registry, _) = asking_registry();
+    let mut client = ready(McpServer::new(registry), true).await;
+    // elicitation-sep1034-defaults and elicitation-sep1330-enums, with the answers the
+    // suite's client gives.
+    let defaults = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": true},
+    }});
+    let enums = json!({"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [{"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}]}},
+    }});
+    let cases = [
+        (
+            defaults,
+            json!({"name": "Jane Smith", "age": 25, "score": 88, "status": "inactive", "verified": false}),
+        ),
+        (
+            enums,
+            json!({"untitledSingle": "option1", "titledSingle": "value1", "legacyEnum": "opt1", "untitledMulti": ["option1", "option2"], "titledMulti": ["value1", "value2"]}),
+        ),
+    ];
+    for (id, (schema, content)) in (1..).zip(cases) {
+        client
+            .send(&call_line(id, "ask_schema", &json!({"schema": schema})))
+            .await;
+        let question = client.next_json().await;
+        assert_eq!(question["params"]["requestedSchema"], schema);
+        client
+            .send(&respond(
+                &question["id"],
+                &json!({"action": "accept", "content": content}),
+            ))
+            .await;
+        assert_eq!(
+            outcome(&client.next_json().await),
+            (format!("Elicitation completed: content={content}"), false)
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_answer_over_the_size_cap_is_refused_unread() {
+    let (registry, _) = asking_registry();
+    let mut client = ready(McpServer::new(registry), true).await;
+    client.send(&call_line(1, "ask_name", &json!({}))).await;
+    let id = client.next_json().await["id"].clone();
+    let padding = "p".repeat(crate::elicit::MAX_ANSWER_BYTES);
+    client
+        .send(&respond(
+            &id,
+            &json!({"action": "accept", "content": {"name": "Ada"}, "_meta": {"padding": padding}}),
+        ))
+        .await;
+    // The result as sent: the padding and 67 bytes of the rest.
+    assert_eq!(
+        outcome(&client.next_json().await),
+        (
+            "ask_name: invalid: the answer is 65603 bytes, over the 65536-byte limit for one answer; it was not read".to_owned(),
+            true
+        )
     );
 }
