@@ -10,6 +10,7 @@ mod common;
 mod hostile;
 mod hot_reload;
 mod imports;
+mod mcp_elicit_schema;
 mod mcp_schema;
 mod mcp_schema_http;
 mod plugins;

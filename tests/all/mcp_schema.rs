@@ -74,7 +74,7 @@ impl Schema {
     }
 
     #[track_caller]
-    fn check(&self, def: &str, instance: &Value) {
+    pub(crate) fn check(&self, def: &str, instance: &Value) {
         let errors = self.errors(def, instance);
         assert!(
             errors.is_empty(),
