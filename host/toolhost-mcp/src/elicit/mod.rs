@@ -225,6 +225,15 @@ fn has_elicitation(revision: Revision) -> bool {
 
 /// Checks a confirm timeout against its bounds.
 ///
+/// ```
+/// use std::time::Duration;
+/// use toolhost_mcp::elicit::check_confirm_timeout;
+///
+/// assert_eq!(check_confirm_timeout(Duration::from_secs(30)), Ok(Duration::from_secs(30)));
+/// assert!(check_confirm_timeout(Duration::ZERO).is_err());
+/// assert!(check_confirm_timeout(Duration::from_secs(7200)).is_err());
+/// ```
+///
 /// # Errors
 /// A message saying the bound, for a zero timeout or one over [`MAX_CONFIRM_TIMEOUT`].
 pub fn check_confirm_timeout(timeout: Duration) -> Result<Duration, String> {

@@ -69,6 +69,25 @@ pub(crate) fn asking_registry() -> (Arc<Registry>, Arc<Ran>) {
             },
         )
         .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "ask_twice",
+                "Ask two questions at once.",
+                json!({"type": "object"}),
+            ),
+            |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                let Some(interaction) = ctx.interaction() else {
+                    return Err(ToolError::failed("no interaction"));
+                };
+                let (first, second) = tokio::join!(
+                    interaction.confirm("First?".into()),
+                    interaction.confirm("Second?".into())
+                );
+                Ok(ToolResult::new(format!("{first:?} / {second:?}")))
+            },
+        )
+        .unwrap();
     let state = Arc::clone(&ran);
     registry
         .register(
@@ -663,5 +682,21 @@ async fn an_answer_over_the_size_cap_is_refused_unread() {
             "ask_name: invalid: the answer is 65603 bytes, over the 65536-byte limit for one answer; it was not read".to_owned(),
             true
         )
+    );
+}
+
+#[tokio::test]
+async fn a_call_has_one_question_open_at_a_time() {
+    let (registry, _) = asking_registry();
+    let mut client = ready(McpServer::new(registry), true).await;
+    client.send(&call_line(1, "ask_twice", &json!({}))).await;
+    let question = client.next_json().await;
+    assert_eq!(question["params"]["message"], "First?");
+    client
+        .send(&respond(&question["id"], &json!({"action": "accept"})))
+        .await;
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("Ok(true) / Err(Invalid(\"this call already has a question open: ask one at a time, waiting for each answer\"))".to_owned(), false)
     );
 }
