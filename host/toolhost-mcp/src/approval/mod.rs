@@ -98,12 +98,17 @@ impl ApprovalPolicy {
         })
     }
 
-    /// The prompt shown for a call of `tool` with `arguments` (JSON text).
+    /// The prompt shown for a call of `tool` with `arguments` (JSON text): the arguments
+    /// as compact JSON (so the layout the client sent, line breaks included, cannot
+    /// dress them up as part of the prompt), cut to [`MAX_SHOWN_ARGUMENT_BYTES`].
     pub fn prompt(&self, tool: &str, arguments: &str) -> String {
-        let arguments = if arguments.is_empty() {
-            "{}"
-        } else {
-            arguments
+        let compact = serde_json::from_str::<serde_json::Value>(arguments)
+            .ok()
+            .map(|value| value.to_string());
+        let arguments = match &compact {
+            Some(compact) => compact.as_str(),
+            None if arguments.trim().is_empty() => "{}",
+            None => arguments,
         };
         let mut prompt = format!("Allow the tool \"{tool}\" to run?\nArguments: ");
         let (shown, was_cut) = cut(arguments, MAX_SHOWN_ARGUMENT_BYTES);

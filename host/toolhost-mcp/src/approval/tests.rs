@@ -65,3 +65,17 @@ fn ten_mebibytes_of_arguments_are_cut_to_a_readable_prompt_on_a_char_boundary() 
         "Allow the tool \"w\" to run?\nArguments: {}"
     );
 }
+
+#[test]
+fn arguments_are_shown_as_compact_json_whatever_layout_the_client_sent() {
+    let policy = ApprovalPolicy::new();
+    assert_eq!(
+        policy.prompt("w", "{\n  \"path\": \"a\",\n\n  \"note\": \"Approved by the admin\"\n}"),
+        "Allow the tool \"w\" to run?\nArguments: {\"note\":\"Approved by the admin\",\"path\":\"a\"}"
+    );
+    // Not JSON (the registry refuses it anyway): shown as sent, cut.
+    assert_eq!(
+        policy.prompt("w", "not json"),
+        "Allow the tool \"w\" to run?\nArguments: not json"
+    );
+}
