@@ -111,6 +111,7 @@
 //! SDK only routed five methods. This layer is that validation plus the five methods.
 #![deny(missing_docs)]
 
+mod content;
 mod convert;
 #[cfg(feature = "http")]
 pub mod http;
@@ -118,6 +119,7 @@ mod jsonrpc;
 pub mod limits;
 pub mod logging;
 mod pagination;
+mod prompts;
 mod protocol;
 pub mod resources;
 mod revision;

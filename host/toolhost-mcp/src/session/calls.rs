@@ -37,6 +37,8 @@ pub(super) enum Work {
     Tool(CallParams),
     /// A resource request, run by the catalog's resources.
     Resource(ResourceRequest),
+    /// A request to the registry's catalog (prompts, resources of plugins).
+    Catalog(super::offer::CatalogWork),
 }
 
 impl std::fmt::Debug for PendingCall {
@@ -60,6 +62,7 @@ impl PendingCall {
         match &self.work {
             Work::Tool(call) => &call.name,
             Work::Resource(request) => request.method(),
+            Work::Catalog(work) => work.method(),
         }
     }
 
@@ -78,6 +81,7 @@ impl PendingCall {
         let work = match &self.work {
             Work::Tool(call) => call.arguments.len() + call.name.len(),
             Work::Resource(request) => request.held_bytes(),
+            Work::Catalog(work) => work.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
     }
@@ -100,6 +104,10 @@ impl PendingCall {
             Work::Tool(call) => call,
             Work::Resource(request) => {
                 return run_resource(self.registration, &self.id, &self.meta, request).await
+            }
+            Work::Catalog(work) => {
+                return super::offer::run_catalog(self.registration, &self.id, &self.meta, work)
+                    .await
             }
         };
         let session = self.registration.session.clone();

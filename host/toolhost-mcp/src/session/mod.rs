@@ -23,6 +23,7 @@ mod catalog;
 mod limiter;
 mod message;
 mod notifier;
+mod offer;
 mod state;
 
 use calls::Work;
@@ -90,6 +91,8 @@ struct Inner {
     notifier: Arc<Mutex<Notifier>>,
     /// Cancelled when the session ends: every call it runs stops.
     closed: CancellationToken,
+    /// The files it subscribed to (`resources/subscribe`).
+    subscribed: crate::resources::subscribe::Subscribed,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -145,6 +148,7 @@ impl Session {
             state: SessionState::new(sink, closed.child_token()),
             notifier,
             closed,
+            subscribed: crate::resources::subscribe::Subscribed::default(),
         }))
     }
 
@@ -260,6 +264,9 @@ impl Session {
                     Ok(meta) => meta,
                     Err(err) => return Step::Reply(self.error(&err)),
                 };
+                if let Some(step) = self.catalog_step(&id, &method, &params, &meta) {
+                    return step;
+                }
                 let list_changed = self.0.catalog.list_changed;
                 let has_resources = self.0.catalog.resources.is_some();
                 let reply = match (method.as_str(), meta.modern) {
@@ -268,9 +275,12 @@ impl Session {
                     ("logging/setLevel", false) => conn
                         .set_level(&id, &params)
                         .map(|()| Bytes::from_static(b"{}")),
-                    ("server/discover", true) => Ok(Bytes::from(
-                        protocol::discover_result(&meta, list_changed, has_resources).to_string(),
-                    )),
+                    ("server/discover", true) => {
+                        let mut result =
+                            protocol::discover_result(&meta, list_changed, has_resources);
+                        self.add_capabilities(&mut result["capabilities"], false);
+                        Ok(Bytes::from(result.to_string()))
+                    }
                     ("resources/templates/list", _) if has_resources => {
                         let mut result = templates_result();
                         if meta.modern {
@@ -342,11 +352,12 @@ impl Session {
     fn initialize(&self, params: &Params) -> Value {
         let requested = params.str("protocolVersion");
         let catalog = &self.0.catalog;
-        let result = initialize_result_with(
+        let mut result = initialize_result_with(
             requested.as_deref(),
             catalog.list_changed,
             catalog.resources.is_some(),
         );
+        self.add_capabilities(&mut result["capabilities"], true);
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()
