@@ -89,12 +89,6 @@ impl Subscribed {
         self.lock().files.remove(path);
     }
 
-    /// How many files are subscribed.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().files.len()
-    }
-
     /// Polls the subscribed files of `files` until none is left, calling `updated` with
     /// the URI of each file that changed; ends at once when `stop` is cancelled.
     pub(crate) async fn poll<F, Fut>(
