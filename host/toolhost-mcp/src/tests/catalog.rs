@@ -33,7 +33,7 @@ const INTERNAL_ERROR: i64 = -32603;
 
 /// How a test source behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     /// As it should.
     Good,
     /// Never answers (but notices its context being cancelled).
@@ -261,7 +261,7 @@ impl ResourceSource for Resources {
 
 /// A registry whose catalog has prompts (`mode`) and one resource source per
 /// `(namespace, mode, per_page, total)`; its call timeout is 300 ms.
-fn registry_with(
+pub(crate) fn registry_with(
     prompts: Option<Mode>,
     sources: &[(&'static str, Mode, usize, usize)],
 ) -> (Arc<Registry>, Arc<AtomicBool>) {

@@ -21,7 +21,7 @@ use super::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
 use super::{McpLimits, McpServer, ServeError};
 
 mod cancel;
-mod catalog;
+pub(crate) mod catalog;
 mod in_flight;
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
