@@ -49,7 +49,11 @@ pub(crate) fn content_block_json(block: &ContentBlock) -> Value {
 
 /// A resource's contents as MCP encodes them: `{"uri", "mimeType"?, "text"}` or
 /// `{"uri", "mimeType"?, "blob"}` (base64).
-pub(crate) fn resource_contents_json(uri: &str, mime_type: Option<&str>, body: &ResourceBody) -> Value {
+pub(crate) fn resource_contents_json(
+    uri: &str,
+    mime_type: Option<&str>,
+    body: &ResourceBody,
+) -> Value {
     let mut out = json!({ "uri": uri });
     if let Some(mime_type) = mime_type {
         out["mimeType"] = json!(mime_type);

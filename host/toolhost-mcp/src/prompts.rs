@@ -192,14 +192,14 @@ fn named_prompt(
         ));
     };
     catalog.prompt(&name).ok_or_else(|| {
-            invalid(
-                id,
-                format!(
-                    "unknown prompt \"{}\"; prompts/list gives the prompts there are",
-                    name.chars().take(128).collect::<String>()
-                ),
-            )
-        })
+        invalid(
+            id,
+            format!(
+                "unknown prompt \"{}\"; prompts/list gives the prompts there are",
+                name.chars().take(128).collect::<String>()
+            ),
+        )
+    })
 }
 
 /// Checks `prompts/get`'s params against the catalog: the request and the prompt's

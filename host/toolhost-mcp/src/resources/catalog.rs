@@ -51,7 +51,7 @@ fn hex(text: &str) -> String {
 }
 
 fn unhex(text: &str, max: usize) -> Option<String> {
-    if text.len() % 2 != 0 || text.len() > 2 * max {
+    if !text.len().is_multiple_of(2) || text.len() > 2 * max {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..text.len())
@@ -88,7 +88,8 @@ impl SourcePosition {
             return Ok(None);
         };
         let mut parts = rest.splitn(3, '.');
-        let (Some(namespace), Some(skip), Some(cursor)) = (parts.next(), parts.next(), parts.next())
+        let (Some(namespace), Some(skip), Some(cursor)) =
+            (parts.next(), parts.next(), parts.next())
         else {
             return Err(CursorError::Unknown);
         };

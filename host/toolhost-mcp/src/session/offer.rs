@@ -219,15 +219,15 @@ impl Session {
             }
         };
         let step = match method {
-            "prompts/list" if offer.prompts => {
-                reply(prompts::list(id, params, catalog, page_size).map(|mut result| {
+            "prompts/list" if offer.prompts => reply(
+                prompts::list(id, params, catalog, page_size).map(|mut result| {
                     if meta.modern {
                         result["ttlMs"] = json!(protocol::ttl_ms(offer.list_changed));
                         result["cacheScope"] = json!("public");
                     }
                     result
-                }))
-            }
+                }),
+            ),
             "prompts/get" if offer.prompts => call(
                 prompts::get_request(id, params, catalog)
                     .map(|(request, source)| CatalogWork::Get(request, source)),
@@ -282,7 +282,9 @@ impl Session {
                     ))),
                 }
             }
-            "resources/subscribe" | "resources/unsubscribe" if offer.subscribe() && !meta.modern => {
+            "resources/subscribe" | "resources/unsubscribe"
+                if offer.subscribe() && !meta.modern =>
+            {
                 reply(self.subscription(id, method, params).map(|()| json!({})))
             }
             _ => return None,
@@ -334,7 +336,9 @@ impl Session {
                 ),
             ));
         }
-        let path = files.path_of(&uri).map_err(|message| invalid(id, message))?;
+        let path = files
+            .path_of(&uri)
+            .map_err(|message| invalid(id, message))?;
         if method == "resources/unsubscribe" {
             self.0.subscribed.unsubscribe(&path);
             return Ok(());
@@ -359,7 +363,10 @@ impl Session {
                             "method": "notifications/resources/updated",
                             "params": { "uri": uri },
                         });
-                        session.notifier().send(Message::text(note.to_string())).await;
+                        session
+                            .notifier()
+                            .send(Message::text(note.to_string()))
+                            .await;
                     }
                 },
             );
@@ -470,7 +477,14 @@ pub(super) async fn run_catalog(
             source,
         } => {
             let what = format!("the source of \"{}\"", shown(&uri));
-            match bounded(source.read(ctx, uri.clone(), env), &token, &ctx_token, timeout).await? {
+            match bounded(
+                source.read(ctx, uri.clone(), env),
+                &token,
+                &ctx_token,
+                timeout,
+            )
+            .await?
+            {
                 Ok(Ok(contents)) => read_result(id, &uri, &namespace, &contents),
                 Ok(Err(err)) => Err(source_error(id, Some(&uri), err)),
                 Err(timeout) => Err(timed_out(id, &what, timeout)),
@@ -485,17 +499,23 @@ pub(super) async fn run_catalog(
                         () = token.cancelled() => return None,
                     };
                     drop(registration);
-                    return Some(finish(&session, id, meta, method, listed.map(|mut result| {
-                        if result.get("nextCursor").is_none() {
-                            if let Some((namespace, _)) =
-                                registry.catalog().resource_sources().into_iter().next()
-                            {
-                                result["nextCursor"] =
-                                    json!(SourcePosition::start(namespace).encode());
+                    return Some(finish(
+                        &session,
+                        id,
+                        meta,
+                        method,
+                        listed.map(|mut result| {
+                            if result.get("nextCursor").is_none() {
+                                if let Some((namespace, _)) =
+                                    registry.catalog().resource_sources().into_iter().next()
+                                {
+                                    result["nextCursor"] =
+                                        json!(SourcePosition::start(namespace).encode());
+                                }
                             }
-                        }
-                        result
-                    })));
+                            result
+                        }),
+                    ));
                 }
                 ListFrom::FirstSource => {
                     match registry.catalog().resource_sources().into_iter().next() {

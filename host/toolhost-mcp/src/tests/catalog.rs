@@ -159,7 +159,11 @@ impl PromptSource for Prompts {
         _env: Environment,
     ) -> SourceFuture<Vec<String>, ToolError> {
         let count = if self.mode == Mode::Floods { 1000 } else { 3 };
-        Box::pin(async move { Ok((0..count).map(|i| format!("{value}{argument}{i}")).collect()) })
+        Box::pin(async move {
+            Ok((0..count)
+                .map(|i| format!("{value}{argument}{i}"))
+                .collect())
+        })
     }
 }
 
@@ -246,7 +250,10 @@ impl ResourceSource for Resources {
                 return Err(ResourceError::NotFound(format!("no {uri}")));
             }
             let (uri, body) = match mode {
-                Mode::Strays => ("plugin://other/x".to_owned(), ResourceBody::Text("x".into())),
+                Mode::Strays => (
+                    "plugin://other/x".to_owned(),
+                    ResourceBody::Text("x".into()),
+                ),
                 Mode::Floods => (uri, ResourceBody::Blob(vec![7; 5 << 20])),
                 _ => (uri.clone(), ResourceBody::Text(format!("text of {uri}"))),
             };
@@ -339,7 +346,10 @@ fn request(method: &str, params: Value) -> Value {
 fn assert_refused(answer: &Value, code: i64, words: &[&str]) {
     let got = answer["error"]["code"].as_i64();
     let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert_eq!(got, Some(code), "{answer}");
+    // A hostile answer can be 100 MB: show its start only.
+    let text = answer.to_string();
+    let shown: String = text.chars().take(500).collect();
+    assert_eq!(got, Some(code), "{shown} ({} bytes)", text.len());
     for word in words {
         assert!(message.contains(word), "{word:?} not in {message:?}");
     }
@@ -370,11 +380,23 @@ async fn prompts_are_listed_and_filled_in_with_every_kind_of_block() {
         &[
             request("initialize", json!({"protocolVersion": "2025-06-18"})),
             request("prompts/list", json!({})),
-            request("prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})),
-            request("prompts/get", json!({"name": "greet", "arguments": {"tone": "warm"}})),
+            request(
+                "prompts/get",
+                json!({"name": "greet", "arguments": {"who": "Ada"}}),
+            ),
+            request(
+                "prompts/get",
+                json!({"name": "greet", "arguments": {"tone": "warm"}}),
+            ),
             request("prompts/get", json!({"name": "nope"})),
-            request("prompts/get", json!({"name": "greet", "arguments": {"who": 7}})),
-            request("prompts/get", json!({"name": "greet", "arguments": ["Ada"]})),
+            request(
+                "prompts/get",
+                json!({"name": "greet", "arguments": {"who": 7}}),
+            ),
+            request(
+                "prompts/get",
+                json!({"name": "greet", "arguments": ["Ada"]}),
+            ),
             request("prompts/get", json!({"arguments": {}})),
             request("prompts/get", json!({"name": "plain"})),
         ],
@@ -409,11 +431,26 @@ async fn prompts_are_listed_and_filled_in_with_every_kind_of_block() {
         })
     );
     assert_refused(&answers[3], INVALID_PARAMS, &["needs argument \"who\""]);
-    assert_refused(&answers[4], INVALID_PARAMS, &["unknown prompt \"nope\"", "prompts/list"]);
-    assert_refused(&answers[5], INVALID_PARAMS, &["argument \"who\" must be a string, got a number"]);
-    assert_refused(&answers[6], INVALID_PARAMS, &["object of strings", "got an array"]);
+    assert_refused(
+        &answers[4],
+        INVALID_PARAMS,
+        &["unknown prompt \"nope\"", "prompts/list"],
+    );
+    assert_refused(
+        &answers[5],
+        INVALID_PARAMS,
+        &["argument \"who\" must be a string, got a number"],
+    );
+    assert_refused(
+        &answers[6],
+        INVALID_PARAMS,
+        &["object of strings", "got an array"],
+    );
     assert_refused(&answers[7], INVALID_PARAMS, &["\"name\" must be a string"]);
-    assert_eq!(answers[8]["result"]["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        answers[8]["result"]["messages"].as_array().unwrap().len(),
+        4
+    );
 
     // The second page, through the cursor; a tools/list cursor and a forged one are
     // refused, and a prompts/list cursor is refused by tools/list.
@@ -431,9 +468,21 @@ async fn prompts_are_listed_and_filled_in_with_every_kind_of_block() {
     .await;
     assert_eq!(pages[0]["result"]["prompts"][0]["name"], "plain");
     assert_eq!(pages[0]["result"].get("nextCursor"), None);
-    assert_refused(&pages[1], INVALID_PARAMS, &["not a cursor this server gave"]);
-    assert_refused(&pages[2], INVALID_PARAMS, &["prompt list changed", "\"nope\" is gone"]);
-    assert_refused(&pages[3], INVALID_PARAMS, &["not a cursor this server gave"]);
+    assert_refused(
+        &pages[1],
+        INVALID_PARAMS,
+        &["not a cursor this server gave"],
+    );
+    assert_refused(
+        &pages[2],
+        INVALID_PARAMS,
+        &["prompt list changed", "\"nope\" is gone"],
+    );
+    assert_refused(
+        &pages[3],
+        INVALID_PARAMS,
+        &["not a cursor this server gave"],
+    );
     assert_refused(&pages[4], INVALID_PARAMS, &["\"cursor\" must be a string"]);
 }
 
@@ -453,11 +502,16 @@ async fn a_server_without_a_catalog_answers_as_before() {
         answers[0]["result"]["capabilities"],
         json!({"tools": {"listChanged": false}, "logging": {}})
     );
-    for (answer, method) in answers[1..]
-        .iter()
-        .zip(["prompts/list", "prompts/get", "resources/subscribe"])
+    for (answer, method) in
+        answers[1..]
+            .iter()
+            .zip(["prompts/list", "prompts/get", "resources/subscribe"])
     {
-        assert_refused(answer, METHOD_NOT_FOUND, &[&format!("Method not found: {method}")]);
+        assert_refused(
+            answer,
+            METHOD_NOT_FOUND,
+            &[&format!("Method not found: {method}")],
+        );
     }
 }
 
@@ -466,7 +520,10 @@ async fn a_hundred_megabyte_prompt_is_refused() {
     let (registry, _) = registry_with(Some(Mode::Floods), &[]);
     let answers = serve(
         McpServer::new(registry),
-        &[request("prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}}))],
+        &[request(
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"who": "Ada"}}),
+        )],
     )
     .await;
     assert_refused(
@@ -495,8 +552,16 @@ async fn a_source_that_never_answers_is_stopped_at_the_call_timeout() {
         ],
     )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    assert_refused(&answers[0], INTERNAL_ERROR, &["prompt \"plain\" did not answer within 0.3 s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_refused(
+        &answers[0],
+        INTERNAL_ERROR,
+        &["prompt \"plain\" did not answer within 0.3 s"],
+    );
     assert_refused(
         &answers[1],
         INTERNAL_ERROR,
@@ -629,13 +694,27 @@ async fn files_and_sources_are_one_sequence() {
     );
     assert_eq!(answers[2]["result"]["contents"][0]["text"], "content");
     assert_refused(&answers[3], RESOURCE_NOT_FOUND, &["no plugin://a/missing"]);
-    assert_eq!(answers[3]["error"]["data"], json!({"uri": "plugin://a/missing"}));
+    assert_eq!(
+        answers[3]["error"]["data"],
+        json!({"uri": "plugin://a/missing"})
+    );
     assert_refused(&answers[4], INVALID_PARAMS, &["not a file:/// URI"]);
-    assert_refused(&answers[5], INVALID_PARAMS, &["no source owns plugin://gone/", "list again"]);
-    assert_refused(&answers[6], INVALID_PARAMS, &["not a cursor this server gave"]);
+    assert_refused(
+        &answers[5],
+        INVALID_PARAMS,
+        &["no source owns plugin://gone/", "list again"],
+    );
+    assert_refused(
+        &answers[6],
+        INVALID_PARAMS,
+        &["not a cursor this server gave"],
+    );
     // A cursor the source never gave is the source's to refuse.
     assert_refused(&answers[7], INVALID_PARAMS, &["not my cursor"]);
-    assert_eq!(answers[8]["result"]["completion"]["values"], json!(["y.md"]));
+    assert_eq!(
+        answers[8]["result"]["completion"]["values"],
+        json!(["y.md"])
+    );
 }
 
 #[tokio::test]
@@ -654,7 +733,10 @@ async fn sources_cannot_answer_outside_their_namespace_or_cap() {
             request("resources/read", json!({"uri": "plugin://stray/r0"})),
             request("resources/read", json!({"uri": "plugin://big/r0"})),
             request("resources/read", json!({"uri": "file:///notes.md"})),
-            request("resources/read", json!({"uri": format!("plugin://stray/{}", "a".repeat(4000))})),
+            request(
+                "resources/read",
+                json!({"uri": format!("plugin://stray/{}", "a".repeat(4000))}),
+            ),
         ],
     )
     .await;
@@ -664,7 +746,14 @@ async fn sources_cannot_answer_outside_their_namespace_or_cap() {
         .iter()
         .map(|r| r["uri"].as_str().unwrap())
         .collect();
-    assert_eq!(listed, ["plugin://stray/r0", "plugin://stray/r1", "plugin://stray/r2"]);
+    assert_eq!(
+        listed,
+        [
+            "plugin://stray/r0",
+            "plugin://stray/r1",
+            "plugin://stray/r2"
+        ]
+    );
     assert_refused(
         &answers[1],
         INTERNAL_ERROR,
@@ -675,7 +764,11 @@ async fn sources_cannot_answer_outside_their_namespace_or_cap() {
         INTERNAL_ERROR,
         &[&format!("over the {MAX_CATALOG_RESULT_BYTES}-byte cap")],
     );
-    assert_refused(&answers[3], INVALID_PARAMS, &["no resource source owns \"file:///notes.md\""]);
+    assert_refused(
+        &answers[3],
+        INVALID_PARAMS,
+        &["no resource source owns \"file:///notes.md\""],
+    );
     assert_refused(&answers[4], INVALID_PARAMS, &["over the 3080-byte limit"]);
 }
 
@@ -695,8 +788,15 @@ async fn prompt_completions_are_capped() {
     let completion = &answers[0]["result"]["completion"];
     assert_eq!(completion["values"].as_array().unwrap().len(), 100);
     assert_eq!(completion["values"][99], "Awho99");
-    assert_eq!((&completion["total"], &completion["hasMore"]), (&json!(1000), &json!(true)));
-    assert_refused(&answers[1], INVALID_PARAMS, &["has no argument \"whom\"", "[who, tone]"]);
+    assert_eq!(
+        (&completion["total"], &completion["hasMore"]),
+        (&json!(1000), &json!(true))
+    );
+    assert_refused(
+        &answers[1],
+        INVALID_PARAMS,
+        &["has no argument \"whom\"", "[who, tone]"],
+    );
     assert_refused(&answers[2], INVALID_PARAMS, &["unknown prompt \"nope\""]);
     assert_refused(&answers[3], INVALID_PARAMS, &["\"argument\" must be"]);
 }
@@ -732,7 +832,10 @@ async fn the_modern_era_gets_its_result_fields() {
         );
         match hints {
             Some((ttl, scope)) => {
-                assert_eq!((&result["ttlMs"], &result["cacheScope"]), (&json!(ttl), &json!(scope)));
+                assert_eq!(
+                    (&result["ttlMs"], &result["cacheScope"]),
+                    (&json!(ttl), &json!(scope))
+                );
             }
             None => assert_eq!(result.get("ttlMs"), None),
         }
@@ -756,16 +859,25 @@ fn watched() -> (Arc<MemoryStorage>, McpServer) {
 #[tokio::test]
 async fn a_subscribe_storm_is_refused_past_the_cap() {
     let (_storage, server) = watched();
-    let mut requests = vec![request("initialize", json!({"protocolVersion": "2025-06-18"}))];
+    let mut requests = vec![request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18"}),
+    )];
     requests.extend((0..100_000).map(|i| {
-        request("resources/subscribe", json!({"uri": format!("file:///f{i}.md")}))
+        request(
+            "resources/subscribe",
+            json!({"uri": format!("file:///f{i}.md")}),
+        )
     }));
     requests.extend([
         request("resources/subscribe", json!({"uri": "file:///f0.md"})),
         request("resources/unsubscribe", json!({"uri": "file:///never.md"})),
         request("resources/unsubscribe", json!({"uri": "file:///f1.md"})),
         request("resources/subscribe", json!({"uri": "file:///new.md"})),
-        request("resources/subscribe", json!({"uri": "file:///../etc/passwd"})),
+        request(
+            "resources/subscribe",
+            json!({"uri": "file:///../etc/passwd"}),
+        ),
         request("resources/subscribe", json!({"uri": "plugin://x/y"})),
         request("resources/subscribe", json!({"uri": 5})),
     ]);
@@ -781,7 +893,10 @@ async fn a_subscribe_storm_is_refused_past_the_cap() {
         assert_refused(
             answer,
             INVALID_PARAMS,
-            &["subscribed to 64 resources already", "resources/unsubscribe one first"],
+            &[
+                "subscribed to 64 resources already",
+                "resources/unsubscribe one first",
+            ],
         );
     }
     let rest = &answers[100_001..];
@@ -810,34 +925,56 @@ async fn a_changed_file_is_announced_once() {
     client
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#)
         .await;
-    next_json(&mut client, Duration::from_secs(5)).await.unwrap();
+    next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
     client
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///a.md"}}"#)
         .await;
     assert_eq!(
-        next_json(&mut client, Duration::from_secs(5)).await.unwrap()["result"],
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap()["result"],
         json!({})
     );
     // The first poll sees the file as it is; nothing is sent for it.
-    assert_eq!(next_json(&mut client, Duration::from_millis(1500)).await, None);
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(1500)).await,
+        None
+    );
     storage.write("a.md", b"changed", "").unwrap();
     storage.write("b.md", b"not subscribed", "").unwrap();
-    let note = next_json(&mut client, Duration::from_secs(5)).await.unwrap();
+    let note = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(
         note,
         json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a.md"}})
     );
     // Once per change.
-    assert_eq!(next_json(&mut client, Duration::from_millis(2500)).await, None);
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(2500)).await,
+        None
+    );
     storage.delete("a.md").unwrap();
-    let note = next_json(&mut client, Duration::from_secs(5)).await.unwrap();
+    let note = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(note["params"]["uri"], "file:///a.md");
     client
         .send(r#"{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"file:///a.md"}}"#)
         .await;
-    assert_eq!(next_json(&mut client, Duration::from_secs(5)).await.unwrap()["id"], 3);
+    assert_eq!(
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap()["id"],
+        3
+    );
     storage.write("a.md", b"back", "").unwrap();
-    assert_eq!(next_json(&mut client, Duration::from_millis(2500)).await, None);
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(2500)).await,
+        None
+    );
     drop(client);
     serving.await.unwrap().unwrap();
 }
@@ -850,7 +987,9 @@ async fn catalog_changes_are_announced() {
     client
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#)
         .await;
-    let init = next_json(&mut client, Duration::from_secs(5)).await.unwrap();
+    let init = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(
         init["result"]["capabilities"],
         json!({"tools": {"listChanged": true}, "logging": {}, "prompts": {"listChanged": true}, "resources": {"listChanged": true}, "completions": {}})
@@ -863,9 +1002,14 @@ async fn catalog_changes_are_announced() {
         .catalog()
         .replace("greeter", Some(source), None, None)
         .unwrap();
-    let note = next_json(&mut client, Duration::from_secs(5)).await.unwrap();
+    let note = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(note["method"], "notifications/prompts/list_changed");
-    assert_eq!(next_json(&mut client, Duration::from_millis(300)).await, None);
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(300)).await,
+        None
+    );
     let source: Arc<dyn ResourceSource> = Arc::new(Resources {
         namespace: "plugin://a/",
         mode: Mode::Good,
@@ -878,8 +1022,14 @@ async fn catalog_changes_are_announced() {
         .replace("greeter", None, Some(source), Some("plugin://a/"))
         .unwrap();
     let mut methods = vec![
-        next_json(&mut client, Duration::from_secs(5)).await.unwrap()["method"].clone(),
-        next_json(&mut client, Duration::from_secs(5)).await.unwrap()["method"].clone(),
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap()["method"]
+            .clone(),
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap()["method"]
+            .clone(),
     ];
     methods.sort_by_key(|m| m.to_string());
     assert_eq!(

@@ -83,37 +83,89 @@ async fn each_session_has_its_own_subscriptions_and_hears_of_them_alone() {
         sessions.push(reply.session());
     }
     let (alice, bob) = (&sessions[0], &sessions[1]);
-    let prompt = ask(addr, alice, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})).await;
+    let prompt = ask(
+        addr,
+        alice,
+        "prompts/get",
+        json!({"name": "greet", "arguments": {"who": "Ada"}}),
+    )
+    .await;
     assert_eq!(
         prompt["result"]["messages"][0]["content"]["text"],
         "Hello, Ada! (greet, plain)"
     );
     let ok = json!({"jsonrpc": "2.0", "id": 9, "result": {}});
-    assert_eq!(ask(addr, alice, "resources/subscribe", json!({"uri": "file:///a.md"})).await, ok);
-    assert_eq!(ask(addr, bob, "resources/subscribe", json!({"uri": "file:///b.md"})).await, ok);
+    assert_eq!(
+        ask(
+            addr,
+            alice,
+            "resources/subscribe",
+            json!({"uri": "file:///a.md"})
+        )
+        .await,
+        ok
+    );
+    assert_eq!(
+        ask(
+            addr,
+            bob,
+            "resources/subscribe",
+            json!({"uri": "file:///b.md"})
+        )
+        .await,
+        ok
+    );
     // Alice fills her subscriptions; Bob's are his own.
     for at in 1..MAX_RESOURCE_SUBSCRIPTIONS {
         let uri = format!("file:///f{at}.md");
-        assert_eq!(ask(addr, alice, "resources/subscribe", json!({"uri": uri})).await, ok);
+        assert_eq!(
+            ask(addr, alice, "resources/subscribe", json!({"uri": uri})).await,
+            ok
+        );
     }
-    let refused = ask(addr, alice, "resources/subscribe", json!({"uri": "file:///one-more.md"})).await;
+    let refused = ask(
+        addr,
+        alice,
+        "resources/subscribe",
+        json!({"uri": "file:///one-more.md"}),
+    )
+    .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    assert_eq!(ask(addr, bob, "resources/subscribe", json!({"uri": "file:///one-more.md"})).await, ok);
+    assert_eq!(
+        ask(
+            addr,
+            bob,
+            "resources/subscribe",
+            json!({"uri": "file:///one-more.md"})
+        )
+        .await,
+        ok
+    );
 
     let mut alice_stream = open_stream(addr, &app, alice).await;
     let mut bob_stream = open_stream(addr, &app, bob).await;
     // The first poll sees the files as they are.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     storage.write("a.md", b"second", "").unwrap();
-    let note = next_event(&mut alice_stream, Duration::from_secs(5)).await.unwrap();
+    let note = next_event(&mut alice_stream, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(
         note,
         json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a.md"}})
     );
-    assert_eq!(next_event(&mut bob_stream, Duration::from_millis(1500)).await, None);
+    assert_eq!(
+        next_event(&mut bob_stream, Duration::from_millis(1500)).await,
+        None
+    );
     storage.write("b.md", b"second", "").unwrap();
-    let note = next_event(&mut bob_stream, Duration::from_secs(5)).await.unwrap();
+    let note = next_event(&mut bob_stream, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(note["params"]["uri"], "file:///b.md");
-    assert_eq!(next_event(&mut alice_stream, Duration::from_millis(1500)).await, None);
+    assert_eq!(
+        next_event(&mut alice_stream, Duration::from_millis(1500)).await,
+        None
+    );
     let _ = stop.send(());
 }
