@@ -57,7 +57,7 @@ impl Schema {
         }
     }
 
-    fn has(&self, def: &str) -> bool {
+    pub(crate) fn has(&self, def: &str) -> bool {
         self.document[self.defs].get(def).is_some()
     }
 
@@ -74,7 +74,7 @@ impl Schema {
     }
 
     #[track_caller]
-    fn check(&self, def: &str, instance: &Value) {
+    pub(crate) fn check(&self, def: &str, instance: &Value) {
         let errors = self.errors(def, instance);
         assert!(
             errors.is_empty(),

@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 
 use toolhost::registry::{ContentBlock, ResourceBody};
 
+use crate::revision::Revision;
+
 /// `block` as an MCP content block (see the [module docs](self)).
 pub(crate) fn content_block_json(block: &ContentBlock) -> Value {
     match block {
@@ -44,6 +46,24 @@ pub(crate) fn content_block_json(block: &ContentBlock) -> Value {
             "type": "resource",
             "resource": resource_contents_json(&resource.uri, resource.mime_type.as_deref(), &resource.body),
         }),
+    }
+}
+
+/// `block` as a client of `revision` can read it: [`content_block_json`], except that a
+/// block the revision has no type for becomes a text block saying what it was (a
+/// `resource_link` before 2025-06-18: its name and URI; `audio` before 2025-03-26: its
+/// type and size), so every message fits the revision's schema.
+pub(crate) fn content_block_json_for(block: &ContentBlock, revision: Revision) -> Value {
+    match block {
+        ContentBlock::ResourceLink(link) if revision < Revision::V2025_06_18 => json!({
+            "type": "text",
+            "text": format!("[resource {}: {}]", link.name, link.uri),
+        }),
+        ContentBlock::Audio(media) if revision < Revision::V2025_03_26 => json!({
+            "type": "text",
+            "text": format!("[audio {}, {} bytes, not shown: this protocol version has no audio]", media.mime_type, media.data.len()),
+        }),
+        other => content_block_json(other),
     }
 }
 
@@ -117,6 +137,36 @@ mod tests {
                 body: ResourceBody::Blob(vec![255]),
             })),
             json!({"type": "resource", "resource": {"uri": "plugin://w/b", "mimeType": "application/octet-stream", "blob": "/w=="}})
+        );
+    }
+
+    #[test]
+    fn blocks_an_older_revision_lacks_become_text() {
+        let link = ContentBlock::ResourceLink(ResourceLink {
+            uri: "plugin://w/a".into(),
+            name: "a".into(),
+            mime_type: None,
+            description: None,
+        });
+        let audio = ContentBlock::Audio(Media {
+            data: vec![0; 10],
+            mime_type: "audio/wav".into(),
+        });
+        assert_eq!(
+            content_block_json_for(&link, Revision::V2025_03_26),
+            json!({"type": "text", "text": "[resource a: plugin://w/a]"})
+        );
+        assert_eq!(
+            content_block_json_for(&link, Revision::V2025_06_18),
+            content_block_json(&link)
+        );
+        assert_eq!(
+            content_block_json_for(&audio, Revision::V2024_11_05),
+            json!({"type": "text", "text": "[audio audio/wav, 10 bytes, not shown: this protocol version has no audio]"})
+        );
+        assert_eq!(
+            content_block_json_for(&audio, Revision::V2025_03_26),
+            content_block_json(&audio)
         );
     }
 }

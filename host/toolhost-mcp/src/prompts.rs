@@ -14,7 +14,8 @@
 //!   timeout and is stopped by `notifications/cancelled`. Its failure (or time-out) is
 //!   `-32603` with its message, as the spec has it for internal errors. The result is
 //!   `{description?, messages: [{role, content}]}`, each content block as MCP encodes
-//!   it ([`content_block_json`](crate::content::content_block_json)); one carrying more
+//!   it ([`content_block_json`](crate::content::content_block_json); a block the
+//!   client's revision has no type for, as text saying what it was); one carrying more
 //!   than [`MAX_CATALOG_RESULT_BYTES`] is refused (`-32603`) before it is encoded.
 //! - `completion/complete` with `ref/prompt`: the source's values for the argument
 //!   ([`PromptSource::complete`](toolhost::catalog::PromptSource::complete)), at most
@@ -28,11 +29,12 @@ use std::sync::Arc;
 
 use toolhost::catalog::{Catalog, PromptDefinition, PromptResult, PromptSource, Role};
 
-use crate::content::content_block_json;
+use crate::content::content_block_json_for;
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::MAX_CATALOG_RESULT_BYTES;
 use crate::pagination::{page, Cursor, CursorError};
 use crate::resources::MAX_COMPLETIONS;
+use crate::revision::Revision;
 
 /// What a `prompts/list` cursor starts with, before the tools' cursor scheme: a cursor
 /// of one list is refused by the other.
@@ -245,7 +247,11 @@ fn result_bytes(result: &PromptResult) -> usize {
 
 /// A source's prompt result as `prompts/get` gives it, or the message of its refusal
 /// when it carries more than [`MAX_CATALOG_RESULT_BYTES`].
-pub(crate) fn get_result(name: &str, result: &PromptResult) -> Result<Value, String> {
+pub(crate) fn get_result(
+    name: &str,
+    result: &PromptResult,
+    revision: Revision,
+) -> Result<Value, String> {
     let size = result_bytes(result);
     if size > MAX_CATALOG_RESULT_BYTES {
         return Err(format!(
@@ -260,7 +266,7 @@ pub(crate) fn get_result(name: &str, result: &PromptResult) -> Result<Value, Str
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            json!({ "role": role, "content": content_block_json(&message.content) })
+            json!({ "role": role, "content": content_block_json_for(&message.content, revision) })
         })
         .collect();
     let mut out = json!({ "messages": messages });

@@ -442,9 +442,8 @@ pub(super) async fn run_catalog(
             )
             .await?
             {
-                Ok(Ok(result)) => {
-                    prompts::get_result(&name, &result).map_err(|message| internal(id, message))
-                }
+                Ok(Ok(result)) => prompts::get_result(&name, &result, meta.revision)
+                    .map_err(|message| internal(id, message)),
                 Ok(Err(err)) => Err(internal(id, format!("{what} failed: {err}"))),
                 Err(timeout) => Err(timed_out(id, &what, timeout)),
             }
