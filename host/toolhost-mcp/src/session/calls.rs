@@ -274,7 +274,10 @@ impl PendingListen {
                 }
             }
         };
-        let run = self.subscription.run(changes, &notifier, cancelled.clone());
+        let catalog_changes = self.registration.session.registry().catalog().changes();
+        let run = self
+            .subscription
+            .run(changes, catalog_changes, &notifier, cancelled.clone());
         tokio::pin!(run);
         let answer = tokio::select! {
             answer = &mut run => answer,

@@ -1042,3 +1042,61 @@ async fn catalog_changes_are_announced() {
     drop(client);
     serving.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_modern_subscription_hears_of_prompt_and_resource_changes() {
+    let (registry, _) = registry_with(None, &[]);
+    let server = McpServer::new(Arc::clone(&registry)).with_list_changed(true);
+    let (mut client, serving) = serve_client(server);
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": modern(json!({
+        "notifications": {"promptsListChanged": true, "resourcesListChanged": true},
+    }))});
+    client.send(&listen.to_string()).await;
+    let ack = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"promptsListChanged": true, "resourcesListChanged": true})
+    );
+    let source: Arc<dyn PromptSource> = Arc::new(Prompts {
+        mode: Mode::Good,
+        cancelled: Arc::default(),
+    });
+    registry
+        .catalog()
+        .replace("greeter", Some(source), None, None)
+        .unwrap();
+    let mut methods = Vec::new();
+    for _ in 0..2 {
+        let note = next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1,
+            "{note}"
+        );
+        methods.push(note["method"].as_str().unwrap().to_owned());
+    }
+    methods.sort();
+    assert_eq!(
+        methods,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed"
+        ]
+    );
+    // The input ends: the subscription is answered, as a server closing it does.
+    tokio::io::AsyncWriteExt::shutdown(&mut client.input)
+        .await
+        .unwrap();
+    let end = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&end["id"], &end["result"]["resultType"]),
+        (&json!(1), &json!("complete"))
+    );
+    serving.await.unwrap().unwrap();
+}
