@@ -256,7 +256,16 @@ impl Session {
                 reply(Ok(result))
             }
             "resources/read" if offer.catalog_resources => {
-                let uri = params.str("uri").unwrap_or_default();
+                let Some(uri) = params.str("uri") else {
+                    // The files' checks say what is wrong with it.
+                    if offer.files {
+                        return None;
+                    }
+                    return Some(reply(Err(invalid(
+                        id,
+                        "\"uri\" must be a string: a resource URI as resources/list gives it",
+                    ))));
+                };
                 let owner = catalog
                     .resource_sources()
                     .into_iter()

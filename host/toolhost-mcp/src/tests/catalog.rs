@@ -737,6 +737,7 @@ async fn sources_cannot_answer_outside_their_namespace_or_cap() {
                 "resources/read",
                 json!({"uri": format!("plugin://stray/{}", "a".repeat(4000))}),
             ),
+            request("resources/read", json!({})),
         ],
     )
     .await;
@@ -770,6 +771,7 @@ async fn sources_cannot_answer_outside_their_namespace_or_cap() {
         &["no resource source owns \"file:///notes.md\""],
     );
     assert_refused(&answers[4], INVALID_PARAMS, &["over the 3080-byte limit"]);
+    assert_refused(&answers[5], INVALID_PARAMS, &["\"uri\" must be a string"]);
 }
 
 #[tokio::test]
