@@ -43,6 +43,8 @@ pub(crate) enum Mode {
     Floods,
     /// Answers for URIs outside its namespace.
     Strays,
+    /// Hands out a 2 KiB cursor.
+    LongCursor,
 }
 
 struct Prompts {
@@ -230,7 +232,11 @@ impl ResourceSource for Resources {
         }
         let page = ResourcePage {
             resources,
-            next_cursor: (end < self.total).then(|| end.to_string()),
+            next_cursor: if self.mode == Mode::LongCursor {
+                Some("c".repeat(2048))
+            } else {
+                (end < self.total).then(|| end.to_string())
+            },
         };
         Box::pin(async move { Ok(page) })
     }
@@ -1101,4 +1107,19 @@ async fn a_modern_subscription_hears_of_prompt_and_resource_changes() {
         (&json!(1), &json!("complete"))
     );
     serving.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_source_cursor_over_a_kilobyte_is_refused() {
+    let (registry, _) = registry_with(None, &[("plugin://long/", Mode::LongCursor, 2, 2)]);
+    let answers = serve(
+        McpServer::new(registry),
+        &[request("resources/list", json!({}))],
+    )
+    .await;
+    assert_refused(
+        &answers[0],
+        INTERNAL_ERROR,
+        &["the resource source of plugin://long/ gave a cursor of 2048 bytes, over the 1024-byte limit"],
+    );
 }
