@@ -12,6 +12,7 @@ mod hot_reload;
 mod imports;
 mod mcp_elicit_schema;
 mod mcp_schema;
+mod mcp_schema_catalog;
 mod mcp_schema_http;
 mod plugins;
 mod properties;

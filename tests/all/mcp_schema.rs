@@ -57,7 +57,7 @@ impl Schema {
         }
     }
 
-    fn has(&self, def: &str) -> bool {
+    pub(crate) fn has(&self, def: &str) -> bool {
         self.document[self.defs].get(def).is_some()
     }
 

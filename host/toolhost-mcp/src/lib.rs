@@ -21,7 +21,10 @@
 //! pages of [`DEFAULT_PAGE_SIZE`](limits::DEFAULT_PAGE_SIZE) tools) and `tools/call`; with a
 //! storage root ([`McpServer::with_resources`]) the files under it as resources
 //! (`resources/list`, `resources/read`, `resources/templates/list`, `completion/complete`,
-//! see [`resources`]); and it reads the notifications
+//! see [`resources`]); the prompts and resources of the registry's catalog
+//! (`toolhost::catalog`: `prompts/list`, `prompts/get`, prompt completion, the sources'
+//! resources after the files in `resources/list`; docs/protocol.md); with a root and
+//! list changes on, `resources/subscribe` to files; and it reads the notifications
 //! `notifications/initialized` and `notifications/cancelled` (which stops the call and
 //! leaves it unanswered, as MCP asks).
 //!
@@ -118,6 +121,7 @@
 #![deny(missing_docs)]
 
 mod approval;
+mod content;
 mod convert;
 pub mod elicit;
 #[cfg(feature = "http")]
@@ -126,6 +130,7 @@ mod jsonrpc;
 pub mod limits;
 pub mod logging;
 mod pagination;
+mod prompts;
 mod protocol;
 pub mod resources;
 mod revision;

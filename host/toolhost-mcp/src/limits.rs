@@ -13,6 +13,26 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// Subscriptions (`subscriptions/listen`) one session may hold open at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 
+/// Files one session may have subscribed to at once (`resources/subscribe`, with
+/// `--watch`): 64. Subscribing again to a subscribed file takes no more room; past the
+/// cap a subscription is refused (`-32602`) until one is dropped. Each is polled every
+/// [`RESOURCE_POLL_INTERVAL`] (its content is read, up to the read cap, and compared),
+/// so the cap also bounds the reading a session causes.
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
+
+/// How often subscribed files are checked for changes: every second.
+pub const RESOURCE_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The largest answer a prompt or resource source of the catalog may give, counted as
+/// the text and base64 bytes it carries: 4 MiB. A `prompts/get`, a catalog
+/// `resources/read` over it is refused (`-32603`), a `resources/list` page is cut before
+/// it (the rest follows through `nextCursor`).
+pub const MAX_CATALOG_RESULT_BYTES: usize = 4 << 20;
+
+/// The longest `nextCursor` a resource source may hand out: 1 KiB (it travels inside the
+/// server's own cursor); a longer one is refused (`-32603`).
+pub const MAX_SOURCE_CURSOR_BYTES: usize = 1024;
+
 /// The least time between two progress notifications of one call (the last one, at the
 /// total, always goes).
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);

@@ -522,11 +522,13 @@ async fn a_modern_subscription_is_acknowledged_tagged_and_closed() {
         .send(json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
             "params": {"_meta": meta(), "notifications": {"toolsListChanged": true, "promptsListChanged": true}}}))
         .await;
+    // A watching server may gain prompts (plugins' catalog): their changes are offered
+    // too, and acknowledged.
     assert_eq!(
         client.receive().await,
         json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
             "_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
-            "notifications": {"toolsListChanged": true}}})
+            "notifications": {"toolsListChanged": true, "promptsListChanged": true}}})
     );
     registry.register_all(vec![extra_tool("x1")]).unwrap();
     assert_eq!(

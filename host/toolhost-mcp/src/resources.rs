@@ -180,7 +180,7 @@ fn invalid(id: &RequestId, message: String) -> RpcError {
 
 /// A client's text as a message shows it: control characters escaped, at most
 /// [`SHOWN_CHARS`] characters.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     let mut out = String::new();
     for (count, c) in text.chars().enumerate() {
         if count == SHOWN_CHARS {
@@ -367,7 +367,7 @@ impl FileResources {
 
     /// The path a `file:///PATH` URI names, checked against the path rules and the
     /// policy; the message for the client's `-32602` when it names none.
-    fn path_of(&self, uri: &str) -> Result<String, String> {
+    pub(crate) fn path_of(&self, uri: &str) -> Result<String, String> {
         if uri.len() > MAX_URI_BYTES {
             return Err(format!(
                 "the uri is {} bytes, over the {MAX_URI_BYTES}-byte limit (no path is that long); name a file under the root as file:///PATH",
@@ -591,6 +591,9 @@ fn read_error(id: &RequestId, uri: &str, err: StorageError) -> RpcError {
         other => invalid(id, format!("{other} (reading \"{uri_shown}\")")),
     }
 }
+
+pub(crate) mod catalog;
+pub(crate) mod subscribe;
 
 #[cfg(test)]
 mod tests;

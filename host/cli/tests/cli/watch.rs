@@ -40,9 +40,17 @@ fn watch_reloads_plugins_and_tells_the_client() {
         "initialize",
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
+    // With --watch, plugins loaded later may bring prompts and resources (their catalog):
+    // the server says it may offer them, and that their lists may change.
     assert_eq!(
         init["result"]["capabilities"],
-        json!({"tools": {"listChanged": true}, "logging": {}})
+        json!({
+            "tools": {"listChanged": true},
+            "logging": {},
+            "prompts": {"listChanged": true},
+            "resources": {"listChanged": true},
+            "completions": {},
+        })
     );
     server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert_eq!(

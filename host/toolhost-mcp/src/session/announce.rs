@@ -1,5 +1,6 @@
-//! Telling a session's client that the tool list changed (hot reload):
-//! `notifications/tools/list_changed` through the session's notifier.
+//! Telling a session's client that the tool, prompt or resource list changed (hot
+//! reload): `notifications/{tools,prompts,resources}/list_changed` through the
+//! session's notifier.
 
 use tracing::debug;
 
@@ -27,25 +28,70 @@ impl Session {
         if !self.announces_changes() {
             return;
         }
+        // The catalog's changes (prompts and resources of plugins) are announced the
+        // same way, each list only when it may have changed.
+        let catalog = self.registry().catalog();
+        let mut catalog_changes = catalog.changes();
+        catalog_changes.borrow_and_update();
+        let mut before = CatalogView::of(catalog);
         loop {
-            tokio::select! {
+            let tools = tokio::select! {
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return;
                     }
+                    changes.borrow_and_update();
+                    true
+                }
+                changed = catalog_changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    catalog_changes.borrow_and_update();
+                    false
                 }
                 () = self.0.closed.cancelled() => return,
+            };
+            let mut notes: Vec<&str> = Vec::new();
+            if tools {
+                notes.push("tools");
+            } else {
+                let now = CatalogView::of(catalog);
+                if now.prompts != before.prompts {
+                    notes.push("prompts");
+                }
+                // A source replaced under the same namespace may list other resources.
+                if now.resources || before.resources {
+                    notes.push("resources");
+                }
+                before = now;
             }
-            changes.borrow_and_update();
             if self.0.state.negotiated().is_some() {
-                debug!(target: LOG_TARGET, "tools changed: telling the client");
-                self.notifier()
-                    .send(Message::text(
-                        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
-                            .to_owned(),
-                    ))
-                    .await;
+                for list in notes {
+                    debug!(target: LOG_TARGET, list, "list changed: telling the client");
+                    self.notifier()
+                        .send(Message::text(format!(
+                            r#"{{"jsonrpc":"2.0","method":"notifications/{list}/list_changed"}}"#
+                        )))
+                        .await;
+                }
             }
+        }
+    }
+}
+
+/// What a catalog change is compared on.
+struct CatalogView {
+    prompts: Vec<toolhost::catalog::PromptDefinition>,
+    /// Whether it has a resource source.
+    resources: bool,
+}
+
+impl CatalogView {
+    fn of(catalog: &toolhost::catalog::Catalog) -> Self {
+        Self {
+            prompts: catalog.prompts(),
+            resources: !catalog.resource_sources().is_empty(),
         }
     }
 }

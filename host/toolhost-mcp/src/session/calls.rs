@@ -40,6 +40,8 @@ pub(super) enum Work {
     Tool(CallParams),
     /// A resource request, run by the catalog's resources.
     Resource(ResourceRequest),
+    /// A request to the registry's catalog (prompts, resources of plugins).
+    Catalog(super::offer::CatalogWork),
 }
 
 impl std::fmt::Debug for PendingCall {
@@ -63,6 +65,7 @@ impl PendingCall {
         match &self.work {
             Work::Tool(call) => &call.name,
             Work::Resource(request) => request.method(),
+            Work::Catalog(work) => work.method(),
         }
     }
 
@@ -85,6 +88,7 @@ impl PendingCall {
                     + call.input.as_ref().map_or(0, |input| input.held_bytes())
             }
             Work::Resource(request) => request.held_bytes(),
+            Work::Catalog(work) => work.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
     }
@@ -107,6 +111,10 @@ impl PendingCall {
             Work::Tool(call) => call,
             Work::Resource(request) => {
                 return run_resource(self.registration, &self.id, &self.meta, request).await
+            }
+            Work::Catalog(work) => {
+                return super::offer::run_catalog(self.registration, &self.id, &self.meta, work)
+                    .await
             }
         };
         let session = self.registration.session.clone();
@@ -319,7 +327,10 @@ impl PendingListen {
                 }
             }
         };
-        let run = self.subscription.run(changes, &notifier, cancelled.clone());
+        let catalog_changes = self.registration.session.registry().catalog().changes();
+        let run = self
+            .subscription
+            .run(changes, catalog_changes, &notifier, cancelled.clone());
         tokio::pin!(run);
         let answer = tokio::select! {
             answer = &mut run => answer,

@@ -24,6 +24,7 @@ mod interaction;
 mod limiter;
 mod message;
 mod notifier;
+mod offer;
 mod state;
 
 use calls::Work;
@@ -94,6 +95,8 @@ struct Inner {
     closed: CancellationToken,
     /// The questions it has open for its client's user (elicitation).
     questions: Arc<Questions>,
+    /// The files it subscribed to (`resources/subscribe`).
+    subscribed: crate::resources::subscribe::Subscribed,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -150,6 +153,7 @@ impl Session {
             notifier,
             closed,
             questions: Arc::default(),
+            subscribed: crate::resources::subscribe::Subscribed::default(),
         }))
     }
 
@@ -271,6 +275,9 @@ impl Session {
                     Ok(meta) => meta,
                     Err(err) => return Step::Reply(self.error(&err)),
                 };
+                if let Some(step) = self.catalog_step(&id, &method, &params, &meta) {
+                    return step;
+                }
                 let list_changed = self.0.catalog.list_changed;
                 let has_resources = self.0.catalog.resources.is_some();
                 let reply = match (method.as_str(), meta.modern) {
@@ -279,9 +286,12 @@ impl Session {
                     ("logging/setLevel", false) => conn
                         .set_level(&id, &params)
                         .map(|()| Bytes::from_static(b"{}")),
-                    ("server/discover", true) => Ok(Bytes::from(
-                        protocol::discover_result(&meta, list_changed, has_resources).to_string(),
-                    )),
+                    ("server/discover", true) => {
+                        let mut result =
+                            protocol::discover_result(&meta, list_changed, has_resources);
+                        self.add_capabilities(&mut result["capabilities"], false);
+                        Ok(Bytes::from(result.to_string()))
+                    }
                     ("resources/templates/list", _) if has_resources => {
                         let mut result = templates_result();
                         if meta.modern {
@@ -353,11 +363,12 @@ impl Session {
     fn initialize(&self, params: &Params) -> Value {
         let requested = params.str("protocolVersion");
         let catalog = &self.0.catalog;
-        let result = initialize_result_with(
+        let mut result = initialize_result_with(
             requested.as_deref(),
             catalog.list_changed,
             catalog.resources.is_some(),
         );
+        self.add_capabilities(&mut result["capabilities"], true);
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()

@@ -132,6 +132,9 @@ impl SessionState {
             }
         };
         let tools = filter["toolsListChanged"] == json!(true) && list_changed;
+        // The catalog's lists change with hot reload too.
+        let prompts = filter["promptsListChanged"] == json!(true) && list_changed;
+        let resources = filter["resourcesListChanged"] == json!(true) && list_changed;
         let open = self.subscriptions.fetch_add(1, Ordering::SeqCst);
         let held = SubscriptionCount(Arc::clone(&self.subscriptions));
         if open >= MAX_SUBSCRIPTIONS {
@@ -142,6 +145,8 @@ impl SessionState {
         Ok(Subscription {
             id: id.clone(),
             tools,
+            prompts,
+            resources,
             meta: meta.clone(),
             closing: self.closing.clone(),
             _held: held,
@@ -162,6 +167,10 @@ pub(crate) struct Subscription {
     id: RequestId,
     /// Whether `notifications/tools/list_changed` was asked for (and is offered).
     tools: bool,
+    /// Whether `notifications/prompts/list_changed` was asked for (and is offered).
+    prompts: bool,
+    /// Whether `notifications/resources/list_changed` was asked for (and is offered).
+    resources: bool,
     meta: RequestMeta,
     closing: CancellationToken,
     _held: SubscriptionCount,
@@ -176,18 +185,26 @@ impl Subscription {
     /// Acknowledges the subscription through `notifier`, then sends what it asked for
     /// until the client cancels it (`None`: no answer then) or the session ends (the
     /// completion result, to send as the request's response).
+    /// `catalog_changes` are the registry's catalog's: each sends the prompt and resource
+    /// list changes asked for.
     pub(crate) async fn run(
         self,
         mut changes: tokio::sync::watch::Receiver<u64>,
+        mut catalog_changes: tokio::sync::watch::Receiver<u64>,
         notifier: &Notifier,
         cancelled: CancellationToken,
     ) -> Option<Message> {
         let tag = json!({ META_SUBSCRIPTION_ID: id_value(&self.id) });
-        let acknowledged = if self.tools {
-            json!({ "toolsListChanged": true })
-        } else {
-            json!({})
-        };
+        let mut acknowledged = json!({});
+        for (asked, key) in [
+            (self.tools, "toolsListChanged"),
+            (self.prompts, "promptsListChanged"),
+            (self.resources, "resourcesListChanged"),
+        ] {
+            if asked {
+                acknowledged[key] = json!(true);
+            }
+        }
         let ack = json!({
             "jsonrpc": "2.0",
             "method": "notifications/subscriptions/acknowledged",
@@ -195,10 +212,27 @@ impl Subscription {
         });
         notifier.send(Message::text(ack.to_string())).await;
         changes.borrow_and_update();
+        catalog_changes.borrow_and_update();
         loop {
             tokio::select! {
                 () = cancelled.cancelled() => return None,
                 () = self.closing.cancelled() => break,
+                changed = catalog_changes.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    catalog_changes.borrow_and_update();
+                    for (asked, list) in [(self.prompts, "prompts"), (self.resources, "resources")] {
+                        if asked {
+                            let note = json!({
+                                "jsonrpc": "2.0",
+                                "method": format!("notifications/{list}/list_changed"),
+                                "params": { "_meta": tag },
+                            });
+                            notifier.send(Message::text(note.to_string())).await;
+                        }
+                    }
+                }
                 changed = changes.changed() => {
                     if changed.is_err() {
                         break;

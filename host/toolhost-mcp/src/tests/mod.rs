@@ -21,6 +21,7 @@ use super::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES};
 use super::{McpLimits, McpServer, ServeError};
 
 mod cancel;
+pub(crate) mod catalog;
 pub(crate) mod elicit;
 mod in_flight;
 

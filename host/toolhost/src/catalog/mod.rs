@@ -98,6 +98,23 @@ pub trait PromptSource: Send + Sync + 'static {
         arguments: BTreeMap<String, String>,
         env: Environment,
     ) -> SourceFuture<PromptResult, ToolError>;
+
+    /// Values for argument `argument` of prompt `name` that start like `value`
+    /// (`completion/complete`), given the arguments already filled in (`context`), within
+    /// `ctx`'s deadline; the server sends at most 100 of them. The default completes
+    /// nothing.
+    fn complete(
+        &self,
+        ctx: CallContext,
+        name: String,
+        argument: String,
+        value: String,
+        context: BTreeMap<String, String>,
+        env: Environment,
+    ) -> SourceFuture<Vec<String>, ToolError> {
+        let _ = (ctx, name, argument, value, context, env);
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 /// One resource as `resources/list` shows it.

@@ -300,6 +300,7 @@ fn modern(id: u64, method: &str, name: Option<&str>) -> String {
 
 mod admit;
 mod calls;
+mod catalog;
 mod elicit;
 mod mount;
 mod resources;
