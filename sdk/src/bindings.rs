@@ -15,11 +15,11 @@
 )]
 
 wit_bindgen::generate!({
-    world: "plugin",
+    world: "toolhost:plugin/plugin@0.2.0",
     // Relative to this crate's manifest: a copy of the repository's wit/ (the package the
     // host binds), inside this crate so that it packages; scripts/sync-wit makes the copy
     // and tests/wit_in_sync.rs fails when it drifts.
-    path: "wit",
+    path: "wit/legacy/plugin-0.2.0.wit",
     // The plugin crate, not this one, exports the implementation, so the export macro
     // must be usable from another crate.
     pub_export_macro: true,

@@ -128,7 +128,7 @@ pub enum PluginErrorKind {
     },
     /// The component does not implement the `toolhost:plugin/plugin` world: an export
     /// is missing or has another type, or it imports something the host does not give.
-    #[error("the component does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
+    #[error("the component does not implement the toolhost:plugin `plugin` world (0.3.0, 0.2.0 or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
     WrongWorld {
         /// What does not match.
         message: String,

@@ -133,6 +133,7 @@ mod settings;
 mod state;
 mod v0_1;
 mod v0_2;
+mod v0_3;
 pub mod watch;
 mod world;
 

@@ -202,6 +202,7 @@ impl PluginHost {
                 policy: self.config.http.clone(),
                 limits: resolved.limits.http.clone(),
             }),
+            ask: false,
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),
