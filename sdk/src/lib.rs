@@ -93,11 +93,15 @@ pub mod bindings;
 #[cfg(feature = "guest")]
 pub mod config;
 #[cfg(feature = "guest")]
+pub mod content;
+#[cfg(feature = "guest")]
 mod export;
 #[cfg(feature = "guest")]
 pub mod files;
 #[cfg(feature = "guest")]
 pub mod http;
+#[cfg(feature = "guest")]
+pub mod interaction;
 #[cfg(feature = "guest")]
 pub mod log;
 #[cfg(feature = "guest")]
@@ -107,4 +111,6 @@ mod tool;
 #[doc(hidden)]
 pub use export::__private;
 #[cfg(feature = "guest")]
-pub use tool::{Annotations, Env, Tool, ToolError};
+pub use content::{Content, ContentBlock, ResourceBody, ResourceLink};
+#[cfg(feature = "guest")]
+pub use tool::{Annotations, Env, Output, Tool, ToolError};

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
+use toolhost::registry::{ContentBlock, ResourceBody, ToolDefinition, ToolError, ToolResult};
 
 use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use super::protocol::{capabilities, server_info};
@@ -136,13 +136,16 @@ pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams,
 /// dispatch checked the content against it) is given twice, as MCP asks: as the text
 /// block, and as the object itself in `structuredContent`.
 pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
-    let (text, is_error) = match outcome {
-        Ok(result) => (content_text(&result.content), false),
-        Err(err) => (err.to_string(), true),
+    let content = match outcome {
+        Ok(result) if !result.blocks.is_empty() => {
+            Value::Array(result.blocks.iter().map(content_block).collect())
+        }
+        Ok(result) => json!([{ "type": "text", "text": content_text(&result.content) }]),
+        Err(err) => json!([{ "type": "text", "text": err.to_string() }]),
     };
     let mut result = json!({
-        "content": [{ "type": "text", "text": text }],
-        "isError": is_error,
+        "content": content,
+        "isError": outcome.is_err(),
     });
     if let Ok(ToolResult {
         content: content @ Value::Object(_),
@@ -153,6 +156,43 @@ pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
         result["structuredContent"] = content.clone();
     }
     result
+}
+
+/// One content block as MCP's: `text`; `image` and `audio` with base64 `data` and
+/// `mimeType`; `resource_link`; `resource` with `text` or base64 `blob`.
+pub(crate) fn content_block(block: &ContentBlock) -> Value {
+    use base64::Engine as _;
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Image(media) => {
+            json!({"type": "image", "data": base64(&media.data), "mimeType": media.mime_type})
+        }
+        ContentBlock::Audio(media) => {
+            json!({"type": "audio", "data": base64(&media.data), "mimeType": media.mime_type})
+        }
+        ContentBlock::ResourceLink(link) => {
+            let mut value = json!({"type": "resource_link", "uri": link.uri, "name": link.name});
+            if let Some(mime_type) = &link.mime_type {
+                value["mimeType"] = json!(mime_type);
+            }
+            if let Some(description) = &link.description {
+                value["description"] = json!(description);
+            }
+            value
+        }
+        ContentBlock::Resource(resource) => {
+            let mut inner = json!({"uri": resource.uri});
+            if let Some(mime_type) = &resource.mime_type {
+                inner["mimeType"] = json!(mime_type);
+            }
+            match &resource.body {
+                ResourceBody::Text(text) => inner["text"] = json!(text),
+                ResourceBody::Blob(bytes) => inner["blob"] = json!(base64(bytes)),
+            }
+            json!({"type": "resource", "resource": inner})
+        }
+    }
 }
 
 /// A result's content as the text the model reads.
@@ -344,6 +384,61 @@ mod tests {
         assert_eq!(
             call_result(&Err(err.clone())),
             json!({"content":[{"type":"text","text": err.to_string()}],"isError":true})
+        );
+    }
+
+    #[test]
+    fn rich_results_give_their_blocks_binary_as_base64() {
+        use toolhost::registry::{EmbeddedResource, Media, ResourceLink};
+        let blocks = vec![
+            ContentBlock::text("hi"),
+            ContentBlock::Image(Media {
+                data: b"png".to_vec(),
+                mime_type: "image/png".into(),
+            }),
+            ContentBlock::Audio(Media {
+                data: vec![0, 255],
+                mime_type: "audio/wav".into(),
+            }),
+            ContentBlock::ResourceLink(ResourceLink {
+                uri: "plugin://p/a".into(),
+                name: "a".into(),
+                mime_type: Some("text/plain".into()),
+                description: None,
+            }),
+            ContentBlock::Resource(EmbeddedResource {
+                uri: "plugin://p/b".into(),
+                mime_type: None,
+                body: ResourceBody::Text("bee".into()),
+            }),
+            ContentBlock::Resource(EmbeddedResource {
+                uri: "plugin://p/c".into(),
+                mime_type: Some("application/octet-stream".into()),
+                body: ResourceBody::Blob(b"abc".to_vec()),
+            }),
+        ];
+        let mut result = ToolResult::with_blocks(blocks, json!({"n": 1}));
+        result.structured = true;
+        assert_eq!(
+            call_result(&Ok(result)),
+            json!({
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image", "data": "cG5n", "mimeType": "image/png"},
+                    {"type": "audio", "data": "AP8=", "mimeType": "audio/wav"},
+                    {"type": "resource_link", "uri": "plugin://p/a", "name": "a", "mimeType": "text/plain"},
+                    {"type": "resource", "resource": {"uri": "plugin://p/b", "text": "bee"}},
+                    {"type": "resource", "resource": {"uri": "plugin://p/c", "mimeType": "application/octet-stream", "blob": "YWJj"}},
+                ],
+                "isError": false,
+                "structuredContent": {"n": 1},
+            })
+        );
+        // Blocks without structured JSON: no structuredContent.
+        let plain = ToolResult::with_blocks(vec![ContentBlock::text("x")], Value::Null);
+        assert_eq!(
+            call_result(&Ok(plain)),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false})
         );
     }
 }

@@ -134,6 +134,7 @@ mod state;
 mod v0_1;
 mod v0_2;
 mod v0_3;
+mod sources;
 pub mod watch;
 mod world;
 

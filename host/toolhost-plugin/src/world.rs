@@ -86,14 +86,6 @@ impl WorldPre {
         })
     }
 
-    /// The 0.3.0 pre-instantiation, for the optional exports; `None` for an older world.
-    pub(crate) fn v0_3(&self) -> Option<&v0_3::Pre> {
-        match self {
-            WorldPre::V0_3(pre) => Some(pre),
-            _ => None,
-        }
-    }
-
     /// An instance in `store`.
     pub(crate) async fn instantiate(
         &self,
@@ -201,5 +193,103 @@ impl From<&str> for Answer {
     /// JSON text, as 0.2.0 returns it (for the classification tests).
     fn from(text: &str) -> Self {
         Answer::Json(text.to_owned())
+    }
+}
+
+use crate::v0_3::bindings::exports::toolhost::plugin::{prompts as v3p, resources as v3r};
+
+/// The 0.3.0 `environment` of `env`.
+fn env_v0_3(env: &WitEnvironment) -> v3::Environment {
+    v3::Environment {
+        session_id: env.session_id.clone(),
+        turn_id: env.turn_id.clone(),
+    }
+}
+
+impl Bound {
+    /// The 0.3.0 plugin, or an error naming what is missing (an older world, or a
+    /// component without the export; the loader registers no source for those).
+    fn rich(&self, export: &str) -> wasmtime::Result<&v0_3::Plugin> {
+        match self {
+            Bound::V0_3(plugin) => Ok(plugin),
+            _ => Err(wasmtime::format_err!(
+                "the component targets an older toolhost:plugin world, without `{export}`"
+            )),
+        }
+    }
+
+    /// `resources.templates`.
+    pub(crate) async fn resource_templates(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Vec<v3r::ResourceTemplate>> {
+        match &self.rich("resources")?.resources {
+            Some(resources) => resources.call_templates(store).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `resources.list`.
+    pub(crate) async fn resource_list(
+        &self,
+        store: &mut Store<PluginState>,
+        cursor: Option<&str>,
+        env: &WitEnvironment,
+    ) -> wasmtime::Result<Result<v3r::ResourcePage, v3r::ResourceError>> {
+        match &self.rich("resources")?.resources {
+            Some(resources) => resources.call_list(store, cursor, &env_v0_3(env)).await,
+            None => Ok(Ok(v3r::ResourcePage {
+                resources: Vec::new(),
+                next_cursor: None,
+            })),
+        }
+    }
+
+    /// `resources.read`.
+    pub(crate) async fn resource_read(
+        &self,
+        store: &mut Store<PluginState>,
+        uri: &str,
+        env: &WitEnvironment,
+    ) -> wasmtime::Result<Result<Vec<v3r::ResourceContents>, v3r::ResourceError>> {
+        match &self.rich("resources")?.resources {
+            Some(resources) => resources.call_read(store, uri, &env_v0_3(env)).await,
+            None => Ok(Err(v3r::ResourceError::NotFound(format!(
+                "this plugin has no resources, so no `{uri}`"
+            )))),
+        }
+    }
+
+    /// `prompts.definitions`.
+    pub(crate) async fn prompt_definitions(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Vec<v3p::Prompt>> {
+        match &self.rich("prompts")?.prompts {
+            Some(prompts) => prompts.call_definitions(store).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `prompts.get`.
+    pub(crate) async fn prompt_get(
+        &self,
+        store: &mut Store<PluginState>,
+        name: &str,
+        arguments: &[(String, String)],
+        env: &WitEnvironment,
+    ) -> wasmtime::Result<Result<v3p::PromptResult, GuestError>> {
+        let Some(prompts) = &self.rich("prompts")?.prompts else {
+            return Ok(Err(GuestError::Failed(format!(
+                "this plugin has no prompts, so no `{name}`"
+            ))));
+        };
+        let result = prompts
+            .call_get(store, name, arguments, &env_v0_3(env))
+            .await?;
+        Ok(result.map_err(|error| match error {
+            v3::ToolError::InvalidArguments(m) => GuestError::InvalidArguments(m),
+            v3::ToolError::Failed(m) => GuestError::Failed(m),
+        }))
     }
 }

@@ -1,6 +1,7 @@
 //! The plugin host against real components: the fixture of [`fixture`], loaded from a
 //! temporary directory, called through a [`Registry`].
 
+mod ask;
 mod cache;
 mod capture;
 mod engines;
@@ -11,6 +12,7 @@ mod load;
 mod load_fixture;
 mod lock;
 mod names;
+mod rich;
 mod tiers;
 mod versions;
 

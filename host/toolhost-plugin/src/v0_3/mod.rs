@@ -84,16 +84,6 @@ impl Pre {
         })
     }
 
-    /// Whether the component exports `resources`.
-    pub(crate) fn has_resources(&self) -> bool {
-        self.resources.is_some()
-    }
-
-    /// Whether the component exports `prompts`.
-    pub(crate) fn has_prompts(&self) -> bool {
-        self.prompts.is_some()
-    }
-
     /// An instance in `store`.
     pub(crate) async fn instantiate(
         &self,

@@ -98,7 +98,7 @@ pub(crate) fn convert(
         Some(text) => serde_json::from_str::<Value>(text).map_err(|err| ToolError::Failed {
             tool: tool.to_owned(),
             message: format!(
-                "the plugin returned invalid structured JSON: {err}; this is a fault in the plugin, not in your call"
+                "the plugin returned invalid JSON as its structured result: {err}; this is a fault in the plugin, not in your call"
             ),
         })?,
         None => Value::Null,
@@ -265,7 +265,7 @@ mod tests {
             Ok(ToolResult::default())
         );
         let bad = convert(result(vec![], Some("{nope")), "t", &limits).unwrap_err();
-        assert!(matches!(bad, ToolError::Failed { ref message, .. } if message.starts_with("the plugin returned invalid structured JSON: ")), "{bad:?}");
+        assert!(matches!(bad, ToolError::Failed { ref message, .. } if message.starts_with("the plugin returned invalid JSON as its structured result: ")), "{bad:?}");
     }
 
     #[test]
