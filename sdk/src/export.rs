@@ -34,18 +34,55 @@ use crate::tool::{find, Env, Tool, ToolError};
 #[macro_export]
 macro_rules! export_plugin {
     ($tools:expr $(,)?) => {
+        $crate::export_plugin!(
+            $tools,
+            resources = $crate::catalog::Resources::new,
+            prompts = ::std::vec::Vec::<$crate::catalog::Prompt>::new
+        );
+    };
+    ($tools:expr, resources = $resources:expr $(,)?) => {
+        $crate::export_plugin!(
+            $tools,
+            resources = $resources,
+            prompts = ::std::vec::Vec::<$crate::catalog::Prompt>::new
+        );
+    };
+    ($tools:expr, prompts = $prompts:expr $(,)?) => {
+        $crate::export_plugin!(
+            $tools,
+            resources = $crate::catalog::Resources::new,
+            prompts = $prompts
+        );
+    };
+    ($tools:expr, resources = $resources:expr, prompts = $prompts:expr $(,)?) => {
         const _: () = {
             struct ToolhostPlugin;
 
             ::std::thread_local! {
-                // The tool list, built once per instance (a component instance is one
-                // thread).
+                // The tool list, resources and prompts, each built once per instance
+                // (a component instance is one thread).
                 static TOOLHOST_PLUGIN_TOOLS: ::std::cell::OnceCell<::std::vec::Vec<$crate::Tool>> =
+                    const { ::std::cell::OnceCell::new() };
+                static TOOLHOST_PLUGIN_RESOURCES: ::std::cell::OnceCell<$crate::catalog::Resources> =
+                    const { ::std::cell::OnceCell::new() };
+                static TOOLHOST_PLUGIN_PROMPTS: ::std::cell::OnceCell<::std::vec::Vec<$crate::catalog::Prompt>> =
                     const { ::std::cell::OnceCell::new() };
             }
 
             fn with_toolhost_plugin_tools<R>(f: impl FnOnce(&[$crate::Tool]) -> R) -> R {
                 $crate::__private::with_tools(&TOOLHOST_PLUGIN_TOOLS, || ($tools)(), f)
+            }
+
+            fn with_toolhost_plugin_resources<R>(
+                f: impl FnOnce(&$crate::catalog::Resources) -> R,
+            ) -> R {
+                TOOLHOST_PLUGIN_RESOURCES.with(|cell| f(cell.get_or_init(|| ($resources)())))
+            }
+
+            fn with_toolhost_plugin_prompts<R>(
+                f: impl FnOnce(&[$crate::catalog::Prompt]) -> R,
+            ) -> R {
+                TOOLHOST_PLUGIN_PROMPTS.with(|cell| f(cell.get_or_init(|| ($prompts)())))
             }
 
             impl $crate::__private::Guest for ToolhostPlugin {
@@ -70,32 +107,38 @@ macro_rules! export_plugin {
                     cursor: ::std::option::Option<::std::string::String>,
                     env: $crate::__private::Environment,
                 ) -> ::std::result::Result<$crate::__private::WitResourcePage, $crate::__private::WitResourceError> {
-                    $crate::__private::no_resources(cursor, env)
+                    with_toolhost_plugin_resources(|resources| {
+                        $crate::__private::resources_list(resources, cursor, env)
+                    })
                 }
 
                 fn templates() -> ::std::vec::Vec<$crate::__private::WitResourceTemplate> {
-                    ::std::vec::Vec::new()
+                    with_toolhost_plugin_resources($crate::__private::resources_templates)
                 }
 
                 fn read(
                     uri: ::std::string::String,
-                    _env: $crate::__private::Environment,
+                    env: $crate::__private::Environment,
                 ) -> ::std::result::Result<::std::vec::Vec<$crate::__private::WitResourceContents>, $crate::__private::WitResourceError> {
-                    ::std::result::Result::Err($crate::__private::no_resource(&uri))
+                    with_toolhost_plugin_resources(|resources| {
+                        $crate::__private::resources_read(resources, &uri, env)
+                    })
                 }
             }
 
             impl $crate::__private::PromptsGuest for ToolhostPlugin {
                 fn definitions() -> ::std::vec::Vec<$crate::__private::WitPrompt> {
-                    ::std::vec::Vec::new()
+                    with_toolhost_plugin_prompts($crate::__private::prompt_definitions)
                 }
 
                 fn get(
                     name: ::std::string::String,
-                    _arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
-                    _env: $crate::__private::Environment,
+                    arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                    env: $crate::__private::Environment,
                 ) -> ::std::result::Result<$crate::__private::WitPromptResult, $crate::__private::WitToolError> {
-                    ::std::result::Result::Err($crate::__private::no_prompt(&name))
+                    with_toolhost_plugin_prompts(|prompts| {
+                        $crate::__private::prompt_get(prompts, &name, arguments, env)
+                    })
                 }
             }
 
@@ -141,6 +184,134 @@ pub mod __private {
     /// The error for a prompt this plugin does not have.
     pub fn no_prompt(name: &str) -> WitToolError {
         WitToolError::Failed(format!("this plugin has no prompt named `{name}`"))
+    }
+
+    use crate::bindings::exports::toolhost::plugin::{prompts as wit_prompts, resources as wit_resources};
+    use crate::catalog::{Prompt, ResourceError, Resources, Role};
+
+    fn env_of(env: Environment) -> Env {
+        Env::new(env.session_id, env.turn_id)
+    }
+
+    fn resource_error(error: ResourceError) -> WitResourceError {
+        match error {
+            ResourceError::NotFound(m) => WitResourceError::NotFound(m),
+            ResourceError::Invalid(m) => WitResourceError::Invalid(m),
+            ResourceError::Failed(m) => WitResourceError::Failed(m),
+        }
+    }
+
+    fn tool_error(error: ToolError) -> WitToolError {
+        match error {
+            ToolError::InvalidArguments(m) => WitToolError::InvalidArguments(m),
+            ToolError::Failed(m) => WitToolError::Failed(m),
+        }
+    }
+
+    /// `resources.list` of `resources`.
+    pub fn resources_list(
+        resources: &Resources,
+        cursor: Option<String>,
+        env: Environment,
+    ) -> Result<WitResourcePage, WitResourceError> {
+        let page = resources
+            .list(cursor.as_deref(), env_of(env))
+            .map_err(resource_error)?;
+        Ok(WitResourcePage {
+            resources: page
+                .resources
+                .into_iter()
+                .map(|r| wit_resources::Resource {
+                    uri: r.uri,
+                    name: r.name,
+                    title: r.title,
+                    description: r.description,
+                    mime_type: r.mime_type,
+                    size: r.size,
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// `resources.templates` of `resources`.
+    pub fn resources_templates(resources: &Resources) -> Vec<WitResourceTemplate> {
+        resources
+            .templates()
+            .iter()
+            .map(|t| WitResourceTemplate {
+                uri_template: t.uri_template.clone(),
+                name: t.name.clone(),
+                title: t.title.clone(),
+                description: t.description.clone(),
+                mime_type: t.mime_type.clone(),
+            })
+            .collect()
+    }
+
+    /// `resources.read` of `resources`.
+    pub fn resources_read(
+        resources: &Resources,
+        uri: &str,
+        env: Environment,
+    ) -> Result<Vec<WitResourceContents>, WitResourceError> {
+        let contents = resources.read(uri, env_of(env)).map_err(resource_error)?;
+        Ok(contents
+            .into_iter()
+            .map(|c| WitResourceContents {
+                uri: c.uri,
+                mime_type: c.mime_type,
+                body: wit_body(c.body),
+            })
+            .collect())
+    }
+
+    /// `prompts.definitions` of `prompts`.
+    pub fn prompt_definitions(prompts: &[Prompt]) -> Vec<WitPrompt> {
+        prompts
+            .iter()
+            .map(|p| WitPrompt {
+                name: p.name().to_owned(),
+                title: p.title().map(str::to_owned),
+                description: Some(p.description().to_owned()),
+                arguments: p
+                    .arguments()
+                    .iter()
+                    .map(|a| wit_prompts::PromptArgument {
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                        required: a.required,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// `prompts.get` of the prompt called `name` in `prompts`.
+    pub fn prompt_get(
+        prompts: &[Prompt],
+        name: &str,
+        arguments: Vec<(String, String)>,
+        env: Environment,
+    ) -> Result<WitPromptResult, WitToolError> {
+        let Some(prompt) = prompts.iter().find(|p| p.name() == name) else {
+            return Err(no_prompt(name));
+        };
+        let arguments = arguments.into_iter().collect();
+        let messages = prompt.get(&arguments, env_of(env)).map_err(tool_error)?;
+        Ok(WitPromptResult {
+            description: Some(prompt.description().to_owned()),
+            messages: messages
+                .into_iter()
+                .map(|m| wit_prompts::PromptMessage {
+                    role: match m.role {
+                        Role::User => wit_prompts::Role::User,
+                        Role::Assistant => wit_prompts::Role::Assistant,
+                    },
+                    content: wit_block(m.content),
+                })
+                .collect(),
+        })
     }
 
     /// A resource body as the WIT's.

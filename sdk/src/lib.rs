@@ -91,6 +91,8 @@ pub mod schema;
 #[doc(hidden)]
 pub mod bindings;
 #[cfg(feature = "guest")]
+pub mod catalog;
+#[cfg(feature = "guest")]
 pub mod config;
 #[cfg(feature = "guest")]
 pub mod content;

@@ -4,6 +4,7 @@
 mod ask;
 mod cache;
 mod capture;
+mod catalog;
 mod engines;
 mod fixture;
 mod http;
