@@ -18,6 +18,7 @@ mod guide;
 mod hostile_args;
 mod mcp;
 mod messages;
+mod rich;
 mod new;
 mod oci;
 mod oneshot;
