@@ -346,7 +346,8 @@ pub struct PromptArgument {
     pub required: bool,
 }
 
-type PromptFn = Box<dyn Fn(&BTreeMap<String, String>, Env) -> Result<Vec<PromptMessage>, ToolError>>;
+type PromptFn =
+    Box<dyn Fn(&BTreeMap<String, String>, Env) -> Result<Vec<PromptMessage>, ToolError>>;
 
 /// One prompt: a name, what it is for, its arguments, and the function that fills it in.
 pub struct Prompt {

@@ -1,4 +1,6 @@
-//! The glue between the generated `tools` export and a plugin's list of [`Tool`]s.
+//! The glue between the generated exports (`tools`, `resources`, `prompts`) and a
+//! plugin's list of [`Tool`]s, its [`Resources`](crate::catalog::Resources) and its
+//! [`Prompt`](crate::catalog::Prompt)s.
 
 use crate::bindings::exports::toolhost::plugin::tools as wit;
 use crate::tool::{find, Env, Tool, ToolError};
@@ -10,6 +12,12 @@ use crate::tool::{find, Env, Tool, ToolError};
 /// for the instance's later calls (a host that reuses instances calls it once, not once
 /// per call). The host gives each call a fresh instance by default, so keep it cheap and
 /// deterministic. Use the macro once per plugin crate, at the top level.
+///
+/// Optional arguments `resources = f` (`f` returns a
+/// [`Resources`](crate::catalog::Resources)) and `prompts = g` (`g` returns a
+/// `Vec<`[`Prompt`](crate::catalog::Prompt)`>`), in that order, export resources and
+/// prompts too (see [`catalog`](crate::catalog)); each is built once per instance, like
+/// the tools. Without them the plugin offers none.
 ///
 /// ```
 /// use toolhost_sdk::{export_plugin, schema, Env, Tool, ToolError};
@@ -151,6 +159,7 @@ macro_rules! export_plugin {
 #[doc(hidden)]
 pub mod __private {
     pub use super::wit::{Environment, Guest, ToolDefinition, ToolError as WitToolError};
+    use super::{find, Env, Tool, ToolError};
     pub use crate::bindings::exports::toolhost::plugin::prompts::{
         Guest as PromptsGuest, Prompt as WitPrompt, PromptResult as WitPromptResult,
     };
@@ -160,7 +169,6 @@ pub mod __private {
         ResourceTemplate as WitResourceTemplate,
     };
     pub use crate::bindings::toolhost::plugin::types::ToolResult as WitToolResult;
-    use super::{find, Env, Tool, ToolError};
     use crate::bindings::toolhost::plugin::types::{self as wit_types, ToolAnnotations};
     use crate::content::{Content, ContentBlock, ResourceBody};
     use crate::tool::Output;
@@ -186,7 +194,9 @@ pub mod __private {
         WitToolError::Failed(format!("this plugin has no prompt named `{name}`"))
     }
 
-    use crate::bindings::exports::toolhost::plugin::{prompts as wit_prompts, resources as wit_resources};
+    use crate::bindings::exports::toolhost::plugin::{
+        prompts as wit_prompts, resources as wit_resources,
+    };
     use crate::catalog::{Prompt, ResourceError, Resources, Role};
 
     fn env_of(env: Environment) -> Env {
@@ -327,21 +337,27 @@ pub mod __private {
         use wit_types::ContentBlock as W;
         match block {
             ContentBlock::Text(text) => W::Text(text),
-            ContentBlock::Image { data, mime_type } => W::Image(wit_types::Media { data, mime_type }),
-            ContentBlock::Audio { data, mime_type } => W::Audio(wit_types::Media { data, mime_type }),
+            ContentBlock::Image { data, mime_type } => {
+                W::Image(wit_types::Media { data, mime_type })
+            }
+            ContentBlock::Audio { data, mime_type } => {
+                W::Audio(wit_types::Media { data, mime_type })
+            }
             ContentBlock::ResourceLink(link) => W::ResourceLink(wit_types::ResourceLink {
                 uri: link.uri,
                 name: link.name,
                 mime_type: link.mime_type,
                 description: link.description,
             }),
-            ContentBlock::Resource { uri, mime_type, body } => {
-                W::Resource(wit_types::EmbeddedResource {
-                    uri,
-                    mime_type,
-                    body: wit_body(body),
-                })
-            }
+            ContentBlock::Resource {
+                uri,
+                mime_type,
+                body,
+            } => W::Resource(wit_types::EmbeddedResource {
+                uri,
+                mime_type,
+                body: wit_body(body),
+            }),
         }
     }
 
@@ -450,16 +466,20 @@ mod tests {
             session_id: "s1".into(),
             turn_id: "t1".into(),
         };
-        call(&tools(), name, arguments, env).map(json).map_err(|error| match error {
-            WitToolError::InvalidArguments(m) => (true, m),
-            WitToolError::Failed(m) => (false, m),
-        })
+        call(&tools(), name, arguments, env)
+            .map(json)
+            .map_err(|error| match error {
+                WitToolError::InvalidArguments(m) => (true, m),
+                WitToolError::Failed(m) => (false, m),
+            })
     }
 
     /// A plain result's JSON text: sent as `structured` with no blocks.
     fn json(result: WitToolResult) -> String {
         assert!(result.content.is_empty(), "a JSON result has no blocks");
-        result.structured.expect("a JSON result is sent as structured")
+        result
+            .structured
+            .expect("a JSON result is sent as structured")
     }
 
     #[test]
@@ -469,13 +489,18 @@ mod tests {
         let tool = Tool::rich(
             "draw",
             "Draws.",
-            schema::object(Vec::<(String, serde_json::Value)>::new(), Vec::<String>::new()),
+            schema::object(
+                Vec::<(String, serde_json::Value)>::new(),
+                Vec::<String>::new(),
+            ),
             |_: serde_json::Value, _env: Env| {
                 Ok(Content::new()
                     .text("pic")
                     .image(vec![1, 2], "image/png")
                     .audio(vec![3], "audio/wav")
-                    .resource_link(ResourceLink::new("plugin://d/a", "a").with_mime_type("text/plain"))
+                    .resource_link(
+                        ResourceLink::new("plugin://d/a", "a").with_mime_type("text/plain"),
+                    )
                     .embedded_text("plugin://d/b", Some("text/plain"), "bee")
                     .embedded_blob("plugin://d/c", None, vec![0])
                     .with_structured(serde_json::json!({"n": 1})))
@@ -494,10 +519,16 @@ mod tests {
                 w::ContentBlock::Text(t) => format!("text {t}"),
                 w::ContentBlock::Image(m) => format!("image {} {:?}", m.mime_type, m.data),
                 w::ContentBlock::Audio(m) => format!("audio {} {:?}", m.mime_type, m.data),
-                w::ContentBlock::ResourceLink(l) => format!("link {} {} {:?}", l.uri, l.name, l.mime_type),
+                w::ContentBlock::ResourceLink(l) => {
+                    format!("link {} {} {:?}", l.uri, l.name, l.mime_type)
+                }
                 w::ContentBlock::Resource(r) => match &r.body {
-                    w::ResourceBody::Text(t) => format!("resource {} {:?} text {t}", r.uri, r.mime_type),
-                    w::ResourceBody::Blob(b) => format!("resource {} {:?} blob {b:?}", r.uri, r.mime_type),
+                    w::ResourceBody::Text(t) => {
+                        format!("resource {} {:?} text {t}", r.uri, r.mime_type)
+                    }
+                    w::ResourceBody::Blob(b) => {
+                        format!("resource {} {:?} blob {b:?}", r.uri, r.mime_type)
+                    }
                 },
             })
             .collect();

@@ -96,9 +96,8 @@ pub fn ask(message: &str, schema: &Value) -> Result<Option<Value>, InteractionEr
     let answer = ask_text(message, &schema.to_string())?;
     answer
         .map(|text| {
-            serde_json::from_str(&text).map_err(|err| {
-                InteractionError::Invalid(format!("the answer is not JSON: {err}"))
-            })
+            serde_json::from_str(&text)
+                .map_err(|err| InteractionError::Invalid(format!("the answer is not JSON: {err}")))
         })
         .transpose()
 }

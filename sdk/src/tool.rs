@@ -297,10 +297,20 @@ impl Tool {
         F: Fn(&str, Env) -> Result<String, ToolError> + 'static,
     {
         let handler = move |arguments: &str, env: Env| handler(arguments, env).map(Output::Json);
-        Tool::with_handler(name.into(), description.into(), parameters, Box::new(handler))
+        Tool::with_handler(
+            name.into(),
+            description.into(),
+            parameters,
+            Box::new(handler),
+        )
     }
 
-    fn with_handler(name: String, description: String, parameters: Value, handler: Handler) -> Self {
+    fn with_handler(
+        name: String,
+        description: String,
+        parameters: Value,
+        handler: Handler,
+    ) -> Self {
         Tool {
             name,
             description,

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolhost::catalog::{
-    PromptArgument, PromptDefinition, PromptMessage, PromptResult, PromptSource,
-    ResourceContents, ResourceEntry, ResourceError, ResourcePage, ResourceSource,
-    ResourceTemplate, Role, SourceFuture,
+    PromptArgument, PromptDefinition, PromptMessage, PromptResult, PromptSource, ResourceContents,
+    ResourceEntry, ResourceError, ResourcePage, ResourceSource, ResourceTemplate, Role,
+    SourceFuture,
 };
 use toolhost::registry::{format_bytes, CallContext, Environment, ToolError};
 
@@ -129,10 +129,12 @@ impl PluginResources {
         let mut size = 0usize;
         for content in &contents {
             self.check_uri(&content.uri, "answered with")?;
-            size = size.saturating_add(content.uri.len()).saturating_add(match &content.body {
-                resources::ResourceBody::Text(text) => text.len(),
-                resources::ResourceBody::Blob(bytes) => bytes.len(),
-            });
+            size = size
+                .saturating_add(content.uri.len())
+                .saturating_add(match &content.body {
+                    resources::ResourceBody::Text(text) => text.len(),
+                    resources::ResourceBody::Blob(bytes) => bytes.len(),
+                });
         }
         if size > cap {
             return Err(ResourceError::Failed(format!(
@@ -251,7 +253,10 @@ impl PromptSource for PluginPrompts {
                     }))
                 }
                 Err(GuestError::Failed(message)) => {
-                    return Err(runtime.redacted(ToolError::Failed { tool: name, message }))
+                    return Err(runtime.redacted(ToolError::Failed {
+                        tool: name,
+                        message,
+                    }))
                 }
             };
             let size: usize = result

@@ -18,11 +18,11 @@ mod guide;
 mod hostile_args;
 mod mcp;
 mod messages;
-mod rich;
 mod new;
 mod oci;
 mod oneshot;
 mod plugin_http;
+mod rich;
 mod serve_http;
 #[cfg(unix)]
 mod stdio;

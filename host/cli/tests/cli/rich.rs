@@ -27,11 +27,7 @@ fn a_plugin_image_arrives_as_an_mcp_image_block() {
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
     server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let response = server.request(
-        2,
-        "tools/call",
-        json!({"name": "pixel", "arguments": {}}),
-    );
+    let response = server.request(2, "tools/call", json!({"name": "pixel", "arguments": {}}));
     assert_eq!(
         response["result"],
         json!({
@@ -57,13 +53,19 @@ fn a_plugin_image_arrives_as_an_mcp_image_block() {
             {"type": "resource", "resource": {"uri": "plugin://rich/data/c.bin", "mimeType": "application/octet-stream", "blob": "AAH/"}},
         ])
     );
-    let refused = server.request(4, "tools/call", json!({"name": "picture", "arguments": {"mime": "text/html"}}));
+    let refused = server.request(
+        4,
+        "tools/call",
+        json!({"name": "picture", "arguments": {"mime": "text/html"}}),
+    );
     assert_eq!(refused["result"]["isError"], true);
     assert!(
         refused["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("the plugin returned an image of type `text/html`, which the host does not pass on"),
+            .contains(
+                "the plugin returned an image of type `text/html`, which the host does not pass on"
+            ),
         "{refused}"
     );
     // A plain result keeps its shape.

@@ -98,7 +98,8 @@ fn parse_schema(schema: &str) -> Result<Value, InteractionError> {
     })?;
     if value.get("type").and_then(Value::as_str) != Some("object") {
         return Err(InteractionError::Invalid(
-            "the schema must be an object schema (`{\"type\": \"object\", \"properties\": {...}}`)".into(),
+            "the schema must be an object schema (`{\"type\": \"object\", \"properties\": {...}}`)"
+                .into(),
         ));
     }
     Ok(value)
@@ -110,10 +111,19 @@ mod tests {
 
     #[test]
     fn schemas_are_checked_for_size_json_and_object_type() {
-        let big = format!("{{\"type\":\"object\",\"x\":\"{}\"}}", "a".repeat(MAX_SCHEMA_BYTES));
-        assert!(matches!(parse_schema(&big), Err(InteractionError::Invalid(m)) if m.contains("over the limit of 65536")));
-        assert!(matches!(parse_schema("{nope"), Err(InteractionError::Invalid(m)) if m.starts_with("the schema is not valid JSON")));
-        assert!(matches!(parse_schema(r#"{"type":"string"}"#), Err(InteractionError::Invalid(m)) if m.starts_with("the schema must be an object schema")));
+        let big = format!(
+            "{{\"type\":\"object\",\"x\":\"{}\"}}",
+            "a".repeat(MAX_SCHEMA_BYTES)
+        );
+        assert!(
+            matches!(parse_schema(&big), Err(InteractionError::Invalid(m)) if m.contains("over the limit of 65536"))
+        );
+        assert!(
+            matches!(parse_schema("{nope"), Err(InteractionError::Invalid(m)) if m.starts_with("the schema is not valid JSON"))
+        );
+        assert!(
+            matches!(parse_schema(r#"{"type":"string"}"#), Err(InteractionError::Invalid(m)) if m.starts_with("the schema must be an object schema"))
+        );
         assert_eq!(
             parse_schema(r#"{"type":"object","properties":{}}"#),
             Ok(serde_json::json!({"type":"object","properties":{}}))

@@ -217,8 +217,7 @@ impl PluginHost {
                 limits: resolved.limits.http.clone(),
             }),
             // The manifest asks for it and the operator allows it.
-            ask: self.config.plugin_ask
-                && resolved.manifest.as_ref().is_some_and(|m| m.grants.ask),
+            ask: self.config.plugin_ask && resolved.manifest.as_ref().is_some_and(|m| m.grants.ask),
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),

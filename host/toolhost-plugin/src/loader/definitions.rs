@@ -155,9 +155,9 @@ async fn ask_definitions(
         }
     };
     let definitions = validate(&path, raw, &caps)?;
-    let offer = ask_offer(&compiled, &caps).await.map_err(|message| {
-        PluginErrorKind::Catalog { message }.at(path.clone())
-    })?;
+    let offer = ask_offer(&compiled, &caps)
+        .await
+        .map_err(|message| PluginErrorKind::Catalog { message }.at(path.clone()))?;
     Ok(compiled.with(definitions, offer))
 }
 
@@ -181,7 +181,12 @@ async fn ask_offer(compiled: &Compiled, caps: &DefinitionLimits) -> Result<Offer
         let prompts = tokio::time::timeout(caps.timeout, runtime.prompt_definitions())
             .await
             .map_err(|_| deadline("prompts"))?
-            .map_err(|err| format!("asking for its prompts failed: {}", definitions_failure(err)))?;
+            .map_err(|err| {
+                format!(
+                    "asking for its prompts failed: {}",
+                    definitions_failure(err)
+                )
+            })?;
         if prompts.len() > MAX_OFFERED {
             return Err(format!(
                 "it declares {} prompts, more than {MAX_OFFERED}",
@@ -233,7 +238,12 @@ async fn ask_offer(compiled: &Compiled, caps: &DefinitionLimits) -> Result<Offer
             }
         };
         if has_resources {
-            offer.resources = Some(templates.into_iter().map(crate::sources::template).collect());
+            offer.resources = Some(
+                templates
+                    .into_iter()
+                    .map(crate::sources::template)
+                    .collect(),
+            );
         }
     }
     Ok(offer)

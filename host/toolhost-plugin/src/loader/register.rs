@@ -10,8 +10,8 @@ use toolhost::catalog::{PromptSource, ResourceSource};
 
 use super::compile::Offer;
 use super::Prepared;
-use crate::sources::{PluginPrompts, PluginResources};
 use crate::runtime::PluginTool;
+use crate::sources::{PluginPrompts, PluginResources};
 use crate::{LoadedPlugin, PluginError, PluginErrorKind, PluginHost};
 
 impl PluginHost {
@@ -87,7 +87,12 @@ impl PluginHost {
 
     /// Registers (or, on reload, replaces or removes) the plugin's prompt and resource
     /// sources in `registry`'s catalog, under its name.
-    fn offer(&self, path: &Path, prepared: &Prepared, registry: &Registry) -> Result<(), PluginError> {
+    fn offer(
+        &self,
+        path: &Path,
+        prepared: &Prepared,
+        registry: &Registry,
+    ) -> Result<(), PluginError> {
         let Offer { prompts, resources } = &prepared.offer;
         let prompts = prompts.as_ref().map(|definitions| {
             Arc::new(PluginPrompts {

@@ -66,8 +66,7 @@ impl PluginRuntime {
         ctx: &CallContext,
         uri: &str,
         env: &Environment,
-    ) -> Result<Result<Vec<resources::ResourceContents>, resources::ResourceError>, ToolError>
-    {
+    ) -> Result<Result<Vec<resources::ResourceContents>, resources::ResourceError>, ToolError> {
         let env = wit_env(env);
         let mut running = self.start(RESOURCES_READ, ctx).await?;
         let outcome = tokio::time::timeout_at(running.deadline.into(), async {

@@ -89,7 +89,13 @@ async fn a_thousand_confirms_in_one_call_are_capped_at_16_and_the_call_answers()
     );
     assert_eq!(yes.asked.load(Ordering::SeqCst), 16);
     // The next call has its own 16.
-    let again = ask_call(&registry, Some(Arc::clone(&yes)), "ask_confirm_many", json!({"count": 3})).await;
+    let again = ask_call(
+        &registry,
+        Some(Arc::clone(&yes)),
+        "ask_confirm_many",
+        json!({"count": 3}),
+    )
+    .await;
     assert_eq!(again["yes"], 3);
     assert_eq!(yes.asked.load(Ordering::SeqCst), 19);
 }
@@ -112,7 +118,13 @@ async fn a_50_mb_schema_is_refused_before_the_client_and_the_host_stays_up() {
     );
     assert_eq!(yes.asked.load(Ordering::SeqCst), 0);
     // A schema within the limit reaches the client; the plugin still answers.
-    let small = ask_call(&registry, Some(Arc::clone(&yes)), "ask_huge_schema", json!({"bytes": 1000})).await;
+    let small = ask_call(
+        &registry,
+        Some(Arc::clone(&yes)),
+        "ask_huge_schema",
+        json!({"bytes": 1000}),
+    )
+    .await;
     assert_eq!(small["answer"], r#"{"ok":true}"#);
     assert_eq!(yes.asked.load(Ordering::SeqCst), 1);
 }
@@ -122,8 +134,17 @@ async fn asking_needs_both_the_manifest_grant_and_the_operator_flag() {
     for (with_manifest, operator_allows) in [(true, false), (false, true), (false, false)] {
         let (_dir, registry) = ask_registry(with_manifest, operator_allows);
         let yes = Arc::new(YesMan::default());
-        let result = ask_call(&registry, Some(Arc::clone(&yes)), "ask_confirm_once", json!({})).await;
-        assert_eq!(result["error"], "not-allowed", "manifest {with_manifest}, flag {operator_allows}");
+        let result = ask_call(
+            &registry,
+            Some(Arc::clone(&yes)),
+            "ask_confirm_once",
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            result["error"], "not-allowed",
+            "manifest {with_manifest}, flag {operator_allows}"
+        );
         assert_eq!(
             result["message"],
             "plugin hostile_ask may not ask the user: its manifest must say `[grants] ask = true` and the operator must allow it (--plugin-ask); go on without asking, or fail and say what you need"
@@ -132,7 +153,13 @@ async fn asking_needs_both_the_manifest_grant_and_the_operator_flag() {
     }
     let (_dir, registry) = ask_registry(true, true);
     let yes = Arc::new(YesMan::default());
-    let result = ask_call(&registry, Some(Arc::clone(&yes)), "ask_confirm_once", json!({})).await;
+    let result = ask_call(
+        &registry,
+        Some(Arc::clone(&yes)),
+        "ask_confirm_once",
+        json!({}),
+    )
+    .await;
     assert_eq!(result, json!({"answer": true}));
 }
 

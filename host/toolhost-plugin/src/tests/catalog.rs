@@ -39,12 +39,21 @@ async fn a_plugins_resources_and_prompts_are_served_from_its_namespace() {
         .await
         .unwrap();
     let uris: Vec<&str> = page.resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["plugin://rich/notes/b.txt", "plugin://rich/data/c.bin"]);
+    assert_eq!(
+        uris,
+        ["plugin://rich/notes/b.txt", "plugin://rich/data/c.bin"]
+    );
     assert_eq!(page.next_cursor, None);
-    let source = catalog.resource_source_for("plugin://rich/items/7").unwrap();
+    let source = catalog
+        .resource_source_for("plugin://rich/items/7")
+        .unwrap();
     assert_eq!(
         source
-            .read(CallContext::new(), "plugin://rich/items/7".into(), Environment::default())
+            .read(
+                CallContext::new(),
+                "plugin://rich/items/7".into(),
+                Environment::default()
+            )
             .await
             .unwrap(),
         vec![ResourceContents {
@@ -54,7 +63,11 @@ async fn a_plugins_resources_and_prompts_are_served_from_its_namespace() {
         }]
     );
     let blob = source
-        .read(CallContext::new(), "plugin://rich/data/c.bin".into(), Environment::default())
+        .read(
+            CallContext::new(),
+            "plugin://rich/data/c.bin".into(),
+            Environment::default(),
+        )
         .await
         .unwrap();
     assert_eq!(blob[0].body, ResourceBody::Blob(vec![0, 1, 255]));
@@ -75,8 +88,13 @@ async fn a_plugins_resources_and_prompts_are_served_from_its_namespace() {
     assert_eq!(filled.description.as_deref(), Some("Summarize a topic."));
     assert_eq!(filled.messages.len(), 2);
     assert_eq!(filled.messages[0].role, Role::User);
-    assert_eq!(filled.messages[0].content, ContentBlock::text("Summarize tides."));
-    assert!(matches!(&filled.messages[1].content, ContentBlock::Image(Media { mime_type, .. }) if mime_type == "image/png"));
+    assert_eq!(
+        filled.messages[0].content,
+        ContentBlock::text("Summarize tides.")
+    );
+    assert!(
+        matches!(&filled.messages[1].content, ContentBlock::Image(Media { mime_type, .. }) if mime_type == "image/png")
+    );
 }
 
 #[tokio::test]
@@ -106,7 +124,11 @@ async fn a_resource_outside_the_namespace_is_refused() {
         .resource_source_for("plugin://hostile_resources/escape")
         .unwrap();
     let listed = source
-        .list(CallContext::new(), Some("escape".into()), Environment::default())
+        .list(
+            CallContext::new(),
+            Some("escape".into()),
+            Environment::default(),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -128,10 +150,17 @@ async fn a_resource_outside_the_namespace_is_refused() {
     // Asked directly (past the catalog's own check) for a URI outside it: refused
     // before the plugin runs.
     let asked = source
-        .read(CallContext::new(), "file:///etc/passwd".into(), Environment::default())
+        .read(
+            CallContext::new(),
+            "file:///etc/passwd".into(),
+            Environment::default(),
+        )
         .await
         .unwrap_err();
-    assert!(matches!(asked, ResourceError::Failed(ref m) if m.contains("was asked for `file:///etc/passwd`")), "{asked:?}");
+    assert!(
+        matches!(asked, ResourceError::Failed(ref m) if m.contains("was asked for `file:///etc/passwd`")),
+        "{asked:?}"
+    );
 }
 
 #[tokio::test]
@@ -174,7 +203,13 @@ async fn a_prompt_name_another_plugin_offers_is_refused_at_load() {
     );
     // Nothing of it was registered; the first plugin's prompt still serves.
     assert!(!registry.has("hostile_resources_noop"));
-    assert_eq!(registry.catalog().prompt("rich_summary").map(|(d, _)| d.name), Some("rich_summary".to_owned()));
+    assert_eq!(
+        registry
+            .catalog()
+            .prompt("rich_summary")
+            .map(|(d, _)| d.name),
+        Some("rich_summary".to_owned())
+    );
     assert!(registry
         .catalog()
         .resource_source_for("plugin://hostile_resources/r/0")

@@ -115,11 +115,26 @@ pub(crate) fn convert(
 }
 
 /// One content block as the registry's.
-pub(crate) fn content_block(block: wit::ContentBlock, tool: &str) -> Result<ContentBlock, ToolError> {
+pub(crate) fn content_block(
+    block: wit::ContentBlock,
+    tool: &str,
+) -> Result<ContentBlock, ToolError> {
     Ok(match block {
         wit::ContentBlock::Text(text) => ContentBlock::Text { text },
-        wit::ContentBlock::Image(media) => ContentBlock::Image(checked_media(media, "an image", IMAGE_TYPES, IMAGE_TYPES.len(), tool)?),
-        wit::ContentBlock::Audio(media) => ContentBlock::Audio(checked_media(media, "audio", AUDIO_TYPES, AUDIO_CANONICAL, tool)?),
+        wit::ContentBlock::Image(media) => ContentBlock::Image(checked_media(
+            media,
+            "an image",
+            IMAGE_TYPES,
+            IMAGE_TYPES.len(),
+            tool,
+        )?),
+        wit::ContentBlock::Audio(media) => ContentBlock::Audio(checked_media(
+            media,
+            "audio",
+            AUDIO_TYPES,
+            AUDIO_CANONICAL,
+            tool,
+        )?),
         wit::ContentBlock::ResourceLink(link) => ContentBlock::ResourceLink(ResourceLink {
             uri: link.uri,
             name: link.name,
@@ -265,7 +280,10 @@ mod tests {
             Ok(ToolResult::default())
         );
         let bad = convert(result(vec![], Some("{nope")), "t", &limits).unwrap_err();
-        assert!(matches!(bad, ToolError::Failed { ref message, .. } if message.starts_with("the plugin returned invalid JSON as its structured result: ")), "{bad:?}");
+        assert!(
+            matches!(bad, ToolError::Failed { ref message, .. } if message.starts_with("the plugin returned invalid JSON as its structured result: ")),
+            "{bad:?}"
+        );
     }
 
     #[test]
@@ -286,7 +304,11 @@ mod tests {
             mime_type: "image/png".into(),
         });
         let err = convert(result(vec![audio], None), "t", &limits).unwrap_err();
-        assert!(err.to_string().contains("allowed: audio/wav, audio/mpeg, audio/ogg, audio/webm, audio/flac;"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("allowed: audio/wav, audio/mpeg, audio/ogg, audio/webm, audio/flac;"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -294,10 +316,16 @@ mod tests {
         let limits = PluginLimits::default().with_max_output_bytes(17);
         let fits = result(vec![image("image/png")], Some("[1,2]"));
         assert!(convert(fits, "t", &limits).is_ok());
-        let over = result(vec![image("image/png"), wit::ContentBlock::Text("x".into())], Some("[1,2]"));
+        let over = result(
+            vec![image("image/png"), wit::ContentBlock::Text("x".into())],
+            Some("[1,2]"),
+        );
         assert!(matches!(
             convert(over, "t", &limits),
-            Err(ToolError::LimitExceeded { limit: Limit::Output { bytes: 17 }, .. })
+            Err(ToolError::LimitExceeded {
+                limit: Limit::Output { bytes: 17 },
+                ..
+            })
         ));
     }
 }
