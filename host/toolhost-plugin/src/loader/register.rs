@@ -31,7 +31,7 @@ impl PluginHost {
         }
         // Its prompts and resources first: a prompt name taken by another plugin, or a
         // namespace refused, fails the load before any tool changes.
-        self.offer(path, &prepared, registry)?;
+        Self::offer(path, &prepared, registry)?;
         let tools: Vec<String> = prepared
             .definitions
             .iter()
@@ -87,12 +87,7 @@ impl PluginHost {
 
     /// Registers (or, on reload, replaces or removes) the plugin's prompt and resource
     /// sources in `registry`'s catalog, under its name.
-    fn offer(
-        &self,
-        path: &Path,
-        prepared: &Prepared,
-        registry: &Registry,
-    ) -> Result<(), PluginError> {
+    fn offer(path: &Path, prepared: &Prepared, registry: &Registry) -> Result<(), PluginError> {
         let Offer { prompts, resources } = &prepared.offer;
         let prompts = prompts.as_ref().map(|definitions| {
             Arc::new(PluginPrompts {
