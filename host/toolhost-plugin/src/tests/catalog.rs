@@ -215,3 +215,85 @@ async fn a_prompt_name_another_plugin_offers_is_refused_at_load() {
         .resource_source_for("plugin://hostile_resources/r/0")
         .is_none());
 }
+
+#[tokio::test]
+async fn the_conformance_plugin_offers_what_the_suite_asks_for() {
+    let dir = tempfile::tempdir().unwrap();
+    toolhost_tests::install(dir.path(), &["conformance"]).unwrap();
+    let registry = Registry::new();
+    PluginHost::new(config())
+        .unwrap()
+        .load_file(&dir.path().join("conformance.wasm"), &registry)
+        .unwrap();
+    let catalog = registry.catalog();
+    let prompts: Vec<String> = catalog.prompts().into_iter().map(|p| p.name).collect();
+    assert_eq!(
+        prompts,
+        [
+            "test_simple_prompt",
+            "test_prompt_with_arguments",
+            "test_prompt_with_embedded_resource",
+            "test_prompt_with_image"
+        ]
+    );
+    let templates: Vec<String> = catalog
+        .resource_templates()
+        .into_iter()
+        .map(|t| t.uri_template)
+        .collect();
+    assert_eq!(templates, ["test://template/{id}/data"]);
+    let read = |uri: &'static str| {
+        let source = catalog.resource_source_for(uri).unwrap();
+        async move {
+            source
+                .read(CallContext::new(), uri.into(), Environment::default())
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        read("test://static-text").await[0].body,
+        ResourceBody::Text("This is the content of the static text resource.".into())
+    );
+    assert!(
+        matches!(&read("test://static-binary").await[0].body, ResourceBody::Blob(b) if b.starts_with(b"\x89PNG"))
+    );
+    assert_eq!(
+        read("test://template/123/data").await[0].body,
+        ResourceBody::Text(r#"{"data":"Data for ID: 123","id":"123","templateTest":true}"#.into())
+    );
+    let (_, prompt) = catalog.prompt("test_prompt_with_arguments").unwrap();
+    let filled = prompt
+        .get(
+            CallContext::new(),
+            "test_prompt_with_arguments".into(),
+            BTreeMap::from([
+                ("arg1".to_owned(), "hello".to_owned()),
+                ("arg2".to_owned(), "world".to_owned()),
+            ]),
+            Environment::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        filled.messages[0].content,
+        ContentBlock::text("Prompt with arguments: arg1='hello', arg2='world'")
+    );
+    let audio = call(&registry, "test_audio_content", "{}").await.unwrap();
+    assert!(
+        matches!(&audio.blocks[..], [ContentBlock::Audio(m)] if m.mime_type == "audio/wav" && m.data.starts_with(b"RIFF"))
+    );
+    let mixed = call(&registry, "test_multiple_content_types", "{}")
+        .await
+        .unwrap();
+    assert_eq!(mixed.blocks.len(), 3);
+    // Without --plugin-ask the elicitation tools fail, saying why.
+    let err = call(&registry, "test_elicitation", r#"{"message":"hi"}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("could not ask the user: plugin conformance may not ask the user"),
+        "{err}"
+    );
+}
