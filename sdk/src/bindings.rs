@@ -15,14 +15,17 @@
 )]
 
 wit_bindgen::generate!({
-    world: "plugin",
+    // `rich-plugin`: `plugin` plus the `resources` and `prompts` exports. Every plugin
+    // built with the SDK exports both; one without resources or prompts answers with
+    // empty lists, which the host reads as "none".
+    world: "toolhost:plugin/rich-plugin@0.3.0",
     // Relative to this crate's manifest: a copy of the repository's wit/ (the package the
     // host binds), inside this crate so that it packages; scripts/sync-wit makes the copy
     // and tests/wit_in_sync.rs fails when it drifts.
-    path: "wit",
+    path: "wit/plugin.wit",
     // The plugin crate, not this one, exports the implementation, so the export macro
     // must be usable from another crate.
     pub_export_macro: true,
-    export_macro_name: "__export_plugin_world",
+    export_macro_name: "__export_rich_plugin_world",
     default_bindings_module: "::toolhost_sdk::bindings",
 });

@@ -69,19 +69,26 @@
 //! - A title, behaviour hints and an output schema for clients come from builders on
 //!   [`Tool`] ([`Tool::with_title`], [`Tool::read_only`], [`Tool::with_output_schema`], ...).
 //! - The result is serialised to JSON and given to the model; `Ok("Hello")` arrives as the
-//!   JSON string `"Hello"`.
+//!   JSON string `"Hello"` (the client shows it as the text `Hello`).
+//! - Rich results: a [`Tool::rich`] handler returns [`Content`]: text, images, audio,
+//!   resource links and whole resources, plus optional structured JSON (see [`content`]).
 //! - [`ToolError`] messages are shown to the model: say what was wrong and what to do.
 //! - A panic aborts the instance; the host reports it as a panicked tool with the panic
 //!   message (it reads the plugin's stderr), and the next call gets a fresh instance.
 //! - [`files`] reaches the host's file system as far as the manifest granted; [`log`]
 //!   writes to the host's log; [`http`] sends HTTP requests to the hosts the manifest
 //!   was granted; [`config`] reads the values the operator set for the keys the
-//!   manifest declares (secrets included).
+//!   manifest declares (secrets included); [`interaction`] asks the client's user to
+//!   confirm a step or fill in a small form (manifest `[grants] ask = true`, and the
+//!   operator's `--plugin-ask`).
+//! - Resources and prompts besides the tools: [`catalog`], exported with
+//!   `export_plugin!(tools, resources = .., prompts = ..)`.
 //! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`], [`log`],
 //!   [`http`] and [`config`], only work inside the host).
 //!
-//! The crate targets `toolhost:plugin@0.2.0` (`wit/plugin.wit`); the host still loads
-//! plugins built against 0.1.0.
+//! The crate targets `toolhost:plugin@0.3.0` (`wit/plugin.wit`, world `rich-plugin`: every
+//! plugin exports `resources` and `prompts`, empty unless it declares some); the host
+//! still loads plugins built against 0.2.0 and 0.1.0.
 #![deny(missing_docs)]
 
 pub mod arguments;
@@ -91,7 +98,11 @@ pub mod schema;
 #[doc(hidden)]
 pub mod bindings;
 #[cfg(feature = "guest")]
+pub mod catalog;
+#[cfg(feature = "guest")]
 pub mod config;
+#[cfg(feature = "guest")]
+pub mod content;
 #[cfg(feature = "guest")]
 mod export;
 #[cfg(feature = "guest")]
@@ -99,12 +110,16 @@ pub mod files;
 #[cfg(feature = "guest")]
 pub mod http;
 #[cfg(feature = "guest")]
+pub mod interaction;
+#[cfg(feature = "guest")]
 pub mod log;
 #[cfg(feature = "guest")]
 mod tool;
 
 #[cfg(feature = "guest")]
+pub use content::{Content, ContentBlock, ResourceBody, ResourceLink};
+#[cfg(feature = "guest")]
 #[doc(hidden)]
 pub use export::__private;
 #[cfg(feature = "guest")]
-pub use tool::{Annotations, Env, Tool, ToolError};
+pub use tool::{Annotations, Env, Output, Tool, ToolError};

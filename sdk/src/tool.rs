@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::arguments::{self, ArgumentError};
+use crate::content::Content;
 
 /// What changes per call: the agent session and the model reply the call belongs to.
 ///
@@ -90,8 +91,20 @@ impl Annotations {
     }
 }
 
-/// Runs a tool on raw JSON argument text and returns raw JSON result text.
-type Handler = Box<dyn Fn(&str, Env) -> Result<String, ToolError>>;
+/// Runs a tool on raw JSON argument text.
+type Handler = Box<dyn Fn(&str, Env) -> Result<Output, ToolError>>;
+
+/// What a tool returned: one JSON value (a [`Tool::new`] or [`Tool::raw`] tool), or
+/// rich content (a [`Tool::rich`] tool).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Output {
+    /// The result as JSON text; the client gets it as one text block (a JSON string as
+    /// its text), and as structured content when the tool declares an output schema.
+    Json(String),
+    /// Content blocks and optional structured JSON.
+    Content(Content),
+}
 
 /// One tool a plugin offers: what the model sees (name, description, parameters) and the
 /// handler that runs it.
@@ -220,6 +233,57 @@ impl Tool {
         Tool::raw(name, description, parameters, typed)
     }
 
+    /// A tool whose handler takes serde-typed arguments, as [`Tool::new`], and returns
+    /// rich [`Content`]: text, images, audio, resource links and whole resources, plus
+    /// optional structured JSON.
+    ///
+    /// ```
+    /// use toolhost_sdk::{schema, Content, Env, Output, Tool, ToolError};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Args {
+    ///     size: u32,
+    /// }
+    ///
+    /// fn draw(args: Args, _env: Env) -> Result<Content, ToolError> {
+    ///     let png = vec![0u8; args.size as usize]; // a real tool encodes an image here
+    ///     Ok(Content::new().text("Your picture:").image(png, "image/png"))
+    /// }
+    ///
+    /// let tool = Tool::rich(
+    ///     "draw",
+    ///     "Draws a picture.",
+    ///     schema::object([("size", schema::integer("Bytes."))], ["size"]),
+    ///     draw,
+    /// );
+    /// let Output::Content(content) = tool.call_output(r#"{"size":4}"#, Env::default())? else {
+    ///     panic!("a rich tool returns content");
+    /// };
+    /// assert_eq!(content.blocks().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Tool::new`]: arguments that do not parse as `T`, and whatever the handler
+    /// returns. The host fails the call when a media type is not on its allow-list.
+    pub fn rich<T, F>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        handler: F,
+    ) -> Self
+    where
+        T: DeserializeOwned,
+        F: Fn(T, Env) -> Result<Content, ToolError> + 'static,
+    {
+        let typed = move |arguments: &str, env: Env| {
+            let parsed: T = arguments::parse(arguments)?;
+            handler(parsed, env).map(Output::Content)
+        };
+        Tool::with_handler(name.into(), description.into(), parameters, Box::new(typed))
+    }
+
     /// A tool whose handler sees the raw JSON argument text and returns the raw JSON result
     /// text, unparsed and unchecked (the host parses it; text that is not JSON makes the
     /// call fail). For tools that want to do their own parsing.
@@ -232,14 +296,29 @@ impl Tool {
     where
         F: Fn(&str, Env) -> Result<String, ToolError> + 'static,
     {
+        let handler = move |arguments: &str, env: Env| handler(arguments, env).map(Output::Json);
+        Tool::with_handler(
+            name.into(),
+            description.into(),
+            parameters,
+            Box::new(handler),
+        )
+    }
+
+    fn with_handler(
+        name: String,
+        description: String,
+        parameters: Value,
+        handler: Handler,
+    ) -> Self {
         Tool {
-            name: name.into(),
-            description: description.into(),
+            name,
+            description,
             parameters,
             title: None,
             annotations: Annotations::default(),
             output_schema: None,
-            handler: Box::new(handler),
+            handler,
         }
     }
 
@@ -326,13 +405,29 @@ impl Tool {
     }
 
     /// Runs the tool on `arguments` (a JSON object as text; empty text counts as `{}`)
-    /// and returns the result as JSON text. This is what the host's call ends up in; call
-    /// it directly to unit-test a tool natively.
+    /// and returns the result as JSON text; call it directly to unit-test a tool
+    /// natively. For a [`Tool::rich`] tool that is its structured JSON (`null` when it
+    /// sets none); [`Tool::call_output`] gives its blocks too.
     ///
     /// # Errors
     ///
     /// See [`Tool::new`] and [`Tool::raw`].
     pub fn call(&self, arguments: &str, env: Env) -> Result<String, ToolError> {
+        Ok(match (self.handler)(arguments, env)? {
+            Output::Json(text) => text,
+            Output::Content(content) => content
+                .structured()
+                .map_or_else(|| "null".to_owned(), ToString::to_string),
+        })
+    }
+
+    /// Runs the tool on `arguments`, as [`Tool::call`], and returns what it returned:
+    /// what the host's call ends up in.
+    ///
+    /// # Errors
+    ///
+    /// See [`Tool::new`], [`Tool::raw`] and [`Tool::rich`].
+    pub fn call_output(&self, arguments: &str, env: Env) -> Result<Output, ToolError> {
         (self.handler)(arguments, env)
     }
 }

@@ -268,3 +268,69 @@ async fn hot_reload_loads_only_what_the_lock_pins() {
     }
     assert!(registry.names().contains(&"divide".to_owned()));
 }
+
+/// A 0.3.0 plugin's prompts and resources follow it: registered under its name when it
+/// comes, replaced when it changes (a version without them leaves none), removed when it
+/// goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_prompts_and_resources_come_change_and_go_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    copy("greet", dir.path(), "greet");
+    let host = host();
+    let registry = Arc::new(Registry::new());
+    let report = host.load_dir(dir.path(), &registry);
+    let mut watcher = PluginWatcher::new(
+        Arc::clone(&host),
+        dir.path(),
+        Arc::clone(&registry),
+        &report,
+    );
+    let prompts = |registry: &Registry| -> Vec<String> {
+        registry
+            .catalog()
+            .prompts()
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    };
+    let namespaces = |registry: &Registry| -> Vec<String> {
+        registry
+            .catalog()
+            .resource_sources()
+            .into_iter()
+            .map(|(namespace, _)| namespace)
+            .collect()
+    };
+
+    // Added: `rich` offers a prompt and resources under plugin://rich/.
+    copy("rich", dir.path(), "rich");
+    assert!(matches!(&settle(&mut watcher)[..], [WatchEvent::Loaded(_)]));
+    assert_eq!(prompts(&registry), ["rich_summary"]);
+    assert_eq!(namespaces(&registry), ["plugin://rich/"]);
+
+    // Changed into a plugin with neither: nothing of the old version's is left.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    copy("divide", dir.path(), "rich");
+    assert!(matches!(
+        &settle(&mut watcher)[..],
+        [WatchEvent::Reloaded { .. }]
+    ));
+    assert!(prompts(&registry).is_empty());
+    assert!(namespaces(&registry).is_empty());
+
+    // Changed back, then removed.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    copy("rich", dir.path(), "rich");
+    assert!(matches!(
+        &settle(&mut watcher)[..],
+        [WatchEvent::Reloaded { .. }]
+    ));
+    assert_eq!(prompts(&registry), ["rich_summary"]);
+    std::fs::remove_file(dir.path().join("rich.wasm")).unwrap();
+    assert!(matches!(
+        &settle(&mut watcher)[..],
+        [WatchEvent::Unloaded { .. }]
+    ));
+    assert!(prompts(&registry).is_empty());
+    assert!(namespaces(&registry).is_empty());
+}

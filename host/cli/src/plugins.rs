@@ -99,7 +99,8 @@ pub(crate) fn host_config(
                 .with_allow(args.plugin_http.clone())
                 .with_allow_nets(args.plugin_http_allow_net.clone()),
         )
-        .config_values(config_values(args, |var| std::env::var(var).ok())?);
+        .config_values(config_values(args, |var| std::env::var(var).ok())?)
+        .plugin_ask(args.plugin_ask);
     Ok(config.build())
 }
 

@@ -8,7 +8,9 @@
 //! `{{toolchain}}` (Python, JavaScript: the checkout's `scripts/pyjs-toolchain`, which
 //! installs componentize-py or ComponentizeJS once into the same user cache as
 //! `scripts/build-pyjs-plugins`) filled in. A Python or JavaScript project carries a copy
-//! of the WIT this host speaks (`wit/plugin.wit`): ComponentizeJS reads WIT only inside
+//! of the WIT it targets, `toolhost:plugin@0.2.0` (`wit/legacy/plugin-0.2.0.wit`, which the
+//! host still loads; the move to 0.3.0 comes with their rewrite), as `wit/plugin.wit`:
+//! ComponentizeJS reads WIT only inside
 //! the folder it runs in. Their modules have fixed names (`app.py`/`tool.py`,
 //! `plugin.js`/`tool.js`), so no plugin name can shadow a module or be a keyword there;
 //! only `NAME.toml` and `dist/NAME.wasm` carry the name. The examples they follow are
@@ -28,8 +30,12 @@ const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk");
 const BUILT_FROM_TOOLCHAIN: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pyjs-toolchain");
 
-/// The WIT this host speaks, copied into Python and JavaScript projects.
-const PLUGIN_WIT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"));
+/// The WIT Python and JavaScript projects target (0.2.0, which the host still loads),
+/// copied into them as `wit/plugin.wit`.
+const PLUGIN_WIT: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../wit/legacy/plugin-0.2.0.wit"
+));
 
 /// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
 ///

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use toolhost::registry::{ToolDefinition, ToolError, ToolResult};
 
+use super::content::content_block_json_for;
 use super::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use super::protocol::{capabilities, server_info};
 use super::revision::Revision;
@@ -143,14 +144,31 @@ pub(crate) fn call_params(id: &RequestId, params: &Params) -> Result<CallParams,
 /// A [structured](ToolResult::structured) result (the tool declares an output schema, and
 /// dispatch checked the content against it) is given twice, as MCP asks: as the text
 /// block, and as the object itself in `structuredContent`.
+#[cfg(test)]
 pub(crate) fn call_result(outcome: &Result<ToolResult, ToolError>) -> Value {
-    let (text, is_error) = match outcome {
-        Ok(result) => (content_text(&result.content), false),
-        Err(err) => (err.to_string(), true),
+    call_result_for(outcome, Revision::NEWEST_LEGACY)
+}
+
+/// [`call_result`] for a client of `revision`: a block the revision has no type for is
+/// given as text ([`content_block_json_for`]).
+pub(crate) fn call_result_for(
+    outcome: &Result<ToolResult, ToolError>,
+    revision: Revision,
+) -> Value {
+    let content = match outcome {
+        Ok(result) if !result.blocks.is_empty() => Value::Array(
+            result
+                .blocks
+                .iter()
+                .map(|block| content_block_json_for(block, revision))
+                .collect(),
+        ),
+        Ok(result) => json!([{ "type": "text", "text": content_text(&result.content) }]),
+        Err(err) => json!([{ "type": "text", "text": err.to_string() }]),
     };
     let mut result = json!({
-        "content": [{ "type": "text", "text": text }],
-        "isError": is_error,
+        "content": content,
+        "isError": outcome.is_err(),
     });
     if let Ok(ToolResult {
         content: content @ Value::Object(_),
@@ -174,6 +192,7 @@ pub(crate) fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost::registry::{ContentBlock, ResourceBody};
 
     #[test]
     fn negotiates_the_clients_version_when_supported() {
@@ -355,6 +374,61 @@ mod tests {
         assert_eq!(
             call_result(&Err(err.clone())),
             json!({"content":[{"type":"text","text": err.to_string()}],"isError":true})
+        );
+    }
+
+    #[test]
+    fn rich_results_give_their_blocks_binary_as_base64() {
+        use toolhost::registry::{EmbeddedResource, Media, ResourceLink};
+        let blocks = vec![
+            ContentBlock::text("hi"),
+            ContentBlock::Image(Media {
+                data: b"png".to_vec(),
+                mime_type: "image/png".into(),
+            }),
+            ContentBlock::Audio(Media {
+                data: vec![0, 255],
+                mime_type: "audio/wav".into(),
+            }),
+            ContentBlock::ResourceLink(ResourceLink {
+                uri: "plugin://p/a".into(),
+                name: "a".into(),
+                mime_type: Some("text/plain".into()),
+                description: None,
+            }),
+            ContentBlock::Resource(EmbeddedResource {
+                uri: "plugin://p/b".into(),
+                mime_type: None,
+                body: ResourceBody::Text("bee".into()),
+            }),
+            ContentBlock::Resource(EmbeddedResource {
+                uri: "plugin://p/c".into(),
+                mime_type: Some("application/octet-stream".into()),
+                body: ResourceBody::Blob(b"abc".to_vec()),
+            }),
+        ];
+        let mut result = ToolResult::with_blocks(blocks, json!({"n": 1}));
+        result.structured = true;
+        assert_eq!(
+            call_result(&Ok(result)),
+            json!({
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image", "data": "cG5n", "mimeType": "image/png"},
+                    {"type": "audio", "data": "AP8=", "mimeType": "audio/wav"},
+                    {"type": "resource_link", "uri": "plugin://p/a", "name": "a", "mimeType": "text/plain"},
+                    {"type": "resource", "resource": {"uri": "plugin://p/b", "text": "bee"}},
+                    {"type": "resource", "resource": {"uri": "plugin://p/c", "mimeType": "application/octet-stream", "blob": "YWJj"}},
+                ],
+                "isError": false,
+                "structuredContent": {"n": 1},
+            })
+        );
+        // Blocks without structured JSON: no structuredContent.
+        let plain = ToolResult::with_blocks(vec![ContentBlock::text("x")], Value::Null);
+        assert_eq!(
+            call_result(&Ok(plain)),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false})
         );
     }
 }

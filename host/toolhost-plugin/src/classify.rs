@@ -20,6 +20,7 @@ use super::error::error_chain;
 use super::output::Captured;
 use super::PluginLimits;
 use crate::v0_2::toolhost::plugin::types::ToolError as GuestError;
+use crate::world::Answer;
 use toolhost::registry::format_bytes;
 
 /// Stderr lines appended to an error that is not a panic.
@@ -147,21 +148,34 @@ fn memory_exceeded(desired: usize, facts: &CallFacts<'_>) -> ToolError {
     }
 }
 
-/// The result of a call whose guest returned: its own error, or its result text checked
-/// for size and parsed as JSON.
+/// The result of a call whose guest returned: its own error, its result text checked
+/// for size and parsed as JSON, or its 0.3.0 `tool-result` converted
+/// ([`crate::v0_3::result`]).
 pub(crate) fn returned(
-    result: Result<String, GuestError>,
+    result: Result<Answer, GuestError>,
     tool: &str,
     limits: &PluginLimits,
 ) -> Result<ToolResult, ToolError> {
-    let tool = tool.to_owned();
     let text = match result {
-        Ok(text) => text,
-        Err(GuestError::InvalidArguments(message)) => {
-            return Err(ToolError::InvalidArguments { tool, message })
-        }
-        Err(GuestError::Failed(message)) => return Err(ToolError::Failed { tool, message }),
+        Ok(Answer::Json(text)) => text,
+        Ok(Answer::Rich(result)) => return crate::v0_3::result::convert(result, tool, limits),
+        Err(error) => return Err(guest_error(error, tool)),
     };
+    returned_json(text, tool, limits)
+}
+
+/// A guest's own error as the registry's.
+fn guest_error(error: GuestError, tool: &str) -> ToolError {
+    let tool = tool.to_owned();
+    match error {
+        GuestError::InvalidArguments(message) => ToolError::InvalidArguments { tool, message },
+        GuestError::Failed(message) => ToolError::Failed { tool, message },
+    }
+}
+
+/// A 0.2.0 (or 0.1.0) result: JSON text checked for size and parsed.
+fn returned_json(text: String, tool: &str, limits: &PluginLimits) -> Result<ToolResult, ToolError> {
+    let tool = tool.to_owned();
     let cap = limits.max_output_bytes;
     if text.len() > cap {
         return Err(ToolError::LimitExceeded {

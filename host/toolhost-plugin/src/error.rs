@@ -128,7 +128,7 @@ pub enum PluginErrorKind {
     },
     /// The component does not implement the `toolhost:plugin/plugin` world: an export
     /// is missing or has another type, or it imports something the host does not give.
-    #[error("the component does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
+    #[error("the component does not implement the toolhost:plugin `plugin` world (0.3.0, 0.2.0 or 0.1.0): {message}; build it with the toolhost SDK (export_plugin!) against wit/plugin.wit")]
     WrongWorld {
         /// What does not match.
         message: String,
@@ -238,6 +238,14 @@ pub enum PluginErrorKind {
         /// What happened.
         message: String,
     },
+    /// A 0.3.0 plugin's prompts or resources could not be offered: asking for them
+    /// failed, a prompt name is taken by another plugin or breaks the name rules, or its
+    /// resource namespace or a template is refused.
+    #[error("the plugin's prompts or resources cannot be offered: {message}")]
+    Catalog {
+        /// What was wrong, and what to do.
+        message: String,
+    },
     /// The plugin host could not be built (engine configuration, cache directory).
     #[error("the plugin host cannot start: {message}")]
     Host {
@@ -291,6 +299,7 @@ impl PluginErrorKind {
             Self::NotAFile { .. } => "not_a_file",
             Self::FileTooLarge { .. } => "file_too_large",
             Self::Definitions { .. } => "definitions",
+            Self::Catalog { .. } => "catalog",
             Self::Host { .. } => "host",
             Self::Cache(_) => "cache",
             Self::Unpinned { .. } => "unpinned",

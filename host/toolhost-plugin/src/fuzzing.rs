@@ -69,7 +69,7 @@ pub fn check_result(
     limits: &PluginLimits,
 ) -> Result<ToolResult, ToolError> {
     let result = match result {
-        RawResult::Ok(text) => Ok(text),
+        RawResult::Ok(text) => Ok(crate::world::Answer::Json(text)),
         RawResult::InvalidArguments(message) => Err(GuestError::InvalidArguments(message)),
         RawResult::Failed(message) => Err(GuestError::Failed(message)),
     };

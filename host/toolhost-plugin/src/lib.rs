@@ -130,9 +130,11 @@ pub mod plugin_config;
 mod read;
 mod runtime;
 mod settings;
+mod sources;
 mod state;
 mod v0_1;
 mod v0_2;
+mod v0_3;
 pub mod watch;
 mod world;
 

@@ -64,6 +64,8 @@ pub struct PluginHostConfig {
     pub(crate) config: ConfigValues,
     /// [`PluginHostConfigBuilder::compile_tiers`].
     pub(crate) compile_tiers: CompileTiers,
+    /// [`PluginHostConfigBuilder::plugin_ask`].
+    pub(crate) plugin_ask: bool,
 }
 
 impl PluginHostConfig {
@@ -160,6 +162,12 @@ impl PluginHostConfig {
     /// ([`PluginHostConfigBuilder::compile_tiers`]).
     pub fn compile_tiers(&self) -> CompileTiers {
         self.compile_tiers
+    }
+
+    /// Whether plugins whose manifest asks for it may ask the client's user
+    /// ([`PluginHostConfigBuilder::plugin_ask`]).
+    pub fn plugin_ask(&self) -> bool {
+        self.plugin_ask
     }
 }
 
@@ -339,6 +347,20 @@ impl PluginHostConfigBuilder {
         self
     }
 
+    /// Whether a plugin whose manifest says `[grants] ask = true` may ask the client's
+    /// user during a call (the 0.3.0 `interaction` import, MCP elicitation;
+    /// `--plugin-ask`). Default: `false`: every question is answered `not-allowed`.
+    ///
+    /// # Sandbox
+    /// Both the manifest and the operator must allow it. Even then a call asks at most
+    /// 16 questions, each message at most 4 KiB and each schema at most 64 KiB of a JSON
+    /// object schema, checked before anything reaches the client; a call served to no
+    /// client that can answer gets `unsupported`, never a "yes".
+    pub fn plugin_ask(&mut self, allow: bool) -> &mut Self {
+        self.config.plugin_ask = allow;
+        self
+    }
+
     /// The settings as set so far (the builder can go on to build more).
     pub fn build(&self) -> PluginHostConfig {
         self.config.clone()
@@ -403,6 +425,7 @@ impl Default for PluginHostConfig {
             http: HttpPolicy::default(),
             config: ConfigValues::default(),
             compile_tiers: CompileTiers::Optimized,
+            plugin_ask: false,
         }
     }
 }
@@ -424,6 +447,7 @@ impl fmt::Debug for PluginHostConfig {
             .field("http", &self.http)
             .field("config", &self.config)
             .field("compile_tiers", &self.compile_tiers)
+            .field("plugin_ask", &self.plugin_ask)
             .finish()
     }
 }

@@ -41,6 +41,9 @@ pub(crate) struct Grants {
     pub redactor: Arc<Redactor>,
     /// The HTTP grant.
     pub http: Arc<HttpGrant>,
+    /// Whether the plugin may ask the user (`interaction`, 0.3.0): its manifest says
+    /// `[grants] ask = true` and the operator allows it.
+    pub ask: bool,
 }
 
 /// A store's state with its captured stdout and stderr.
@@ -104,6 +107,8 @@ impl NewState {
                     config: Arc::clone(&grants.config),
                     redactor: Arc::clone(&grants.redactor),
                     call: toolhost::registry::CallContext::default(),
+                    ask_allowed: grants.ask,
+                    questions: 0,
                 },
             },
             stdout,

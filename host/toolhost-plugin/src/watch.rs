@@ -320,6 +320,11 @@ impl PluginWatcher {
                 // Only when a tool of the plugin was taken away by someone else.
                 tracing::warn!(target: "plugin", "unloading {}: {err}", path.display());
             }
+            // Its prompts and resources go with it (registered under its name, the
+            // file stem).
+            if let Some(name) = path.file_stem().and_then(|stem| stem.to_str()) {
+                self.registry.catalog().remove(name);
+            }
             self.known.remove(path);
             return WatchEvent::Unloaded {
                 path: path.to_owned(),

@@ -2,12 +2,30 @@
 //! (`@modelcontextprotocol/conformance`, server scenarios) calls by name, so
 //! `scripts/conformance` can run it against `host serve --http` with a real plugin.
 //!
-//! Only the scenarios a tools-only host can pass have a tool here; image, audio and
-//! resource content, sampling and elicitation have none (see
-//! tests/conformance/expected-failures.yml for why).
+//! Built against toolhost:plugin@0.3.0: besides the plain tools it has the rich-content
+//! tools (`test_image_content`, `test_audio_content`, `test_embedded_resource`,
+//! `test_multiple_content_types`), the elicitation tools (through the `interaction`
+//! import: its manifest says `[grants] ask = true`, and the host must run with
+//! `--plugin-ask`), the resources `test://static-text`, `test://static-binary` and the
+//! template `test://template/{id}/data` (namespace `test://`, from its manifest), and
+//! the prompts `test_simple_prompt`, `test_prompt_with_arguments`,
+//! `test_prompt_with_embedded_resource` and `test_prompt_with_image`, each as the
+//! suite's scenario describes it. Sampling has none (see
+//! tests/conformance/expected-failures.yml).
 
 use serde_json::{json, Value};
-use toolhost_sdk::{export_plugin, log, Env, Tool, ToolError};
+use toolhost_sdk::catalog::{
+    Prompt, PromptMessage, Resource, ResourceContents, ResourceError, ResourceTemplate, Resources,
+};
+use toolhost_sdk::{
+    export_plugin, interaction, log, Content, ContentBlock, Env, ResourceBody, Tool, ToolError,
+};
+
+/// A 1x1 red PNG.
+const PIXEL_PNG: [u8; 69] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0xc9, 0xfe, 0x92, 0xef, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
+
+/// A tiny valid WAV: 8 silent 16-bit mono samples at 8 kHz.
+const SILENCE_WAV: [u8; 60] = [0x52, 0x49, 0x46, 0x46, 0x34, 0x00, 0x00, 0x00, 0x57, 0x41, 0x56, 0x45, 0x66, 0x6d, 0x74, 0x20, 0x10, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x40, 0x1f, 0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0x02, 0x00, 0x10, 0x00, 0x64, 0x61, 0x74, 0x61, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00];
 
 /// Any arguments: the suite sends `{}` or none.
 type NoArgs = serde_json::Map<String, Value>;
@@ -49,7 +67,176 @@ fn schema_2020_12(args: NoArgs, _env: Env) -> Result<Value, ToolError> {
     Ok(json!({ "received": args }))
 }
 
-export_plugin!(|| vec![
+fn image_content(_args: NoArgs, _env: Env) -> Result<Content, ToolError> {
+    Ok(Content::new().image(PIXEL_PNG.to_vec(), "image/png"))
+}
+
+fn audio_content(_args: NoArgs, _env: Env) -> Result<Content, ToolError> {
+    Ok(Content::new().audio(SILENCE_WAV.to_vec(), "audio/wav"))
+}
+
+fn embedded_resource(_args: NoArgs, _env: Env) -> Result<Content, ToolError> {
+    Ok(Content::new().embedded_text(
+        "test://embedded-resource",
+        Some("text/plain"),
+        "This is an embedded resource content.",
+    ))
+}
+
+fn multiple_content_types(_args: NoArgs, _env: Env) -> Result<Content, ToolError> {
+    Ok(Content::new()
+        .text("Multiple content types test:")
+        .image(PIXEL_PNG.to_vec(), "image/png")
+        .embedded_text(
+            "test://mixed-content-resource",
+            Some("application/json"),
+            r#"{"test":"data","value":123}"#,
+        ))
+}
+
+/// Asks the client's user with `schema`; the answer as the suite's text.
+fn elicit(message: &str, schema: &Value, prefix: &str) -> Result<String, ToolError> {
+    Ok(match interaction::ask(message, schema)? {
+        Some(content) => format!("{prefix}action=accept, content={content}"),
+        None => format!("{prefix}action=decline, content={{}}"),
+    })
+}
+
+#[derive(serde::Deserialize)]
+struct Elicitation {
+    message: String,
+}
+
+fn elicitation(args: Elicitation, _env: Env) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+    elicit(&args.message, &schema, "User response: ")
+}
+
+fn elicitation_defaults(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    });
+    elicit("Please review the defaults.", &schema, "Elicitation completed: ")
+}
+
+fn elicitation_enums(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        }
+    });
+    elicit("Please pick options.", &schema, "Elicitation completed: ")
+}
+
+fn resources() -> Resources {
+    Resources::new()
+        .resource(
+            Resource::new("test://static-text", "static-text").with_mime_type("text/plain"),
+            ResourceBody::Text("This is the content of the static text resource.".into()),
+        )
+        .resource(
+            Resource::new("test://static-binary", "static-binary").with_mime_type("image/png"),
+            ResourceBody::Blob(PIXEL_PNG.to_vec()),
+        )
+        .template(
+            ResourceTemplate::new("test://template/{id}/data", "template-data")
+                .with_mime_type("application/json"),
+        )
+        .read_with(|uri, _env| {
+            let id = uri
+                .strip_prefix("test://template/")
+                .and_then(|rest| rest.strip_suffix("/data"))
+                .filter(|id| !id.is_empty() && !id.contains('/'));
+            match id {
+                Some(id) => Ok(vec![ResourceContents::new(
+                    uri,
+                    Some("application/json"),
+                    ResourceBody::Text(
+                        json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                            .to_string(),
+                    ),
+                )]),
+                None => Err(ResourceError::NotFound(format!("no resource at {uri}"))),
+            }
+        })
+}
+
+fn text(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(text.into())
+}
+
+fn prompts() -> Vec<Prompt> {
+    vec![
+        Prompt::new("test_simple_prompt", "A simple prompt.", |_, _| {
+            Ok(vec![PromptMessage::user(text("This is a simple prompt for testing."))])
+        }),
+        Prompt::new("test_prompt_with_arguments", "A prompt with arguments.", |args, _| {
+            let arg = |name: &str| args.get(name).cloned().unwrap_or_default();
+            Ok(vec![PromptMessage::user(text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                arg("arg1"),
+                arg("arg2")
+            )))])
+        })
+        .argument("arg1", "First test argument", true)
+        .argument("arg2", "Second test argument", true),
+        Prompt::new(
+            "test_prompt_with_embedded_resource",
+            "A prompt with an embedded resource.",
+            |args, _| {
+                let uri = args.get("resourceUri").cloned().unwrap_or_default();
+                Ok(vec![
+                    PromptMessage::user(ContentBlock::Resource {
+                        uri,
+                        mime_type: Some("text/plain".into()),
+                        body: ResourceBody::Text("Embedded resource content for testing.".into()),
+                    }),
+                    PromptMessage::user(text("Please process the embedded resource above.")),
+                ])
+            },
+        )
+        .argument("resourceUri", "URI of the resource to embed", true),
+        Prompt::new("test_prompt_with_image", "A prompt with an image.", |_, _| {
+            Ok(vec![
+                PromptMessage::user(ContentBlock::Image {
+                    data: PIXEL_PNG.to_vec(),
+                    mime_type: "image/png".into(),
+                }),
+                PromptMessage::user(text("Please analyze the image above.")),
+            ])
+        }),
+    ]
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
     Tool::new(
         "test_simple_text",
         "Returns a fixed text (conformance scenario tools-call-simple-text).",
@@ -103,4 +290,53 @@ export_plugin!(|| vec![
         }),
         schema_2020_12,
     ),
-]);
+    Tool::rich(
+        "test_image_content",
+        "Returns a PNG image (conformance scenario tools-call-image).",
+        json!({ "type": "object" }),
+        image_content,
+    ),
+    Tool::rich(
+        "test_audio_content",
+        "Returns a WAV sound (conformance scenario tools-call-audio).",
+        json!({ "type": "object" }),
+        audio_content,
+    ),
+    Tool::rich(
+        "test_embedded_resource",
+        "Returns an embedded resource (conformance scenario tools-call-embedded-resource).",
+        json!({ "type": "object" }),
+        embedded_resource,
+    ),
+    Tool::rich(
+        "test_multiple_content_types",
+        "Returns text, an image and a resource (conformance scenario tools-call-mixed-content).",
+        json!({ "type": "object" }),
+        multiple_content_types,
+    ),
+    Tool::new(
+        "test_elicitation",
+        "Asks the user for a name and an email (conformance scenario tools-call-elicitation).",
+        json!({
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "The message to show the user"}},
+            "required": ["message"]
+        }),
+        elicitation,
+    ),
+    Tool::new(
+        "test_elicitation_sep1034_defaults",
+        "Asks with default values (conformance scenario elicitation-sep1034-defaults).",
+        json!({ "type": "object" }),
+        elicitation_defaults,
+    ),
+    Tool::new(
+        "test_elicitation_sep1330_enums",
+        "Asks with every enum form (conformance scenario elicitation-sep1330-enums).",
+        json!({ "type": "object" }),
+        elicitation_enums,
+    ),
+    ]
+}
+
+export_plugin!(tools, resources = resources, prompts = prompts);

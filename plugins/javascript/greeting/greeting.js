@@ -14,7 +14,7 @@
 //   (the tool ran and failed). Any other exception traps the instance: the host reports
 //   the tool crashed.
 //
-// The imports are the WIT interfaces of ../../../wit/plugin.wit, by their full names.
+// The imports are the WIT interfaces of ../../../wit/legacy/plugin-0.2.0.wit, by their full names.
 //
 // HTTP: ComponentizeJS's `fetch` sends through wasi:http/outgoing-handler, which the host
 // checks against the plugin's `[grants] http` (greeting.toml) and the operator's

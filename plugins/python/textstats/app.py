@@ -10,7 +10,7 @@ most frequent words. It shows the three things every plugin does:
   wrong: say what and how to fix it) or `Err(ToolError_Failed(...))` (the tool ran and
   failed). Any other exception traps the instance: the host reports the tool crashed.
 
-The `wit_world` package is generated from ../../../wit/plugin.wit by componentize-py; see
+The `wit_world` package is generated from ../../../wit/legacy/plugin-0.2.0.wit by componentize-py; see
 plugins/README.md for the build.
 """
 

@@ -19,13 +19,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 mod bindings {
     wasmtime::component::bindgen!({
         world: "plugin",
-        path: "../../wit",
+        path: "../../wit/plugin.wit",
         exports: { default: async },
     });
 }
 
 use bindings::exports::toolhost::plugin::tools::Environment;
-use bindings::toolhost::plugin::{config, files, log, types};
+use bindings::toolhost::plugin::{config, files, interaction, log, types};
 use bindings::PluginPre;
 
 /// What a bare store holds: WASI and nothing else.
@@ -57,6 +57,19 @@ impl config::Host for BareState {
 impl log::Host for BareState {
     fn log(&mut self, _level: log::Level, _message: String) {}
     fn progress(&mut self, _done: u64, _total: Option<u64>, _message: Option<String>) {}
+}
+
+impl interaction::Host for BareState {
+    fn confirm(&mut self, message: String) -> Result<bool, interaction::InteractionError> {
+        Err(interaction::InteractionError::Unsupported(message))
+    }
+    fn ask(
+        &mut self,
+        message: String,
+        _schema: String,
+    ) -> Result<Option<String>, interaction::InteractionError> {
+        Err(interaction::InteractionError::Unsupported(message))
+    }
 }
 
 impl files::Host for BareState {
@@ -146,7 +159,9 @@ impl Bare {
             .await
             .map_err(|e| anyhow!("call: {e}"))?;
         drop(store);
-        out.map_err(|e| anyhow!("the guest returned an error: {e:?}"))
+        // A plain (0.3.0) result is its JSON as `structured`, with no blocks.
+        out.map(|result| result.structured.unwrap_or_default())
+            .map_err(|e| anyhow!("the guest returned an error: {e:?}"))
             .context("bare call")
     }
 }

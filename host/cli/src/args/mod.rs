@@ -412,6 +412,11 @@ pub struct RegistryArgs {
     /// `KEY = "value"` or `KEY = { env = "ENV_VAR" }` lines.
     #[arg(long = "plugin-config-file", value_name = "FILE")]
     pub plugin_config_file: Option<PathBuf>,
+    /// Let plugins whose manifest says `[grants] ask = true` ask the client's user during
+    /// a call (MCP elicitation: confirm a step, fill in a small form). At most 16
+    /// questions a call. Off by default: every question is refused (`not-allowed`).
+    #[arg(long)]
+    pub plugin_ask: bool,
 }
 
 /// `--plugin-http`: a host pattern.

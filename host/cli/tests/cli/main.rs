@@ -23,6 +23,7 @@ mod new;
 mod oci;
 mod oneshot;
 mod plugin_http;
+mod rich;
 mod serve_http;
 #[cfg(unix)]
 mod stdio;

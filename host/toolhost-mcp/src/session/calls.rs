@@ -12,7 +12,7 @@ use toolhost::registry::{CallContext, ToolCall, ToolError};
 
 use super::interaction::SessionInteraction;
 use super::state::{progress_hook, Subscription};
-use crate::convert::{call_result, CallParams};
+use crate::convert::{call_result_for, CallParams};
 use crate::elicit::Replay;
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
@@ -236,7 +236,7 @@ impl PendingCall {
                 result["resultType"] = serde_json::json!("input_required");
                 result
             }
-            None => protocol::complete(&meta, call_result(&outcome)),
+            None => protocol::complete(&meta, call_result_for(&outcome, meta.revision)),
         };
         Some(Message::response(&id, Bytes::from(result.to_string())))
     }

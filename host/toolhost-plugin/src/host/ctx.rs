@@ -35,6 +35,11 @@ pub(crate) struct ImportCtx {
     /// The running call's context: where its `progress` reports go (nowhere while
     /// loading, or when the caller did not ask for progress).
     pub call: CallContext,
+    /// Whether the plugin may ask the user (`interaction`): its manifest asked for it
+    /// and the operator allowed it.
+    pub ask_allowed: bool,
+    /// Questions the current call has asked (`interaction`).
+    pub questions: u32,
 }
 
 impl ImportCtx {
@@ -43,6 +48,7 @@ impl ImportCtx {
         tool.clone_into(&mut self.tool);
         self.budget = CallBudget::default();
         self.call = call;
+        self.questions = 0;
     }
 }
 
@@ -67,6 +73,8 @@ impl ImportCtx {
             config: Arc::default(),
             redactor: Arc::default(),
             call: CallContext::default(),
+            ask_allowed: false,
+            questions: 0,
         }
     }
 }

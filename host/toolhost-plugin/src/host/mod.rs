@@ -1,6 +1,7 @@
 //! The host side of the interfaces a plugin imports, one file per WIT interface (as
 //! wasmtime-wasi's `p2/host/`): [`log`], [`files`] and [`config`] implement
-//! `toolhost:plugin@0.2.0`'s traits with its types ([`crate::v0_2`]); [`quota`] holds the
+//! `toolhost:plugin@0.2.0`'s traits with its types ([`crate::v0_2`]), and [`interaction`]
+//! the 0.3.0 `interaction` import's checks (its trait is adapted in `v0_3/host.rs`); [`quota`] holds the
 //! budgets they are held to, and [`ImportCtx`] is the per-store context they all work
 //! with. [`http`] checks and sends the plugin's outbound HTTP
 //! (`wasi:http/outgoing-handler`). An older version's imports are adapted to these in its
@@ -14,6 +15,7 @@ pub(crate) mod file_access;
 pub(crate) mod file_grant;
 pub(crate) mod files;
 pub(crate) mod http;
+pub(crate) mod interaction;
 pub(crate) mod log;
 pub(crate) mod quota;
 

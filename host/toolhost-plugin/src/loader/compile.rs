@@ -25,6 +25,14 @@ use crate::world::Version;
 use crate::{CompileTiers, PluginError, PluginErrorKind, PluginHost};
 
 /// A plugin compiled and pre-instantiated, not yet asked for its tools.
+/// What a 0.3.0 plugin offers besides tools, asked for at load: its prompts and its
+/// resource templates, `None` when it offers none (no export, or empty lists).
+#[derive(Default)]
+pub(super) struct Offer {
+    pub(super) prompts: Option<Vec<toolhost::catalog::PromptDefinition>>,
+    pub(super) resources: Option<Vec<toolhost::catalog::ResourceTemplate>>,
+}
+
 pub(super) struct Compiled {
     name: String,
     resolved: Resolved,
@@ -36,8 +44,14 @@ pub(super) struct Compiled {
 }
 
 impl Compiled {
-    pub(super) fn with(self, definitions: Vec<ToolDefinition>) -> Prepared {
+    /// Whether the component exports `export` (by its full name).
+    pub(super) fn exports(&self, export: &str) -> bool {
+        self.exports.iter().any(|e| e == export)
+    }
+
+    pub(super) fn with(self, definitions: Vec<ToolDefinition>, offer: Offer) -> Prepared {
         Prepared {
+            offer,
             name: self.name,
             resolved: self.resolved,
             compile: self.compile,
@@ -202,6 +216,8 @@ impl PluginHost {
                 policy: self.config.http.clone(),
                 limits: resolved.limits.http.clone(),
             }),
+            // The manifest asks for it and the operator allows it.
+            ask: self.config.plugin_ask && resolved.manifest.as_ref().is_some_and(|m| m.grants.ask),
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),

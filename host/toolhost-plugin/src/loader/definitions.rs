@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 
 use toolhost::registry::ToolError;
 
-use super::compile::Compiled;
+use super::compile::{Compiled, Offer};
 use super::pins::Pins;
 use super::validate::validate;
 use super::Prepared;
@@ -155,7 +155,98 @@ async fn ask_definitions(
         }
     };
     let definitions = validate(&path, raw, &caps)?;
-    Ok(compiled.with(definitions))
+    let offer = ask_offer(&compiled, &caps)
+        .await
+        .map_err(|message| PluginErrorKind::Catalog { message }.at(path.clone()))?;
+    Ok(compiled.with(definitions, offer))
+}
+
+/// Most prompts, and most resource templates, one plugin may offer.
+const MAX_OFFERED: usize = 1000;
+
+/// Asks a 0.3.0 plugin that exports `prompts` or `resources` what it offers, each
+/// within `caps.timeout`: its prompt definitions, its resource templates, and (when it
+/// has no template) whether its first page of resources holds any. Empty lists are
+/// "none": every plugin built with the SDK exports both interfaces.
+async fn ask_offer(compiled: &Compiled, caps: &DefinitionLimits) -> Result<Offer, String> {
+    let runtime = &compiled.runtime;
+    let deadline = |what: &str| {
+        format!(
+            "asking for its {what} did not finish within {} (the definitions deadline)",
+            toolhost::registry::format_duration(caps.timeout)
+        )
+    };
+    let mut offer = Offer::default();
+    if compiled.exports(crate::v0_3::PROMPTS_EXPORT) {
+        let prompts = tokio::time::timeout(caps.timeout, runtime.prompt_definitions())
+            .await
+            .map_err(|_| deadline("prompts"))?
+            .map_err(|err| {
+                format!(
+                    "asking for its prompts failed: {}",
+                    definitions_failure(err)
+                )
+            })?;
+        if prompts.len() > MAX_OFFERED {
+            return Err(format!(
+                "it declares {} prompts, more than {MAX_OFFERED}",
+                prompts.len()
+            ));
+        }
+        if !prompts.is_empty() {
+            offer.prompts = Some(
+                prompts
+                    .into_iter()
+                    .map(crate::sources::prompt_definition)
+                    .collect(),
+            );
+        }
+    }
+    if compiled.exports(crate::v0_3::RESOURCES_EXPORT) {
+        let templates = tokio::time::timeout(caps.timeout, runtime.resource_templates())
+            .await
+            .map_err(|_| deadline("resource templates"))?
+            .map_err(|err| {
+                format!(
+                    "asking for its resource templates failed: {}",
+                    definitions_failure(err)
+                )
+            })?;
+        if templates.len() > MAX_OFFERED {
+            return Err(format!(
+                "it declares {} resource templates, more than {MAX_OFFERED}",
+                templates.len()
+            ));
+        }
+        let (ctx, env) = (
+            toolhost::registry::CallContext::new(),
+            toolhost::registry::Environment::default(),
+        );
+        let has_resources = !templates.is_empty() || {
+            let first = runtime.resource_list(&ctx, None, &env);
+            match tokio::time::timeout(caps.timeout, first).await {
+                Ok(Ok(Ok(page))) => !page.resources.is_empty(),
+                // A failing first page still offers resources: each list says why.
+                Ok(Ok(Err(_))) => true,
+                Ok(Err(err)) => {
+                    return Err(format!(
+                        "asking for its resources failed: {}",
+                        definitions_failure(err)
+                    ))
+                }
+                Err(_) => return Err(deadline("resources")),
+            }
+        };
+        if has_resources {
+            offer.resources = Some(
+                templates
+                    .into_iter()
+                    .map(crate::sources::template)
+                    .collect(),
+            );
+        }
+    }
+    Ok(offer)
 }
 
 /// What went wrong asking for the definitions, for the operator (the [`ToolError`]

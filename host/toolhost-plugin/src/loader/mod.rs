@@ -41,6 +41,8 @@ pub(crate) use validate::validate;
 
 /// A plugin compiled, pre-instantiated and asked for its tools, not yet registered.
 struct Prepared {
+    /// Its prompts and resources.
+    offer: compile::Offer,
     name: String,
     resolved: Resolved,
     compile: CompileSource,

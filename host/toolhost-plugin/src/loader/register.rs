@@ -6,8 +6,12 @@ use std::sync::Arc;
 
 use toolhost::registry::{Handler, RegisterError, Registry};
 
+use toolhost::catalog::{PromptSource, ResourceSource};
+
+use super::compile::Offer;
 use super::Prepared;
 use crate::runtime::PluginTool;
+use crate::sources::{PluginPrompts, PluginResources};
 use crate::{LoadedPlugin, PluginError, PluginErrorKind, PluginHost};
 
 impl PluginHost {
@@ -25,6 +29,9 @@ impl PluginHost {
                 return Err(self.taken(path, &definition.name));
             }
         }
+        // Its prompts and resources first: a prompt name taken by another plugin, or a
+        // namespace refused, fails the load before any tool changes.
+        Self::offer(path, &prepared, registry)?;
         let tools: Vec<String> = prepared
             .definitions
             .iter()
@@ -41,7 +48,12 @@ impl PluginHost {
                 (definition, handler)
             })
             .collect();
-        registry.replace_all(replacing, batch).map_err(|err| match err {
+        let registered = registry.replace_all(replacing, batch);
+        if registered.is_err() && replacing.is_empty() {
+            // A first load whose tools were refused offers nothing either.
+            registry.catalog().remove(&prepared.name);
+        }
+        registered.map_err(|err| match err {
             // Registered by someone else since the check above.
             RegisterError::DuplicateTool { name } => self.taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
@@ -77,6 +89,40 @@ impl PluginHost {
             http: prepared.resolved.http,
             config: prepared.resolved.config,
         })
+    }
+
+    /// Registers (or, on reload, replaces or removes) the plugin's prompt and resource
+    /// sources in `registry`'s catalog, under its name.
+    fn offer(path: &Path, prepared: &Prepared, registry: &Registry) -> Result<(), PluginError> {
+        let Offer { prompts, resources } = &prepared.offer;
+        let prompts = prompts.as_ref().map(|definitions| {
+            Arc::new(PluginPrompts {
+                runtime: Arc::clone(&prepared.runtime),
+                definitions: definitions.clone(),
+            }) as Arc<dyn PromptSource>
+        });
+        let namespace = prepared
+            .resolved
+            .manifest
+            .as_ref()
+            .and_then(|m| m.resources.namespace.clone())
+            .unwrap_or_else(|| toolhost::catalog::namespace_of(&prepared.name));
+        let resources = resources.as_ref().map(|templates| {
+            Arc::new(PluginResources {
+                runtime: Arc::clone(&prepared.runtime),
+                namespace: namespace.clone(),
+                templates: templates.clone(),
+            }) as Arc<dyn ResourceSource>
+        });
+        registry
+            .catalog()
+            .replace(&prepared.name, prompts, resources, Some(&namespace))
+            .map_err(|err| {
+                PluginErrorKind::Catalog {
+                    message: err.to_string(),
+                }
+                .at(path.to_owned())
+            })
     }
 
     /// `name` is taken in the registry: by a plugin this host loaded (named by its file),

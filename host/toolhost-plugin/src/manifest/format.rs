@@ -27,6 +27,20 @@ pub struct Manifest {
     /// Off by default.
     #[serde(default)]
     pub confirm: bool,
+    /// `[resources]`.
+    #[serde(default)]
+    pub resources: ResourcesTable,
+}
+
+/// The `[resources]` table (0.3.0 plugins that export `resources`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcesTable {
+    /// `namespace = "weather://"`: the URI prefix the plugin's resources live under,
+    /// instead of `plugin://<name>/`. Never `file://`, never overlapping another
+    /// plugin's (checked at load).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 /// Parses `[config]`: `keys = ["A", "B"]` (required, not secret) and `[config.KEY]`
@@ -120,6 +134,12 @@ pub struct Grants {
     /// HTTP requests to ([`HostPattern`](crate::HostPattern)).
     #[serde(default)]
     pub http: Vec<String>,
+    /// `ask = true`: the plugin may ask the client's user during a call (the 0.3.0
+    /// `interaction` import), if the operator allows it too (`--plugin-ask`,
+    /// [`PluginHostConfigBuilder::plugin_ask`](crate::PluginHostConfigBuilder::plugin_ask)).
+    /// Default: `false`.
+    #[serde(default)]
+    pub ask: bool,
 }
 
 /// The `[limits]` table; each key overrides the host's default.

@@ -72,7 +72,7 @@ mod resolve;
 #[cfg(test)]
 mod tests;
 
-pub use format::{parse, parse_bytes, read, Grants, LimitOverrides, Manifest};
+pub use format::{parse, parse_bytes, read, Grants, LimitOverrides, Manifest, ResourcesTable};
 pub use resolve::{apply, resolve, resolve_bytes, resolve_for_inspection, Resolved};
 pub(crate) use resolve::{resolve_bytes_with, Check};
 

@@ -40,6 +40,7 @@ use crate::v0_2::exports::toolhost::plugin::tools::{
 use crate::world::Bound;
 use crate::PluginLimits;
 
+mod catalog;
 mod code;
 mod handler;
 mod log;

@@ -1,8 +1,10 @@
 //! The plugin host against real components: the fixture of [`fixture`], loaded from a
 //! temporary directory, called through a [`Registry`].
 
+mod ask;
 mod cache;
 mod capture;
+mod catalog;
 mod engines;
 mod fixture;
 mod http;
@@ -11,7 +13,9 @@ mod load;
 mod load_fixture;
 mod lock;
 mod names;
+mod rich;
 mod tiers;
+mod versions;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -444,7 +448,7 @@ fn broken_files_fail_by_name_and_the_rest_load() {
     assert!(
         wrong
             .to_string()
-            .contains("does not implement the toolhost:plugin `plugin` world (0.2.0, or 0.1.0): no exported instance named `toolhost:plugin/tools@0.2.0`"),
+            .contains("does not implement the toolhost:plugin `plugin` world (0.3.0, 0.2.0 or 0.1.0): no exported instance named `toolhost:plugin/tools@0.3.0`"),
         "{wrong}"
     );
     assert!(matches!(

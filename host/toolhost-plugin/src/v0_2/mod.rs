@@ -1,12 +1,12 @@
-//! `toolhost:plugin@0.2.0` (`wit/plugin.wit`), the current world: the host bindings
+//! `toolhost:plugin@0.2.0` (`wit/legacy/plugin-0.2.0.wit`): the host bindings
 //! generated from it (at this module's root) and the name of its `tools` export.
 //!
 //! The host's imports (`host/`) implement this version's traits and work with its types;
 //! an older version adapts to them ([`super::v0_1`]). A component targeting this world
 //! is instantiated and called through [`super::world`].
 wasmtime::component::bindgen!({
-    world: "plugin",
-    path: "../../wit",
+    world: "toolhost:plugin/plugin@0.2.0",
+    path: "../../wit/legacy/plugin-0.2.0.wit",
     exports: { default: async },
     // Storage work runs on the blocking pool and the guest awaits it, so a slow storage
     // holds no async worker and the call's deadline still fires (see host/files/).

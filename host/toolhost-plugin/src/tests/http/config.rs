@@ -147,7 +147,15 @@ async fn inspect_shows_hosts_and_config_keys_even_when_not_allowed_and_never_val
         ]
     );
     assert!(!format!("{info:?}").contains("tok-123"));
-    assert_eq!(info.exports, ["toolhost:plugin/tools@0.2.0"]);
+    // Built with the SDK, which targets world `rich-plugin` of 0.3.0.
+    assert_eq!(
+        info.exports,
+        [
+            "toolhost:plugin/resources@0.3.0",
+            "toolhost:plugin/prompts@0.3.0",
+            "toolhost:plugin/tools@0.3.0"
+        ]
+    );
     assert!(
         info.imports
             .iter()
