@@ -341,63 +341,113 @@ impl McpServer {
         let mut line = Vec::new();
         let mut discarding = false;
         let max_line = self.limits.max_line_bytes();
+        // A request read while the previous one waited for room in the full call queue:
+        // handled next, before any further line is read.
+        let mut held: Option<Result<Incoming, RpcError>> = None;
+        let mut input_ended = false;
         loop {
-            let read = tokio::select! {
-                read = read_line(&mut input, &mut line, &mut discarding, max_line) => read,
-                () = writer_failed.cancelled() => break,
-            };
-            let message = match read.map_err(ServeError::Read)? {
-                Line::Eof => break,
-                Line::TooLong => {
-                    warn!(
-                        limit = max_line,
-                        "skipped a message longer than the line limit"
-                    );
-                    Err(RpcError::new(
-                        RequestId::null(),
-                        INVALID_REQUEST,
-                        format!("Invalid Request: the message is longer than {max_line} bytes, the limit for one line; send less per call"),
-                    ))
+            let message = if let Some(message) = held.take() {
+                message
+            } else {
+                if input_ended {
+                    break;
                 }
-                Line::Complete => {
-                    let text = trim_line(&line);
-                    if text.is_empty() {
-                        line.clear();
-                        continue;
-                    }
-                    if session.accepts_batches() {
-                        if let Some(batch) = parse_batch(text) {
+                let read = tokio::select! {
+                    read = read_line(&mut input, &mut line, &mut discarding, max_line) => read,
+                    () = writer_failed.cancelled() => break,
+                };
+                match read.map_err(ServeError::Read)? {
+                    Line::Eof => break,
+                    Line::TooLong => Err(line_too_long(max_line)),
+                    Line::Complete => {
+                        let text = trim_line(&line);
+                        if text.is_empty() {
                             line.clear();
-                            let handled =
-                                self.batch(&session, batch, &outbox, &notifier, &queue, &mut tasks);
-                            tokio::select! {
-                                () = handled => {}
-                                () = writer_failed.cancelled() => break,
-                            }
-                            // It may have held cancellations.
-                            queue.prune();
                             continue;
                         }
+                        if session.accepts_batches() {
+                            if let Some(batch) = parse_batch(text) {
+                                line.clear();
+                                let handled = self
+                                    .batch(&session, batch, &outbox, &notifier, &queue, &mut tasks);
+                                tokio::select! {
+                                    () = handled => {}
+                                    () = writer_failed.cancelled() => break,
+                                }
+                                // It may have held cancellations.
+                                queue.prune();
+                                continue;
+                            }
+                        }
+                        let message = parse_line(text);
+                        line.clear();
+                        message
                     }
-                    let message = parse_line(text);
-                    line.clear();
-                    message
                 }
             };
-            let cancels = matches!(
-                &message,
-                Ok(Incoming::Notification { method, .. }) if method == "notifications/cancelled"
-            );
+            let cancels = is_cancel(&message);
             // Handling may wait (room in the response queue, a place in the call queue):
-            // that is the backpressure, and no further line is read meanwhile.
-            let handled = async {
-                let step = session.receive(message);
-                let reply_to = ReplyTo::Out(notifier.clone());
-                step_task(step, &notifier, reply_to, &queue, &mut tasks).await;
-            };
-            tokio::select! {
-                () = handled => {}
-                () = writer_failed.cancelled() => break,
+            // that is the backpressure. While it waits, lines go on being read as long as
+            // they are not requests: answers to the server's own questions (a call that
+            // waits for its user's answer must get it, or the full queue never drains)
+            // and notifications (cancellations above all). The first request read stops
+            // the reading until the wait ends; it is handled next.
+            {
+                let handled = async {
+                    let step = session.receive(message);
+                    let reply_to = ReplyTo::Out(notifier.clone());
+                    step_task(step, &notifier, reply_to, &queue, &mut tasks).await;
+                };
+                tokio::pin!(handled);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = &mut handled => break,
+                        () = writer_failed.cancelled() => break,
+                        read = read_line(&mut input, &mut line, &mut discarding, max_line),
+                            if held.is_none() && !input_ended =>
+                        {
+                            match read.map_err(ServeError::Read)? {
+                                Line::Eof => input_ended = true,
+                                Line::TooLong => held = Some(Err(line_too_long(max_line))),
+                                Line::Complete => {
+                                    let text = trim_line(&line);
+                                    if text.is_empty() || session.accepts_batches() && text.starts_with(b"[") {
+                                        // A batch waits like a request; an empty line is nothing.
+                                        if !text.is_empty() {
+                                            held = Some(Err(RpcError::new(
+                                                RequestId::null(),
+                                                INVALID_REQUEST,
+                                                "Invalid Request: a batch sent while the call queue is full is refused; send it again once calls have finished".to_owned(),
+                                            )));
+                                        }
+                                        line.clear();
+                                        continue;
+                                    }
+                                    let message = parse_line(text);
+                                    line.clear();
+                                    match message {
+                                        Ok(Incoming::Request { .. }) | Err(_) => held = Some(message),
+                                        other => {
+                                            let cancel = is_cancel(&other);
+                                            // Answers and notifications get no reply and
+                                            // need no call slot: handled at once.
+                                            if let Step::Reply(reply) = session.receive(other) {
+                                                ReplyTo::Out(notifier.clone()).reply(Some(reply)).await;
+                                            }
+                                            if cancel {
+                                                queue.prune();
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if writer_failed.is_cancelled() {
+                break;
             }
             if cancels {
                 // A cancelled call that waits for a place leaves the queue now.
@@ -503,6 +553,27 @@ impl ReplyTo {
             }
         }
     }
+}
+
+/// Whether `message` is a cancellation.
+fn is_cancel(message: &Result<Incoming, RpcError>) -> bool {
+    matches!(
+        message,
+        Ok(Incoming::Notification { method, .. }) if method == "notifications/cancelled"
+    )
+}
+
+/// The error for a line longer than `max_line` bytes (logged once here).
+fn line_too_long(max_line: usize) -> RpcError {
+    warn!(
+        limit = max_line,
+        "skipped a message longer than the line limit"
+    );
+    RpcError::new(
+        RequestId::null(),
+        INVALID_REQUEST,
+        format!("Invalid Request: the message is longer than {max_line} bytes, the limit for one line; send less per call"),
+    )
 }
 
 /// Does what `step` asks for: sends a reply through `reply_to`, queues a call (which

@@ -1,7 +1,8 @@
 //! The tool calls read while [`McpLimits::max_in_flight`] calls run: a bounded FIFO
 //! queue between the reader and the calls, so the reader keeps reading the messages that
 //! need no call slot (a cancellation above all, a ping, `tools/list`) however long the
-//! calls take. Only a full queue stops the reading.
+//! calls take. Only a full queue stops the reading of requests (the reader still reads
+//! answers and notifications while the request that found no room waits).
 //!
 //! The reader starts a call itself when no call waits and a place is free
 //! ([`CallQueue::try_start`]); otherwise it [`push`](CallQueue::push)es it, and the dispatcher

@@ -700,3 +700,56 @@ async fn a_call_has_one_question_open_at_a_time() {
         ("Ok(true) / Err(Invalid(\"this call already has a question open: ask one at a time, waiting for each answer\"))".to_owned(), false)
     );
 }
+
+#[tokio::test]
+async fn an_answer_reaches_its_call_while_the_call_queue_is_full() {
+    // One call runs (it asks), one waits in the queue, a third has no room: the reader
+    // waits for room, and must still read the answer and a cancellation, or the call
+    // that asks holds its place until the confirm timeout.
+    let (registry, _) = asking_registry();
+    let server = McpServer::new(registry)
+        .with_max_in_flight(NonZeroUsize::new(1).unwrap())
+        .with_max_queued_calls(NonZeroUsize::new(1).unwrap())
+        .with_confirm_timeout(Duration::from_secs(60));
+    let mut client = ready(server, true).await;
+    client.send(&call_line(1, "ask_name", &json!({}))).await;
+    let question = client.next_json().await;
+    assert_eq!(question["method"], "elicitation/create");
+    client.send(&call_line(2, "look", &json!({}))).await;
+    client.send(&call_line(3, "look", &json!({}))).await;
+    // Read while the reader waits for room: a cancellation of the queued call 2 and a
+    // request (held until there is room), then the answer.
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2}})
+            .to_string(),
+        )
+        .await;
+    client
+        .send(&respond(
+            &question["id"],
+            &json!({"action": "accept", "content": {"name": "Ada"}}),
+        ))
+        .await;
+    let started = std::time::Instant::now();
+    let answer = client.next_json().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        outcome(&answer),
+        ("got {\"name\":\"Ada\"}".to_owned(), false)
+    );
+    // Call 2 was cancelled while it waited: never answered. Call 3 runs.
+    let answer = client.next_json().await;
+    assert_eq!(answer["id"], 3);
+    assert_eq!(outcome(&answer), ("looked".to_owned(), false));
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}).to_string())
+        .await;
+    assert_eq!(client.next_json().await["id"], 4);
+}
