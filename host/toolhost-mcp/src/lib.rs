@@ -123,6 +123,7 @@ pub mod resources;
 mod revision;
 mod server;
 mod session;
+mod tasks;
 
 pub use convert::SUPPORTED_PROTOCOL_VERSIONS;
 pub use jsonrpc::{

@@ -144,7 +144,8 @@ impl McpService {
                 registries,
                 Arc::clone(&counters),
                 config.list_changed,
-            ),
+            )
+            .with_task_limits(&config.limits),
             limiter: CallLimiter::with_counters(&config.limits, Arc::clone(&counters)),
             counters,
             shutdown_grace: config.shutdown_grace,

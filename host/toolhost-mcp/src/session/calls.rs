@@ -37,6 +37,8 @@ pub(super) enum Work {
     Tool(CallParams),
     /// A resource request, run by the catalog's resources.
     Resource(ResourceRequest),
+    /// A `tasks/result` waiting for its task to end.
+    TaskResult(super::tasks::TaskWait),
 }
 
 impl std::fmt::Debug for PendingCall {
@@ -60,6 +62,7 @@ impl PendingCall {
         match &self.work {
             Work::Tool(call) => &call.name,
             Work::Resource(request) => request.method(),
+            Work::TaskResult(_) => "tasks/result",
         }
     }
 
@@ -78,6 +81,7 @@ impl PendingCall {
         let work = match &self.work {
             Work::Tool(call) => call.arguments.len() + call.name.len(),
             Work::Resource(request) => request.held_bytes(),
+            Work::TaskResult(wait) => wait.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
     }
@@ -100,6 +104,9 @@ impl PendingCall {
             Work::Tool(call) => call,
             Work::Resource(request) => {
                 return run_resource(self.registration, &self.id, &self.meta, request).await
+            }
+            Work::TaskResult(wait) => {
+                return wait.run(self.registration, &self.id, &self.meta).await
             }
         };
         let session = self.registration.session.clone();

@@ -24,6 +24,7 @@ mod limiter;
 mod message;
 mod notifier;
 mod state;
+mod tasks;
 
 use calls::Work;
 pub(crate) use calls::{PendingCall, PendingListen};
@@ -34,7 +35,7 @@ pub(crate) use notifier::{Notifier, Outlet};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -90,6 +91,8 @@ struct Inner {
     notifier: Arc<Mutex<Notifier>>,
     /// Cancelled when the session ends: every call it runs stops.
     closed: CancellationToken,
+    /// Where its tasks are kept, when it offers tasks ([`Session::set_tasks`]).
+    tasks: OnceLock<Arc<crate::tasks::TaskStore>>,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -145,6 +148,7 @@ impl Session {
             state: SessionState::new(sink, closed.child_token()),
             notifier,
             closed,
+            tasks: OnceLock::new(),
         }))
     }
 
@@ -269,7 +273,12 @@ impl Session {
                         .set_level(&id, &params)
                         .map(|()| Bytes::from_static(b"{}")),
                     ("server/discover", true) => Ok(Bytes::from(
-                        protocol::discover_result(&meta, list_changed, has_resources).to_string(),
+                        self.with_task_extension(protocol::discover_result(
+                            &meta,
+                            list_changed,
+                            has_resources,
+                        ))
+                        .to_string(),
                     )),
                     ("resources/templates/list", _) if has_resources => {
                         let mut result = templates_result();
@@ -298,7 +307,7 @@ impl Session {
                     }
                     ("tools/list", _) => self.0.catalog.tools_list(&id, &params, &meta),
                     ("tools/call", _) => match call_params(&id, &params) {
-                        Ok(call) => return Step::Call(self.pending(id, Work::Tool(call), meta)),
+                        Ok(call) => return self.call_step(id, call, &params, meta),
                         Err(err) => Err(err),
                     },
                     ("subscriptions/listen", true) => {
@@ -311,6 +320,17 @@ impl Session {
                             }
                             Err(err) => Err(err),
                         }
+                    }
+                    (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
+                        if let Some(store) = self.tasks_for(&meta) {
+                            return self.task_request(store, id, task_method, &params, meta);
+                        }
+                        Err(protocol::method_not_found(
+                            &id,
+                            &method,
+                            &meta,
+                            has_resources,
+                        ))
                     }
                     _ => Err(protocol::method_not_found(
                         &id,
@@ -356,6 +376,7 @@ impl Session {
                 .to_owned()
         };
         let (name, version) = (client("name"), client("version"));
+        let result = self.with_task_capability(result);
         let protocol = result["protocolVersion"].as_str().unwrap_or_default();
         if let Some(revision) = Revision::parse(protocol) {
             self.0.state.negotiate(revision);
