@@ -21,7 +21,8 @@ use crate::session::{CallLimiter, Notifier, Session, Step};
 #[derive(Default)]
 pub(crate) struct Spinning(AtomicUsize);
 
-/// `echo` (optional: its arguments back), `spin` (optional: runs until stopped),
+/// `echo` (optional: its arguments back), `nap` (optional: 300 ms, then "rested"),
+/// `spin` (optional: runs until stopped),
 /// `big` (optional: a result of `size` bytes), `plain` (forbidden), `only_task`
 /// (required), `fails` (optional: a tool error).
 pub(crate) fn task_registry(spinning: &Arc<Spinning>) -> Arc<Registry> {
@@ -32,6 +33,15 @@ pub(crate) fn task_registry(spinning: &Arc<Spinning>) -> Arc<Registry> {
             ToolDefinition::new("echo", "Echo.", object()).with_task_support(TaskSupport::Optional),
             |_ctx: CallContext, args: Arguments, _env: Environment| async move {
                 Ok(ToolResult::new(args.raw().to_owned()))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::new("nap", "Nap.", object()).with_task_support(TaskSupport::Optional),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok(ToolResult::new("rested"))
             },
         )
         .unwrap();
@@ -266,6 +276,7 @@ async fn task_support_is_enforced_as_mcp_prescribes() {
     assert_eq!(
         support,
         [
+            json!("optional"),
             json!("optional"),
             json!("optional"),
             json!("optional"),

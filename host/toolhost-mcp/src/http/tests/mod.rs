@@ -305,3 +305,4 @@ mod resources;
 mod sessions;
 mod storms;
 mod streams;
+mod tasks;
