@@ -59,6 +59,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             &args.http,
             addr,
             args.max_in_flight,
+            &args.tasks,
             args.watch,
         )
         .await?;
@@ -69,6 +70,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)
         .with_list_changed(args.watch);
+    let limits = args.tasks.apply(server.limits());
+    server = server.with_limits(limits);
     // The files under --root are offered as resources where the file tools show them.
     if let Some(files) = &toolset.files {
         server = server.with_resources(FileResources::new(files.clone()));
