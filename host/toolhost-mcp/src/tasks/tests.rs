@@ -21,6 +21,15 @@ use crate::session::{CallLimiter, Notifier, Session, Step};
 #[derive(Default)]
 pub(crate) struct Spinning(AtomicUsize);
 
+/// Counts a `spin` call out when it ends, however it ends.
+struct Done(Arc<Spinning>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// `echo` (optional: its arguments back), `nap` (optional: 300 ms, then "rested"),
 /// `spin` (optional: runs until stopped),
 /// `big` (optional: a result of `size` bytes), `plain` (forbidden), `only_task`
@@ -54,12 +63,6 @@ pub(crate) fn task_registry(spinning: &Arc<Spinning>) -> Arc<Registry> {
                 let counter = Arc::clone(&counter);
                 async move {
                     counter.0.fetch_add(1, Ordering::SeqCst);
-                    struct Done(Arc<Spinning>);
-                    impl Drop for Done {
-                        fn drop(&mut self) {
-                            self.0 .0.fetch_sub(1, Ordering::SeqCst);
-                        }
-                    }
                     let _done = Done(counter);
                     ctx.cancellation().cancelled().await;
                     Ok(ToolResult::new("stopped"))
