@@ -45,6 +45,13 @@
 //!   own calls ([`logging`], with [`log_layer`] installed). With
 //!   [`McpServer::with_list_changed`], clients hear `notifications/tools/list_changed`
 //!   when the registry's tools change (hot reload).
+//! - From 2025-11-25 on (as the extension `io.modelcontextprotocol/tasks` in 2026-07-28),
+//!   a client may run a tool that allows it ([`TaskSupport`](toolhost::registry::TaskSupport))
+//!   as an MCP *task*: `tools/call` with `task` is answered at once with a random task id,
+//!   the call runs in the background under its own time limit, and `tasks/get`,
+//!   `tasks/result`, `tasks/list` and `tasks/cancel` reach the caller's session's tasks
+//!   only. How many tasks, how long, and how many result bytes are kept are
+//!   [`McpLimits`] (docs/protocol.md, "Tasks").
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; over stdio,
 //!   responses go out through one writer, so lines never interleave, and the session id
 //!   is fixed per server.

@@ -363,3 +363,34 @@ fn task_flags() {
         assert!(err.to_string().contains(says), "{flag}: {err}");
     }
 }
+
+#[test]
+fn task_flags_are_in_the_help_of_run_and_serve() {
+    let mut cli = Cli::command();
+    for name in ["run", "serve"] {
+        let help = cli
+            .find_subcommand_mut(name)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for (flag, default) in [
+            ("--task-timeout <DURATION>", "[default: 10m]"),
+            ("--task-ttl <DURATION>", "[default: 1h]"),
+            ("--max-tasks <N>", "[default: 1024]"),
+            ("--max-tasks-per-session <N>", "[default: 64]"),
+            ("--max-task-result-bytes <SIZE>", "[default: 64MiB]"),
+        ] {
+            let at = help
+                .find(flag)
+                .unwrap_or_else(|| panic!("{name}: no {flag}"));
+            let next = help[at + flag.len()..]
+                .find("\n  -")
+                .map_or(help.len(), |end| at + flag.len() + end);
+            assert!(
+                help[at..next].contains(default),
+                "{name} {flag}: {}",
+                &help[at..next]
+            );
+        }
+    }
+}
