@@ -11,7 +11,8 @@
 //!   `max_tasks` places in all and `max_tasks_per_session` per session. A task that
 //!   failed (its time limit, a tool error) or was cancelled gives its place back at
 //!   once; its status and message stay readable, the oldest forgotten past
-//!   `max_tasks_per_session` such tasks of one session;
+//!   `max_tasks_per_session` such tasks of one session, or `max_tasks` of all sessions
+//!   (however many sessions came and went);
 //! - results (and failure messages) kept count against `max_task_result_bytes`; one past
 //!   it is not kept, and the task fails saying so;
 //! - every task is forgotten `ttl` after its creation (`task_ttl`, or less when the
@@ -186,6 +187,9 @@ struct Store {
     owners: HashMap<String, Owner>,
     places: usize,
     bytes: usize,
+    /// Every session's ended tasks (failed, cancelled), oldest first: at most
+    /// `max_tasks` are kept in all, however many sessions came and went.
+    ended: VecDeque<String>,
     next_seq: u64,
     /// The earliest expiry among the tasks, when there are any.
     next_expiry: Option<Instant>,
@@ -232,8 +236,9 @@ impl Store {
     }
 
     /// Task `id` gives its place back (it failed or was cancelled); past
-    /// `keep` such tasks of its session, the oldest is forgotten.
-    fn release(&mut self, id: &str, keep: usize) {
+    /// `keep` such tasks of its session, or `keep_all` of all sessions, the oldest is
+    /// forgotten.
+    fn release(&mut self, id: &str, keep: usize, keep_all: usize) {
         let Some(entry) = self.tasks.get_mut(id) else {
             return;
         };
@@ -253,6 +258,19 @@ impl Store {
         }
         if let Some(oldest) = forget {
             self.remove(&oldest);
+        }
+        // Ids of tasks forgotten since may be among them: those go without effect.
+        self.ended.push_back(id.to_owned());
+        while self.ended.len() > keep_all {
+            if let Some(oldest) = self.ended.pop_front() {
+                if self
+                    .tasks
+                    .get(&oldest)
+                    .is_some_and(|entry| !entry.holds_place)
+                {
+                    self.remove(&oldest);
+                }
+            }
         }
     }
 
@@ -434,7 +452,7 @@ impl TaskStore {
         });
         created.sender.send_replace(Some(finished));
         if status != Status::Completed {
-            store.release(&created.id, self.per_session);
+            store.release(&created.id, self.per_session, self.max_tasks);
         }
     }
 
@@ -475,7 +493,7 @@ impl TaskStore {
         entry.message = Some(reason.to_owned());
         entry.updated_at = SystemTime::now();
         let task = entry.json(id);
-        store.release(id, self.per_session);
+        store.release(id, self.per_session, self.max_tasks);
         Ok(task)
     }
 
@@ -502,7 +520,7 @@ impl TaskStore {
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
         entry.updated_at = SystemTime::now();
-        store.release(id, self.per_session);
+        store.release(id, self.per_session, self.max_tasks);
         true
     }
 

@@ -588,3 +588,36 @@ async fn modern_requests_use_the_tasks_extension() {
     );
     assert_eq!(list["result"]["tools"][0].get("execution"), None);
 }
+
+#[tokio::test]
+async fn ended_tasks_of_many_sessions_are_bounded_in_all() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&limits(4, 8)));
+    let mut ended = Vec::new();
+    for n in 0..200u64 {
+        // A new session each time (an HTTP client opening session after session).
+        let session = session_with(&registry, &store, &format!("s{n}"));
+        let id = task_id(&start(&session, 1, "spin"));
+        let cancelled = reply(&session, &on_task("tasks/cancel", 2, &id));
+        assert_eq!(cancelled["result"]["status"], "cancelled");
+        ended.push((session, id));
+        assert!(store.counts().tasks <= 8, "{n}: {:?}", store.counts());
+    }
+    assert_eq!(store.counts().places, 0);
+    // The newest are still readable, the oldest forgotten.
+    let (newest, id) = ended.last().unwrap();
+    assert_eq!(
+        reply(newest, &on_task("tasks/get", 3, id))["result"]["status"],
+        "cancelled"
+    );
+    let (oldest, id) = &ended[0];
+    assert_eq!(
+        reply(oldest, &on_task("tasks/get", 4, id))["error"]["message"],
+        super::NO_SUCH_TASK
+    );
+    until("every call stopped", || {
+        spinning.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
+}
