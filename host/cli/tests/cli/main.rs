@@ -25,6 +25,7 @@ mod plugin_http;
 mod serve_http;
 #[cfg(unix)]
 mod stdio;
+mod tasks;
 mod watch;
 
 /// The `host` binary under test, run as by a user who set no `RUST_LOG` (its default
