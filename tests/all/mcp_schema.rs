@@ -445,3 +445,98 @@ fn the_check_can_fail() {
         .errors("CallToolResult", &json!({"content": [{"type": "text"}]}))
         .is_empty());
 }
+
+/// A 2025-11-25 client of tasks, one request at a time over stdio: every answer it gets
+/// fits the schema's task types (`CreateTaskResult`, `GetTaskResult`, ...).
+#[tokio::test]
+async fn task_messages_fit_the_2025_11_25_schema() {
+    use toolhost::registry::TaskSupport;
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolDefinition::new("nap", "Nap.", json!({"type": "object"}))
+                .with_task_support(TaskSupport::Optional),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(ToolResult::new("rested"))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::new("wait", "Wait until cancelled.", json!({"type": "object"}))
+                .with_task_support(TaskSupport::Required),
+            |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                ctx.cancellation().cancelled().await;
+                Ok(ToolResult::new("stopped"))
+            },
+        )
+        .unwrap();
+    let schema = Schema::load(&schema_dir(), Revision::V2025_11_25);
+    let server = McpServer::new(Arc::new(registry));
+    let (client, server_end) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_end);
+    let serving = tokio::spawn(async move { server.serve(server_read, server_write).await });
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    let mut ask = async |id: u64, method: &str, params: Value| -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let init = ask(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})).await;
+    schema.check("InitializeResult", &init["result"]);
+    assert!(
+        init["result"]["capabilities"]["tasks"].is_object(),
+        "{init}"
+    );
+    let list = ask(2, "tools/list", json!({})).await;
+    schema.check("ListToolsResult", &list["result"]);
+    assert_eq!(
+        list["result"]["tools"][1]["execution"],
+        json!({"taskSupport": "required"})
+    );
+    let created = ask(
+        3,
+        "tools/call",
+        json!({"name": "nap", "task": {"ttl": 60000}}),
+    )
+    .await;
+    schema.check("CreateTaskResult", &created["result"]);
+    let task = created["result"]["task"]["taskId"].clone();
+    let got = ask(4, "tasks/get", json!({"taskId": task})).await;
+    schema.check("GetTaskResult", &got["result"]);
+    let result = ask(5, "tasks/result", json!({"taskId": task})).await;
+    schema.check("GetTaskPayloadResult", &result["result"]);
+    schema.check("CallToolResult", &result["result"]);
+    let listed = ask(6, "tasks/list", json!({})).await;
+    schema.check("ListTasksResult", &listed["result"]);
+    let waiting = ask(7, "tools/call", json!({"name": "wait", "task": {}})).await;
+    let cancelled = ask(
+        8,
+        "tasks/cancel",
+        json!({"taskId": waiting["result"]["task"]["taskId"]}),
+    )
+    .await;
+    schema.check("CancelTaskResult", &cancelled["result"]);
+    assert_eq!(cancelled["result"]["status"], "cancelled");
+    for answer in [&init, &list, &created, &got, &result, &listed, &cancelled] {
+        schema.check("JSONRPCResultResponse", answer);
+    }
+    let unknown = ask(9, "tasks/get", json!({"taskId": "nope"})).await;
+    schema.check("JSONRPCErrorResponse", &unknown);
+    let plain = ask(10, "tools/call", json!({"name": "wait"})).await;
+    schema.check("JSONRPCErrorResponse", &plain);
+    assert_eq!(plain["error"]["code"], -32601);
+    write.shutdown().await.unwrap();
+    drop(lines);
+    serving.await.unwrap().unwrap();
+}

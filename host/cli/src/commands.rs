@@ -59,6 +59,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             &args.http,
             addr,
             args.max_in_flight,
+            &args.tasks,
             args.watch,
             (&args.confirm, args.confirm_timeout),
         )
@@ -72,6 +73,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_list_changed(args.watch)
         .with_approval(toolset.approval(&args.confirm, args.watch)?)
         .with_confirm_timeout(args.confirm_timeout);
+    let limits = args.tasks.apply(server.limits());
+    server = server.with_limits(limits);
     // The files under --root are offered as resources where the file tools show them.
     if let Some(files) = &toolset.files {
         server = server.with_resources(FileResources::new(files.clone()));

@@ -47,6 +47,7 @@ pub(crate) async fn serve(
     http: &HttpArgs,
     addr: SocketAddr,
     max_in_flight: NonZeroUsize,
+    tasks: &crate::args::tasks::TaskArgs,
     watch: bool,
     (confirm, confirm_timeout): (&[String], std::time::Duration),
 ) -> anyhow::Result<()> {
@@ -132,7 +133,7 @@ pub(crate) async fn serve(
         .with_insecure_public(http.insecure_public)
         .with_allowed_hosts(http.allow_host.clone())
         .with_allowed_origins(http.allow_origin.clone())
-        .with_limits(McpLimits::new().with_max_in_flight(max_in_flight))
+        .with_limits(tasks.apply(McpLimits::new().with_max_in_flight(max_in_flight)))
         .with_max_body_bytes(usize::try_from(http.max_body_bytes).unwrap_or(usize::MAX))
         .with_max_connections(http.max_connections)
         .with_max_pending_per_peer(http.max_pending_per_peer)

@@ -87,6 +87,17 @@ pub(crate) fn tool_json(definition: &ToolDefinition) -> Value {
     tool
 }
 
+/// One `tools/list` entry for a revision that lists `execution.taskSupport`
+/// (2025-11-25): [`tool_json`] with it, when the tool may run as a task (left out for
+/// `forbidden`, MCP's default when absent).
+pub(crate) fn tool_json_with_execution(definition: &ToolDefinition) -> Value {
+    let mut tool = tool_json(definition);
+    if !definition.task_support.is_forbidden() {
+        tool["execution"] = json!({ "taskSupport": definition.task_support.as_str() });
+    }
+    tool
+}
+
 /// The `tools/list` result.
 #[cfg(test)]
 pub(crate) fn tools_list_result(definitions: &[ToolDefinition]) -> Value {

@@ -54,6 +54,13 @@
 //!   call's own channel (legacy revisions), or an `input_required` result the client
 //!   answers by repeating the call (2026-07-28). Each question is bounded ([`elicit`]);
 //!   a call not approved is not run and answers a tool error saying why.
+//! - From 2025-11-25 on (as the extension `io.modelcontextprotocol/tasks` in 2026-07-28),
+//!   a client may run a tool that allows it ([`TaskSupport`](toolhost::registry::TaskSupport))
+//!   as an MCP *task*: `tools/call` with `task` is answered at once with a random task id,
+//!   the call runs in the background under its own time limit, and `tasks/get`,
+//!   `tasks/result`, `tasks/list` and `tasks/cancel` reach the caller's session's tasks
+//!   only. How many tasks, how long, and how many result bytes are kept are
+//!   [`McpLimits`] (docs/protocol.md, "Tasks").
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; over stdio,
 //!   responses go out through one writer, so lines never interleave, and the session id
 //!   is fixed per server.
@@ -136,6 +143,7 @@ pub mod resources;
 mod revision;
 mod server;
 mod session;
+mod tasks;
 
 pub use approval::{ApprovalPolicy, MAX_NOTE_BYTES, MAX_SHOWN_ARGUMENT_BYTES};
 pub use convert::SUPPORTED_PROTOCOL_VERSIONS;

@@ -67,6 +67,33 @@ pub const DEFAULT_MAX_QUEUED_BYTES: NonZeroUsize = non_zero(4 << 20);
 /// it, 64 slow calls carrying a 16 MiB line each would hold a gigabyte and more.
 pub const DEFAULT_MAX_IN_FLIGHT_BYTES: NonZeroUsize = non_zero(64 << 20);
 
+/// Default for [`McpLimits::task_timeout`]: 10 minutes. A task is for a call longer
+/// than a client waits on one request, yet one that spins for ever must not hold its
+/// place (and a thread or an instance) for ever.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Default for [`McpLimits::task_ttl`]: 1 hour. How long a task (and its result) is
+/// kept from its creation; a client asking for less gets less.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// Default for [`McpLimits::max_tasks`]: 1024 tasks for the whole server, as many as
+/// the HTTP transport's default session count, and small next to what the tasks hold
+/// (a record of a few hundred bytes each, plus its result against
+/// [`DEFAULT_MAX_TASK_RESULT_BYTES`]).
+pub const DEFAULT_MAX_TASKS: NonZeroUsize = non_zero(1024);
+
+/// Default for [`McpLimits::max_tasks_per_session`]: 64 tasks for one session, as many
+/// as [`DEFAULT_MAX_IN_FLIGHT`] calls: an agent starts a handful of long calls, and one
+/// session cannot take every place of [`DEFAULT_MAX_TASKS`].
+pub const DEFAULT_MAX_TASKS_PER_SESSION: NonZeroUsize = non_zero(64);
+
+/// Default for [`McpLimits::max_task_result_bytes`]: 64 MiB of task results kept, for
+/// the whole server: room for a thousand results of the registry's 64 KiB result cap.
+pub const DEFAULT_MAX_TASK_RESULT_BYTES: NonZeroUsize = non_zero(64 << 20);
+
+/// How often a client is told to poll a working task (`pollInterval`, milliseconds).
+pub const TASK_POLL_INTERVAL_MS: u64 = 1000;
+
 const fn non_zero(n: usize) -> NonZeroUsize {
     match NonZeroUsize::new(n) {
         Some(n) => n,
@@ -94,6 +121,11 @@ pub struct McpLimits {
     pub(crate) max_in_flight: NonZeroUsize,
     pub(crate) max_queued_calls: NonZeroUsize,
     pub(crate) max_in_flight_bytes: NonZeroUsize,
+    pub(crate) task_timeout: Duration,
+    pub(crate) task_ttl: Duration,
+    pub(crate) max_tasks: NonZeroUsize,
+    pub(crate) max_tasks_per_session: NonZeroUsize,
+    pub(crate) max_task_result_bytes: NonZeroUsize,
 }
 
 impl Default for McpLimits {
@@ -104,6 +136,11 @@ impl Default for McpLimits {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
+            task_timeout: DEFAULT_TASK_TIMEOUT,
+            task_ttl: DEFAULT_TASK_TTL,
+            max_tasks: DEFAULT_MAX_TASKS,
+            max_tasks_per_session: DEFAULT_MAX_TASKS_PER_SESSION,
+            max_task_result_bytes: DEFAULT_MAX_TASK_RESULT_BYTES,
         }
     }
 }
@@ -161,6 +198,77 @@ impl McpLimits {
     pub fn with_max_in_flight_bytes(mut self, bytes: NonZeroUsize) -> Self {
         self.max_in_flight_bytes = bytes;
         self
+    }
+
+    /// The longest a task (a `tools/call` run in the background) runs:
+    /// [`DEFAULT_TASK_TIMEOUT`] (10 min) by default, at least 1 ms; a tool's own
+    /// shorter limit (a plugin manifest's `[limits] task_timeout_ms`) applies when it
+    /// has one. Past it the call is stopped and the task fails, saying so, and its
+    /// place is free at once.
+    #[must_use]
+    pub fn with_task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a task and its result are kept from its creation: [`DEFAULT_TASK_TTL`]
+    /// (1 h) by default, at least 1 ms; a client asking for a shorter `ttl` gets it, a
+    /// longer one gets this. Then the task is forgotten and its place free.
+    #[must_use]
+    pub fn with_task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Tasks kept at once (working, or done with their result) for the whole server:
+    /// [`DEFAULT_MAX_TASKS`] (1024) by default, at least 1; one more is refused with an
+    /// error saying so until one ends, is cancelled or expires.
+    #[must_use]
+    pub fn with_max_tasks(mut self, tasks: NonZeroUsize) -> Self {
+        self.max_tasks = tasks;
+        self
+    }
+
+    /// Tasks kept at once for one session: [`DEFAULT_MAX_TASKS_PER_SESSION`] (64) by
+    /// default, at least 1 (and never more than [`McpLimits::max_tasks`] in effect).
+    #[must_use]
+    pub fn with_max_tasks_per_session(mut self, tasks: NonZeroUsize) -> Self {
+        self.max_tasks_per_session = tasks;
+        self
+    }
+
+    /// Bytes of task results kept at once for the whole server:
+    /// [`DEFAULT_MAX_TASK_RESULT_BYTES`] (64 MiB) by default, at least 1. A result that
+    /// does not fit is not kept: its task fails with a message saying so.
+    #[must_use]
+    pub fn with_max_task_result_bytes(mut self, bytes: NonZeroUsize) -> Self {
+        self.max_task_result_bytes = bytes;
+        self
+    }
+
+    /// The longest a task runs ([`McpLimits::with_task_timeout`]).
+    pub fn task_timeout(&self) -> Duration {
+        self.task_timeout
+    }
+
+    /// How long a task is kept ([`McpLimits::with_task_ttl`]).
+    pub fn task_ttl(&self) -> Duration {
+        self.task_ttl
+    }
+
+    /// Tasks kept at once ([`McpLimits::with_max_tasks`]).
+    pub fn max_tasks(&self) -> NonZeroUsize {
+        self.max_tasks
+    }
+
+    /// Tasks kept at once per session ([`McpLimits::with_max_tasks_per_session`]).
+    pub fn max_tasks_per_session(&self) -> NonZeroUsize {
+        self.max_tasks_per_session
+    }
+
+    /// Bytes of task results kept ([`McpLimits::with_max_task_result_bytes`]).
+    pub fn max_task_result_bytes(&self) -> NonZeroUsize {
+        self.max_task_result_bytes
     }
 
     /// The longest line read ([`McpLimits::with_max_line_bytes`]).

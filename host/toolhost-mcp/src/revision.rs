@@ -80,6 +80,19 @@ impl Revision {
         self == Revision::V2025_03_26
     }
 
+    /// Whether tasks are offered (a `tools/call` run in the background, `tasks/*`):
+    /// 2025-11-25 defines them (the `tasks` capability), 2026-07-28 as the extension
+    /// `io.modelcontextprotocol/tasks`; the revisions before have none.
+    pub(crate) fn has_tasks(self) -> bool {
+        self >= Revision::V2025_11_25
+    }
+
+    /// Whether `tools/list` gives a tool's `execution.taskSupport`: 2025-11-25's `Tool`
+    /// has it; 2026-07-28's has no `execution` (tasks are an extension there).
+    pub(crate) fn lists_task_support(self) -> bool {
+        self == Revision::V2025_11_25
+    }
+
     /// Whether an error answering a message whose id could not be read gives `"id": null`
     /// (JSON-RPC 2.0's rule, which the schemas up to 2025-06-18 do not relax: their id is
     /// required) rather than no `id` member at all (2025-11-25 on, whose schemas make the

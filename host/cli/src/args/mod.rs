@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod oci;
+pub mod tasks;
 pub mod values;
 
 use std::num::NonZeroUsize;
@@ -16,6 +17,7 @@ use toolhost_mcp::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
 
 use self::http::HttpArgs;
 use self::oci::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
+use self::tasks::TaskArgs;
 use self::values::{parse_duration, parse_plugin_name, parse_size};
 
 const MAIN_EXAMPLES: &str = "\
@@ -221,6 +223,9 @@ pub struct RunArgs {
     /// waits for the answer before it counts as no (at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_confirm_timeout)]
     pub confirm_timeout: Duration,
+    /// How long tasks run and are kept, and how many.
+    #[command(flatten)]
+    pub tasks: TaskArgs,
     /// Streamable HTTP instead of stdio (--http ADDR and its flags).
     #[command(flatten)]
     pub http: HttpArgs,

@@ -280,3 +280,117 @@ fn every_subcommand_help_has_an_example() {
         assert!(help.contains(&format!("host {name} ")), "{name}: {help}");
     }
 }
+
+#[test]
+fn task_flags() {
+    let Command::Run(run) = parse(&["run"]).command else {
+        panic!("not run")
+    };
+    let t = &run.tasks;
+    assert_eq!(
+        (t.task_timeout, t.task_ttl),
+        (Duration::from_secs(600), Duration::from_secs(3600))
+    );
+    assert_eq!(
+        (
+            t.max_tasks.get(),
+            t.max_tasks_per_session.get(),
+            t.max_task_result_bytes.get()
+        ),
+        (1024, 64, 64 << 20)
+    );
+    let Command::Serve(serve) = parse(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--task-timeout",
+        "2m",
+        "--task-ttl",
+        "5m",
+        "--max-tasks",
+        "10",
+        "--max-tasks-per-session",
+        "2",
+        "--max-task-result-bytes",
+        "1MiB",
+    ])
+    .command
+    else {
+        panic!("not serve")
+    };
+    let limits = serve.tasks.apply(toolhost_mcp::McpLimits::new());
+    assert_eq!(
+        (limits.task_timeout(), limits.task_ttl()),
+        (Duration::from_secs(120), Duration::from_secs(300))
+    );
+    assert_eq!(
+        (
+            limits.max_tasks().get(),
+            limits.max_tasks_per_session().get(),
+            limits.max_task_result_bytes().get()
+        ),
+        (10, 2, 1 << 20)
+    );
+    for (flag, value, says) in [
+        (
+            "--task-timeout",
+            "0s",
+            "the duration must be more than zero",
+        ),
+        ("--task-ttl", "10", "\"10\" has no unit"),
+        (
+            "--max-tasks",
+            "0",
+            "0 would refuse every task; give at least 1",
+        ),
+        (
+            "--max-tasks-per-session",
+            "x",
+            "\"x\" is not a whole number",
+        ),
+        (
+            "--max-task-result-bytes",
+            "0",
+            "0 would fail every task's result",
+        ),
+    ] {
+        let err = Cli::try_parse_from(["host", "run", flag, value]).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            clap::error::ErrorKind::ValueValidation,
+            "{flag}"
+        );
+        assert!(err.to_string().contains(says), "{flag}: {err}");
+    }
+}
+
+#[test]
+fn task_flags_are_in_the_help_of_run_and_serve() {
+    let mut cli = Cli::command();
+    for name in ["run", "serve"] {
+        let help = cli
+            .find_subcommand_mut(name)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for (flag, default) in [
+            ("--task-timeout <DURATION>", "[default: 10m]"),
+            ("--task-ttl <DURATION>", "[default: 1h]"),
+            ("--max-tasks <N>", "[default: 1024]"),
+            ("--max-tasks-per-session <N>", "[default: 64]"),
+            ("--max-task-result-bytes <SIZE>", "[default: 64MiB]"),
+        ] {
+            let at = help
+                .find(flag)
+                .unwrap_or_else(|| panic!("{name}: no {flag}"));
+            let next = help[at + flag.len()..]
+                .find("\n  -")
+                .map_or(help.len(), |end| at + flag.len() + end);
+            assert!(
+                help[at..next].contains(default),
+                "{name} {flag}: {}",
+                &help[at..next]
+            );
+        }
+    }
+}

@@ -27,6 +27,7 @@ mod rich;
 mod serve_http;
 #[cfg(unix)]
 mod stdio;
+mod tasks;
 mod watch;
 
 /// The `host` binary under test, run as by a user who set no `RUST_LOG` (its default

@@ -145,7 +145,8 @@ impl McpService {
                 Arc::clone(&counters),
                 config.list_changed,
             )
-            .with_asking(config.asking),
+            .with_asking(config.asking)
+            .with_task_limits(&config.limits),
             limiter: CallLimiter::with_counters(&config.limits, Arc::clone(&counters)),
             counters,
             shutdown_grace: config.shutdown_grace,

@@ -24,8 +24,10 @@ use tracing::{debug, info};
 
 use toolhost::registry::{Environment, Registry};
 
+use crate::limits::McpLimits;
 use crate::resources::FileResources;
 use crate::session::{Catalog, Counters, Session};
+use crate::tasks::TaskStore;
 
 /// The length of a session id: 64 hex digits.
 pub const SESSION_ID_LEN: usize = 64;
@@ -320,6 +322,9 @@ pub(crate) struct Sessions {
     terminated: Mutex<(HashSet<u128>, VecDeque<u128>)>,
     /// How sessions built per session ask their users (the shared catalog has it too).
     asking: crate::elicit::Asking,
+    /// The tasks of every session (a session's tasks outlive its requests, and its
+    /// being forgotten while idle).
+    tasks: Arc<TaskStore>,
 }
 
 impl Sessions {
@@ -345,6 +350,7 @@ impl Sessions {
             stop: CancellationToken::new(),
             terminated: Mutex::new((HashSet::new(), VecDeque::new())),
             asking: crate::elicit::Asking::default(),
+            tasks: Arc::new(TaskStore::new(&McpLimits::default())),
         }
     }
 
@@ -359,11 +365,24 @@ impl Sessions {
         self
     }
 
+    /// These sessions keeping their tasks within `limits`' task bounds.
+    pub(crate) fn with_task_limits(mut self, limits: &McpLimits) -> Self {
+        self.tasks = Arc::new(TaskStore::new(limits));
+        self
+    }
+
+    #[cfg(test)]
+    /// The tasks of every session.
+    pub(crate) fn tasks(&self) -> &Arc<TaskStore> {
+        &self.tasks
+    }
+
     pub(crate) fn stateful(&self) -> bool {
         self.settings.key.is_some()
     }
 
     async fn build(&self, info: SessionInfo) -> Result<Session, Refusal> {
+        let lasting = info.id.is_some();
         let env = Environment {
             session_id: info
                 .id
@@ -386,11 +405,12 @@ impl Sessions {
                 )
             }
         };
-        Ok(Session::with_catalog_under(
-            catalog,
-            env,
-            self.stop.child_token(),
-        ))
+        let session = Session::with_catalog_under(catalog, env, self.stop.child_token());
+        // Only a session a later request finds again can fetch a task's result.
+        if lasting {
+            session.set_tasks(Arc::clone(&self.tasks));
+        }
+        Ok(session)
     }
 
     /// A session for one stateless request.
@@ -464,6 +484,7 @@ impl Sessions {
         if let Some(live) = self.lock().remove(id) {
             live.session.close();
         }
+        self.tasks.forget_owner(id);
         let mut terminated = self
             .terminated
             .lock()

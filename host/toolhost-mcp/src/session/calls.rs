@@ -42,6 +42,8 @@ pub(super) enum Work {
     Resource(ResourceRequest),
     /// A request to the registry's catalog (prompts, resources of plugins).
     Catalog(super::offer::CatalogWork),
+    /// A `tasks/result` waiting for its task to end.
+    TaskResult(super::tasks::TaskWait),
 }
 
 impl std::fmt::Debug for PendingCall {
@@ -66,6 +68,7 @@ impl PendingCall {
             Work::Tool(call) => &call.name,
             Work::Resource(request) => request.method(),
             Work::Catalog(work) => work.method(),
+            Work::TaskResult(_) => "tasks/result",
         }
     }
 
@@ -89,6 +92,7 @@ impl PendingCall {
             }
             Work::Resource(request) => request.held_bytes(),
             Work::Catalog(work) => work.held_bytes(),
+            Work::TaskResult(wait) => wait.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
     }
@@ -115,6 +119,9 @@ impl PendingCall {
             Work::Catalog(work) => {
                 return super::offer::run_catalog(self.registration, &self.id, &self.meta, work)
                     .await
+            }
+            Work::TaskResult(wait) => {
+                return wait.run(self.registration, &self.id, &self.meta).await
             }
         };
         let session = self.registration.session.clone();

@@ -90,6 +90,20 @@ impl Catalog {
         tools
     }
 
+    /// How tool `name` may run as a task, and the task time limit it asks for.
+    pub(super) fn task_settings(
+        &self,
+        name: &str,
+    ) -> (toolhost::registry::TaskSupport, Option<std::time::Duration>) {
+        self.encoded_tools().task_settings(name)
+    }
+
+    /// Whether any of the registry's tools may run as a task (else no tasks are
+    /// declared).
+    pub(super) fn offers_tasks(&self) -> bool {
+        self.encoded_tools().any_task_support()
+    }
+
     /// The `tools/list` page `params` asks for, shaped for the request's revision.
     pub(super) fn tools_list(
         &self,

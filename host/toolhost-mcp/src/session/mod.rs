@@ -26,6 +26,7 @@ mod message;
 mod notifier;
 mod offer;
 mod state;
+mod tasks;
 
 use calls::Work;
 pub(crate) use calls::{PendingCall, PendingListen};
@@ -36,7 +37,7 @@ pub(crate) use notifier::{Notifier, Outlet};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -97,6 +98,8 @@ struct Inner {
     questions: Arc<Questions>,
     /// The files it subscribed to (`resources/subscribe`).
     subscribed: crate::resources::subscribe::Subscribed,
+    /// Where its tasks are kept, when it offers tasks ([`Session::set_tasks`]).
+    tasks: OnceLock<Arc<crate::tasks::TaskStore>>,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -154,6 +157,7 @@ impl Session {
             closed,
             questions: Arc::default(),
             subscribed: crate::resources::subscribe::Subscribed::default(),
+            tasks: OnceLock::new(),
         }))
     }
 
@@ -287,8 +291,11 @@ impl Session {
                         .set_level(&id, &params)
                         .map(|()| Bytes::from_static(b"{}")),
                     ("server/discover", true) => {
-                        let mut result =
-                            protocol::discover_result(&meta, list_changed, has_resources);
+                        let mut result = self.with_task_extension(protocol::discover_result(
+                            &meta,
+                            list_changed,
+                            has_resources,
+                        ));
                         self.add_capabilities(&mut result["capabilities"], false);
                         Ok(Bytes::from(result.to_string()))
                     }
@@ -319,7 +326,7 @@ impl Session {
                     }
                     ("tools/list", _) => self.0.catalog.tools_list(&id, &params, &meta),
                     ("tools/call", _) => match call_params(&id, &params) {
-                        Ok(call) => return Step::Call(self.pending(id, Work::Tool(call), meta)),
+                        Ok(call) => return self.call_step(id, call, &params, meta),
                         Err(err) => Err(err),
                     },
                     ("subscriptions/listen", true) => {
@@ -332,6 +339,17 @@ impl Session {
                             }
                             Err(err) => Err(err),
                         }
+                    }
+                    (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
+                        if let Some(store) = self.tasks_for(&meta) {
+                            return self.task_request(store, id, task_method, &params, meta);
+                        }
+                        Err(protocol::method_not_found(
+                            &id,
+                            &method,
+                            &meta,
+                            has_resources,
+                        ))
                     }
                     _ => Err(protocol::method_not_found(
                         &id,
@@ -378,6 +396,7 @@ impl Session {
                 .to_owned()
         };
         let (name, version) = (client("name"), client("version"));
+        let result = self.with_task_capability(result);
         let protocol = result["protocolVersion"].as_str().unwrap_or_default();
         if let Some(revision) = Revision::parse(protocol) {
             self.0.state.negotiate(revision);

@@ -11,11 +11,11 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use toolhost::registry::{ProgressHook, ToolDefinition};
+use toolhost::registry::{ProgressHook, TaskSupport, ToolDefinition};
 
 use super::message::Message;
 use super::notifier::Notifier;
-use crate::convert::tool_json;
+use crate::convert::{tool_json, tool_json_with_execution};
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
 use crate::logging::{LogLevel, SinkGuard};
@@ -313,14 +313,36 @@ pub(crate) struct EncodedTools {
     pub(crate) generation: u64,
     names: Vec<String>,
     tools: Vec<Bytes>,
-    /// Pages built, by (modern, first tool): a page of one generation never changes.
-    pages: Mutex<HashMap<(bool, usize), Bytes>>,
+    /// The tools as listed where `execution.taskSupport` is (2025-11-25); empty when
+    /// no tool may run as a task (then they are listed as `tools`).
+    with_execution: Vec<Bytes>,
+    /// The tools that may run as a task, or ask for a shorter task time limit: their
+    /// support and limit (most registries have none).
+    task_settings: HashMap<String, (TaskSupport, Option<std::time::Duration>)>,
+    /// Pages built, by (modern, with execution, first tool): a page of one generation
+    /// never changes.
+    pages: Mutex<HashMap<(bool, bool, usize), Bytes>>,
 }
 
 impl EncodedTools {
     pub(crate) fn new(generation: u64, definitions: &[ToolDefinition]) -> Self {
+        let task_settings: HashMap<_, _> = definitions
+            .iter()
+            .filter(|d| !d.task_support.is_forbidden() || d.task_timeout.is_some())
+            .map(|d| (d.name.clone(), (d.task_support, d.task_timeout)))
+            .collect();
+        let with_execution = if definitions.iter().any(|d| !d.task_support.is_forbidden()) {
+            definitions
+                .iter()
+                .map(|d| Bytes::from(tool_json_with_execution(d).to_string()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Self {
             generation,
+            with_execution,
+            task_settings,
             names: definitions.iter().map(|d| d.name.clone()).collect(),
             tools: definitions
                 .iter()
@@ -328,6 +350,20 @@ impl EncodedTools {
                 .collect(),
             pages: Mutex::default(),
         }
+    }
+
+    /// How tool `name` may run as a task, and the task time limit it asks for
+    /// (forbidden and none for a tool not listed, or unknown).
+    pub(crate) fn task_settings(&self, name: &str) -> (TaskSupport, Option<std::time::Duration>) {
+        self.task_settings
+            .get(name)
+            .copied()
+            .unwrap_or((TaskSupport::Forbidden, None))
+    }
+
+    /// Whether any tool may run as a task.
+    pub(crate) fn any_task_support(&self) -> bool {
+        !self.with_execution.is_empty()
     }
 
     /// The `tools/list` result for `params` (its `cursor`), as the request's era shapes it.
@@ -355,7 +391,8 @@ impl EncodedTools {
         };
         let page =
             page(&self.names, cursor.as_ref(), size).map_err(|err| invalid(err.to_string()))?;
-        let key = (meta.modern, page.range.start);
+        let execution = meta.revision.lists_task_support() && !self.with_execution.is_empty();
+        let key = (meta.modern, execution, page.range.start);
         let mut pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(built) = pages.get(&key) {
             return Ok(built.clone());
@@ -379,7 +416,12 @@ impl EncodedTools {
             out.extend_from_slice(b"\"resultType\":\"complete\",");
         }
         out.extend_from_slice(b"\"tools\":[");
-        for (at, tool) in self.tools[page.range].iter().enumerate() {
+        let tools = if execution {
+            &self.with_execution
+        } else {
+            &self.tools
+        };
+        for (at, tool) in tools[page.range].iter().enumerate() {
             if at > 0 {
                 out.push(b',');
             }

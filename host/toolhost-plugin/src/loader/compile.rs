@@ -50,6 +50,24 @@ impl Compiled {
     }
 
     pub(super) fn with(self, definitions: Vec<ToolDefinition>, offer: Offer) -> Prepared {
+        // The manifest's task settings are the plugin's, for every one of its tools.
+        let manifest = self.resolved.manifest.as_ref();
+        let support = manifest.and_then(|manifest| manifest.task_support);
+        let task_timeout = manifest
+            .and_then(|manifest| manifest.limits.task_timeout_ms)
+            .map(std::time::Duration::from_millis);
+        let definitions = definitions
+            .into_iter()
+            .map(|mut definition| {
+                if let Some(support) = support {
+                    definition = definition.with_task_support(support);
+                }
+                if let Some(timeout) = task_timeout {
+                    definition = definition.with_task_timeout(timeout);
+                }
+                definition
+            })
+            .collect();
         Prepared {
             offer,
             name: self.name,

@@ -12,6 +12,12 @@ use crate::{PluginError, PluginErrorKind};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// `task_support` (before the tables): whether clients may run the plugin's tools
+    /// as MCP tasks, in the background with their result fetched later: `"forbidden"`
+    /// (the default, as MCP's), `"optional"` or `"required"`; for every tool of the
+    /// plugin.
+    #[serde(default)]
+    pub task_support: Option<toolhost::registry::TaskSupport>,
     /// `[grants]`.
     #[serde(default)]
     pub grants: Grants,
@@ -148,6 +154,10 @@ pub struct Grants {
 pub struct LimitOverrides {
     /// Wall time per call, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// Wall time per task (a call run in the background), in milliseconds: lowers the
+    /// server's task time limit (`--task-timeout`) for this plugin's tools, never
+    /// raises it. A task is still a call: `timeout_ms` applies to it too.
+    pub task_timeout_ms: Option<u64>,
     /// Linear memory cap, in MiB.
     pub memory_mib: Option<u64>,
     /// Fuel per call.
@@ -230,7 +240,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
         PluginErrorKind::Manifest { message: format!(
-                "{line}{}; the keys are [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
+                "{line}{}; the keys are task_support, [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
             ) }.at(path.to_owned())
     })

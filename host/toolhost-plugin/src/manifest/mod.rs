@@ -3,6 +3,8 @@
 //!
 //! ```toml
 //! # wordcount.toml
+//! task_support = "optional" # MCP tasks: "forbidden" (default), "optional" or "required",
+//!                         # for every tool of the plugin (before the tables)
 //! [grants]
 //! files = "read"          # "none" (default), "read" or "read-write"
 //! root = "docs"           # optional: the plugin sees only this sub-tree, as its root
@@ -18,6 +20,7 @@
 //!
 //! [limits]                # each optional; the host's default applies otherwise
 //! timeout_ms = 5000       # wall time per call
+//! task_timeout_ms = 60000 # wall time per MCP task: lowers the server's --task-timeout
 //! memory_mib = 32         # linear memory
 //! fuel = 1000000          # instructions per call (roughly)
 //! max_output_bytes = 65536

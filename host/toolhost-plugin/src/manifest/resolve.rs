@@ -213,6 +213,11 @@ fn apply_with(
         }
         limits.timeout = Duration::from_millis(ms);
     }
+    if overrides.task_timeout_ms == Some(0) {
+        return Err(invalid(
+            "limits.task_timeout_ms is 0; give at least 1".into(),
+        ));
+    }
     if let Some(mib) = overrides.memory_mib {
         limits.memory_bytes = mib
             .checked_mul(1024 * 1024)

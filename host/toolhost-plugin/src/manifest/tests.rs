@@ -351,3 +351,32 @@ fn confirm_is_a_top_level_switch_off_by_default() {
         );
     }
 }
+
+#[test]
+fn task_settings_are_read_and_checked() {
+    use toolhost::registry::TaskSupport;
+    let text = "task_support = \"optional\"\n[limits]\ntask_timeout_ms = 5000\n";
+    let resolved = resolve_text(text, &config(FileAccess::None)).unwrap();
+    let manifest = resolved.manifest.unwrap();
+    assert_eq!(manifest.task_support, Some(TaskSupport::Optional));
+    assert_eq!(manifest.limits.task_timeout_ms, Some(5000));
+    // None said: MCP's default, forbidden (applied by leaving the definitions as they are).
+    let plain = resolve_text("", &config(FileAccess::None)).unwrap();
+    assert_eq!(plain.manifest.and_then(|m| m.task_support), None);
+    let err = resolve_text("task_support = \"sometimes\"\n", &config(FileAccess::None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "unknown variant `sometimes`, expected one of `forbidden`, `optional`, `required`"
+        ),
+        "{err}"
+    );
+    let err = resolve_text("[limits]\ntask_timeout_ms = 0\n", &config(FileAccess::None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("limits.task_timeout_ms is 0; give at least 1"),
+        "{err}"
+    );
+}

@@ -246,7 +246,10 @@ impl PluginRuntime {
     ) -> Result<Running<'r>, ToolError> {
         let remaining = ctx.remaining();
         let started = Instant::now();
-        let time_limit = remaining.map_or(self.limits.timeout, |r| r.min(self.limits.timeout));
+        // A call with a time limit of its own (a task) runs under it instead of the
+        // plugin's per-call limit; the deadline still applies.
+        let own_limit = ctx.time_limit().unwrap_or(self.limits.timeout);
+        let time_limit = remaining.map_or(own_limit, |r| r.min(own_limit));
         let deadline = started + time_limit;
         // The semaphore is never closed, so an error here is the deadline.
         let Ok(Ok(slot)) =

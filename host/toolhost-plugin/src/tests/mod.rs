@@ -354,6 +354,41 @@ fn manifest_limits_apply_within_the_maximum() {
 }
 
 #[test]
+fn the_manifests_task_settings_reach_every_tool() {
+    use toolhost::registry::TaskSupport;
+    let (_dir, wasm) = plugin_dir(Some(
+        "task_support = \"optional\"\n[limits]\ntask_timeout_ms = 90000\n",
+    ));
+    let registry = Registry::new();
+    PluginHost::new(config())
+        .unwrap()
+        .load_file(&wasm, &registry)
+        .unwrap();
+    let definitions = registry.definitions();
+    assert_eq!(definitions.len(), fixture::TOOLS.len());
+    for definition in &definitions {
+        assert_eq!(
+            definition.task_support,
+            TaskSupport::Optional,
+            "{}",
+            definition.name
+        );
+        assert_eq!(definition.task_timeout, Some(Duration::from_secs(90)));
+    }
+    // No manifest: MCP's default, no task.
+    let (_dir, wasm) = plugin_dir(None);
+    let registry = Registry::new();
+    PluginHost::new(config())
+        .unwrap()
+        .load_file(&wasm, &registry)
+        .unwrap();
+    assert!(registry
+        .definitions()
+        .iter()
+        .all(|d| d.task_support == TaskSupport::Forbidden && d.task_timeout.is_none()));
+}
+
+#[test]
 fn inspect_reports_tools_imports_and_exports() {
     let (_dir, wasm) = plugin_dir(None);
     let info = PluginHost::new(config()).unwrap().inspect(&wasm).unwrap();

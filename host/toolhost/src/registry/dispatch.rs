@@ -70,9 +70,10 @@ impl Registry {
         }
 
         let started = Instant::now();
+        let call_timeout = ctx.time_limit().unwrap_or(self.call_timeout);
         let deadline = match ctx.deadline() {
-            Some(deadline) => deadline.min(started + self.call_timeout),
-            None => started + self.call_timeout,
+            Some(deadline) => deadline.min(started + call_timeout),
+            None => started + call_timeout,
         };
         let limit = deadline.saturating_duration_since(started);
         let handler_ctx = ctx

@@ -43,6 +43,7 @@ pub struct CallContext {
     progress: Option<ProgressHook>,
     result_cap: Option<usize>,
     interaction: Option<InteractionHandle>,
+    time_limit: Option<Duration>,
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -118,6 +119,19 @@ impl CallContext {
     pub fn with_progress(mut self, hook: ProgressHook) -> Self {
         self.progress = Some(hook);
         self
+    }
+
+    /// This context with its own time limit, in place of the registry's call timeout and
+    /// a plugin's per-call limit: for a call the operator allowed to run longer (an MCP
+    /// task under `--task-timeout`). The deadline still applies when it is earlier.
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// The call's own time limit, when it has one ([`CallContext::with_time_limit`]).
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
     }
 
     /// This context able to ask the client's user through `interaction`.

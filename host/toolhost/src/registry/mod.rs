@@ -91,7 +91,7 @@ pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
-pub use types::{Environment, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
+pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
 pub(crate) use dispatch::encoded_len;
 pub use error::{format_bytes, format_duration};

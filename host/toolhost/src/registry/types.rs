@@ -40,6 +40,16 @@ pub struct ToolDefinition {
     /// `outputSchema`; the result is then also given as `structuredContent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Whether a client may (or must) run the tool as a task: started at once and its
+    /// result fetched later (MCP `execution.taskSupport`, 2025-11-25).
+    /// [`TaskSupport::Forbidden`] by default, as MCP's default.
+    #[serde(default, skip_serializing_if = "TaskSupport::is_forbidden")]
+    pub task_support: TaskSupport,
+    /// The longest a task of this tool runs, when it asks for less than the server's
+    /// task time limit (a plugin manifest's `[limits] task_timeout_ms`); the server's
+    /// limit applies when it is longer. `None`: the server's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout: Option<std::time::Duration>,
 }
 
 impl ToolDefinition {
@@ -52,6 +62,8 @@ impl ToolDefinition {
             title: None,
             annotations: ToolAnnotations::default(),
             output_schema: None,
+            task_support: TaskSupport::Forbidden,
+            task_timeout: None,
         }
     }
 
@@ -71,6 +83,73 @@ impl ToolDefinition {
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
+    }
+
+    /// This definition with `support` for running as a task.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolhost::registry::{TaskSupport, ToolDefinition};
+    ///
+    /// let slow = ToolDefinition::new("index", "Index the tree.", json!({"type": "object"}))
+    ///     .with_task_support(TaskSupport::Optional);
+    /// assert_eq!(slow.task_support, TaskSupport::Optional);
+    /// assert_eq!(TaskSupport::parse("required"), Some(TaskSupport::Required));
+    /// ```
+    pub fn with_task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// This definition asking its tasks to stop after `timeout` at most (the server's
+    /// task time limit still applies when it is shorter).
+    pub fn with_task_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+}
+
+/// Whether a tool runs as a task (MCP `execution.taskSupport`): started at once, its
+/// result fetched later, so a long call outlives the request that started it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Only as a plain call (MCP's default).
+    #[default]
+    Forbidden,
+    /// As a plain call or as a task, as the client asks.
+    Optional,
+    /// Only as a task: a plain call is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Every value, in the order MCP lists them.
+    pub const ALL: [TaskSupport; 3] = [
+        TaskSupport::Forbidden,
+        TaskSupport::Optional,
+        TaskSupport::Required,
+    ];
+
+    /// Its name on the wire (`"forbidden"`, `"optional"`, `"required"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+
+    /// The value named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|support| support.as_str() == name)
+    }
+
+    /// Whether it is [`TaskSupport::Forbidden`] (the default, left out when serialized).
+    pub fn is_forbidden(&self) -> bool {
+        *self == TaskSupport::Forbidden
     }
 }
 

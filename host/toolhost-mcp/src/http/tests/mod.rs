@@ -307,3 +307,4 @@ mod resources;
 mod sessions;
 mod storms;
 mod streams;
+mod tasks;

@@ -1,0 +1,589 @@
+//! MCP tasks: a `tools/call` the client asks to run as a task is answered at once with
+//! a task id, runs in the background, and its result is fetched later (`tasks/get`,
+//! `tasks/result`, `tasks/list`, `tasks/cancel`). Revision 2025-11-25 defines them (the
+//! `tasks` capability, `execution.taskSupport` on a tool); 2026-07-28 moved them to the
+//! extension `io.modelcontextprotocol/tasks`, offered under the same methods.
+//!
+//! A [`TaskStore`] keeps the tasks of every session of one server, each owned by the
+//! session that started it: another session's task id is answered exactly as an unknown
+//! one. What it keeps is bounded ([`McpLimits`](crate::McpLimits)):
+//! - a task holds a place while it works and while it keeps a completed result; at most
+//!   `max_tasks` places in all and `max_tasks_per_session` per session. A task that
+//!   failed (its time limit, a tool error) or was cancelled gives its place back at
+//!   once; its status and message stay readable, the oldest forgotten past
+//!   `max_tasks_per_session` such tasks of one session, or `max_tasks` of all sessions
+//!   (however many sessions came and went);
+//! - results (and failure messages) kept count against `max_task_result_bytes`; one past
+//!   it is not kept, and the task fails saying so;
+//! - every task is forgotten `ttl` after its creation (`task_ttl`, or less when the
+//!   client asks for less).
+
+mod time;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use toolhost::registry::{format_bytes, Environment};
+
+use crate::limits::{McpLimits, TASK_POLL_INTERVAL_MS};
+
+/// The extension id under which a 2026-07-28 server offers tasks
+/// (`capabilities.extensions`).
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The `_meta` key tying a message to its task.
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The methods of tasks.
+pub(crate) const TASK_METHODS: &[&str] =
+    &["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"];
+
+/// Tasks per `tasks/list` page.
+pub(crate) const TASK_PAGE_SIZE: usize = 100;
+
+/// The one answer to a task id that is not one of the caller's tasks (unknown,
+/// expired, another session's, malformed): the same whatever the reason, so it tells
+/// nothing of other sessions' tasks.
+pub(crate) const NO_SUCH_TASK: &str =
+    "Invalid params: no such task (unknown, expired, or not started by this session); tasks/list gives this session's tasks";
+
+/// A task's state (MCP `TaskStatus`; this server never asks for input, so it has no
+/// `input_required`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Running.
+    Working,
+    /// Done; its result is kept.
+    Completed,
+    /// Done with an error (the tool's, its time limit, the result budget).
+    Failed,
+    /// Cancelled by the client (or its session ended).
+    Cancelled,
+}
+
+impl Status {
+    /// Its name on the wire.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a task ended, as `tasks/result` answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// Completed, failed or cancelled.
+    pub(crate) status: Status,
+    /// The `tools/call` result (its JSON text, as a plain call would have given it);
+    /// `None` when cancelled.
+    pub(crate) result: Option<Bytes>,
+}
+
+/// A task just created: its id, the token that stops its call, and where its end is
+/// reported ([`TaskStore::finish`]).
+#[derive(Debug)]
+pub(crate) struct Created {
+    /// The task's id.
+    pub(crate) id: String,
+    /// Cancelled when the task is cancelled (or its session ends).
+    pub(crate) token: CancellationToken,
+    /// The `CreateTaskResult`'s `task`.
+    pub(crate) task: Value,
+    sender: watch::Sender<Option<Arc<Finished>>>,
+}
+
+/// Why a task was not created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CreateError {
+    /// The session holds its most tasks.
+    #[error("this session already holds {0} tasks, the most allowed; fetch or cancel one (tasks/result, tasks/cancel) or wait until one expires")]
+    SessionFull(usize),
+    /// The server holds its most tasks.
+    #[error("the server already holds {0} tasks, the most allowed; try again later, or run the tool without a task")]
+    ServerFull(usize),
+}
+
+/// Why `tasks/cancel` did not cancel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CancelError {
+    /// Not one of the caller's tasks ([`NO_SUCH_TASK`]).
+    NotFound,
+    /// It already ended, as this status.
+    Ended(Status),
+}
+
+/// What `tasks/result` gets: the end, or a receiver that has it once the task ends.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The task has ended.
+    Ended(Arc<Finished>),
+    /// The task works: wait on this.
+    Working(watch::Receiver<Option<Arc<Finished>>>),
+}
+
+/// What one task is.
+struct Entry {
+    owner: String,
+    /// Creation order, for `tasks/list`.
+    seq: u64,
+    created_at: SystemTime,
+    updated_at: SystemTime,
+    /// Forgotten at this instant.
+    expires: Instant,
+    ttl: Duration,
+    status: Status,
+    message: Option<String>,
+    /// Whether it holds a place (working, or completed with its result).
+    holds_place: bool,
+    /// Bytes of its result, counted against the budget.
+    bytes: usize,
+    cancel: CancellationToken,
+    done: watch::Receiver<Option<Arc<Finished>>>,
+}
+
+impl Entry {
+    fn json(&self, id: &str) -> Value {
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut task = json!({
+            "taskId": id,
+            "status": self.status.as_str(),
+            "createdAt": time::iso8601(self.created_at),
+            "lastUpdatedAt": time::iso8601(self.updated_at),
+            "ttl": ttl,
+            "pollInterval": TASK_POLL_INTERVAL_MS,
+        });
+        if let Some(message) = &self.message {
+            task["statusMessage"] = json!(message);
+        }
+        task
+    }
+}
+
+/// One session's share.
+#[derive(Default)]
+struct Owner {
+    /// Places held.
+    places: usize,
+    /// Its tasks that ended without a place (failed, cancelled), oldest first.
+    ended: VecDeque<String>,
+}
+
+#[derive(Default)]
+struct Store {
+    tasks: HashMap<String, Entry>,
+    owners: HashMap<String, Owner>,
+    places: usize,
+    bytes: usize,
+    /// Every session's ended tasks (failed, cancelled), oldest first: at most
+    /// `max_tasks` are kept in all, however many sessions came and went.
+    ended: VecDeque<String>,
+    next_seq: u64,
+    /// The earliest expiry among the tasks, when there are any.
+    next_expiry: Option<Instant>,
+}
+
+impl Store {
+    /// Forgets the tasks whose time is up.
+    fn sweep(&mut self, now: Instant) {
+        if self.next_expiry.is_none_or(|at| at > now) {
+            return;
+        }
+        let expired: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|(_, entry)| entry.expires <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.remove(&id);
+        }
+        self.next_expiry = self.tasks.values().map(|entry| entry.expires).min();
+    }
+
+    /// Forgets task `id`: its place and bytes are free, a working call is stopped.
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.tasks.remove(id)?;
+        entry.cancel.cancel();
+        self.bytes -= entry.bytes;
+        let owner = self.owners.get_mut(&entry.owner);
+        if let Some(owner) = owner {
+            if entry.holds_place {
+                owner.places -= 1;
+            } else {
+                owner.ended.retain(|ended| ended != id);
+            }
+            if owner.places == 0 && owner.ended.is_empty() {
+                self.owners.remove(&entry.owner);
+            }
+        }
+        if entry.holds_place {
+            self.places -= 1;
+        }
+        Some(entry)
+    }
+
+    /// Task `id` gives its place back (it failed or was cancelled); past
+    /// `keep` such tasks of its session, or `keep_all` of all sessions, the oldest is
+    /// forgotten.
+    fn release(&mut self, id: &str, keep: usize, keep_all: usize) {
+        let Some(entry) = self.tasks.get_mut(id) else {
+            return;
+        };
+        if !entry.holds_place {
+            return;
+        }
+        entry.holds_place = false;
+        self.places -= 1;
+        let owner_id = entry.owner.clone();
+        let mut forget = None;
+        if let Some(owner) = self.owners.get_mut(&owner_id) {
+            owner.places -= 1;
+            owner.ended.push_back(id.to_owned());
+            if owner.ended.len() > keep {
+                forget = owner.ended.pop_front();
+            }
+        }
+        if let Some(oldest) = forget {
+            self.remove(&oldest);
+        }
+        // Ids of tasks forgotten since may be among them: those go without effect.
+        self.ended.push_back(id.to_owned());
+        while self.ended.len() > keep_all {
+            if let Some(oldest) = self.ended.pop_front() {
+                if self
+                    .tasks
+                    .get(&oldest)
+                    .is_some_and(|entry| !entry.holds_place)
+                {
+                    self.remove(&oldest);
+                }
+            }
+        }
+    }
+
+    /// The caller's task `id`, if there is one.
+    fn owned(&self, owner: &str, id: &str) -> Option<&Entry> {
+        self.tasks.get(id).filter(|entry| entry.owner == owner)
+    }
+}
+
+fn widen(bytes: usize) -> u64 {
+    u64::try_from(bytes).unwrap_or(u64::MAX)
+}
+
+/// What the store holds now, for tests and monitoring.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TaskCounts {
+    /// Tasks known (holding a place or not).
+    pub(crate) tasks: usize,
+    /// Places held.
+    pub(crate) places: usize,
+    /// Bytes of results kept.
+    pub(crate) bytes: usize,
+}
+
+/// The tasks of every session of one server (see the [module docs](self)).
+pub(crate) struct TaskStore {
+    timeout: Duration,
+    ttl: Duration,
+    max_tasks: usize,
+    per_session: usize,
+    max_bytes: usize,
+    inner: Mutex<Store>,
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore")
+            .field("counts", &self.counts())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskStore {
+    /// A store keeping `limits`' task bounds.
+    pub(crate) fn new(limits: &McpLimits) -> Self {
+        Self {
+            timeout: limits.task_timeout(),
+            ttl: limits.task_ttl(),
+            max_tasks: limits.max_tasks().get(),
+            per_session: limits
+                .max_tasks_per_session()
+                .get()
+                .min(limits.max_tasks().get()),
+            max_bytes: limits.max_task_result_bytes().get(),
+            inner: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        // Every change leaves the maps consistent before it can panic; a poisoned lock
+        // leaves them usable.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The longest a task runs: the server's limit, or `tool_limit` when it is shorter.
+    pub(crate) fn time_limit(&self, tool_limit: Option<Duration>) -> Duration {
+        tool_limit.map_or(self.timeout, |limit| limit.min(self.timeout))
+    }
+
+    /// Starts a task for session `owner`, kept `requested_ttl` (milliseconds; the
+    /// server's TTL when none or longer); its call stops when `parent` is cancelled.
+    ///
+    /// # Errors
+    /// [`CreateError`] when the session or the server holds its most tasks.
+    pub(crate) fn create(
+        &self,
+        owner: &str,
+        requested_ttl: Option<u64>,
+        parent: &CancellationToken,
+    ) -> Result<Created, CreateError> {
+        let now = Instant::now();
+        let mut store = self.lock();
+        store.sweep(now);
+        let places = store.owners.get(owner).map_or(0, |owner| owner.places);
+        if places >= self.per_session {
+            return Err(CreateError::SessionFull(self.per_session));
+        }
+        if store.places >= self.max_tasks {
+            return Err(CreateError::ServerFull(self.max_tasks));
+        }
+        let ttl = requested_ttl
+            .map_or(self.ttl, Duration::from_millis)
+            .min(self.ttl);
+        // A v4 UUID: 122 bits from the OS's random source, not to be guessed.
+        let id = Environment::generate().turn_id;
+        let token = parent.child_token();
+        let (sender, done) = watch::channel(None);
+        let created_at = SystemTime::now();
+        let entry = Entry {
+            owner: owner.to_owned(),
+            seq: store.next_seq,
+            created_at,
+            updated_at: created_at,
+            expires: now + ttl,
+            ttl,
+            status: Status::Working,
+            message: None,
+            holds_place: true,
+            bytes: 0,
+            cancel: token.clone(),
+            done,
+        };
+        let task = entry.json(&id);
+        store.next_seq += 1;
+        store.places += 1;
+        store.owners.entry(owner.to_owned()).or_default().places += 1;
+        store.next_expiry = Some(
+            store
+                .next_expiry
+                .map_or(entry.expires, |at| at.min(entry.expires)),
+        );
+        store.tasks.insert(id.clone(), entry);
+        Ok(Created {
+            id,
+            token,
+            task,
+            sender,
+        })
+    }
+
+    /// Records how task `created` ended: `result` (a `tools/call` result's JSON text) and
+    /// whether it is an error (`message`: its text). A completed result is kept while it
+    /// fits [`McpLimits::max_task_result_bytes`](crate::McpLimits::max_task_result_bytes);
+    /// one that does not fit is not kept and the task fails saying so. A task cancelled
+    /// or forgotten meanwhile stays as it is.
+    pub(crate) fn finish(&self, created: Created, result: Bytes, error: Option<String>) {
+        let mut store = self.lock();
+        let taken = store.bytes;
+        let fits = taken + result.len() <= self.max_bytes;
+        let Some(entry) = store.tasks.get_mut(&created.id) else {
+            return;
+        };
+        if entry.status != Status::Working {
+            // Cancelled meanwhile: its waiters learn it.
+            drop(store);
+            created.sender.send_replace(Some(Arc::new(Finished {
+                status: Status::Cancelled,
+                result: None,
+            })));
+            return;
+        }
+        let (status, message, result) = match (fits, error) {
+            (true, None) => (Status::Completed, None, result),
+            (true, Some(message)) => (Status::Failed, Some(message), result),
+            (false, _) => {
+                let message = format!(
+                    "the task's result ({}) was not kept: results kept by this server's tasks may take {} in all, and {} are taken; fetch or cancel other tasks first, or ask for a smaller result",
+                    format_bytes(widen(result.len())),
+                    format_bytes(widen(self.max_bytes)),
+                    format_bytes(widen(taken)),
+                );
+                // As a failed call's result: the message as its one text block.
+                let text = json!({
+                    "content": [{ "type": "text", "text": message }],
+                    "isError": true,
+                });
+                (Status::Failed, Some(message), Bytes::from(text.to_string()))
+            }
+        };
+        let bytes = if fits { result.len() } else { 0 };
+        entry.status = status;
+        entry.message = message;
+        entry.updated_at = SystemTime::now();
+        entry.bytes = bytes;
+        store.bytes += bytes;
+        let finished = Arc::new(Finished {
+            status,
+            result: Some(result),
+        });
+        created.sender.send_replace(Some(finished));
+        if status != Status::Completed {
+            store.release(&created.id, self.per_session, self.max_tasks);
+        }
+    }
+
+    /// `tasks/get`: the caller's task `id` as MCP's `Task`.
+    pub(crate) fn get(&self, owner: &str, id: &str) -> Option<Value> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        store.owned(owner, id).map(|entry| entry.json(id))
+    }
+
+    /// `tasks/result`: how the caller's task `id` ended, or a receiver to wait on.
+    pub(crate) fn outcome(&self, owner: &str, id: &str) -> Option<Outcome> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let entry = store.owned(owner, id)?;
+        let done = entry.done.borrow().clone();
+        Some(match done {
+            Some(finished) => Outcome::Ended(finished),
+            None => Outcome::Working(entry.done.clone()),
+        })
+    }
+
+    /// `tasks/cancel`: stops the caller's working task `id` at once and frees its place.
+    ///
+    /// # Errors
+    /// [`CancelError::NotFound`]; [`CancelError::Ended`] for a task already ended.
+    pub(crate) fn cancel(&self, owner: &str, id: &str, reason: &str) -> Result<Value, CancelError> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let Some(entry) = store.tasks.get_mut(id).filter(|entry| entry.owner == owner) else {
+            return Err(CancelError::NotFound);
+        };
+        if entry.status != Status::Working {
+            return Err(CancelError::Ended(entry.status));
+        }
+        entry.cancel.cancel();
+        entry.status = Status::Cancelled;
+        entry.message = Some(reason.to_owned());
+        entry.updated_at = SystemTime::now();
+        let task = entry.json(id);
+        store.release(id, self.per_session, self.max_tasks);
+        Ok(task)
+    }
+
+    /// Task `created`'s call was stopped (cancelled, or its session ended): marks it
+    /// cancelled when it still works, and its waiters learn it.
+    pub(crate) fn stopped(&self, created: Created, reason: &str) {
+        if self.cancel_entry(&created.id, reason) {
+            created.sender.send_replace(Some(Arc::new(Finished {
+                status: Status::Cancelled,
+                result: None,
+            })));
+        }
+    }
+
+    /// Whether task `id` is known and cancelled now (by this or before).
+    fn cancel_entry(&self, id: &str, reason: &str) -> bool {
+        let mut store = self.lock();
+        let Some(entry) = store.tasks.get_mut(id) else {
+            return false;
+        };
+        if entry.status != Status::Working {
+            return entry.status == Status::Cancelled;
+        }
+        entry.status = Status::Cancelled;
+        entry.message = Some(reason.to_owned());
+        entry.updated_at = SystemTime::now();
+        store.release(id, self.per_session, self.max_tasks);
+        true
+    }
+
+    /// `tasks/list`: a page of the caller's tasks, oldest first, from `cursor` (the
+    /// `nextCursor` of the page before).
+    ///
+    /// # Errors
+    /// A message for a cursor this store did not give.
+    pub(crate) fn list(&self, owner: &str, cursor: Option<&str>) -> Result<Value, String> {
+        let after = match cursor {
+            None => None,
+            Some(text) => Some(
+                text.parse::<u64>()
+                    .map_err(|_| "Invalid params: \"cursor\" is not one this server gave; send the nextCursor of the last tasks/list page, or none for the first".to_owned())?,
+            ),
+        };
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let mut mine: Vec<(&String, &Entry)> = store
+            .tasks
+            .iter()
+            .filter(|(_, entry)| entry.owner == owner)
+            .filter(|(_, entry)| after.is_none_or(|after| entry.seq > after))
+            .collect();
+        mine.sort_by_key(|(_, entry)| entry.seq);
+        let more = mine.len() > TASK_PAGE_SIZE;
+        mine.truncate(TASK_PAGE_SIZE);
+        let tasks: Vec<Value> = mine.iter().map(|(id, entry)| entry.json(id)).collect();
+        let mut result = json!({ "tasks": tasks });
+        if more {
+            if let Some((_, last)) = mine.last() {
+                result["nextCursor"] = json!(last.seq.to_string());
+            }
+        }
+        Ok(result)
+    }
+
+    /// Forgets every task of session `owner` (it was terminated): working calls stop,
+    /// places and bytes are free.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "used by the HTTP transport")
+    )]
+    pub(crate) fn forget_owner(&self, owner: &str) {
+        let mut store = self.lock();
+        let ids: Vec<String> = store
+            .tasks
+            .iter()
+            .filter(|(_, entry)| entry.owner == owner)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            store.remove(&id);
+        }
+    }
+
+    /// What the store holds now.
+    pub(crate) fn counts(&self) -> TaskCounts {
+        let store = self.lock();
+        TaskCounts {
+            tasks: store.tasks.len(),
+            places: store.places,
+            bytes: store.bytes,
+        }
+    }
+}
