@@ -152,14 +152,19 @@ impl Bound {
         }
     }
 
-    /// Calls tool `name`; its answer, or its error as 0.2.0's.
+    /// Calls tool `name` with `env` (copied once into the world's own type); its
+    /// answer, or its error as 0.2.0's.
     pub(crate) async fn call(
         &self,
         store: &mut Store<PluginState>,
         name: &str,
         arguments: &str,
-        env: &WitEnvironment,
+        env: &toolhost::registry::Environment,
     ) -> wasmtime::Result<Result<Answer, GuestError>> {
+        let wit_env = || WitEnvironment {
+            session_id: env.session_id.clone(),
+            turn_id: env.turn_id.clone(),
+        };
         match self {
             Bound::V0_3(plugin) => {
                 let env = v3::Environment {
@@ -174,13 +179,13 @@ impl Bound {
             }
             Bound::V0_2(plugin) => Ok(plugin
                 .toolhost_plugin_tools()
-                .call_call(store, name, arguments, env)
+                .call_call(store, name, arguments, &wit_env())
                 .await?
                 .map(Answer::Json)),
             Bound::V0_1(plugin) => {
                 let result = plugin
                     .toolhost_plugin_tools()
-                    .call_call(store, name, arguments, &v0_1::environment(env))
+                    .call_call(store, name, arguments, &v0_1::environment(&wit_env()))
                     .await?;
                 Ok(result.map(Answer::Json).map_err(v0_1::tool_error))
             }

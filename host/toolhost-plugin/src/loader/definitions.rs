@@ -161,6 +161,43 @@ async fn ask_definitions(
     Ok(compiled.with(definitions, offer))
 }
 
+/// Checks that `template` is an RFC 6570 level 1 URI template: at most 1 KiB, no space
+/// or control character, and every `{` closed by a `}` around a name of letters, digits
+/// and `_` (no operator, no nesting). Its namespace is checked by the catalog.
+pub(crate) fn check_template(template: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "resource template `{}` is not an RFC 6570 level 1 template: {why}",
+            template.escape_debug()
+        ))
+    };
+    if template.len() > 1024 {
+        return bad("it is longer than 1024 bytes");
+    }
+    if template
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return bad("it holds a space or a control character");
+    }
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return bad("a `}` closes nothing");
+        }
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return bad("a `{` is never closed");
+        };
+        let name = &after[..close];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return bad("a variable name must be letters, digits or `_`");
+        }
+        rest = &after[close + 1..];
+    }
+    Ok(())
+}
+
 /// Most prompts, and most resource templates, one plugin may offer.
 const MAX_OFFERED: usize = 1000;
 
@@ -217,6 +254,9 @@ async fn ask_offer(compiled: &Compiled, caps: &DefinitionLimits) -> Result<Offer
                 "it declares {} resource templates, more than {MAX_OFFERED}",
                 templates.len()
             ));
+        }
+        for template in &templates {
+            check_template(&template.uri_template)?;
         }
         let (ctx, env) = (
             toolhost::registry::CallContext::new(),
@@ -288,4 +328,46 @@ where
             .join()
     })
     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_template;
+
+    #[test]
+    fn templates_must_be_level_1() {
+        for good in [
+            "plugin://p/items/{id}",
+            "test://template/{id}/data",
+            "plugin://p/fixed",
+            "plugin://p/{a}/{b_2}",
+        ] {
+            assert_eq!(check_template(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("plugin://p/{id", "a `{` is never closed"),
+            ("plugin://p/id}", "a `}` closes nothing"),
+            (
+                "plugin://p/{}",
+                "a variable name must be letters, digits or `_`",
+            ),
+            (
+                "plugin://p/{+path}",
+                "a variable name must be letters, digits or `_`",
+            ),
+            (
+                "plugin://p/{a{b}}",
+                "a variable name must be letters, digits or `_`",
+            ),
+            ("plugin://p/a b", "it holds a space or a control character"),
+        ] {
+            assert_eq!(
+                check_template(bad),
+                Err(format!(
+                    "resource template `{bad}` is not an RFC 6570 level 1 template: {why}"
+                )),
+                "{bad}"
+            );
+        }
+    }
 }

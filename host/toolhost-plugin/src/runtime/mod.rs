@@ -34,9 +34,7 @@ use crate::host::file_grant::FileGrant;
 use crate::host::quota::PluginMeter;
 use crate::output::Captured;
 use crate::state::{Grants, NewState, PluginState};
-use crate::v0_2::exports::toolhost::plugin::tools::{
-    Environment as WitEnvironment, ToolDefinition as WitDefinition,
-};
+use crate::v0_2::exports::toolhost::plugin::tools::ToolDefinition as WitDefinition;
 use crate::world::Bound;
 use crate::PluginLimits;
 
@@ -206,16 +204,12 @@ impl PluginRuntime {
         arguments: &Arguments,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let env = WitEnvironment {
-            session_id: env.session_id.clone(),
-            turn_id: env.turn_id.clone(),
-        };
         let started = Instant::now();
         let result = match self.start(name, ctx).await {
             Ok(mut running) => {
                 let outcome = tokio::time::timeout_at(running.deadline.into(), async {
                     let (plugin, store) = running.plugin(&self.code).await?;
-                    plugin.call(store, name, arguments.raw(), &env).await
+                    plugin.call(store, name, arguments.raw(), env).await
                 })
                 .await;
                 self.finish(running, outcome)
