@@ -41,14 +41,15 @@ fn watch_reloads_plugins_and_tells_the_client() {
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
     // With --watch, plugins loaded later may bring prompts and resources (their catalog):
-    // the server says it may offer them, and that their lists may change.
+    // the server says it may offer them, that their lists may change, and that their
+    // resources may be subscribed to.
     assert_eq!(
         init["result"]["capabilities"],
         json!({
             "tools": {"listChanged": true},
             "logging": {},
             "prompts": {"listChanged": true},
-            "resources": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true},
             "completions": {},
         })
     );

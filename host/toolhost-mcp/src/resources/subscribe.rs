@@ -11,6 +11,11 @@
 //! or existence differs from the last poll gets one `notifications/resources/updated`
 //! `{uri}`. The first poll after subscribing sets what later polls compare with. The
 //! task ends with the last subscription or the session.
+//!
+//! A resource of a catalog source (a plugin's, under its namespace) can be subscribed to
+//! as well, within the same cap: a source cannot say when its content changes, so each
+//! subscribed URI of the catalog gets one `notifications/resources/updated` whenever the
+//! catalog changes (a plugin loaded, reloaded or removed with `--watch`).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
@@ -46,6 +51,9 @@ struct Watched {
 struct State {
     /// By path.
     files: BTreeMap<String, Watched>,
+    /// Resources of the catalog's sources, by URI: told of when their source changes
+    /// (a plugin reloaded), since a source cannot say when its content changes.
+    sources: std::collections::BTreeSet<String>,
     /// Whether a poller runs.
     polling: bool,
 }
@@ -74,7 +82,7 @@ impl Subscribed {
     pub(crate) fn subscribe(&self, uri: String, path: String) -> Result<bool, String> {
         let mut state = self.lock();
         if !state.files.contains_key(&path) {
-            if state.files.len() >= MAX_RESOURCE_SUBSCRIPTIONS {
+            if state.files.len() + state.sources.len() >= MAX_RESOURCE_SUBSCRIPTIONS {
                 return Err(full_message());
             }
             state.files.insert(path, Watched { uri, seen: None });
@@ -87,6 +95,31 @@ impl Subscribed {
     /// Drops the subscription to `path`, if there is one.
     pub(crate) fn unsubscribe(&self, path: &str) {
         self.lock().files.remove(path);
+    }
+
+    /// Subscribes to `uri`, a resource of a catalog source (counted in the same cap).
+    ///
+    /// # Errors
+    /// The `-32602` message when [`MAX_RESOURCE_SUBSCRIPTIONS`] are held already.
+    pub(crate) fn subscribe_source(&self, uri: String) -> Result<(), String> {
+        let mut state = self.lock();
+        if !state.sources.contains(&uri) {
+            if state.files.len() + state.sources.len() >= MAX_RESOURCE_SUBSCRIPTIONS {
+                return Err(full_message());
+            }
+            state.sources.insert(uri);
+        }
+        Ok(())
+    }
+
+    /// Drops the subscription to the catalog resource `uri`, if there is one.
+    pub(crate) fn unsubscribe_source(&self, uri: &str) {
+        self.lock().sources.remove(uri);
+    }
+
+    /// The subscribed catalog resources, to tell of when the catalog changed.
+    pub(crate) fn source_uris(&self) -> Vec<String> {
+        self.lock().sources.iter().cloned().collect()
     }
 
     /// Polls the subscribed files of `files` until none is left, calling `updated` with

@@ -66,7 +66,23 @@ impl Session {
                 }
                 before = now;
             }
+            // A source that changed may serve other content under the same URIs: each
+            // subscribed resource of the catalog is told of.
+            let updated = if tools {
+                Vec::new()
+            } else {
+                self.0.subscribed.source_uris()
+            };
             if self.0.state.negotiated().is_some() {
+                for uri in updated {
+                    debug!(target: LOG_TARGET, uri, "the catalog changed: a subscribed resource may have");
+                    let note = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/resources/updated",
+                        "params": { "uri": uri },
+                    });
+                    self.notifier().send(Message::text(note.to_string())).await;
+                }
                 for list in notes {
                     debug!(target: LOG_TARGET, list, "list changed: telling the client");
                     self.notifier()

@@ -45,9 +45,10 @@ pub(super) struct Offer {
 }
 
 impl Offer {
-    /// Whether files can be subscribed to: a root, and `--watch`.
+    /// Whether resources can be subscribed to: files under a root with `--watch`, or
+    /// the resources of the catalog's sources.
     fn subscribe(self) -> bool {
-        self.files && self.list_changed
+        self.files && self.list_changed || self.catalog_resources
     }
 }
 
@@ -325,16 +326,43 @@ impl Session {
         }
     }
 
-    /// `resources/subscribe` or `resources/unsubscribe` of a file under the root.
+    /// `resources/subscribe` or `resources/unsubscribe` of a file under the root, or of a
+    /// resource under a catalog source's namespace.
     fn subscription(&self, id: &RequestId, method: &str, params: &Params) -> Result<(), RpcError> {
-        let Some(files) = self.0.catalog.resources.as_ref() else {
-            return Err(invalid(id, "this server has no files to subscribe to"));
-        };
         let Some(uri) = params.str("uri") else {
             return Err(invalid(
                 id,
-                "\"uri\" must be a string: a file:/// URI as resources/list gives it",
+                "\"uri\" must be a string: a resource URI as resources/list gives it",
             ));
+        };
+        if uri.len() <= MAX_URI_BYTES
+            && self
+                .registry()
+                .catalog()
+                .resource_source_for(&uri)
+                .is_some()
+        {
+            if method == "resources/unsubscribe" {
+                self.0.subscribed.unsubscribe_source(&uri);
+                return Ok(());
+            }
+            return self
+                .0
+                .subscribed
+                .subscribe_source(uri)
+                .map_err(|message| invalid(id, message));
+        }
+        let files = match self.0.catalog.resources.as_ref() {
+            Some(files) if self.offer().files && self.offer().list_changed => files,
+            _ => {
+                return Err(invalid(
+                    id,
+                    format!(
+                        "\"{}\" cannot be subscribed to: no resource source owns it (resources/list gives the resources there are; files under the root need a root and --watch)",
+                        shown(&uri)
+                    ),
+                ))
+            }
         };
         if !uri.starts_with(FILE_URI_PREFIX) {
             return Err(invalid(

@@ -1000,7 +1000,7 @@ async fn catalog_changes_are_announced() {
         .unwrap();
     assert_eq!(
         init["result"]["capabilities"],
-        json!({"tools": {"listChanged": true}, "logging": {}, "prompts": {"listChanged": true}, "resources": {"listChanged": true}, "completions": {}})
+        json!({"tools": {"listChanged": true}, "logging": {}, "prompts": {"listChanged": true}, "resources": {"listChanged": true, "subscribe": true}, "completions": {}})
     );
     let source: Arc<dyn PromptSource> = Arc::new(Prompts {
         mode: Mode::Good,
@@ -1122,4 +1122,79 @@ async fn a_source_cursor_over_a_kilobyte_is_refused() {
         INTERNAL_ERROR,
         &["the resource source of plugin://long/ gave a cursor of 2048 bytes, over the 1024-byte limit"],
     );
+}
+
+#[tokio::test]
+async fn a_subscribed_resource_of_a_source_is_told_of_when_its_source_changes() {
+    let (registry, _) = registry_with(None, &[("plugin://a/", Mode::Good, 1, 1)]);
+    // Without --watch and without a root: the source's resources can still be subscribed
+    // to (they change only when the catalog does); other URIs cannot.
+    let answers = serve(
+        McpServer::new(Arc::clone(&registry)),
+        &[
+            request("initialize", json!({"protocolVersion": "2025-06-18"})),
+            request("resources/subscribe", json!({"uri": "plugin://a/r0"})),
+            request("resources/subscribe", json!({"uri": "plugin://b/r0"})),
+            request("resources/subscribe", json!({"uri": "file:///a.md"})),
+            request("resources/unsubscribe", json!({"uri": "plugin://a/r0"})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        answers[0]["result"]["capabilities"]["resources"],
+        json!({"subscribe": true})
+    );
+    assert_eq!(answers[1]["result"], json!({}));
+    for answer in &answers[2..4] {
+        assert_refused(answer, INVALID_PARAMS, &["no resource source owns it"]);
+    }
+    assert_eq!(answers[4]["result"], json!({}));
+
+    // With --watch: a change of the catalog tells each subscribed resource of it.
+    let server = McpServer::new(Arc::clone(&registry)).with_list_changed(true);
+    let (mut client, serving) = serve_client(server);
+    client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#)
+        .await;
+    next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"plugin://a/r0"}}"#)
+        .await;
+    assert_eq!(
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap()["result"],
+        json!({})
+    );
+    let source: Arc<dyn ResourceSource> = Arc::new(Resources {
+        namespace: "plugin://a/",
+        mode: Mode::Good,
+        per_page: 1,
+        total: 2,
+        cancelled: Arc::default(),
+    });
+    registry
+        .catalog()
+        .replace("owner0", None, Some(source), Some("plugin://a/"))
+        .unwrap();
+    let mut got = vec![
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap(),
+        next_json(&mut client, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    ];
+    got.sort_by_key(|note| note["method"].to_string());
+    assert_eq!(
+        got,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "plugin://a/r0"}}),
+        ]
+    );
+    drop(client);
+    serving.await.unwrap().unwrap();
 }
