@@ -19,8 +19,11 @@
 //! MCP server in `toolhost-mcp`, the command line in the `host` binary.
 #![deny(missing_docs)]
 
-pub mod catalog;
 pub mod error;
 pub mod registry;
 pub mod tools;
 pub mod vfs;
+
+/// Prompts and resources offered beside the tools: [`registry::catalog`], re-exported
+/// here, where most callers look for it.
+pub use registry::catalog;

@@ -46,6 +46,12 @@ pub(super) enum Work {
     TaskResult(super::tasks::TaskWait),
 }
 
+impl From<super::offer::CatalogWork> for Work {
+    fn from(work: super::offer::CatalogWork) -> Self {
+        Work::Catalog(work)
+    }
+}
+
 impl std::fmt::Debug for PendingCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingCall")

@@ -17,7 +17,6 @@ use tracing::{debug, warn};
 use toolhost::catalog::{PromptSource, ResourceSource};
 use toolhost::registry::CallContext;
 
-use super::calls::Work;
 use super::{Message, Registration, Session, Step, LOG_TARGET};
 use crate::jsonrpc::{Params, RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::MAX_SOURCE_CURSOR_BYTES;
@@ -215,7 +214,7 @@ impl Session {
         };
         let call = |work: Result<CatalogWork, RpcError>| -> Step {
             match work {
-                Ok(work) => Step::Call(self.pending(id.clone(), Work::Catalog(work), meta.clone())),
+                Ok(work) => Step::Call(self.pending(id.clone(), work.into(), meta.clone())),
                 Err(err) => Step::Reply(self.error(&err)),
             }
         };

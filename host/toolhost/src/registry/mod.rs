@@ -73,6 +73,7 @@ use std::time::Duration;
 
 mod arguments;
 mod cap;
+pub mod catalog;
 mod content;
 mod dispatch;
 mod error;
@@ -148,7 +149,7 @@ pub struct Registry {
     /// The generation: how many changes the tool set has seen.
     changes: tokio::sync::watch::Sender<u64>,
     /// Prompts and resources offered beside the tools.
-    catalog: crate::catalog::Catalog,
+    catalog: catalog::Catalog,
 }
 
 impl Default for Registry {
@@ -175,13 +176,13 @@ impl Registry {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             result_cap: DEFAULT_RESULT_CAP,
             changes: tokio::sync::watch::Sender::new(0),
-            catalog: crate::catalog::Catalog::new(),
+            catalog: catalog::Catalog::new(),
         }
     }
 
     /// The prompts and resources offered beside this registry's tools (plugins that
     /// export them register here; an MCP server serves them).
-    pub fn catalog(&self) -> &crate::catalog::Catalog {
+    pub fn catalog(&self) -> &catalog::Catalog {
         &self.catalog
     }
 
