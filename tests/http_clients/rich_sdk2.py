@@ -7,7 +7,8 @@ Writes notes.txt and pixel.png into ROOT (the server's --root), then runs every 
 on the legacy revision (initialize, 2025-11-25: the server asks through `elicitation/create`)
 and once on the modern one (server/discover, 2026-07-28: it asks through `input_required`
 rounds the SDK answers): an image result with its exact bytes, resources (list, templates,
-read of a root file, a root PNG, the plugin's test://static-text and a template), a prompt
+read of a root file, a root PNG, the plugin's test://static-text and a template; on the
+legacy revision a subscription to a file, told of its creation), a prompt
 with arguments, a plugin's question answered with accept (the content reaches the result)
 and with decline, and --confirm's approval accepted (the file is written) and declined (a
 tool error, nothing written). Tasks: 2.x has no client task API (tasks left the core
@@ -20,6 +21,7 @@ import base64
 import json
 import os
 import sys
+import warnings
 
 import anyio
 import mcp_types as types
@@ -31,6 +33,8 @@ PIXEL_PNG = bytes.fromhex(
 )
 NOTES = "notes from the root\nsecond line\n"
 STATIC_TEXT = "This is the content of the static text resource."
+# resources/subscribe warns that 2026-07-28 replaced it: it is checked on 2025-11-25 only.
+warnings.filterwarnings("ignore", message="resources/(un)?subscribe is removed as of 2026-07-28")
 REVISION = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
 
@@ -142,9 +146,42 @@ async def approval(client, user, root, era, tag):
     check(not os.path.exists(os.path.join(root, f"declined-{tag}.txt")), f"{era}: declined: nothing written")
 
 
+class Updates:
+    """The `notifications/resources/updated` URIs the server sent."""
+
+    def __init__(self):
+        self.uris = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(message.params.uri)
+            self.arrived.set()
+
+
+async def subscription(client, updates, root, era):
+    """resources/subscribe (--watch, legacy only) to a file that does not exist yet, then
+    created: one notifications/resources/updated for it."""
+    caps = client.server_capabilities.resources
+    check(caps is not None and caps.subscribe is True, f"{era}: resources.subscribe declared (--watch)")
+    await client.subscribe_resource("file:///watched.txt")
+    # The server's first poll (each second) sets what later ones compare with: give it
+    # time, also on a loaded machine.
+    await anyio.sleep(2)
+    path = os.path.join(root, "watched.txt")
+    with open(path, "w") as f:
+        f.write("now here")
+    with anyio.move_on_after(10):
+        await updates.arrived.wait()
+    check(updates.uris == ["file:///watched.txt"], f"{era}: creating the subscribed file sends one notifications/resources/updated ({updates.uris})")
+    await client.unsubscribe_resource("file:///watched.txt")
+    os.remove(path)
+
+
 async def run(url, root, mode):
     user = User()
-    async with Client(url, mode=mode, elicitation_callback=user) as client:
+    updates = Updates()
+    async with Client(url, mode=mode, elicitation_callback=user, message_handler=updates) as client:
         era = f"sdk 2.x {mode}"
         check(client.protocol_version == REVISION[mode], f"{era}: protocol {client.protocol_version}")
         await rich_content(client, era)
@@ -153,6 +190,7 @@ async def run(url, root, mode):
         await elicitation(client, user, era)
         await approval(client, user, root, era, mode)
         if mode == "legacy":
+            await subscription(client, updates, root, era)
             print(f"SKIPPING {era}: tasks: mcp 2.x has no client task API (tasks are left to the 1.x client)", flush=True)
 
 
