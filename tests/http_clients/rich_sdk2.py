@@ -1,19 +1,21 @@
 """The MCP Python SDK 2.x (its `mcp.Client`) against `host serve --http` with a root, the
-conformance plugin (plugins/conformance, its manifest, --plugin-ask) and --confirm write_file.
+conformance plugin (plugins/conformance, its manifest, --plugin-ask), --watch and
+--confirm write_file.
 
-    python rich_sdk2.py URL ROOT [--expect-tasks]
+    python rich_sdk2.py URL ROOT
 
 Writes notes.txt and pixel.png into ROOT (the server's --root), then runs every check once
-on the legacy revision (initialize, 2025-11-25: the server asks through `elicitation/create`)
-and once on the modern one (server/discover, 2026-07-28: it asks through `input_required`
-rounds the SDK answers): an image result with its exact bytes, resources (list, templates,
-read of a root file, a root PNG, the plugin's test://static-text and a template; on the
-legacy revision a subscription to a file, told of its creation), a prompt
-with arguments, a plugin's question answered with accept (the content reaches the result)
-and with decline, and --confirm's approval accepted (the file is written) and declined (a
-tool error, nothing written). Tasks: 2.x has no client task API (tasks left the core
-protocol in 2026-07-28; its `send_request` checks a tools/call answer as a CallToolResult,
-so a task-augmented call cannot go through it): this says so and leaves tasks to the 1.x
+on the legacy revision (initialize, 2025-11-25: the server asks through
+`elicitation/create`) and once on the modern one (server/discover, 2026-07-28: it asks
+through `input_required` rounds the SDK answers): image and audio results with their
+exact bytes; resources (list over all pages, templates, reads of a root file, a root PNG,
+the plugin's test://static-text and a template; on the legacy revision a subscription to
+a file, told of its creation); prompts (with arguments, with an image, with an embedded
+resource); a plugin's question answered with accept (the content reaches the result) and
+with decline; --confirm's approval accepted (the file is written) and declined (a tool
+error, nothing written). Tasks: 2.x has no client task API (tasks left the core protocol
+in 2026-07-28, and its `send_request` checks a tools/call answer as a CallToolResult, so a
+task-augmented call cannot go through it): this says so and leaves tasks to the 1.x
 client (rich_sdk1.py). Prints one line per check; exits 1 on the first mismatch.
 """
 
@@ -31,6 +33,8 @@ PIXEL_PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
     "0000000c49444154789c63f8cfc0000003010100c9fe92ef0000000049454e44ae426082"
 )
+# The plugin's WAV: 8 silent 16-bit mono samples at 8 kHz.
+SILENCE_WAV = bytes.fromhex("524946463400000057415645666d74201000000001000100401f0000803e0000020010006461746110000000") + bytes(16)
 NOTES = "notes from the root\nsecond line\n"
 STATIC_TEXT = "This is the content of the static text resource."
 # resources/subscribe warns that 2026-07-28 replaced it: it is checked on 2025-11-25 only.
@@ -71,6 +75,9 @@ async def rich_content(client, era):
     check(isinstance(image, types.ImageContent), f"{era}: the block is an ImageContent ({type(image).__name__})")
     check(image.mime_type == "image/png", f"{era}: image mimeType {image.mime_type}")
     check(base64.b64decode(image.data, validate=True) == PIXEL_PNG, f"{era}: image data decodes to the plugin's 69-byte PNG")
+    (audio,) = (await client.call_tool("test_audio_content", {})).content
+    check(isinstance(audio, types.AudioContent) and audio.mime_type == "audio/wav", f"{era}: test_audio_content gives an AudioContent, audio/wav")
+    check(base64.b64decode(audio.data, validate=True) == SILENCE_WAV, f"{era}: its data decodes to the plugin's 60-byte WAV")
 
 
 async def all_pages(list_page, items):
@@ -117,6 +124,14 @@ async def prompts(client, era):
     check(len(got.messages) == 1 and got.messages[0].role == "user", f"{era}: prompts/get gives one user message")
     content = got.messages[0].content
     check(content.type == "text" and content.text == "Prompt with arguments: arg1='alpha', arg2='beta two'", f"{era}: the prompt's text carries both arguments ({content.text!r})")
+    got = await client.get_prompt("test_prompt_with_image")
+    first, second = (m.content for m in got.messages)
+    check(isinstance(first, types.ImageContent) and first.mime_type == "image/png" and base64.b64decode(first.data) == PIXEL_PNG, f"{era}: test_prompt_with_image: an ImageContent with the PNG's bytes")
+    check(second.type == "text" and second.text == "Please analyze the image above.", f"{era}: then its text")
+    got = await client.get_prompt("test_prompt_with_embedded_resource", {"resourceUri": "test://chosen"})
+    embedded = got.messages[0].content
+    check(isinstance(embedded, types.EmbeddedResource) and embedded.resource.uri == "test://chosen", f"{era}: test_prompt_with_embedded_resource: an EmbeddedResource at the given URI")
+    check(embedded.resource.text == "Embedded resource content for testing." and embedded.resource.mime_type == "text/plain", f"{era}: with its text, text/plain")
 
 
 async def elicitation(client, user, era):
