@@ -2,7 +2,10 @@
 conformance plugin (plugins/conformance, its manifest, --plugin-ask), --watch and
 --confirm write_file.
 
-    python rich_sdk2.py URL ROOT
+    python rich_sdk2.py URL ROOT [-- HOST run --root ROOT ... --confirm write_file]
+
+With a command after --, the same checks run again over stdio against it (`host run`),
+where the server's questions go out on stdout.
 
 Writes notes.txt and pixel.png into ROOT (the server's --root), then runs every check once
 on the legacy revision (initialize, 2025-11-25: the server asks through
@@ -28,6 +31,7 @@ import warnings
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 PIXEL_PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
@@ -193,30 +197,37 @@ async def subscription(client, updates, root, era):
     os.remove(path)
 
 
-async def run(url, root, mode):
+async def run(server, root, mode, transport):
     user = User()
     updates = Updates()
-    async with Client(url, mode=mode, elicitation_callback=user, message_handler=updates) as client:
-        era = f"sdk 2.x {mode}"
+    async with Client(server, mode=mode, elicitation_callback=user, message_handler=updates) as client:
+        era = f"sdk 2.x {transport} {mode}"
         check(client.protocol_version == REVISION[mode], f"{era}: protocol {client.protocol_version}")
         await rich_content(client, era)
         await resources(client, era)
         await prompts(client, era)
         await elicitation(client, user, era)
-        await approval(client, user, root, era, mode)
-        if mode == "legacy":
+        await approval(client, user, root, era, f"{transport}-{mode}")
+        if mode == "legacy" and transport == "http":
             await subscription(client, updates, root, era)
             print(f"SKIPPING {era}: tasks: mcp 2.x has no client task API (tasks are left to the 1.x client)", flush=True)
 
 
 async def main():
     url, root = sys.argv[1], sys.argv[2]
+    stdio = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
     with open(os.path.join(root, "notes.txt"), "w") as f:
         f.write(NOTES)
     with open(os.path.join(root, "pixel.png"), "wb") as f:
         f.write(PIXEL_PNG)
     for mode in ("legacy", "auto"):
-        await run(url, root, mode)
+        await run(url, root, mode, "http")
+    if stdio:
+        # The same over stdio (`host run`): the question goes out on stdout there.
+        # Its log (stderr, passed through by the SDK) at warn: only what went wrong.
+        server = StdioServerParameters(command=stdio[0], args=stdio[1:], env={"RUST_LOG": "warn"})
+        for mode in ("legacy", "auto"):
+            await run(server, root, mode, "stdio")
     print("python sdk 2.x: all checks passed", flush=True)
 
 
