@@ -58,6 +58,8 @@ class User:
         self.asked.append(params)
         if self.answer is None:
             return types.ElicitResult(action="decline")
+        if self.answer == "cancel":
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="accept", content=self.answer)
 
 
@@ -127,6 +129,12 @@ async def elicitation(session, user):
     user.answer = None
     result = await session.call_tool("test_elicitation", {"message": "Still there?"})
     check(texts(result) == ["User response: action=decline, content={}"], f"{ERA}: decline: the tool sees the decline {texts(result)}")
+    user.answer = "cancel"
+    result = await session.call_tool("test_elicitation", {"message": "Anyone?"})
+    check(texts(result) == ["User response: action=decline, content={}"], f"{ERA}: cancel: the tool hears no, as for decline {texts(result)}")
+    user.answer = {"username": "ada"}
+    result = await session.call_tool("test_elicitation", {"message": "Who?"})
+    check(texts(result) == ['test_elicitation: could not ask the user: the answer does not match the question\'s schema: the required field "email" is missing'], f"{ERA}: an answer outside the schema never reaches the tool as content {texts(result)}")
 
 
 async def approval(session, user, root):

@@ -15,7 +15,7 @@ exact bytes; resources (list over all pages, templates, reads of a root file, a 
 the plugin's test://static-text and a template; on the legacy revision a subscription to
 a file, told of its creation); prompts (with arguments, with an image, with an embedded
 resource); a plugin's question answered with accept (the content reaches the result) and
-with decline; --confirm's approval accepted (the file is written) and declined (a tool
+with decline (and cancel), an answer outside the schema refused, every enum form; --confirm's approval accepted (the file is written) and declined (a tool
 error, nothing written). Tasks: 2.x has no client task API (tasks left the core protocol
 in 2026-07-28, and its `send_request` checks a tools/call answer as a CallToolResult, so a
 task-augmented call cannot go through it): this says so and leaves tasks to the 1.x
@@ -69,6 +69,8 @@ class User:
         self.asked.append(params)
         if self.answer is None:
             return types.ElicitResult(action="decline")
+        if self.answer == "cancel":
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="accept", content=self.answer)
 
 
@@ -149,6 +151,15 @@ async def elicitation(client, user, era):
     user.answer = None
     result = await client.call_tool("test_elicitation", {"message": "Still there?"})
     check(texts(result) == ["User response: action=decline, content={}"], f"{era}: decline: the tool sees the decline {texts(result)}")
+    user.answer = {"untitledSingle": "option2", "titledSingle": "value3", "legacyEnum": "opt1", "untitledMulti": ["option1", "option3"], "titledMulti": ["value2"]}
+    result = await client.call_tool("test_elicitation_sep1330_enums", {})
+    check(texts(result) == ['Elicitation completed: action=accept, content={"legacyEnum":"opt1","titledMulti":["value2"],"titledSingle":"value3","untitledMulti":["option1","option3"],"untitledSingle":"option2"}'], f"{era}: every enum form (single, titled, legacy enumNames, multi) answered {texts(result)}")
+    user.answer = "cancel"
+    result = await client.call_tool("test_elicitation", {"message": "Anyone?"})
+    check(texts(result) == ["User response: action=decline, content={}"], f"{era}: cancel: the tool hears no, as for decline {texts(result)}")
+    user.answer = {"username": "ada"}
+    result = await client.call_tool("test_elicitation", {"message": "Who?"})
+    check(texts(result) == ['test_elicitation: could not ask the user: the answer does not match the question\'s schema: the required field "email" is missing'], f"{era}: an answer outside the schema never reaches the tool as content {texts(result)}")
 
 
 async def approval(client, user, root, era, tag):
