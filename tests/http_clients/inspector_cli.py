@@ -5,7 +5,8 @@ conformance plugin, with --confirm write_file on the HTTP server.
 
     python3 inspector_cli.py NODE INSPECTOR_JS URL ROOT -- HOST run --root ROOT ...
 
-Each check is one CLI run (`--format json`, one JSON object on stdout) and one fresh MCP
+Over HTTP on both revisions (`--protocol-era legacy`, 2025-11-25, and `modern`,
+2026-07-28; the modern pass without the repeats). Each check is one CLI run (`--format json`, one JSON object on stdout) and one fresh MCP
 session: tools/call of test_image_content (the image block, its mimeType and bytes) and
 test_multiple_content_types (text, image, embedded resource), resources/list (the root's
 files and the plugin's), resources/read of a root file, a root PNG and test://static-text,
@@ -14,10 +15,11 @@ capability, so the host must not ask it: the plugin's question fails as "nobody 
 asked", and --confirm write_file refuses the call unrun. The CLI cannot ask for a task for
 a tool whose taskSupport is optional (it does so only for `required` tools), and each run is
 its own session, so tasks are not checked here. Prints one line per check; exits 1 on the
-first mismatch (and with the CLI's output).
+first mismatch (and with the CLI's output). The three passes run side by side.
 """
 
 import base64
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -37,13 +39,14 @@ def check(condition, what, output=None):
         print(f"FAIL {what}", flush=True)
         if output is not None:
             print(output, flush=True)
-        sys.exit(1)
+        # The passes run in threads: end them all.
+        os._exit(1)
     print(f"ok   {what}", flush=True)
 
 
 class Cli:
-    def __init__(self, node, inspector, target, home):
-        self.base = [node, inspector, "--cli", "--format", "json", "--quiet"]
+    def __init__(self, node, inspector, target, home, era="legacy"):
+        self.base = [node, inspector, "--cli", "--format", "json", "--quiet", "--protocol-era", era]
         self.target = target
         # The CLI keeps a catalog and secrets under ~/.mcp-inspector: a throwaway HOME.
         self.env = dict(os.environ, HOME=home)
@@ -118,12 +121,26 @@ def main():
     stdio = sys.argv[sys.argv.index("--") + 1:]
     with tempfile.TemporaryDirectory() as home:
         http = Cli(node, inspector, [url], home)
-        common(http, "http")
-        answer = http.run("--method", "tools/call", "--tool-name", "write_file", "--tool-arg", "path=unasked.txt", "content=x", expect_exit=5)
-        text = answer["result"]["content"][0]["text"] if "result" in answer else ""
-        check(text.startswith("write_file: not run:"), f"http: --confirm write_file with a client that cannot ask: not run ({text})", answer)
-        check(not os.path.exists(os.path.join(root, "unasked.txt")), "http: nothing written")
-        common(Cli(node, inspector, stdio, home), "stdio", full=False)
+
+        def http_pass():
+            common(http, "http")
+            answer = http.run("--method", "tools/call", "--tool-name", "write_file", "--tool-arg", "path=unasked.txt", "content=x", expect_exit=5)
+            text = answer["result"]["content"][0]["text"] if "result" in answer else ""
+            check(text.startswith("write_file: not run:"), f"http: --confirm write_file with a client that cannot ask: not run ({text})", answer)
+            check(not os.path.exists(os.path.join(root, "unasked.txt")), "http: nothing written")
+
+        # 2026-07-28 (server/discover, per-request _meta): the same answers.
+        def modern_pass():
+            common(Cli(node, inspector, [url], home, era="modern"), "http modern", full=False)
+
+        def stdio_pass():
+            common(Cli(node, inspector, stdio, home), "stdio", full=False)
+
+        # One CLI run is mostly Node starting: the three passes run side by side (each
+        # line names its pass).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            for done in [pool.submit(p) for p in (http_pass, modern_pass, stdio_pass)]:
+                done.result()
     print("inspector cli: all checks passed", flush=True)
 
 
