@@ -15,8 +15,9 @@ exact bytes; resources (list over all pages, templates, reads of a root file, a 
 the plugin's test://static-text and a template; on the legacy revision a subscription to
 a file, told of its creation); prompts (with arguments, with an image, with an embedded
 resource); a plugin's question answered with accept (the content reaches the result) and
-with decline (and cancel), an answer outside the schema refused, every enum form; --confirm's approval accepted (the file is written) and declined (a tool
-error, nothing written). Tasks: 2.x has no client task API (tasks left the core protocol
+with decline (and cancel), an answer outside the schema refused, every enum form;
+--confirm's approval accepted (the file is written) and declined (a tool error, nothing
+written). Tasks: 2.x has no client task API (tasks left the core protocol
 in 2026-07-28, and its `send_request` checks a tools/call answer as a CallToolResult, so a
 task-augmented call cannot go through it): this says so and leaves tasks to the 1.x
 client (rich_sdk1.py). Prints one line per check; exits 1 on the first mismatch.
