@@ -12,9 +12,9 @@ test_multiple_content_types (text, image, embedded resource), resources/list (th
 files and the plugin's), resources/read of a root file, a root PNG and test://static-text,
 resources/templates/list, prompts/get with arguments. The CLI declares no elicitation
 capability, so the host must not ask it: the plugin's question fails as "nobody can be
-asked", and --confirm write_file refuses the call unrun. The CLI cannot ask for a task for
-a tool whose taskSupport is optional (it does so only for `required` tools), and each run is
-its own session, so tasks are not checked here. Prints one line per check; exits 1 on the
+asked", and --confirm write_file refuses the call unrun. Tasks are not checked here: the
+CLI's methods (2.12.0) leave out tasks/* ("Unsupported method: tasks/list"), it runs a call
+as a task only for a tool whose taskSupport is `required`, and each run is its own session. Prints one line per check; exits 1 on the
 first mismatch (and with the CLI's output). The three passes run side by side.
 """
 

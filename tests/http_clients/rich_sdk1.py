@@ -33,6 +33,9 @@ PIXEL_PNG = bytes.fromhex(
 NOTES = "notes from the root\nsecond line\n"
 STATIC_TEXT = "This is the content of the static text resource."
 ERA = "sdk 1.x"
+# The tool run as a task (about 240 ms) and its result.
+TASK_TOOL = "test_tool_with_progress"
+TASK_RESULT = "Reported progress 0, 50 and 100 of 100."
 
 
 def check(condition, what):
@@ -160,9 +163,9 @@ async def tasks(session, init, expect_tasks):
     caps = init.capabilities.tasks
     check(caps.requests is not None and caps.requests.tools is not None and caps.requests.tools.call is not None, f"{ERA}: tasks capability covers tools/call")
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    execution = tools["test_tool_with_progress"].execution
-    check(execution is not None and execution.taskSupport == "optional", f"{ERA}: test_tool_with_progress says execution.taskSupport optional")
-    created = await session.experimental.call_tool_as_task("test_tool_with_progress", {}, ttl=60000)
+    execution = tools[TASK_TOOL].execution
+    check(execution is not None and execution.taskSupport == "optional", f"{ERA}: {TASK_TOOL} says execution.taskSupport optional")
+    created = await session.experimental.call_tool_as_task(TASK_TOOL, {}, ttl=60000)
     task_id = created.task.taskId
     check(created.task.status == "working" and len(task_id) >= 32, f"{ERA}: tools/call with task answers at once: working, id {task_id}")
     statuses = []
@@ -171,7 +174,7 @@ async def tasks(session, init, expect_tasks):
             statuses.append(status.status)
     check(statuses[-1] == "completed" and set(statuses[:-1]) <= {"working"}, f"{ERA}: tasks/get polled to completed ({statuses})")
     result = await session.experimental.get_task_result(task_id, types.CallToolResult)
-    check(not result.isError and texts(result) == ["Reported progress 0, 50 and 100 of 100."], f"{ERA}: tasks/result gives the call's own result {texts(result)}")
+    check(not result.isError and texts(result) == [TASK_RESULT], f"{ERA}: tasks/result gives the call's own result {texts(result)}")
     listed = {t.taskId: t.status for t in (await session.experimental.list_tasks()).tasks}
     check(listed.get(task_id) == "completed", f"{ERA}: tasks/list holds the task, completed")
     try:
@@ -202,4 +205,5 @@ async def main():
     print("python sdk 1.x: all checks passed", flush=True)
 
 
-anyio.run(main)
+if __name__ == "__main__":
+    anyio.run(main)
