@@ -3,7 +3,8 @@
 //! next to each other in one registry: they load, answer exactly, raise argument errors
 //! of the right kind, return rich results (a text block and a PNG image, decoded here)
 //! and ask the user to confirm through the `interaction` import (granted, declined,
-//! nobody to ask, not allowed by the operator).
+//! nobody to ask, not allowed by the operator); the Python one (world `rich-plugin`)
+//! offers a resource, a resource template and a prompt.
 //!
 //! The build needs toolchains from PyPI and npm. `scripts/test` installs them and sets
 //! `TOOLHOST_REQUIRE_PYJS=1`, so a missing toolchain fails the test there; a plain
@@ -20,9 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
+use toolhost::catalog::{
+    PromptArgument, PromptDefinition, PromptMessage, PromptResult, ResourceContents, ResourceEntry,
+    ResourceError, ResourcePage, ResourceTemplate, Role,
+};
 use toolhost::registry::{
     CallContext, ContentBlock, Environment, Interaction, InteractionFuture, Media, Registry,
-    ToolAnnotations, ToolCall, ToolError, ToolResult,
+    ResourceBody, ToolAnnotations, ToolCall, ToolError, ToolResult,
 };
 use toolhost_plugin::cache::CompileSource;
 use toolhost_plugin::http_policy::parse_allowed_net;
@@ -446,6 +451,93 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
         Ok(json!({"status": 302, "body": ""}))
     );
     assert_eq!(seen.load(Ordering::SeqCst), 2);
+
+    // The Python plugin's resources and prompt (world rich-plugin), through the catalog.
+    let catalog = registry.catalog();
+    assert_eq!(
+        catalog.prompts(),
+        [PromptDefinition {
+            name: "describe_text".into(),
+            title: Some("Describe a text".into()),
+            description: Some("Ask for a short description of a text's style.".into()),
+            arguments: vec![PromptArgument {
+                name: "text".into(),
+                description: Some("The text to describe.".into()),
+                required: true,
+            }],
+        }]
+    );
+    let (_, prompt) = catalog.prompt("describe_text").expect("describe_text");
+    assert_eq!(
+        prompt
+            .get(
+                CallContext::new(),
+                "describe_text".into(),
+                [("text".to_owned(), "Hi.".to_owned())].into(),
+                Environment::generate(),
+            )
+            .await,
+        Ok(PromptResult {
+            description: Some("A short description of a text's style.".into()),
+            messages: vec![PromptMessage {
+                role: Role::User,
+                content: text("Describe the style of this text in two sentences:\n\nHi."),
+            }],
+        })
+    );
+    assert_eq!(
+        catalog.resource_templates(),
+        [ResourceTemplate {
+            uri_template: "plugin://textstats/letters/{word}".into(),
+            name: "letters".into(),
+            title: None,
+            description: Some("How many letters a word has.".into()),
+            mime_type: Some("application/json".into()),
+        }]
+    );
+    let about_text = "textstats counts the characters, words and lines of a text (text_stats), charts its most frequent words (word_chart) and counts once the user confirmed (count_confirmed).";
+    let source = catalog
+        .resource_source_for("plugin://textstats/about")
+        .expect("textstats resources");
+    assert_eq!(
+        source
+            .list(CallContext::new(), None, Environment::generate())
+            .await,
+        Ok(ResourcePage {
+            resources: vec![ResourceEntry {
+                uri: "plugin://textstats/about".into(),
+                name: "about".into(),
+                title: Some("About textstats".into()),
+                description: Some("What this plugin counts.".into()),
+                mime_type: Some("text/plain".into()),
+                size: Some(about_text.len() as u64),
+            }],
+            next_cursor: None,
+        })
+    );
+    let read = |uri: &str| source.read(CallContext::new(), uri.to_owned(), Environment::generate());
+    assert_eq!(
+        read("plugin://textstats/about").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://textstats/about".into(),
+            mime_type: Some("text/plain".into()),
+            body: ResourceBody::Text(about_text.into()),
+        }])
+    );
+    assert_eq!(
+        read("plugin://textstats/letters/it's").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://textstats/letters/it's".into(),
+            mime_type: Some("application/json".into()),
+            body: ResourceBody::Text(r#"{"word": "it's", "letters": 3}"#.into()),
+        }])
+    );
+    assert_eq!(
+        read("plugin://textstats/nothing").await,
+        Err(ResourceError::NotFound(
+            "no resource at plugin://textstats/nothing; try plugin://textstats/about or plugin://textstats/letters/WORD".into()
+        ))
+    );
 
     // Rich results: a text block and a PNG image, each written byte by byte by the
     // plugin; decoded here, pixel by pixel.

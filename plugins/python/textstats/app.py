@@ -10,6 +10,11 @@ Three tools:
   the manifest must say `[grants] ask = true` and the operator allow it with
   `--plugin-ask`, else the question is refused and the tool fails saying why).
 
+It targets the world `rich-plugin`, so it offers MCP resources and prompts too: the
+resource `plugin://textstats/about` (what it counts), the resource template
+`plugin://textstats/letters/{word}` (a word's letter count, as JSON) and the prompt
+`describe_text` (argument `text`).
+
 It shows the things every plugin does:
 
 - `definitions()` says which tools the plugin offers: a name, a description for the model
@@ -23,7 +28,7 @@ It shows the things every plugin does:
   failed). Any other exception traps the instance: the host reports the tool crashed.
 
 The `wit_world` package is generated from ../../../wit/plugin.wit (toolhost:plugin@0.3.0,
-world `plugin`) by componentize-py; see plugins/README.md for the build.
+world `rich-plugin`) by componentize-py; see plugins/README.md for the build.
 """
 
 import json
@@ -32,11 +37,13 @@ from collections import Counter
 
 from componentize_py_types import Err
 from wit_world import exports
+from wit_world.exports import prompts, resources
 from wit_world.imports import interaction, log
 from wit_world.imports.types import (
     ContentBlock_Image,
     ContentBlock_Text,
     Environment,
+    ResourceBody_Text,
     Media,
     ToolAnnotations,
     ToolDefinition,
@@ -289,3 +296,71 @@ class Tools(exports.Tools):
             raise invalid(f"the arguments must be an object, got {json_type(parsed)}")
         run = TOOLS[name][4]
         return run(parsed)
+
+
+# Resources and prompts (world `rich-plugin`). Every URI starts with the plugin's
+# namespace, plugin://textstats/ (the host refuses any other).
+NAMESPACE = "plugin://textstats/"
+ABOUT = (
+    "textstats counts the characters, words and lines of a text (text_stats), charts its "
+    "most frequent words (word_chart) and counts once the user confirmed (count_confirmed)."
+)
+
+
+class Resources(exports.Resources):
+    def list(self, cursor: str | None, env: Environment) -> resources.ResourcePage:
+        about = resources.Resource(
+            uri=NAMESPACE + "about",
+            name="about",
+            title="About textstats",
+            description="What this plugin counts.",
+            mime_type="text/plain",
+            size=len(ABOUT),
+        )
+        return resources.ResourcePage(resources=[about], next_cursor=None)
+
+    def templates(self) -> list[resources.ResourceTemplate]:
+        return [
+            resources.ResourceTemplate(
+                uri_template=NAMESPACE + "letters/{word}",
+                name="letters",
+                title=None,
+                description="How many letters a word has.",
+                mime_type="application/json",
+            )
+        ]
+
+    def read(self, uri: str, env: Environment) -> list[resources.ResourceContents]:
+        if uri == NAMESPACE + "about":
+            return [resources.ResourceContents(uri=uri, mime_type="text/plain", body=ResourceBody_Text(ABOUT))]
+        word = uri.removeprefix(NAMESPACE + "letters/")
+        if word != uri and word and "/" not in word:
+            body = json.dumps({"word": word, "letters": sum(c.isalpha() for c in word)})
+            return [resources.ResourceContents(uri=uri, mime_type="application/json", body=ResourceBody_Text(body))]
+        raise Err(resources.ResourceError_NotFound(f"no resource at {uri}; try {NAMESPACE}about or {NAMESPACE}letters/WORD"))
+
+
+class Prompts(exports.Prompts):
+    def definitions(self) -> list[prompts.Prompt]:
+        return [
+            prompts.Prompt(
+                name="describe_text",
+                title="Describe a text",
+                description="Ask for a short description of a text's style.",
+                arguments=[prompts.PromptArgument(name="text", description="The text to describe.", required=True)],
+            )
+        ]
+
+    def get(self, name: str, arguments: list[tuple[str, str]], env: Environment) -> prompts.PromptResult:
+        if name != "describe_text":
+            raise Err(ToolError_Failed(f"this plugin has no prompt named {name!r}; it offers describe_text"))
+        text = dict(arguments).get("text", "")
+        return prompts.PromptResult(
+            description="A short description of a text's style.",
+            messages=[
+                prompts.PromptMessage(
+                    role=prompts.Role.USER,
+                    content=ContentBlock_Text(f"Describe the style of this text in two sentences:\n\n{text}"),
+                )
+            ],
+        )
