@@ -22,7 +22,9 @@
 //   the tool crashed.
 //
 // The imports are the WIT interfaces of ../../../wit/plugin.wit
-// (toolhost:plugin@0.3.0, world `plugin`), by their full names.
+// (toolhost:plugin@0.3.0, world `rich-plugin`), by their full names. As a rich-plugin it
+// also exports `resources` (the resource `plugin://greeting/languages`, and the template
+// `plugin://greeting/hello/{language}`) and `prompts` (`greeting_card`).
 //
 // HTTP: ComponentizeJS's `fetch` sends through wasi:http/outgoing-handler, which the host
 // checks against the plugin's `[grants] http` (greeting.toml) and the operator's
@@ -267,5 +269,66 @@ export const tools = {
     // A rich tool returns its blocks; the others a JSON value, given as `structured` with
     // no blocks (the host shows it as the one text block).
     return tool.rich ? result : { content: [], structured: JSON.stringify(result) };
+  },
+};
+
+// Resources and prompts (world `rich-plugin`). Every URI starts with the plugin's
+// namespace, plugin://greeting/ (the host refuses any other). Records are objects with
+// camelCase fields; an option left out (or `undefined`) is none.
+const NAMESPACE = 'plugin://greeting/';
+
+export const resources = {
+  list(_cursor, _env) {
+    return {
+      resources: [{
+        uri: `${NAMESPACE}languages`,
+        name: 'languages',
+        title: 'Greeting languages',
+        mimeType: 'application/json',
+      }],
+    };
+  },
+
+  templates() {
+    return [{
+      uriTemplate: `${NAMESPACE}hello/{language}`,
+      name: 'hello',
+      description: 'The greeting word of a language.',
+      mimeType: 'text/plain',
+    }];
+  },
+
+  read(uri, _env) {
+    if (uri === `${NAMESPACE}languages`) {
+      const body = JSON.stringify(Object.keys(GREETINGS));
+      return [{ uri, mimeType: 'application/json', body: { tag: 'text', val: body } }];
+    }
+    const language = uri.startsWith(`${NAMESPACE}hello/`) ? uri.slice(`${NAMESPACE}hello/`.length) : undefined;
+    if (language !== undefined && Object.hasOwn(GREETINGS, language)) {
+      return [{ uri, mimeType: 'text/plain', body: { tag: 'text', val: GREETINGS[language] } }];
+    }
+    throw { tag: 'not-found', val: `no resource at ${uri}; try ${NAMESPACE}languages or ${NAMESPACE}hello/LANGUAGE` };
+  },
+};
+
+export const prompts = {
+  definitions() {
+    return [{
+      name: 'greeting_card',
+      title: 'Write a greeting card',
+      description: 'Ask for a short greeting card for a person.',
+      arguments: [{ name: 'name', description: 'Who the card is for.', required: true }],
+    }];
+  },
+
+  get(name, args, _env) {
+    if (name !== 'greeting_card') {
+      throw { tag: 'failed', val: `this plugin has no prompt named "${name}"; it offers greeting_card` };
+    }
+    const who = new Map(args).get('name') ?? '';
+    return {
+      description: 'A short greeting card.',
+      messages: [{ role: 'user', content: { tag: 'text', val: `Write a two-line greeting card for ${who}.` } }],
+    };
   },
 };
