@@ -1,6 +1,10 @@
 //! The example plugins written in Python (componentize-py) and JavaScript
-//! (ComponentizeJS), built by `scripts/build-pyjs-plugins`, next to each other in one
-//! registry: they load, answer exactly, and raise argument errors of the right kind.
+//! (ComponentizeJS), built by `scripts/build-pyjs-plugins` for toolhost:plugin@0.3.0,
+//! next to each other in one registry: they load, answer exactly, raise argument errors
+//! of the right kind, return rich results (a text block and a PNG image, decoded here)
+//! and ask the user to confirm through the `interaction` import (granted, declined,
+//! nobody to ask, not allowed by the operator); both (world `rich-plugin`) offer a
+//! resource, a resource template and a prompt.
 //!
 //! The build needs toolchains from PyPI and npm. `scripts/test` installs them and sets
 //! `TOOLHOST_REQUIRE_PYJS=1`, so a missing toolchain fails the test there; a plain
@@ -13,12 +17,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
+use toolhost::catalog::{
+    PromptArgument, PromptDefinition, PromptMessage, PromptResult, ResourceContents, ResourceEntry,
+    ResourceError, ResourcePage, ResourceTemplate, Role,
+};
 use toolhost::registry::{
-    CallContext, Environment, Registry, ToolAnnotations, ToolCall, ToolError,
+    CallContext, ContentBlock, Environment, Interaction, InteractionFuture, Media, Registry,
+    ResourceBody, ToolAnnotations, ToolCall, ToolError, ToolResult,
 };
 use toolhost_plugin::cache::CompileSource;
 use toolhost_plugin::http_policy::parse_allowed_net;
@@ -60,20 +69,24 @@ fn built_components() -> Option<(PathBuf, PathBuf)> {
 
 /// A registry with only the two plugins, loaded through the shared compile cache;
 /// greeting may reach `origin` over HTTP (its manifest asks, the operator allows it and
-/// the loopback network, as an operator would for a local service).
+/// the loopback network, as an operator would for a local service). Both manifests ask
+/// to ask the user (`[grants] ask = true`); the operator allows it when `ask`.
 fn load(
     textstats: &Path,
     greeting: &Path,
     origin: &str,
+    ask: bool,
 ) -> (Arc<Registry>, LoadReport, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("plugins dir");
     std::fs::copy(textstats, dir.path().join("textstats.wasm")).expect("copy textstats");
     std::fs::copy(greeting, dir.path().join("greeting.wasm")).expect("copy greeting");
     std::fs::write(
         dir.path().join("greeting.toml"),
-        format!("[grants]\nhttp = [\"{origin}\"]\n[config.ACCEPT]\nrequired = false\n"),
+        format!("[grants]\nhttp = [\"{origin}\"]\nask = true\n[config.ACCEPT]\nrequired = false\n"),
     )
     .expect("greeting.toml");
+    std::fs::write(dir.path().join("textstats.toml"), "[grants]\nask = true\n")
+        .expect("textstats.toml");
     let registry = Arc::new(Registry::new());
     let host = PluginHost::new(
         PluginHostConfig::builder()
@@ -83,6 +96,7 @@ fn load(
                     .with_allow(vec![origin.parse().expect("host pattern")])
                     .with_allow_nets(vec![parse_allowed_net("127.0.0.1").expect("net")]),
             )
+            .plugin_ask(ask)
             .build(),
     )
     .expect("plugin host");
@@ -102,14 +116,154 @@ fn load(
 }
 
 async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, ToolError> {
+    call_with(registry, &CallContext::new(), tool, arguments)
+        .await
+        .map(|result| {
+            assert!(result.blocks.is_empty(), "{:?}", result.blocks);
+            result.content
+        })
+}
+
+async fn call_with(
+    registry: &Registry,
+    ctx: &CallContext,
+    tool: &str,
+    arguments: Value,
+) -> Result<ToolResult, ToolError> {
     registry
         .dispatch(
-            &CallContext::new(),
+            ctx,
             &ToolCall::new(tool, arguments.to_string()),
             &Environment::generate(),
         )
         .await
-        .map(|result| result.content)
+}
+
+/// A user who answers every confirmation with `accept`, and the messages they saw.
+struct User {
+    accept: bool,
+    seen: Mutex<Vec<String>>,
+}
+
+impl User {
+    fn new(accept: bool) -> Arc<Self> {
+        Arc::new(Self {
+            accept,
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().expect("seen").clone()
+    }
+}
+
+impl Interaction for User {
+    fn confirm(&self, message: String) -> InteractionFuture<bool> {
+        self.seen.lock().expect("seen").push(message);
+        let accept = self.accept;
+        Box::pin(async move { Ok(accept) })
+    }
+
+    fn ask(&self, message: String, _schema: Value) -> InteractionFuture<Option<Value>> {
+        self.seen.lock().expect("seen").push(message);
+        Box::pin(async { Ok(None) })
+    }
+}
+
+fn asking(user: &Arc<User>) -> CallContext {
+    CallContext::new().with_interaction(Arc::clone(user) as Arc<dyn Interaction>)
+}
+
+fn text(text: &str) -> ContentBlock {
+    ContentBlock::text(text)
+}
+
+fn failed(tool: &str, message: &str) -> Result<ToolResult, ToolError> {
+    Err(ToolError::Failed {
+        tool: tool.into(),
+        message: message.into(),
+    })
+}
+
+/// A PNG as `(width, height, colour type, pixel bytes without the row filter bytes)`,
+/// decoded here (the plugins write stored, uncompressed deflate, and filter type 0):
+/// the signature, every chunk's CRC, the zlib header and Adler-32 are checked, so a
+/// wrong byte anywhere fails the test.
+fn decode_png(png: &[u8]) -> (u32, u32, u8, Vec<u8>) {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = u32::MAX;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    }
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    let (mut at, mut header, mut idat, mut ended) = (8, None, Vec::new(), false);
+    while at < png.len() {
+        let len = be(&png[at..]) as usize;
+        let kind = &png[at + 4..at + 8];
+        let data = &png[at + 8..at + 8 + len];
+        assert_eq!(
+            be(&png[at + 8 + len..]),
+            crc32(&png[at + 4..at + 8 + len]),
+            "CRC of chunk {}",
+            String::from_utf8_lossy(kind)
+        );
+        match kind {
+            b"IHDR" => header = Some((be(data), be(&data[4..]), data[8], data[9])),
+            b"IDAT" => idat.extend_from_slice(data),
+            b"IEND" => ended = true,
+            other => panic!("unexpected chunk {}", String::from_utf8_lossy(other)),
+        }
+        at += 12 + len;
+    }
+    assert!(ended, "IEND");
+    let (width, height, depth, colour) = header.expect("IHDR");
+    assert_eq!(depth, 8);
+    assert_eq!(&idat[..2], [0x78, 0x01], "zlib header");
+    let (mut raw, mut at) = (Vec::new(), 2);
+    loop {
+        let last = idat[at] & 1;
+        assert_eq!(idat[at] & 6, 0, "a stored block");
+        let len = usize::from(u16::from_le_bytes([idat[at + 1], idat[at + 2]]));
+        let nlen = u16::from_le_bytes([idat[at + 3], idat[at + 4]]);
+        assert_eq!(usize::from(!nlen), len);
+        raw.extend_from_slice(&idat[at + 5..at + 5 + len]);
+        at += 5 + len;
+        if last == 1 {
+            break;
+        }
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    assert_eq!(be(&idat[at..]), (b << 16) | a, "Adler-32");
+    let row = 1 + width as usize * if colour == 2 { 3 } else { 1 };
+    assert_eq!(raw.len(), row * height as usize);
+    let mut pixels = Vec::new();
+    for line in raw.chunks(row) {
+        assert_eq!(line[0], 0, "filter type 0");
+        pixels.extend_from_slice(&line[1..]);
+    }
+    (width, height, colour, pixels)
+}
+
+/// The one image of a rich result's blocks, decoded.
+fn image_of(blocks: &[ContentBlock]) -> (u32, u32, u8, Vec<u8>) {
+    match blocks {
+        [ContentBlock::Text { .. }, ContentBlock::Image(Media { data, mime_type })] => {
+            assert_eq!(mime_type, "image/png");
+            decode_png(data)
+        }
+        other => panic!("not a text and an image: {other:?}"),
+    }
 }
 
 fn invalid(tool: &str, message: &str) -> Result<Value, ToolError> {
@@ -126,16 +280,36 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     };
     let (port, seen) = hello_server();
     let origin = format!("http://127.0.0.1:{port}");
-    let (registry, report, _first_dir) = load(&textstats, &greeting, &origin);
+    let (registry, report, _first_dir) = load(&textstats, &greeting, &origin, true);
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    assert_eq!(registry.names(), ["greeting", "js_fetch", "text_stats"]);
-    let definitions = registry.definitions();
+    assert_eq!(
+        registry.names(),
+        [
+            "greeting",
+            "js_fetch",
+            "flag",
+            "greet_confirmed",
+            "text_stats",
+            "word_chart",
+            "count_confirmed"
+        ]
+    );
+    let all = registry.definitions();
+    let definitions: Vec<_> = ["greeting", "js_fetch", "text_stats"]
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|d| d.name == *name)
+                .expect("defined")
+                .clone()
+        })
+        .collect();
     assert_eq!(definitions[2].parameters["required"], json!(["text"]));
     assert_eq!(
         definitions[0].parameters["properties"]["language"]["enum"],
         json!(["en", "fr", "de", "es"])
     );
-    // WIT 0.2.0's metadata, from each language's bindings.
+    // The tool metadata, from each language's bindings.
     assert_eq!(definitions[0].title.as_deref(), Some("Greet someone"));
     assert_eq!(
         definitions[0].annotations,
@@ -278,6 +452,315 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 2);
 
+    // The plugins' resources and prompts (world rich-plugin), through the catalog.
+    let catalog = registry.catalog();
+    let mut prompts = catalog.prompts();
+    prompts.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(
+        prompts,
+        [
+            PromptDefinition {
+                name: "describe_text".into(),
+                title: Some("Describe a text".into()),
+                description: Some("Ask for a short description of a text's style.".into()),
+                arguments: vec![PromptArgument {
+                    name: "text".into(),
+                    description: Some("The text to describe.".into()),
+                    required: true,
+                }],
+            },
+            PromptDefinition {
+                name: "greeting_card".into(),
+                title: Some("Write a greeting card".into()),
+                description: Some("Ask for a short greeting card for a person.".into()),
+                arguments: vec![PromptArgument {
+                    name: "name".into(),
+                    description: Some("Who the card is for.".into()),
+                    required: true,
+                }],
+            }
+        ]
+    );
+    let (_, card) = catalog.prompt("greeting_card").expect("greeting_card");
+    assert_eq!(
+        card.get(
+            CallContext::new(),
+            "greeting_card".into(),
+            [("name".to_owned(), "Ada".to_owned())].into(),
+            Environment::generate(),
+        )
+        .await,
+        Ok(PromptResult {
+            description: Some("A short greeting card.".into()),
+            messages: vec![PromptMessage {
+                role: Role::User,
+                content: text("Write a two-line greeting card for Ada."),
+            }],
+        })
+    );
+    let (_, prompt) = catalog.prompt("describe_text").expect("describe_text");
+    assert_eq!(
+        prompt
+            .get(
+                CallContext::new(),
+                "describe_text".into(),
+                [("text".to_owned(), "Hi.".to_owned())].into(),
+                Environment::generate(),
+            )
+            .await,
+        Ok(PromptResult {
+            description: Some("A short description of a text's style.".into()),
+            messages: vec![PromptMessage {
+                role: Role::User,
+                content: text("Describe the style of this text in two sentences:\n\nHi."),
+            }],
+        })
+    );
+    let mut templates = catalog.resource_templates();
+    templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
+    assert_eq!(
+        templates,
+        [
+            ResourceTemplate {
+                uri_template: "plugin://greeting/hello/{language}".into(),
+                name: "hello".into(),
+                title: None,
+                description: Some("The greeting word of a language.".into()),
+                mime_type: Some("text/plain".into()),
+            },
+            ResourceTemplate {
+                uri_template: "plugin://textstats/letters/{word}".into(),
+                name: "letters".into(),
+                title: None,
+                description: Some("How many letters a word has.".into()),
+                mime_type: Some("application/json".into()),
+            }
+        ]
+    );
+    let js = catalog
+        .resource_source_for("plugin://greeting/languages")
+        .expect("greeting resources");
+    assert_eq!(
+        js.list(CallContext::new(), None, Environment::generate())
+            .await,
+        Ok(ResourcePage {
+            resources: vec![ResourceEntry {
+                uri: "plugin://greeting/languages".into(),
+                name: "languages".into(),
+                title: Some("Greeting languages".into()),
+                description: None,
+                mime_type: Some("application/json".into()),
+                size: None,
+            }],
+            next_cursor: None,
+        })
+    );
+    let js_read = |uri: &str| js.read(CallContext::new(), uri.to_owned(), Environment::generate());
+    assert_eq!(
+        js_read("plugin://greeting/languages").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://greeting/languages".into(),
+            mime_type: Some("application/json".into()),
+            body: ResourceBody::Text(r#"["en","fr","de","es"]"#.into()),
+        }])
+    );
+    assert_eq!(
+        js_read("plugin://greeting/hello/de").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://greeting/hello/de".into(),
+            mime_type: Some("text/plain".into()),
+            body: ResourceBody::Text("Hallo".into()),
+        }])
+    );
+    assert_eq!(
+        js_read("plugin://greeting/hello/xx").await,
+        Err(ResourceError::NotFound(
+            "no resource at plugin://greeting/hello/xx; try plugin://greeting/languages or plugin://greeting/hello/LANGUAGE".into()
+        ))
+    );
+    let about_text = "textstats counts the characters, words and lines of a text (text_stats), charts its most frequent words (word_chart) and counts once the user confirmed (count_confirmed).";
+    let source = catalog
+        .resource_source_for("plugin://textstats/about")
+        .expect("textstats resources");
+    assert_eq!(
+        source
+            .list(CallContext::new(), None, Environment::generate())
+            .await,
+        Ok(ResourcePage {
+            resources: vec![ResourceEntry {
+                uri: "plugin://textstats/about".into(),
+                name: "about".into(),
+                title: Some("About textstats".into()),
+                description: Some("What this plugin counts.".into()),
+                mime_type: Some("text/plain".into()),
+                size: Some(about_text.len() as u64),
+            }],
+            next_cursor: None,
+        })
+    );
+    let read = |uri: &str| source.read(CallContext::new(), uri.to_owned(), Environment::generate());
+    assert_eq!(
+        read("plugin://textstats/about").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://textstats/about".into(),
+            mime_type: Some("text/plain".into()),
+            body: ResourceBody::Text(about_text.into()),
+        }])
+    );
+    assert_eq!(
+        read("plugin://textstats/letters/it's").await,
+        Ok(vec![ResourceContents {
+            uri: "plugin://textstats/letters/it's".into(),
+            mime_type: Some("application/json".into()),
+            body: ResourceBody::Text(r#"{"word": "it's", "letters": 3}"#.into()),
+        }])
+    );
+    assert_eq!(
+        read("plugin://textstats/nothing").await,
+        Err(ResourceError::NotFound(
+            "no resource at plugin://textstats/nothing; try plugin://textstats/about or plugin://textstats/letters/WORD".into()
+        ))
+    );
+
+    // Rich results: a text block and a PNG image, each written byte by byte by the
+    // plugin; decoded here, pixel by pixel.
+    let chart = call_with(
+        &registry,
+        &CallContext::new(),
+        "word_chart",
+        json!({"text": "The cat and the hat\nthe end", "top": 2}),
+    )
+    .await
+    .expect("word_chart");
+    assert_eq!(chart.content, Value::Null, "no structured result");
+    assert_eq!(
+        chart.blocks[0],
+        text("most frequent words, left to right: the (3), and (1)")
+    );
+    // Grayscale 8x16: "the" (3) fills the height, "and" (1) is 5 pixels tall
+    // (round(16 / 3)); each bar 4 pixels wide, black on white.
+    let (width, height, colour, pixels) = image_of(&chart.blocks);
+    assert_eq!((width, height, colour), (8, 16, 0));
+    let expected: Vec<u8> = (0..16u32)
+        .flat_map(|y| {
+            let and = if y >= 11 { 0 } else { 255 };
+            [0, 0, 0, 0, and, and, and, and]
+        })
+        .collect();
+    assert_eq!(pixels, expected);
+    assert_eq!(
+        call_with(
+            &registry,
+            &CallContext::new(),
+            "word_chart",
+            json!({"text": "..."})
+        )
+        .await,
+        Err(ToolError::InvalidArguments {
+            tool: "word_chart".into(),
+            message: r#"the text has no words to chart (or "top" is 0); send a text with words"#
+                .into()
+        })
+    );
+    let flag = call_with(
+        &registry,
+        &CallContext::new(),
+        "flag",
+        json!({"language": "fr"}),
+    )
+    .await
+    .expect("flag");
+    assert_eq!(
+        flag.blocks[0],
+        text(r#"the colours of the flag for "fr", as three vertical bands"#)
+    );
+    // RGB 6x4: blue, white, red, two pixels each.
+    let (width, height, colour, pixels) = image_of(&flag.blocks);
+    assert_eq!((width, height, colour), (6, 4, 2));
+    let row = [
+        0, 35, 149, 0, 35, 149, 255, 255, 255, 255, 255, 255, 237, 41, 57, 237, 41, 57,
+    ];
+    assert_eq!(pixels, row.repeat(4));
+
+    // Confirmations, through the `interaction` import (granted and allowed here): the
+    // user sees the plugin's message; yes runs the step, no does not.
+    let yes = User::new(true);
+    assert_eq!(
+        call_with(
+            &registry,
+            &asking(&yes),
+            "count_confirmed",
+            json!({"text": "one two three"})
+        )
+        .await
+        .map(|r| r.blocks),
+        Ok(vec![text("3 words")])
+    );
+    assert_eq!(
+        call_with(
+            &registry,
+            &asking(&yes),
+            "greet_confirmed",
+            json!({"name": "Ada", "language": "de"})
+        )
+        .await
+        .map(|r| r.blocks),
+        Ok(vec![text("Hallo, Ada!")])
+    );
+    assert_eq!(
+        yes.seen(),
+        [
+            "Count the words of a text of 13 characters?",
+            r#"Send the greeting "Hallo, Ada!"?"#
+        ]
+    );
+    let no = User::new(false);
+    assert_eq!(
+        call_with(
+            &registry,
+            &asking(&no),
+            "count_confirmed",
+            json!({"text": "one"})
+        )
+        .await
+        .map(|r| r.blocks),
+        Ok(vec![text("the user declined; nothing was counted")])
+    );
+    assert_eq!(
+        call_with(
+            &registry,
+            &asking(&no),
+            "greet_confirmed",
+            json!({"name": "Ada"})
+        )
+        .await
+        .map(|r| r.blocks),
+        Ok(vec![text("the user declined; no greeting was sent")])
+    );
+    assert_eq!(no.seen().len(), 2);
+    // Nobody to ask (no client that can): never a yes, the tool fails saying why.
+    let unsupported = "could not ask the user: nobody can be asked during this call (the client cannot ask its user, or the call is not served to a client); go on without asking, or fail and say what you need";
+    assert_eq!(
+        call_with(
+            &registry,
+            &CallContext::new(),
+            "count_confirmed",
+            json!({"text": "a"})
+        )
+        .await,
+        failed("count_confirmed", unsupported)
+    );
+    assert_eq!(
+        call_with(
+            &registry,
+            &CallContext::new(),
+            "greet_confirmed",
+            json!({"name": "Ada"})
+        )
+        .await,
+        failed("greet_confirmed", unsupported)
+    );
+
     // Calls in parallel each get their own instance and the right answer.
     let calls = (0..8).map(|i| {
         let registry = Arc::clone(&registry);
@@ -297,9 +780,39 @@ async fn python_and_javascript_plugins_load_answer_exactly_and_are_cached() {
     // A Python component is ~18 MB of WebAssembly (an interpreter and its standard
     // library); compiling it takes tens of seconds, so a second load must come from the
     // compile cache. (One test, so a cold run compiles each component once.)
-    let (_, again, _dir) = load(&textstats, &greeting, &origin);
+    let (without_ask, again, _dir) = load(&textstats, &greeting, &origin, false);
     assert!(again.failed.is_empty(), "{:?}", again.failed);
     assert_eq!(again.loaded.len(), 2);
+    // The manifests ask to ask, but this operator does not allow it: the plugins load,
+    // every question is refused (not-allowed) before it reaches the user, and each
+    // plugin fails its call saying so.
+    let user = User::new(true);
+    let not_allowed = |plugin: &str| {
+        format!(
+            "could not ask the user: plugin {plugin} may not ask the user: its manifest must say `[grants] ask = true` and the operator must allow it (--plugin-ask); go on without asking, or fail and say what you need"
+        )
+    };
+    assert_eq!(
+        call_with(
+            &without_ask,
+            &asking(&user),
+            "count_confirmed",
+            json!({"text": "a b"})
+        )
+        .await,
+        failed("count_confirmed", &not_allowed("textstats"))
+    );
+    assert_eq!(
+        call_with(
+            &without_ask,
+            &asking(&user),
+            "greet_confirmed",
+            json!({"name": "Ada"})
+        )
+        .await,
+        failed("greet_confirmed", &not_allowed("greeting"))
+    );
+    assert!(user.seen().is_empty(), "{:?}", user.seen());
     for plugin in &again.loaded {
         assert!(
             matches!(plugin.compile, CompileSource::CacheHit(_)),

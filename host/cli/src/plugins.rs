@@ -272,7 +272,17 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "required": entry.key.required,
             "set": entry.value.is_some(),
         })).collect::<Vec<_>>(),
+        "ask": {
+            "asks": info.ask,
+            "allowed_by_default_host": info.ask_allowed,
+        },
         "tools": info.tools,
+        "prompts": info.prompts,
+        "resources": {
+            "offered": info.offers_resources,
+            "namespace": info.resource_namespace,
+            "templates": info.resource_templates,
+        },
         "imports": info.imports,
         "exports": info.exports,
         "compile": compile_json(info.compile),
@@ -325,6 +335,7 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
             out += &format!("    {:width$}  ({})\n", "", meta.join(", "));
         }
     }
+    out += &offer_text(info);
     for (title, items) in [("imports", &info.imports), ("exports", &info.exports)] {
         out += &format!("  {title} ({}):\n", items.len());
         for item in items {
@@ -335,9 +346,66 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
     out
 }
 
+/// The prompts and resources a 0.3.0 `rich-plugin` offers (nothing when it offers none):
+/// each prompt with its arguments (`*` marks a required one), and the namespace its
+/// resources live under with its resource templates.
+fn offer_text(info: &PluginInfo) -> String {
+    let mut out = String::new();
+    if !info.prompts.is_empty() {
+        out += &format!(
+            "  prompts ({}):
+",
+            info.prompts.len()
+        );
+        let width = info.prompts.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        for prompt in &info.prompts {
+            let arguments: Vec<String> = prompt
+                .arguments
+                .iter()
+                .map(|a| format!("{}{}", a.name, if a.required { "*" } else { "" }))
+                .collect();
+            let arguments = if arguments.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", arguments.join(", "))
+            };
+            let summary = prompt
+                .description
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or_default()
+                .trim();
+            out += format!("    {:width$}  {summary}{arguments}", prompt.name).trim_end();
+            out += "\n";
+        }
+    }
+    if info.offers_resources {
+        out += &format!(
+            "  resources: under {} ({} template{})\n",
+            info.resource_namespace,
+            info.resource_templates.len(),
+            if info.resource_templates.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+        for template in &info.resource_templates {
+            let mime = template
+                .mime_type
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            out += &format!("    {}  {}{mime}\n", template.uri_template, template.name);
+        }
+    }
+    out
+}
+
 /// What a plugin asks for, each with the operator flag that allows it: file access,
-/// HTTP hosts, configuration keys (which are secret and whether set, never a value) and
-/// limits; the part of [`info_text`] that `host pull` prints too.
+/// HTTP hosts, asking the user (when the manifest asks), configuration keys (which are
+/// secret and whether set, never a value) and limits; the part of [`info_text`] that
+/// `host pull` prints too.
 pub(crate) fn grants_text(info: &PluginInfo) -> String {
     let mut out = String::new();
     let mut files = info.grants.as_str().to_owned();
@@ -365,6 +433,15 @@ pub(crate) fn grants_text(info: &PluginInfo) -> String {
             hosts.join(", "),
             flags.join(" ")
         );
+    }
+    // Shown only when the manifest asks: a plugin that may not ask still loads, and
+    // every question it asks is refused (`not-allowed`).
+    if info.ask {
+        out += if info.ask_allowed {
+            "  ask the user: yes (allowed by this host's --plugin-ask)\n"
+        } else {
+            "  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n"
+        };
     }
     if info.config.entries().is_empty() {
         out += "  config: none\n";

@@ -8,10 +8,11 @@
 //! `{{toolchain}}` (Python, JavaScript: the checkout's `scripts/pyjs-toolchain`, which
 //! installs componentize-py or ComponentizeJS once into the same user cache as
 //! `scripts/build-pyjs-plugins`) filled in. A Python or JavaScript project carries a copy
-//! of the WIT it targets, `toolhost:plugin@0.2.0` (`wit/legacy/plugin-0.2.0.wit`, which the
-//! host still loads; the move to 0.3.0 comes with their rewrite), as `wit/plugin.wit`:
-//! ComponentizeJS reads WIT only inside
-//! the folder it runs in. Their modules have fixed names (`app.py`/`tool.py`,
+//! of the WIT it targets, `toolhost:plugin@0.3.0` (`wit/plugin.wit`), as `wit/plugin.wit`:
+//! ComponentizeJS reads WIT only inside the folder it runs in. Every project has two
+//! tools: `NAME` returns a text and a PNG image (a rich result), `NAME_confirmed` asks the
+//! user to confirm first (the `interaction` import; the manifest says `[grants] ask =
+//! true`). Their modules have fixed names (`app.py`/`tool.py`,
 //! `plugin.js`/`tool.js`), so no plugin name can shadow a module or be a keyword there;
 //! only `NAME.toml` and `dist/NAME.wasm` carry the name. The examples they follow are
 //! `plugins/python/textstats` and `plugins/javascript/greeting`.
@@ -30,12 +31,9 @@ const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk");
 const BUILT_FROM_TOOLCHAIN: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pyjs-toolchain");
 
-/// The WIT Python and JavaScript projects target (0.2.0, which the host still loads),
-/// copied into them as `wit/plugin.wit`.
-const PLUGIN_WIT: &str = include_str!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../wit/legacy/plugin-0.2.0.wit"
-));
+/// The WIT Python and JavaScript projects target (0.3.0), copied into them as
+/// `wit/plugin.wit`.
+const PLUGIN_WIT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"));
 
 /// Creates the project `args.dir/NAME` (or `./NAME`) and returns its path.
 ///
@@ -263,7 +261,7 @@ pub(crate) fn next_steps(project: &Path, name: &str, lang: Lang) -> String {
         ),
     };
     format!(
-        "created {dir}: a {language} plugin with one tool, `{name}`\n\
+        "created {dir}: a {language} plugin with two tools, `{name}` (a text and an image) and `{name}_confirmed` (asks the user first)\n\
          \n\
          next:\n  \
            cd {dir}\n  \
@@ -272,7 +270,8 @@ pub(crate) fn next_steps(project: &Path, name: &str, lang: Lang) -> String {
            host call --plugins dist {name} '{{\"text\":\"hello plugin world\"}}'\n  \
            host run --plugins dist     # serve it to an MCP client\n\
          \n\
-         README.md says how to add tools, ask for file access and set limits.\n",
+         README.md says how to add tools, return images, ask the user, offer resources and\n\
+         prompts, ask for file access and set limits.\n",
         dir = project.display(),
         language = language_name(lang),
     )
@@ -393,7 +392,7 @@ mod tests {
                 std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap(),
                 PLUGIN_WIT
             );
-            assert!(PLUGIN_WIT.contains("package toolhost:plugin@0.2.0;"));
+            assert!(PLUGIN_WIT.contains("package toolhost:plugin@0.3.0;"));
             let build = std::fs::read_to_string(project.join("build")).unwrap();
             assert!(
                 build.contains(&format!("default_toolchain='{}'\n", toolchain.display())),

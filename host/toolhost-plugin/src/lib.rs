@@ -460,8 +460,25 @@ pub struct PluginInfo {
     pub config: PluginConfig,
     /// The limits calls would run under.
     pub limits: PluginLimits,
+    /// Whether the manifest asks to ask the client's user during a call
+    /// (`[grants] ask = true`, the 0.3.0 `interaction` import).
+    pub ask: bool,
+    /// Whether this host allows plugins to ask (`--plugin-ask`,
+    /// [`PluginHostConfigBuilder::plugin_ask`]); a plugin asks only when both are true,
+    /// else every question is refused (`not-allowed`) and the plugin still loads.
+    pub ask_allowed: bool,
     /// The tools it declares.
     pub tools: Vec<ToolDefinition>,
+    /// The prompts it offers (a 0.3.0 `rich-plugin`; empty otherwise).
+    pub prompts: Vec<toolhost::catalog::PromptDefinition>,
+    /// Whether it offers resources (a 0.3.0 `rich-plugin` whose templates or first page
+    /// of resources are not empty).
+    pub offers_resources: bool,
+    /// Its resource templates (empty when it offers none, or only listed resources).
+    pub resource_templates: Vec<toolhost::catalog::ResourceTemplate>,
+    /// The URI prefix its resources must start with: the manifest's
+    /// `[resources] namespace`, else `plugin://<name>/`.
+    pub resource_namespace: String,
     /// The component's imports (`wasi:cli/stderr@0.2.x`, `toolhost:plugin/files@0.2.0`, ...).
     pub imports: Vec<String>,
     /// The component's exports.

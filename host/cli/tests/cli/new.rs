@@ -123,7 +123,7 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(
         said.starts_with(&format!(
-            "created {}: a Rust plugin with one tool, `word_count`",
+            "created {}: a Rust plugin with two tools, `word_count` (a text and an image) and `word_count_confirmed` (asks the user first)\n",
             Path::new(".").join("word_count").display()
         )),
         "{said}"
@@ -167,7 +167,7 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
     // The scaffold's release profile keeps it small (cargo's default profile: ~2x).
     assert!(wasm < 250_000, "word_count.wasm is {wasm} bytes");
 
-    // host inspect: the tool, the manifest's limits, no file access.
+    // host inspect: the tools, the manifest's limits, no file access, asking the user.
     let output = succeed(
         host()
             .args(["inspect", "dist/word_count.wasm", "--cache-dir"])
@@ -177,8 +177,11 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
     let report = String::from_utf8_lossy(&output.stdout);
     for line in [
         "  file access: none\n",
+        "  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n",
         "  limits: 5s per call, 32 MiB memory, no fuel limit, 1 MiB output\n",
-        "    word_count  Count the words and characters of a text. Returns {\"words\", \"characters\"}.\n",
+        "  tools (2):\n    word_count            Count the words and characters of a text. Returns {\"words\", \"characters\"} and a picture of the word count.\n",
+        "    word_count_confirmed  Ask the user to confirm, then count the words of a text.\n",
+        "    toolhost:plugin/interaction@0.3.0\n",
     ] {
         assert!(report.contains(line), "{line:?} not in:\n{report}");
     }
@@ -196,10 +199,7 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
     tools.arg("tools");
     plugin_flags(&mut tools);
     let output = succeed(&mut tools);
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "word_count  Count the words and characters of a text.\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), TOOLS_LISTED);
 
     // As the guide and the project's README write it, from the project folder.
     let output = succeed(
@@ -232,26 +232,90 @@ fn a_new_plugin_builds_with_one_command_and_the_host_loads_and_calls_it() {
         "{stderr}"
     );
 
-    // Served over MCP by `host run`.
+    // Served over MCP by `host run`: the image, and the confirmation asked.
     let mut run = host();
-    run.arg("run");
+    run.args(["run", "--plugin-ask"]);
     plugin_flags(&mut run);
-    let mut server = Server::spawn(&mut run);
-    server.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "cli_new", "version": "1"}}),
+    mcp_image_and_confirm(&mut run);
+}
+
+/// What `host tools` lists for a new project.
+const TOOLS_LISTED: &str = "word_count            Count the words and characters of a text.\nword_count_confirmed  Ask the user to confirm, then count the words of a text.\n";
+
+/// One black bar, two pixels wide and eight tall: the picture of two words, as a PNG
+/// (8-bit grayscale, stored deflate), base64 as MCP carries it. Every language's template
+/// writes exactly these bytes.
+const TWO_WORDS_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAAICAAAAAD2RnGeAAAAI0lEQVR4AQEYAOf/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABgAAV0xBKkAAAAASUVORK5CYII=";
+
+/// Over MCP (`command` is `host run --plugin-ask` with the project's plugin): the sample
+/// tool's result is the JSON text and the PNG image; the confirming tool asks a client
+/// that declared elicitation (accepted: counted; declined: not), and fails, saying why,
+/// for a client that did not (the refusal the plugin sees as an error), never counting.
+fn mcp_image_and_confirm(command: &mut Command) {
+    let initialize = |server: &mut Server, capabilities: Value| {
+        let response = server.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "cli_new", "version": "1"}}),
+        );
+        assert_eq!(response["result"]["protocolVersion"], "2025-11-25");
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    };
+    let call = |id: i64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {"text": "one two"}}})
+    };
+    let counted = json!({
+        "content": [
+            {"type": "text", "text": r#"{"characters":7,"words":2}"#},
+            {"type": "image", "data": TWO_WORDS_PNG, "mimeType": "image/png"},
+        ],
+        "isError": false,
+    });
+
+    let mut server = Server::spawn(command);
+    initialize(&mut server, json!({"elicitation": {}}));
+    let response = server.request(
+        2,
+        "tools/call",
+        json!({"name": "word_count", "arguments": {"text": "one two"}}),
     );
-    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let (text, is_error) = server.call(2, "word_count", json!({"text": "one two"}));
+    assert_eq!(response["result"], counted);
+    for (id, action) in [(3, "accept"), (4, "decline")] {
+        server.send(call(id, "word_count_confirmed"));
+        let question = server.receive();
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        assert_eq!(
+            question["params"]["message"],
+            "Count the words of a text of 7 characters?"
+        );
+        server.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": action}}));
+        let answer = server.receive();
+        assert_eq!(answer["id"], id);
+        if action == "accept" {
+            assert_eq!(answer["result"], counted);
+        } else {
+            assert_eq!(
+                answer["result"],
+                json!({"content": [{"type": "text", "text": "the user declined; nothing was counted"}], "isError": false})
+            );
+        }
+    }
     let (code, stderr, _) = server.finish();
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(!is_error, "{text}");
-    assert_eq!(
-        serde_json::from_str::<Value>(&text).unwrap(),
-        json!({"words": 2, "characters": 7})
+
+    // A client without elicitation: the question is refused, the tool fails saying so.
+    let mut server = Server::spawn(command);
+    initialize(&mut server, json!({}));
+    let (text, is_error) = server.call(2, "word_count_confirmed", json!({"text": "one two"}));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("could not ask the user: nobody can be asked during this call (the client cannot ask its user"),
+        "{text}"
     );
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 /// `host new` with a command line it cannot follow: exit 2, a message saying what to do,
@@ -366,9 +430,9 @@ fn python_and_js_projects_test_natively_whatever_their_name() {
             );
             // Every test of the template ran (none was silently skipped).
             let ran = if lang == "python" {
-                "Ran 3 tests"
+                "Ran 4 tests"
             } else {
-                "# pass 3"
+                "# pass 4"
             };
             assert!(said.contains(ran), "{lang} {name}: {said}");
             let logic = if lang == "python" {
@@ -436,7 +500,7 @@ fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(
         said.starts_with(&format!(
-            "created {}: a {language} plugin with one tool, `word_count`\n",
+            "created {}: a {language} plugin with two tools, `word_count` (a text and an image) and `word_count_confirmed` (asks the user first)\n",
             Path::new(".").join("word_count").display()
         )),
         "{said}"
@@ -501,9 +565,11 @@ fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
         "  manifest: dist/word_count.toml\n",
         "  file access: none\n",
         "  http: none\n",
+        "  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n",
         "  limits: 5s per call, 32 MiB memory, no fuel limit, 1 MiB output\n",
-        "  tools (1):\n    word_count  Count the words and characters of a text. Returns {\"words\", \"characters\"}.\n                (read-only: true)\n",
-        "    toolhost:plugin/tools@0.2.0\n",
+        "  tools (2):\n    word_count            Count the words and characters of a text. Returns {\"words\", \"characters\"} and a picture of the word count.\n                          (read-only: true)\n    word_count_confirmed  Ask the user to confirm, then count the words of a text.\n                          (read-only: true)\n",
+        "    toolhost:plugin/tools@0.3.0\n",
+        "    toolhost:plugin/interaction@0.3.0\n",
     ] {
         assert!(report.contains(line), "{line:?} not in:\n{report}");
     }
@@ -516,10 +582,7 @@ fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
         "--plugins",
         "dist",
     ]));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "word_count  Count the words and characters of a text.\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), TOOLS_LISTED);
     let output = succeed(&mut in_project(&[
         "call",
         "--plugins",
@@ -555,6 +618,16 @@ fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
             "{arguments}"
         );
     }
+
+    // Over MCP: the image block, and the confirmation asked (or refused, for a client
+    // that cannot ask).
+    mcp_image_and_confirm(&mut in_project(&[
+        "run",
+        "--no-builtins",
+        "--plugins",
+        "dist",
+        "--plugin-ask",
+    ]));
 }
 
 #[test]

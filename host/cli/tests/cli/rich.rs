@@ -1,7 +1,7 @@
 //! toolhost:plugin@0.3.0 over MCP stdio: a plugin tool's rich result arrives as MCP
 //! content blocks (the `rich` test plugin), and `--plugin-ask` is in the help.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::host;
 use super::mcp::Server;
@@ -85,4 +85,89 @@ fn plugin_ask_is_in_the_help_of_run_and_serve() {
         assert!(help.contains("--plugin-ask"), "{command}: {help}");
         assert!(help.contains("[grants] ask = true"), "{command}: {help}");
     }
+}
+
+/// `host inspect` of a 0.3.0 plugin shows its prompts (arguments, `*` required), where its
+/// resources live and their templates, and whether it asks to ask the user (with the flag
+/// the host needs); a plugin without a manifest asks nothing and shows no such line.
+#[test]
+fn inspect_shows_prompts_resource_templates_and_asking() {
+    let plugins = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["conformance", "rich"]).unwrap();
+    let inspect = |name: &str, json: bool| {
+        let wasm = plugins.path().join(format!("{name}.wasm"));
+        let mut command = host();
+        command
+            .arg("inspect")
+            .arg(&wasm)
+            .arg("--cache-dir")
+            .arg(cache.path());
+        if json {
+            command.arg("--json");
+        }
+        let out = command.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+
+    let report = inspect("conformance", false);
+    for expected in [
+        "  http: none\n  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n  config: none\n",
+        "  prompts (4):
+    test_simple_prompt                  A simple prompt.
+    test_prompt_with_arguments          A prompt with arguments. (arg1*, arg2*)
+    test_prompt_with_embedded_resource  A prompt with an embedded resource. (resourceUri*)
+    test_prompt_with_image              A prompt with an image.
+  resources: under test:// (1 template)
+    test://template/{id}/data  template-data (application/json)
+  imports (",
+    ] {
+        assert!(report.contains(expected), "no {expected:?} in:\n{report}");
+    }
+    let info: Value = serde_json::from_str(&inspect("conformance", true)).unwrap();
+    assert_eq!(
+        info["ask"],
+        json!({"asks": true, "allowed_by_default_host": false})
+    );
+    assert_eq!(
+        info["resources"],
+        json!({
+            "offered": true,
+            "namespace": "test://",
+            "templates": [{"uri_template": "test://template/{id}/data", "name": "template-data", "mime_type": "application/json"}],
+        })
+    );
+    assert_eq!(info["prompts"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        info["prompts"][1],
+        json!({"name": "test_prompt_with_arguments", "description": "A prompt with arguments.", "arguments": [
+            {"name": "arg1", "description": "First test argument", "required": true},
+            {"name": "arg2", "description": "Second test argument", "required": true},
+        ]})
+    );
+
+    // No manifest: the default namespace, and no asking.
+    let report = inspect("rich", false);
+    assert!(
+        report.contains(
+            "  prompts (1):
+    rich_summary  Summarize a topic. (topic*)
+  resources: under plugin://rich/ (1 template)
+    plugin://rich/items/{id}  item (text/plain)
+"
+        ),
+        "{report}"
+    );
+    assert!(!report.contains("ask the user"), "{report}");
+    let info: Value = serde_json::from_str(&inspect("rich", true)).unwrap();
+    assert_eq!(
+        info["ask"],
+        json!({"asks": false, "allowed_by_default_host": false})
+    );
 }

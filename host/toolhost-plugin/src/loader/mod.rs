@@ -220,7 +220,19 @@ impl PluginHost {
     /// [`PluginErrorKind::DuplicateTool`] for a name taken in a registry.
     pub fn inspect(&self, path: &Path) -> Result<PluginInfo, PluginError> {
         let prepared = self.prepare_with(path, true, None)?;
+        let manifest = prepared.resolved.manifest.as_ref();
+        let resource_namespace = manifest
+            .and_then(|m| m.resources.namespace.clone())
+            .unwrap_or_else(|| toolhost::catalog::namespace_of(&prepared.name));
+        let ask = manifest.is_some_and(|m| m.grants.ask);
+        let offers_resources = prepared.offer.resources.is_some();
         Ok(PluginInfo {
+            ask,
+            ask_allowed: self.config.plugin_ask,
+            prompts: prepared.offer.prompts.unwrap_or_default(),
+            offers_resources,
+            resource_templates: prepared.offer.resources.unwrap_or_default(),
+            resource_namespace,
             name: prepared.name,
             path: path.to_owned(),
             manifest: prepared.resolved.manifest_path,

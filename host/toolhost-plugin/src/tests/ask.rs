@@ -176,3 +176,33 @@ async fn a_call_with_nobody_to_ask_is_unsupported_never_a_yes() {
         "{result}"
     );
 }
+
+/// `inspect` says whether the manifest asks to ask (`ask`) and whether this host allows
+/// it (`ask_allowed`), each on its own: a manifest without the grant asks nothing even
+/// when the operator allows asking.
+#[test]
+fn inspect_reports_the_ask_grant_and_the_operators_flag_apart() {
+    for (with_manifest, operator_allows) in [(true, true), (true, false), (false, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        if with_manifest {
+            toolhost_tests::install(dir.path(), &["hostile_ask"]).unwrap();
+        } else {
+            toolhost_tests::install_without_manifests(dir.path(), &["hostile_ask"]).unwrap();
+        }
+        let mut builder = config().to_builder();
+        builder.plugin_ask(operator_allows);
+        let info = PluginHost::new(builder.build())
+            .unwrap()
+            .inspect(&dir.path().join("hostile_ask.wasm"))
+            .unwrap();
+        assert_eq!(
+            (info.ask, info.ask_allowed),
+            (with_manifest, operator_allows),
+            "manifest {with_manifest}, operator {operator_allows}"
+        );
+        // hostile_ask offers no prompts or resources.
+        assert!(info.prompts.is_empty());
+        assert!(!info.offers_resources);
+        assert_eq!(info.resource_namespace, "plugin://hostile_ask/");
+    }
+}
