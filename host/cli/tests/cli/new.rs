@@ -506,15 +506,11 @@ fn scaffold_build_and_call(lang: &str, toolchain: &str, language: &str) {
         "{said}"
     );
     let project = projects.path().join("word_count");
-    // The WIT is the 0.2.0 one these projects target until their move to 0.3.0 (the
-    // host still loads it), and the README has the name filled in.
+    // The WIT is the host's own (0.3.0), and the README has the name filled in.
     assert_eq!(
         std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap(),
-        std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../wit/legacy/plugin-0.2.0.wit"
-        ))
-        .unwrap()
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/plugin.wit"))
+            .unwrap()
     );
     let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
     for line in [

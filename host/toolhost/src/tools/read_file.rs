@@ -198,7 +198,8 @@ impl Window {
             // The prefix and the final "\n" each encode their tab or newline as 2 bytes.
             let frame = prefix.len() + 1 + 2;
             let room = MAX_CONTENT_BYTES - used;
-            if fitting_len(line, room.saturating_sub(frame)) == line.len() {
+            // The frame must fit too: an empty line "fits" any budget, its frame not.
+            if frame <= room && fitting_len(line, room - frame) == line.len() {
                 content.push_str(&prefix);
                 content.push_str(line);
                 content.push('\n');

@@ -152,6 +152,23 @@ async fn escapes_count_by_their_encoding(backend: Backend) {
     assert!(json_len(content(&result)) <= MAX_CONTENT_BYTES);
 }
 
+/// A window nearly full, then empty lines: an empty line fits no budget smaller than its
+/// frame (`N\t` and the newline), and must end the window there, not overrun it.
+async fn empty_lines_past_a_nearly_full_window_end_it(backend: Backend) {
+    let h = backend.default_harness();
+    // Line 1 costs 5 (its frame) + its length: 2 bytes short of the budget, less than
+    // the 5 bytes line 2's frame needs.
+    let first = "x".repeat(MAX_CONTENT_BYTES - 7);
+    h.put("a.md", format!("{first}\n\n\n\nlast\n"));
+    let result = read(&h, json!({"path": "a.md"})).await;
+    assert_eq!(result["truncated"], true, "{result}");
+    assert_eq!(content(&result), format!("1\t{first}\n"));
+    assert!(json_len(content(&result)) <= MAX_CONTENT_BYTES);
+    let next = read(&h, json!({"path": "a.md", "offset": 2})).await;
+    assert_eq!(content(&next), "2\t\n3\t\n4\t\n5\tlast\n");
+    assert_eq!(next["truncated"], false);
+}
+
 async fn a_100_kib_line_is_read_across_three_calls(backend: Backend) {
     let h = backend.default_harness();
     let long: String = (0..102_400u32)
@@ -352,6 +369,7 @@ backend_tests!(
     limit_is_a_line_count_capped_at_2000,
     exactly_40_kib_encoded_fits,
     one_byte_over_40_kib_ends_the_window,
+    empty_lines_past_a_nearly_full_window_end_it,
     escapes_count_by_their_encoding,
     a_100_kib_line_is_read_across_three_calls,
     a_cut_falls_on_a_character_boundary,
