@@ -145,10 +145,14 @@ fn registry() -> Arc<Registry> {
     Arc::new(registry)
 }
 
-fn files() -> FileResources {
+/// The root's files (`a.md`), and its storage to change them.
+fn files() -> (FileResources, Arc<dyn Storage>) {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     storage.write("a.md", b"# a\n", "text/markdown").unwrap();
-    FileResources::new(VfsToolOptions::builder(storage).build())
+    (
+        FileResources::new(VfsToolOptions::builder(Arc::clone(&storage)).build()),
+        storage,
+    )
 }
 
 fn approval() -> ApprovalPolicy {
@@ -178,6 +182,7 @@ enum Wire {
 struct Client {
     revision: Revision,
     registry: Arc<Registry>,
+    storage: Arc<dyn Storage>,
     wire: Wire,
     next_id: u64,
     methods: HashMap<u64, (String, bool)>,
@@ -189,11 +194,12 @@ struct Client {
 impl Client {
     async fn start(revision: Revision, transport: Transport) -> Self {
         let registry = registry();
+        let (files, storage) = files();
         let wire = match transport {
             Transport::Stdio => {
                 let server = McpServer::new(Arc::clone(&registry))
                     .with_list_changed(true)
-                    .with_resources(files())
+                    .with_resources(files)
                     .with_approval(approval());
                 let (client, server_end) = tokio::io::duplex(1 << 22);
                 let (server_read, server_write) = tokio::io::split(server_end);
@@ -215,7 +221,7 @@ impl Client {
                 let server = HttpServer::bind(
                     "127.0.0.1:0".parse().unwrap(),
                     config,
-                    Registries::shared_with_files(Arc::clone(&registry), files()),
+                    Registries::shared_with_files(Arc::clone(&registry), files),
                 )
                 .await
                 .unwrap();
@@ -241,6 +247,7 @@ impl Client {
         let mut client = Self {
             revision,
             registry,
+            storage,
             wire,
             next_id: 1,
             methods: HashMap::new(),
@@ -533,6 +540,9 @@ fn notification_def(method: &str) -> &'static str {
         "notifications/message" => "LoggingMessageNotification",
         "notifications/tools/list_changed" => "ToolListChangedNotification",
         "notifications/subscriptions/acknowledged" => "SubscriptionsAcknowledgedNotification",
+        "notifications/resources/updated" => "ResourceUpdatedNotification",
+        "notifications/prompts/list_changed" => "PromptListChangedNotification",
+        "notifications/resources/list_changed" => "ResourceListChangedNotification",
         other => panic!("unexpected notification {other}"),
     }
 }
@@ -687,10 +697,21 @@ async fn subscribe(c: &mut Client) -> String {
         "{}",
         c.capabilities
     );
-    match answer.get("result") {
-        Some(result) => format!("served: {result}"),
-        None => code(&answer),
-    }
+    let Some(result) = answer.get("result") else {
+        return code(&answer);
+    };
+    // The first poll (each second) sets what later ones compare with; a change after
+    // it is told once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    c.storage
+        .write("a.md", b"# changed\n", "text/markdown")
+        .unwrap();
+    let note = c.next_unasked().await.expect("an update");
+    assert_eq!(note["params"]["uri"], "file:///a.md", "{note}");
+    format!(
+        "served: {result}, then {}",
+        note["method"].as_str().unwrap()
+    )
 }
 
 async fn elicitation(c: &mut Client) -> String {
@@ -848,18 +869,57 @@ async fn list_changed(c: &mut Client) -> String {
         c.capabilities
     );
     if c.revision.is_modern() {
-        return listen(c).await;
+        let notifications = json!({"toolsListChanged": true});
+        let heard = listen(c, notifications, |registry| {
+            registry.register_all(vec![extra_tool()]).unwrap();
+        })
+        .await;
+        return format!("listen: {heard}");
     }
     c.registry.register_all(vec![extra_tool()]).unwrap();
     let note = c.next_unasked().await.expect("a list change");
     note["method"].as_str().unwrap().to_owned()
 }
 
-/// A modern client's `subscriptions/listen`: the acknowledgement, then the change.
-async fn listen(c: &mut Client) -> String {
+/// The catalog's source removed: what the client hears (legacy: on its own; modern:
+/// through `subscriptions/listen`), in order.
+async fn catalog_changed(c: &mut Client) -> String {
+    assert_eq!(
+        (
+            &c.capabilities["prompts"]["listChanged"],
+            &c.capabilities["resources"]["listChanged"]
+        ),
+        (&json!(true), &json!(true)),
+        "{}",
+        c.capabilities
+    );
+    let mut heard = Vec::new();
+    let change = |registry: &Registry| {
+        registry
+            .catalog()
+            .replace("docs", None, None, None)
+            .unwrap()
+    };
+    if c.revision.is_modern() {
+        let notifications = json!({"promptsListChanged": true, "resourcesListChanged": true});
+        heard.push(listen(c, notifications, change).await);
+    } else {
+        change(&c.registry);
+    }
+    while heard.len() < 2 {
+        let note = c.next_unasked().await.expect("a list change");
+        heard.push(note["method"].as_str().unwrap().to_owned());
+    }
+    heard.sort();
+    heard.join(", ")
+}
+
+/// A modern client's `subscriptions/listen` for `notifications`: the acknowledgement,
+/// `change`, then the first notification it brings.
+async fn listen(c: &mut Client, notifications: Value, change: impl FnOnce(&Registry)) -> String {
     let meta = c.meta(json!({})).unwrap();
     let message = json!({"jsonrpc": "2.0", "id": 99, "method": "subscriptions/listen",
-        "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}});
+        "params": {"_meta": meta, "notifications": notifications}});
     c.methods.insert(99, ("subscriptions/listen".into(), false));
     let registry = Arc::clone(&c.registry);
     match &mut c.wire {
@@ -877,9 +937,13 @@ async fn listen(c: &mut Client) -> String {
     }
     let ack = c.next_unasked().await.expect("an acknowledgement");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    registry.register_all(vec![extra_tool()]).unwrap();
+    change(&registry);
     let note = c.next_unasked().await.expect("a list change");
-    format!("listen: {}", note["method"].as_str().unwrap())
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 99,
+        "{note}"
+    );
+    note["method"].as_str().unwrap().to_owned()
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -898,6 +962,7 @@ enum Feature {
     Progress,
     Logging,
     ListChanged,
+    CatalogChanged,
 }
 
 async fn run(feature: Feature, c: &mut Client) -> String {
@@ -916,6 +981,7 @@ async fn run(feature: Feature, c: &mut Client) -> String {
         Feature::Progress => progress(c).await,
         Feature::Logging => logging(c).await,
         Feature::ListChanged => list_changed(c).await,
+        Feature::CatalogChanged => catalog_changed(c).await,
     }
 }
 
@@ -938,7 +1004,7 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Templates => "served: file:///{path} plugin://docs/{id}".into(),
         Feature::Completion => r#"served: ["Ada","Alan"] ["a.md"]"#.into(),
         Feature::Subscribe if modern => "error -32601".into(),
-        Feature::Subscribe => "served: {}".into(),
+        Feature::Subscribe => "served: {}, then notifications/resources/updated".into(),
         Feature::Elicitation if modern => "round, confirmed".into(),
         Feature::Elicitation if asks => "asked, confirmed".into(),
         Feature::Elicitation => "no interaction".into(),
@@ -954,10 +1020,13 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Logging => "setLevel {}, log lines before the answer".into(),
         Feature::ListChanged if modern => "listen: notifications/tools/list_changed".into(),
         Feature::ListChanged => "notifications/tools/list_changed".into(),
+        Feature::CatalogChanged => {
+            "notifications/prompts/list_changed, notifications/resources/list_changed".into()
+        }
     }
 }
 
-const FEATURES: [Feature; 14] = [
+const FEATURES: [Feature; 15] = [
     Feature::Tools,
     Feature::Rich,
     Feature::Structured,
@@ -972,6 +1041,7 @@ const FEATURES: [Feature; 14] = [
     Feature::Progress,
     Feature::Logging,
     Feature::ListChanged,
+    Feature::CatalogChanged,
 ];
 
 #[tokio::test(flavor = "current_thread")]
