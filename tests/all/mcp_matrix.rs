@@ -898,7 +898,7 @@ async fn catalog_changed(c: &mut Client) -> String {
         registry
             .catalog()
             .replace("docs", None, None, None)
-            .unwrap()
+            .unwrap();
     };
     if c.revision.is_modern() {
         let notifications = json!({"promptsListChanged": true, "resourcesListChanged": true});
