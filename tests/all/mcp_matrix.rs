@@ -708,8 +708,28 @@ async fn subscribe(c: &mut Client) -> String {
         .unwrap();
     let note = c.next_unasked().await.expect("an update");
     assert_eq!(note["params"]["uri"], "file:///a.md", "{note}");
+    // A source's resource: told of when the catalog changes (here: the source given
+    // again), among the list changes that brings.
+    let plugin = c
+        .request("resources/subscribe", json!({"uri": "plugin://docs/a"}))
+        .await;
+    assert_eq!(plugin["result"], json!({}), "{plugin}");
+    c.registry
+        .catalog()
+        .replace("docs", Some(Arc::new(Prompts)), Some(Arc::new(Docs)), None)
+        .unwrap();
+    let mut updated = None;
+    for _ in 0..4 {
+        let next = c.next_unasked().await.expect("the catalog's news");
+        if next["method"] == "notifications/resources/updated" {
+            updated = Some(next);
+            break;
+        }
+    }
+    let updated = updated.expect("an update of the source's resource");
+    assert_eq!(updated["params"]["uri"], "plugin://docs/a", "{updated}");
     format!(
-        "served: {result}, then {}",
+        "served: {result}, then {} (file and source's resource)",
         note["method"].as_str().unwrap()
     )
 }
@@ -1004,7 +1024,9 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Templates => "served: file:///{path} plugin://docs/{id}".into(),
         Feature::Completion => r#"served: ["Ada","Alan"] ["a.md"]"#.into(),
         Feature::Subscribe if modern => "error -32601".into(),
-        Feature::Subscribe => "served: {}, then notifications/resources/updated".into(),
+        Feature::Subscribe => {
+            "served: {}, then notifications/resources/updated (file and source's resource)".into()
+        }
         Feature::Elicitation if modern => "round, confirmed".into(),
         Feature::Elicitation if asks => "asked, confirmed".into(),
         Feature::Elicitation => "no interaction".into(),
