@@ -111,16 +111,7 @@ fn registry() -> Arc<Registry> {
         .unwrap();
     registry
         .register(
-            tool("nap").with_task_support(TaskSupport::Optional),
-            |_c: CallContext, _a: Arguments, _e: Environment| async {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                Ok(ToolResult::new("rested"))
-            },
-        )
-        .unwrap();
-    registry
-        .register(
-            tool("count"),
+            tool("count").with_task_support(TaskSupport::Optional),
             |ctx: CallContext, _a: Arguments, _e: Environment| async move {
                 ctx.report_progress(1, Some(2), || Some("half".into()));
                 tokio::time::sleep(Duration::from_millis(150)).await;
@@ -624,9 +615,16 @@ async fn prompts(c: &mut Client) -> String {
             json!({"name": "greet", "arguments": {"who": "Ada"}}),
         )
         .await;
+    let kinds: Vec<&str> = prompt["result"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"]["type"].as_str().unwrap())
+        .collect();
     format!(
-        "served: {}",
-        prompt["result"]["messages"][0]["content"]["text"]
+        "served: {}, {}",
+        prompt["result"]["messages"][0]["content"]["text"],
+        kinds.join(",")
     )
 }
 
@@ -784,10 +782,12 @@ async fn answered_rounds(c: &mut Client, call: Value, tool: &str) -> String {
 }
 
 async fn tasks(c: &mut Client) -> String {
+    let start = c.received.len();
     let created = c
-        .request(
+        .request_meta(
             "tools/call",
-            json!({"name": "nap", "arguments": {}, "task": {"ttl": 60000}}),
+            json!({"name": "count", "arguments": {}, "task": {"ttl": 60000}}),
+            json!({"progressToken": "t1"}),
         )
         .await;
     let offered =
@@ -804,8 +804,9 @@ async fn tasks(c: &mut Client) -> String {
     else {
         let got = c.request("tasks/get", json!({"taskId": "x"})).await;
         return format!(
-            "call ran plainly ({}), tasks/get {}",
+            "call ran plainly ({}, {}), tasks/get {}",
             text(&created),
+            progress_since(c, start),
             code(&got)
         );
     };
@@ -817,7 +818,19 @@ async fn tasks(c: &mut Client) -> String {
         task.as_str(),
         "{result}"
     );
-    format!("served: {}", text(&result))
+    format!("served: {}, {}", text(&result), progress_since(c, start))
+}
+
+/// Whether progress came since the `start`th message.
+fn progress_since(c: &Client, start: usize) -> &'static str {
+    if c.received[start..]
+        .iter()
+        .any(|m| m["method"] == "notifications/progress")
+    {
+        "with progress"
+    } else {
+        "no progress"
+    }
 }
 
 async fn progress(c: &mut Client) -> String {
@@ -1019,7 +1032,13 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         }
         .into(),
         Feature::Structured => r#"structuredContent {"n":1}"#.into(),
-        Feature::Prompts => r#"served: "Hello, Ada!""#.into(),
+        // The source's blocks: text, image, audio, link, text resource, blob resource.
+        Feature::Prompts => match revision {
+            V2024_11_05 => r#"served: "Hello, Ada!", text,image,text,text,resource,resource"#,
+            V2025_03_26 => r#"served: "Hello, Ada!", text,image,audio,text,resource,resource"#,
+            _ => r#"served: "Hello, Ada!", text,image,audio,resource_link,resource,resource"#,
+        }
+        .into(),
         Feature::Resources => r##"served: "# a\n" "doc a""##.into(),
         Feature::Templates => "served: file:///{path} plugin://docs/{id}".into(),
         Feature::Completion => r#"served: ["Ada","Alan"] ["a.md"]"#.into(),
@@ -1033,10 +1052,14 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Approval if modern => "round, ran".into(),
         Feature::Approval if asks => "asked, ran".into(),
         Feature::Approval => "guarded: not run (isError)".into(),
-        Feature::Tasks if revision == V2025_11_25 => "served: rested".into(),
-        Feature::Tasks if modern && transport == Transport::Stdio => "served: rested".into(),
-        Feature::Tasks if modern => "call ran plainly (rested), tasks/get error -32601".into(),
-        Feature::Tasks => "call ran plainly (rested), tasks/get error -32601".into(),
+        // A task's call sends no progress; a plain call does.
+        Feature::Tasks if revision == V2025_11_25 => "served: counted, no progress".into(),
+        Feature::Tasks if modern && transport == Transport::Stdio => {
+            "served: counted, no progress".into()
+        }
+        Feature::Tasks => {
+            "call ran plainly (counted, with progress), tasks/get error -32601".into()
+        }
         Feature::Progress => "progress before the answer".into(),
         Feature::Logging if modern => "setLevel error -32601, log lines before the answer".into(),
         Feature::Logging => "setLevel {}, log lines before the answer".into(),
