@@ -105,6 +105,22 @@ fn registry() -> Arc<Registry> {
         .unwrap();
     registry
         .register(
+            tool("choose"),
+            |ctx: CallContext, _a: Arguments, _e: Environment| async move {
+                let Some(asking) = ctx.interaction() else {
+                    return Ok(ToolResult::new("no interaction"));
+                };
+                let answer = match asking.ask("Which?".into(), multi_select()).await {
+                    Ok(Some(values)) => values["colors"].to_string(),
+                    Ok(None) => "declined".into(),
+                    Err(err) => format!("refused: {err}"),
+                };
+                Ok(ToolResult::new(answer))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
             tool("guarded"),
             |_c: CallContext, _a: Arguments, _e: Environment| async { Ok(ToolResult::new("ran")) },
         )
@@ -134,6 +150,24 @@ fn registry() -> Arc<Registry> {
         .replace("docs", Some(Arc::new(Prompts)), Some(Arc::new(Docs)), None)
         .unwrap();
     Arc::new(registry)
+}
+
+/// A form with a multiple choice: 2025-11-25 added those to elicitation's schemas.
+fn multi_select() -> Value {
+    json!({"type": "object", "properties": {"colors": {
+        "type": "array", "items": {"type": "string", "enum": ["red", "green"]}}}})
+}
+
+/// The test client's answer to a question: accept, with values for a form.
+fn accept(question: &Value) -> Value {
+    if question["requestedSchema"]["properties"]
+        .get("colors")
+        .is_some()
+    {
+        json!({"action": "accept", "content": {"colors": ["red"]}})
+    } else {
+        json!({"action": "accept"})
+    }
 }
 
 /// The root's files (`a.md`), and its storage to change them.
@@ -324,7 +358,7 @@ impl Client {
                     let value: Value = serde_json::from_str(&line).unwrap();
                     self.received.push(value.clone());
                     if value["method"] == "elicitation/create" {
-                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": {"action": "accept"}});
+                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
                         write
                             .write_all(format!("{reply}\n").as_bytes())
                             .await
@@ -368,7 +402,7 @@ impl Client {
                 {
                     self.received.push(value.clone());
                     if value["method"] == "elicitation/create" {
-                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": {"action": "accept"}});
+                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
                         let answered = post(*addr, &headers, &reply.to_string()).await;
                         assert_eq!(answered.status, 202);
                     } else if value["id"] == id {
@@ -739,6 +773,29 @@ async fn elicitation(c: &mut Client) -> String {
     answered_rounds(c, call, "ask").await
 }
 
+async fn form(c: &mut Client) -> String {
+    let call = c
+        .request("tools/call", json!({"name": "choose", "arguments": {}}))
+        .await;
+    let full = text(&call);
+    if let Some(why) = full.strip_prefix("refused: ") {
+        // Nothing was sent, and the tool was told why.
+        assert!(
+            !c.received
+                .iter()
+                .any(|m| m["method"] == "elicitation/create"),
+            "{:?}",
+            c.received
+        );
+        assert!(
+            why.contains("2025-06-18") && why.contains("multiple choice"),
+            "{why}"
+        );
+        return "refused".into();
+    }
+    answered_rounds(c, call, "choose").await
+}
+
 async fn approval_cell(c: &mut Client) -> String {
     let call = c
         .request("tools/call", json!({"name": "guarded", "arguments": {}}))
@@ -757,7 +814,7 @@ async fn answered_rounds(c: &mut Client, call: Value, tool: &str) -> String {
             .request(
                 "tools/call",
                 json!({"name": tool, "arguments": {},
-                       "inputResponses": {"q0": {"action": "accept"}},
+                       "inputResponses": {"q0": accept(&requests["q0"]["params"])},
                        "requestState": call["result"]["requestState"]}),
             )
             .await;
@@ -990,6 +1047,7 @@ enum Feature {
     Completion,
     Subscribe,
     Elicitation,
+    Form,
     Approval,
     Tasks,
     Progress,
@@ -1009,6 +1067,7 @@ async fn run(feature: Feature, c: &mut Client) -> String {
         Feature::Completion => completion(c).await,
         Feature::Subscribe => subscribe(c).await,
         Feature::Elicitation => elicitation(c).await,
+        Feature::Form => form(c).await,
         Feature::Approval => approval_cell(c).await,
         Feature::Tasks => tasks(c).await,
         Feature::Progress => progress(c).await,
@@ -1049,6 +1108,11 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Elicitation if modern => "round, confirmed".into(),
         Feature::Elicitation if asks => "asked, confirmed".into(),
         Feature::Elicitation => "no interaction".into(),
+        Feature::Form if modern => r#"round, ["red"]"#.into(),
+        Feature::Form if revision == V2025_11_25 => r#"asked, ["red"]"#.into(),
+        // 2025-06-18's schema has no multiple choice: refused before anything is sent.
+        Feature::Form if asks => "refused".into(),
+        Feature::Form => "no interaction".into(),
         Feature::Approval if modern => "round, ran".into(),
         Feature::Approval if asks => "asked, ran".into(),
         Feature::Approval => "guarded: not run (isError)".into(),
@@ -1071,7 +1135,7 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
     }
 }
 
-const FEATURES: [Feature; 15] = [
+const FEATURES: [Feature; 16] = [
     Feature::Tools,
     Feature::Rich,
     Feature::Structured,
@@ -1081,6 +1145,7 @@ const FEATURES: [Feature; 15] = [
     Feature::Completion,
     Feature::Subscribe,
     Feature::Elicitation,
+    Feature::Form,
     Feature::Approval,
     Feature::Tasks,
     Feature::Progress,
