@@ -1107,12 +1107,11 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         }
         Feature::Elicitation if modern => "round, confirmed".into(),
         Feature::Elicitation if asks => "asked, confirmed".into(),
-        Feature::Elicitation => "no interaction".into(),
         Feature::Form if modern => r#"round, ["red"]"#.into(),
         Feature::Form if revision == V2025_11_25 => r#"asked, ["red"]"#.into(),
         // 2025-06-18's schema has no multiple choice: refused before anything is sent.
         Feature::Form if asks => "refused".into(),
-        Feature::Form => "no interaction".into(),
+        Feature::Elicitation | Feature::Form => "no interaction".into(),
         Feature::Approval if modern => "round, ran".into(),
         Feature::Approval if asks => "asked, ran".into(),
         Feature::Approval => "guarded: not run (isError)".into(),
