@@ -180,6 +180,10 @@ fn files() -> (FileResources, Arc<dyn Storage>) {
     )
 }
 
+/// How long the servers wait for an answer to a question: long enough for the test
+/// client's immediate answers, short for the cell that leaves one unanswered.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(2);
+
 fn approval() -> ApprovalPolicy {
     ApprovalPolicy::new().confirm_tool("guarded")
 }
@@ -214,6 +218,8 @@ struct Client {
     received: Vec<Value>,
     /// What the server declared: `initialize`'s capabilities, or `server/discover`'s.
     capabilities: Value,
+    /// Whether the server's questions are answered (else left to time out).
+    answers: bool,
 }
 
 impl Client {
@@ -225,7 +231,8 @@ impl Client {
                 let server = McpServer::new(Arc::clone(&registry))
                     .with_list_changed(true)
                     .with_resources(files)
-                    .with_approval(approval());
+                    .with_approval(approval())
+                    .with_confirm_timeout(CONFIRM_TIMEOUT);
                 let (client, server_end) = tokio::io::duplex(1 << 22);
                 let (server_read, server_write) = tokio::io::split(server_end);
                 let serving =
@@ -242,7 +249,8 @@ impl Client {
             Transport::Http => {
                 let config = HttpConfig::new(Some(SessionKey::random().unwrap()))
                     .with_list_changed(true)
-                    .with_approval(approval());
+                    .with_approval(approval())
+                    .with_confirm_timeout(CONFIRM_TIMEOUT);
                 let server = HttpServer::bind(
                     "127.0.0.1:0".parse().unwrap(),
                     config,
@@ -278,6 +286,7 @@ impl Client {
             methods: HashMap::new(),
             received: Vec::new(),
             capabilities: Value::Null,
+            answers: true,
         };
         if !revision.is_modern() {
             let init = client
@@ -357,7 +366,7 @@ impl Client {
                         .expect("a line");
                     let value: Value = serde_json::from_str(&line).unwrap();
                     self.received.push(value.clone());
-                    if value["method"] == "elicitation/create" {
+                    if value["method"] == "elicitation/create" && self.answers {
                         let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
                         write
                             .write_all(format!("{reply}\n").as_bytes())
@@ -401,7 +410,7 @@ impl Client {
                         .expect("the answer in time")
                 {
                     self.received.push(value.clone());
-                    if value["method"] == "elicitation/create" {
+                    if value["method"] == "elicitation/create" && self.answers {
                         let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
                         let answered = post(*addr, &headers, &reply.to_string()).await;
                         assert_eq!(answered.status, 202);
@@ -566,6 +575,7 @@ fn notification_def(method: &str) -> &'static str {
         "notifications/tools/list_changed" => "ToolListChangedNotification",
         "notifications/subscriptions/acknowledged" => "SubscriptionsAcknowledgedNotification",
         "notifications/resources/updated" => "ResourceUpdatedNotification",
+        "notifications/cancelled" => "CancelledNotification",
         "notifications/prompts/list_changed" => "PromptListChangedNotification",
         "notifications/resources/list_changed" => "ResourceListChangedNotification",
         other => panic!("unexpected notification {other}"),
@@ -794,6 +804,35 @@ async fn form(c: &mut Client) -> String {
         return "refused".into();
     }
     answered_rounds(c, call, "choose").await
+}
+
+/// A question left unanswered: the server gives up after its confirm timeout, tells the
+/// client it cancelled its question, and the tool hears `TimedOut`.
+async fn unanswered(c: &mut Client) -> String {
+    c.answers = false;
+    let call = c
+        .request("tools/call", json!({"name": "ask", "arguments": {}}))
+        .await;
+    if call["result"]["resultType"] == "input_required" {
+        // Nothing waits on the server: the round is the whole answer.
+        return "round left unanswered, nothing waits".into();
+    }
+    let Some(question) = c
+        .received
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .map(|m| m["id"].clone())
+    else {
+        return text(&call);
+    };
+    let cancelled = |m: &Value| {
+        m["method"] == "notifications/cancelled" && m["params"]["requestId"] == question
+    };
+    if !c.received.iter().any(cancelled) {
+        let note = c.next_unasked().await.expect("the question cancelled");
+        assert!(cancelled(&note), "{note}");
+    }
+    format!("asked, {}, question cancelled", text(&call))
 }
 
 async fn approval_cell(c: &mut Client) -> String {
@@ -1048,6 +1087,7 @@ enum Feature {
     Subscribe,
     Elicitation,
     Form,
+    Unanswered,
     Approval,
     Tasks,
     Progress,
@@ -1068,6 +1108,7 @@ async fn run(feature: Feature, c: &mut Client) -> String {
         Feature::Subscribe => subscribe(c).await,
         Feature::Elicitation => elicitation(c).await,
         Feature::Form => form(c).await,
+        Feature::Unanswered => unanswered(c).await,
         Feature::Approval => approval_cell(c).await,
         Feature::Tasks => tasks(c).await,
         Feature::Progress => progress(c).await,
@@ -1111,7 +1152,9 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Form if revision == V2025_11_25 => r#"asked, ["red"]"#.into(),
         // 2025-06-18's schema has no multiple choice: refused before anything is sent.
         Feature::Form if asks => "refused".into(),
-        Feature::Elicitation | Feature::Form => "no interaction".into(),
+        Feature::Unanswered if modern => "round left unanswered, nothing waits".into(),
+        Feature::Unanswered if asks => "asked, failed, question cancelled".into(),
+        Feature::Elicitation | Feature::Form | Feature::Unanswered => "no interaction".into(),
         Feature::Approval if modern => "round, ran".into(),
         Feature::Approval if asks => "asked, ran".into(),
         Feature::Approval => "guarded: not run (isError)".into(),
@@ -1134,7 +1177,7 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
     }
 }
 
-const FEATURES: [Feature; 16] = [
+const FEATURES: [Feature; 17] = [
     Feature::Tools,
     Feature::Rich,
     Feature::Structured,
@@ -1145,6 +1188,7 @@ const FEATURES: [Feature; 16] = [
     Feature::Subscribe,
     Feature::Elicitation,
     Feature::Form,
+    Feature::Unanswered,
     Feature::Approval,
     Feature::Tasks,
     Feature::Progress,
