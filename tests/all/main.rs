@@ -11,6 +11,7 @@ mod hostile;
 mod hot_reload;
 mod imports;
 mod mcp_elicit_schema;
+mod mcp_matrix;
 mod mcp_schema;
 mod mcp_schema_catalog;
 mod mcp_schema_http;

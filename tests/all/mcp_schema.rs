@@ -62,7 +62,7 @@ impl Schema {
     }
 
     /// The errors of `instance` against the definition `def` (empty: valid).
-    fn errors(&self, def: &str, instance: &Value) -> Vec<String> {
+    pub(crate) fn errors(&self, def: &str, instance: &Value) -> Vec<String> {
         assert!(self.has(def), "{} has no {def}", self.revision);
         let mut schema = self.document.clone();
         schema["$ref"] = json!(format!("#/{}/{def}", self.defs));

@@ -23,7 +23,7 @@ use toolhost_mcp::{FileResources, McpServer, Revision};
 
 use crate::mcp_schema::{schema_dir, Schema};
 
-struct Prompts;
+pub(crate) struct Prompts;
 
 impl PromptSource for Prompts {
     fn definitions(&self) -> Vec<PromptDefinition> {
@@ -105,7 +105,7 @@ impl PromptSource for Prompts {
     }
 }
 
-struct Docs;
+pub(crate) struct Docs;
 
 impl ResourceSource for Docs {
     fn templates(&self) -> Vec<ResourceTemplate> {

@@ -17,13 +17,17 @@ use super::mcp_schema::*;
 /// case) and the JSON-RPC messages of the body as they come (one for a JSON answer,
 /// each event's for an event stream). A bare client on purpose: what goes over the
 /// wire is what is checked.
-struct Exchange {
-    status: u16,
-    headers: std::collections::HashMap<String, String>,
-    messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
+pub(crate) struct Exchange {
+    pub(crate) status: u16,
+    pub(crate) headers: std::collections::HashMap<String, String>,
+    pub(crate) messages: tokio::sync::mpsc::UnboundedReceiver<Value>,
 }
 
-async fn post(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: &str) -> Exchange {
+pub(crate) async fn post(
+    addr: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Exchange {
     use tokio::io::AsyncReadExt;
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut request = format!(
@@ -231,7 +235,7 @@ async fn http_session(
 }
 
 /// Opens the session's GET event stream.
-async fn get(addr: std::net::SocketAddr, session: &str, revision: Revision) -> Exchange {
+pub(crate) async fn get(addr: std::net::SocketAddr, session: &str, revision: Revision) -> Exchange {
     use tokio::io::AsyncReadExt;
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut request = format!(

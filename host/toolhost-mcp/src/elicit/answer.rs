@@ -16,14 +16,27 @@ pub(crate) fn confirm_schema() -> Value {
 }
 
 /// The params of an `elicitation/create` asking `message` with `schema`, checked: the
-/// schema must be elicitation's restricted one, the whole at most
-/// [`MAX_QUESTION_BYTES`]. 2025-11-25 on say `"mode": "form"`.
+/// schema must be elicitation's restricted one, and one `revision` has (multiple choice
+/// fields, `type: array`, came in 2025-11-25: 2025-06-18's schema has none), the whole at
+/// most [`MAX_QUESTION_BYTES`]. 2025-11-25 on say `"mode": "form"`.
 pub(crate) fn question_params(
     revision: Revision,
     message: String,
     schema: Value,
 ) -> Result<Value, InteractionError> {
     check_schema(&schema).map_err(InteractionError::Invalid)?;
+    if revision < Revision::V2025_11_25 {
+        let multiple = schema["properties"].as_object().and_then(|properties| {
+            properties
+                .iter()
+                .find(|(_, property)| property["type"] == "array")
+        });
+        if let Some((name, _)) = multiple {
+            return Err(InteractionError::Invalid(format!(
+                "field {name:?} is a multiple choice (type array), which this client's protocol revision {revision} cannot show (2025-11-25 added them); ask for a single choice, or a boolean per option, instead"
+            )));
+        }
+    }
     let mut params = Map::new();
     if revision >= Revision::V2025_11_25 {
         params.insert("mode".into(), json!("form"));

@@ -120,3 +120,34 @@ fn questions_are_bounded_per_session_and_unknown_answers_are_counted_not_deliver
     let (other_id, _) = other.open().ok().unwrap();
     assert_ne!(other_id, open[0].0);
 }
+
+/// 2025-06-18's schema has no multiple choice: such a question is refused before it is
+/// sent to a client of that revision (naming the field), and goes out from 2025-11-25 on.
+#[test]
+fn a_multiple_choice_is_asked_only_of_revisions_that_have_one() {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string"},
+        "colors": {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}},
+    }});
+    let refused =
+        super::answer::question_params(Revision::V2025_06_18, "Which?".into(), schema.clone())
+            .unwrap_err();
+    match refused {
+        toolhost::registry::InteractionError::Invalid(message) => {
+            assert!(message.contains("\"colors\""), "{message}");
+            assert!(message.contains("2025-06-18"), "{message}");
+            assert!(message.contains("multiple choice"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        let params =
+            super::answer::question_params(revision, "Which?".into(), schema.clone()).unwrap();
+        assert_eq!(params["requestedSchema"], schema, "{revision}");
+    }
+    let single = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    let params =
+        super::answer::question_params(Revision::V2025_06_18, "Who?".into(), single.clone())
+            .unwrap();
+    assert_eq!(params["requestedSchema"], single);
+}
