@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `pixel` | a text block and a 1x1 red PNG (`image/png`, [`PIXEL_PNG`]) |
 //! | `picture` | `{"mime": "..."}`: the same bytes as an image of that MIME type (`text/html`, `image/svg+xml` are refused by the host) |
+//! | `big_picture` | `{"mib": N}`: an image of N MiB (zeros claimed as `image/png`), to test the output and memory limits |
 //! | `mixed` | text, audio (`audio/wav`), a resource link, an embedded text and an embedded blob resource, and structured `{"parts": 5}` |
 //! | `counted` | declares an output schema; structured `{"count": 2}` beside a text block |
 //!
@@ -41,6 +42,15 @@ fn picture(args: Picture, _env: Env) -> Result<Content, ToolError> {
     Ok(Content::new().image(PIXEL_PNG.to_vec(), args.mime))
 }
 
+#[derive(serde::Deserialize)]
+struct BigPicture {
+    mib: usize,
+}
+
+fn big_picture(args: BigPicture, _env: Env) -> Result<Content, ToolError> {
+    Ok(Content::new().image(vec![0; args.mib << 20], "image/png"))
+}
+
 fn mixed(_: serde_json::Value, _env: Env) -> Result<Content, ToolError> {
     Ok(Content::new()
         .text("five parts")
@@ -69,6 +79,12 @@ fn tools() -> Vec<Tool> {
             "Returns the pixel under any MIME type.",
             schema::object([("mime", schema::string("The MIME type to claim."))], ["mime"]),
             picture,
+        ),
+        Tool::rich(
+            "big_picture",
+            "Returns an image of the given size in MiB.",
+            schema::object([("mib", schema::integer("Its size in MiB."))], ["mib"]),
+            big_picture,
         ),
         Tool::rich("mixed", "Returns one block of each kind.", no_parameters(), mixed),
         Tool::rich("counted", "Counts to two.", no_parameters(), counted).with_output_schema(

@@ -112,3 +112,34 @@ async fn media_types_off_the_allow_list_fail_the_call_by_name() {
         .unwrap();
     assert!(matches!(&jpeg.blocks[..], [ContentBlock::Image(m)] if m.mime_type == "image/jpeg"));
 }
+
+#[tokio::test]
+async fn a_huge_image_is_a_limit_error_and_the_plugin_keeps_answering() {
+    let (_dir, registry) = rich_registry(config());
+    // 100 MiB cannot even be built under the plugin's 64 MiB of memory.
+    let err = call(&registry, "big_picture", r#"{"mib":100}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ToolError::LimitExceeded {
+                limit: Limit::Memory { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // 2 MiB is built, and refused at the 1 MiB output cap before it reaches anyone.
+    let err = call(&registry, "big_picture", r#"{"mib":2}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::LimitExceeded { limit: Limit::Output { bytes }, message, .. }
+            if *bytes == 1 << 20 && message.starts_with("the plugin returned 2.0 MiB of result, over its limit of 1 MiB; ask for less")),
+        "{err:?}"
+    );
+    // The next call gets a fresh instance and answers.
+    let pixel = call(&registry, "pixel", "{}").await.unwrap();
+    assert_eq!(pixel.blocks.len(), 2);
+}
