@@ -15,7 +15,7 @@ use super::values::{self, parse_duration, parse_size};
 pub struct TaskArgs {
     /// Longest a task (a tool call a client asked to run in the background) runs; past
     /// it the call is stopped, the task fails saying so and its place is free. A
-    /// plugin's manifest may ask for less ([limits] task_timeout_ms). It replaces
+    /// plugin's manifest may ask for less (task_timeout_ms under its limits). It replaces
     /// --timeout and a plugin's own per-call time limit for calls run as tasks.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub task_timeout: Duration,

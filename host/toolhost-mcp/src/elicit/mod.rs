@@ -1,9 +1,9 @@
 //! Asking the person behind the client (MCP elicitation, form mode): the server's own
 //! requests (`elicitation/create`), the answers routed back to the call that asked, and
-//! the [`Interaction`] a call's tools (and the [approval policy](crate::ApprovalPolicy))
+//! the [`Interaction`](toolhost::registry::Interaction) a call's tools (and the [approval policy](crate::ApprovalPolicy))
 //! ask through.
 //!
-//! A session keeps its open questions in [`Questions`]: each has an id the server chose
+//! A session keeps its open questions in `Questions`: each has an id the server chose
 //! (`"toolhost-ask-<random>-<n>"`, a string no client request id is compared with, and
 //! random per session so another session's ids are never found here). A response whose id
 //! is no open question of this session is ignored (logged once per session, then at
@@ -25,7 +25,7 @@
 //! only JSON (or a batch member) cannot ask. The modern revision (2026-07-28) has no
 //! server-to-client request: a call whose client declared elicitation in the request's
 //! capabilities asks through an `input_required` result and the client's repeated
-//! request instead ([`Replay`]).
+//! request instead (`Replay`).
 
 pub(crate) mod answer;
 mod replay;

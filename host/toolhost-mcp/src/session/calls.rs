@@ -17,7 +17,7 @@ use crate::elicit::Replay;
 use crate::jsonrpc::RequestId;
 use crate::logging::{self, SinkGuard};
 use crate::protocol::{self, RequestMeta};
-use crate::resources::{add_cache_hints, ResourceRequest};
+use crate::resources::ResourceRequest;
 
 use super::LOG_TARGET;
 use super::{CallSlot, Message, Notifier, Registration};
@@ -276,21 +276,7 @@ async fn run_resource(
         }
     };
     drop(registration);
-    Some(match outcome {
-        Ok(mut result) => {
-            if meta.modern {
-                add_cache_hints(method, &mut result);
-            }
-            Message::response(
-                id,
-                Bytes::from(protocol::complete(meta, result).to_string()),
-            )
-        }
-        Err(err) => {
-            debug!(target: LOG_TARGET, request = %id, method, code = err.code, "{}", err.message);
-            session.error_message(&err)
-        }
-    })
+    Some(super::offer::finish(&session, id, meta, method, outcome))
 }
 
 /// A `subscriptions/listen` request to run, from [`Session::receive`](super::Session::receive): it acknowledges,

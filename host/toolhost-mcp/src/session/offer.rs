@@ -640,8 +640,8 @@ pub(super) async fn run_catalog(
     Some(finish(&session, id, meta, method, outcome))
 }
 
-/// The response of a catalog request, as the request's era shapes it.
-fn finish(
+/// The response of a catalog or resource request, as the request's era shapes it.
+pub(super) fn finish(
     session: &Session,
     id: &RequestId,
     meta: &RequestMeta,
