@@ -71,27 +71,8 @@ impl Toolset {
             }
             policy = policy.confirm_tool(name.clone());
         }
-        if let Some((_, _, report)) = &self.plugins {
-            for plugin in &report.loaded {
-                let http: Vec<String> = plugin.http.iter().map(ToString::to_string).collect();
-                let note = format!(
-                    "Plugin {}: files {}, http {}",
-                    plugin.name,
-                    plugin.grants,
-                    if http.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        http.join(", ")
-                    }
-                );
-                for tool in &plugin.tools {
-                    if plugin.confirm {
-                        policy = policy.confirm_tool(tool.clone());
-                    }
-                    policy = policy.with_note(tool.clone(), note.clone());
-                }
-            }
-        }
+        // A plugin's own `confirm = true` and its grants note travel with its tools'
+        // definitions (set at load, hot reload included); the policy reads them there.
         Ok(policy)
     }
 

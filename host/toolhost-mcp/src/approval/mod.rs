@@ -84,24 +84,36 @@ impl ApprovalPolicy {
         self.tools.is_empty() && !self.destructive
     }
 
-    /// Whether a call of `tool` in `registry` needs approval.
+    /// Whether a call of `tool` in `registry` needs approval: the policy names it, or
+    /// asks about destructive tools and it may be one, or its definition asks for it
+    /// ([`ToolDefinition::needs_approval`](toolhost::registry::ToolDefinition::needs_approval),
+    /// a plugin manifest's `confirm = true`).
     pub fn needs_approval(&self, registry: &Registry, tool: &str) -> bool {
         if self.tools.contains(tool) {
             return true;
         }
-        if !self.destructive {
-            return false;
-        }
         // An unknown tool is not run anyway (dispatch answers it).
-        registry.annotations(tool).is_some_and(|hints| {
-            hints.destructive_hint == Some(true) || hints.read_only_hint != Some(true)
-        })
+        registry
+            .with_definition(tool, |definition| {
+                let hints = definition.annotations;
+                definition.needs_approval
+                    || self.destructive
+                        && (hints.destructive_hint == Some(true)
+                            || hints.read_only_hint != Some(true))
+            })
+            .unwrap_or(false)
     }
 
     /// The prompt shown for a call of `tool` with `arguments` (JSON text): the arguments
     /// as compact JSON (so the layout the client sent, line breaks included, cannot
     /// dress them up as part of the prompt), cut to [`MAX_SHOWN_ARGUMENT_BYTES`].
     pub fn prompt(&self, tool: &str, arguments: &str) -> String {
+        self.prompt_noted(tool, arguments, self.notes.get(tool).map(String::as_str))
+    }
+
+    /// [`ApprovalPolicy::prompt`] with `note` (the policy's own, or the tool's
+    /// definition's) below the arguments.
+    fn prompt_noted(&self, tool: &str, arguments: &str, note: Option<&str>) -> String {
         let compact = serde_json::from_str::<serde_json::Value>(arguments)
             .ok()
             .map(|value| value.to_string());
@@ -119,7 +131,7 @@ impl ApprovalPolicy {
                 arguments.len()
             ));
         }
-        if let Some(note) = self.notes.get(tool) {
+        if let Some(note) = note {
             let (note, cut_note) = cut(note, MAX_NOTE_BYTES);
             prompt.push('\n');
             prompt.push_str(note);
@@ -137,6 +149,7 @@ impl ApprovalPolicy {
     /// The tool error the model gets when the call is not run, saying why.
     pub(crate) async fn approve(
         &self,
+        registry: &Registry,
         tool: &str,
         arguments: &str,
         interaction: Option<&Arc<dyn Interaction>>,
@@ -154,7 +167,14 @@ impl ApprovalPolicy {
                 "not run: this tool needs the user's approval, and this client cannot ask its user (it did not declare the elicitation capability, or this request cannot carry a question). Tell the user the call needs their approval in a client that supports elicitation".to_owned(),
             ));
         };
-        let answer = interaction.confirm(self.prompt(tool, arguments)).await;
+        let note = match self.notes.get(tool) {
+            Some(note) => Some(note.clone()),
+            None => registry
+                .with_definition(tool, |definition| definition.approval_note.clone())
+                .flatten(),
+        };
+        let prompt = self.prompt_noted(tool, arguments, note.as_deref());
+        let answer = interaction.confirm(prompt).await;
         info!(
             tool,
             approved = matches!(answer, Ok(true)),

@@ -74,15 +74,16 @@ pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 pub(crate) struct Asking {
     /// How long one question waits for its answer.
     pub(crate) timeout: Duration,
-    /// Which calls need the user's approval (`None`: none).
-    pub(crate) approval: Option<Arc<ApprovalPolicy>>,
+    /// Which calls need the user's approval: those the policy names, and those whose
+    /// definition asks for it (checked even with an empty policy).
+    pub(crate) approval: Arc<ApprovalPolicy>,
 }
 
 impl Default for Asking {
     fn default() -> Self {
         Self {
             timeout: DEFAULT_CONFIRM_TIMEOUT,
-            approval: None,
+            approval: Arc::default(),
         }
     }
 }
@@ -90,7 +91,7 @@ impl Default for Asking {
 impl Asking {
     /// These settings with `policy` (an empty one asks about nothing).
     pub(crate) fn with_approval(mut self, policy: ApprovalPolicy) -> Self {
-        self.approval = (!policy.is_empty()).then(|| Arc::new(policy));
+        self.approval = Arc::new(policy);
         self
     }
 }

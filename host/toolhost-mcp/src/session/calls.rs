@@ -200,12 +200,16 @@ impl PendingCall {
         // The call's own lines (the plugin's, the host's about it) go to its log sink.
         let span = logging::call_span(sink);
         let run = async {
-            if let Some(policy) = &asking.approval {
-                if policy.needs_approval(session.registry(), &call.name) {
-                    policy
-                        .approve(&call.name, &call.arguments, ctx.interaction())
-                        .await?;
-                }
+            let policy = &asking.approval;
+            if policy.needs_approval(session.registry(), &call.name) {
+                policy
+                    .approve(
+                        session.registry(),
+                        &call.name,
+                        &call.arguments,
+                        ctx.interaction(),
+                    )
+                    .await?;
             }
             session.registry().dispatch(&ctx, &call, &env).await
         };

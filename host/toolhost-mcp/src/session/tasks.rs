@@ -237,11 +237,17 @@ impl Session {
                 arguments: call.arguments,
             };
             info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, task = %created.id, "tools/call as a task");
-            let outcome = tracing::Instrument::instrument(
-                session.registry().dispatch(&ctx, &call, &env),
-                logging::call_span(sink),
-            )
-            .await;
+            // A task has nobody to ask: a call that needs approval is refused, never run.
+            let run = async {
+                let policy = &session.0.catalog.asking.approval;
+                if policy.needs_approval(session.registry(), &call.name) {
+                    policy
+                        .approve(session.registry(), &call.name, &call.arguments, None)
+                        .await?;
+                }
+                session.registry().dispatch(&ctx, &call, &env).await
+            };
+            let outcome = tracing::Instrument::instrument(run, logging::call_span(sink)).await;
             if token.is_cancelled() {
                 store.stopped(created, "cancelled: the session ended");
                 return;

@@ -753,3 +753,83 @@ async fn an_answer_reaches_its_call_while_the_call_queue_is_full() {
         .await;
     assert_eq!(client.next_json().await["id"], 4);
 }
+
+/// `guarded`: a tool whose own definition asks for approval (as a plugin manifest's
+/// `confirm = true` makes it), recording whether it ran; optional as a task.
+fn guarded_registry() -> (Arc<Registry>, Arc<Ran>) {
+    let ran: Arc<Ran> = Arc::default();
+    let state = Arc::clone(&ran);
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolDefinition::new("guarded", "Guarded.", json!({"type": "object"}))
+                .with_approval(true, Some("Plugin p: files read, http none".into()))
+                .with_task_support(toolhost::registry::TaskSupport::Optional),
+            move |_ctx: CallContext, _args: Arguments, _env: Environment| {
+                let state = Arc::clone(&state);
+                async move {
+                    state.0.store(true, Ordering::SeqCst);
+                    Ok(ToolResult::new("done"))
+                }
+            },
+        )
+        .unwrap();
+    (Arc::new(registry), ran)
+}
+
+#[tokio::test]
+async fn a_tool_whose_definition_asks_for_approval_is_asked_about_without_any_policy() {
+    // No --confirm at all: the definition alone (a plugin loaded, or reloaded, with
+    // confirm = true) makes the server ask, showing the plugin's grants.
+    let (registry, ran) = guarded_registry();
+    let mut client = ready(McpServer::new(registry), true).await;
+    client.send(&call_line(1, "guarded", &json!({}))).await;
+    let question = client.next_json().await;
+    assert_eq!(
+        question["params"]["message"],
+        "Allow the tool \"guarded\" to run?\nArguments: {}\nPlugin p: files read, http none"
+    );
+    client
+        .send(&respond(&question["id"], &json!({"action": "decline"})))
+        .await;
+    let (text, error) = outcome(&client.next_json().await);
+    assert!(
+        error && text.contains("not run: the user declined"),
+        "{text}"
+    );
+    assert!(!ran.0.load(Ordering::SeqCst), "the tool must not run");
+}
+
+#[tokio::test]
+async fn a_call_needing_approval_run_as_a_task_is_refused_never_run() {
+    // A task has nobody to ask: asking for one must not be a way around approval.
+    let (registry, ran) = guarded_registry();
+    let server =
+        McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_tool("guarded"));
+    let mut client = ready(server, true).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "guarded", "arguments": {}, "task": {}}})
+            .to_string(),
+        )
+        .await;
+    let created = client.next_json().await;
+    let task = created["result"]["task"]["taskId"].clone();
+    assert!(task.is_string(), "{created}");
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+            "params": {"taskId": task}})
+            .to_string(),
+        )
+        .await;
+    let result = client.next_json().await;
+    assert_eq!(result["id"], 2, "{result}");
+    let (text, error) = outcome(&result);
+    assert!(
+        error && text.contains("not run: this tool needs the user's approval"),
+        "{text}"
+    );
+    assert!(!ran.0.load(Ordering::SeqCst), "the tool must not run");
+}

@@ -56,9 +56,24 @@ impl Compiled {
         let task_timeout = manifest
             .and_then(|manifest| manifest.limits.task_timeout_ms)
             .map(std::time::Duration::from_millis);
+        // Approval travels with each tool, so a plugin loaded or reloaded later (hot
+        // reload) is asked about as its manifest says, and the question shows its grants.
+        let confirm = manifest.is_some_and(|manifest| manifest.confirm);
+        let http: Vec<String> = self.resolved.http.iter().map(ToString::to_string).collect();
+        let note = format!(
+            "Plugin {}: files {}, http {}",
+            self.name,
+            self.resolved.files,
+            if http.is_empty() {
+                "none".to_owned()
+            } else {
+                http.join(", ")
+            }
+        );
         let definitions = definitions
             .into_iter()
             .map(|mut definition| {
+                definition = definition.with_approval(confirm, Some(note.clone()));
                 if let Some(support) = support {
                     definition = definition.with_task_support(support);
                 }

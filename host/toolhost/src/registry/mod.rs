@@ -393,6 +393,20 @@ impl Registry {
             .map(|&index| tools.entries[index].definition.annotations)
     }
 
+    /// What `f` makes of the definition of tool `name`, read in place (no copy), or
+    /// `None` when no such tool is registered.
+    pub fn with_definition<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&ToolDefinition) -> R,
+    ) -> Option<R> {
+        let tools = self.read();
+        tools
+            .by_name
+            .get(name)
+            .map(|&index| f(&tools.entries[index].definition))
+    }
+
     /// Whether a tool of that name is registered.
     pub fn has(&self, name: &str) -> bool {
         self.read().by_name.contains_key(name)

@@ -50,6 +50,15 @@ pub struct ToolDefinition {
     /// limit applies when it is longer. `None`: the server's limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_timeout: Option<std::time::Duration>,
+    /// The tool's owner asks that every call be approved by the client's user before it
+    /// runs (a plugin manifest's `confirm = true`): an MCP server that asks for approval
+    /// asks about this tool whatever its own policy names. Not sent to clients.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
+    /// What the user is shown about the tool's owner when asked to approve a call (a
+    /// plugin's declared grants). Not sent to clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_note: Option<String>,
 }
 
 impl ToolDefinition {
@@ -64,7 +73,17 @@ impl ToolDefinition {
             output_schema: None,
             task_support: TaskSupport::Forbidden,
             task_timeout: None,
+            needs_approval: false,
+            approval_note: None,
         }
+    }
+
+    /// This definition asking that every call be approved by the user first, showing
+    /// `note` (what the owner was granted) in the question, when given.
+    pub fn with_approval(mut self, required: bool, note: Option<String>) -> Self {
+        self.needs_approval = required;
+        self.approval_note = note;
+        self
     }
 
     /// This definition with a display title.
