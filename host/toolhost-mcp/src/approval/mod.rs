@@ -108,12 +108,12 @@ impl ApprovalPolicy {
     /// as compact JSON (so the layout the client sent, line breaks included, cannot
     /// dress them up as part of the prompt), cut to [`MAX_SHOWN_ARGUMENT_BYTES`].
     pub fn prompt(&self, tool: &str, arguments: &str) -> String {
-        self.prompt_noted(tool, arguments, self.notes.get(tool).map(String::as_str))
+        Self::prompt_noted(tool, arguments, self.notes.get(tool).map(String::as_str))
     }
 
     /// [`ApprovalPolicy::prompt`] with `note` (the policy's own, or the tool's
     /// definition's) below the arguments.
-    fn prompt_noted(&self, tool: &str, arguments: &str, note: Option<&str>) -> String {
+    fn prompt_noted(tool: &str, arguments: &str, note: Option<&str>) -> String {
         let compact = serde_json::from_str::<serde_json::Value>(arguments)
             .ok()
             .map(|value| value.to_string());
@@ -173,7 +173,7 @@ impl ApprovalPolicy {
                 .with_definition(tool, |definition| definition.approval_note.clone())
                 .flatten(),
         };
-        let prompt = self.prompt_noted(tool, arguments, note.as_deref());
+        let prompt = Self::prompt_noted(tool, arguments, note.as_deref());
         let answer = interaction.confirm(prompt).await;
         info!(
             tool,
