@@ -415,9 +415,6 @@ pub struct LoadedPlugin {
     pub http: Vec<HostPattern>,
     /// Its configuration keys (values hidden from `Debug`).
     pub config: PluginConfig,
-    /// Whether its manifest says `confirm = true`: every call of its tools needs the
-    /// user's approval (the MCP server's approval policy reads this).
-    pub confirm: bool,
 }
 
 /// A file [`PluginHost::load_dir`] could not load.

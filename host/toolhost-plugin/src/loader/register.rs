@@ -71,13 +71,7 @@ impl PluginHost {
         if let Some(job) = prepared.optimize {
             self.optimizer.submit(job);
         }
-        let confirm = prepared
-            .resolved
-            .manifest
-            .as_ref()
-            .is_some_and(|manifest| manifest.confirm);
         Ok(LoadedPlugin {
-            confirm,
             name: prepared.name,
             path: path.to_owned(),
             tools,

@@ -382,17 +382,6 @@ impl Registry {
             .collect()
     }
 
-    /// The annotations (behaviour hints) of the tool of that name, if one is registered:
-    /// what an approval policy reads to tell tools that change things from those that
-    /// only read, without cloning the definition.
-    pub fn annotations(&self, name: &str) -> Option<ToolAnnotations> {
-        let tools = self.read();
-        tools
-            .by_name
-            .get(name)
-            .map(|&index| tools.entries[index].definition.annotations)
-    }
-
     /// What `f` makes of the definition of tool `name`, read in place (no copy), or
     /// `None` when no such tool is registered.
     pub fn with_definition<R>(
