@@ -76,12 +76,7 @@ impl Session {
             if self.0.state.negotiated().is_some() {
                 for uri in updated {
                     debug!(target: LOG_TARGET, uri, "the catalog changed: a subscribed resource may have");
-                    let note = serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "method": "notifications/resources/updated",
-                        "params": { "uri": uri },
-                    });
-                    self.notifier().send(Message::text(note.to_string())).await;
+                    self.tell_resource_updated(&uri).await;
                 }
                 for list in notes {
                     debug!(target: LOG_TARGET, list, "list changed: telling the client");

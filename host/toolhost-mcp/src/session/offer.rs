@@ -325,6 +325,16 @@ impl Session {
         }
     }
 
+    /// Tells the client that the subscribed resource `uri` changed (or may have).
+    pub(super) async fn tell_resource_updated(&self, uri: &str) {
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": { "uri": uri },
+        });
+        self.notifier().send(Message::text(note.to_string())).await;
+    }
+
     /// `resources/subscribe` or `resources/unsubscribe` of a file under the root, or of a
     /// resource under a catalog source's namespace.
     fn subscription(&self, id: &RequestId, method: &str, params: &Params) -> Result<(), RpcError> {
@@ -394,15 +404,7 @@ impl Session {
                     async move {
                         let Some(session) = session else { return };
                         debug!(target: LOG_TARGET, uri, "a subscribed file changed");
-                        let note = json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/resources/updated",
-                            "params": { "uri": uri },
-                        });
-                        session
-                            .notifier()
-                            .send(Message::text(note.to_string()))
-                            .await;
+                        session.tell_resource_updated(&uri).await;
                     }
                 },
             );
