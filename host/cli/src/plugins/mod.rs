@@ -1,5 +1,5 @@
 //! The command line's side of plugins: the plugin host's settings from the flags, the
-//! startup report (one line per plugin), and `host inspect` ([`inspect`]).
+//! startup report (one line per plugin), and `host inspect` (module [`mod@inspect`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
