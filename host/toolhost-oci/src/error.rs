@@ -182,6 +182,33 @@ pub enum OciError {
         /// The I/O error.
         error: std::io::Error,
     },
+    /// `--verify-key` was given, but the registry holds no signature of the manifest.
+    #[error("{reference} ({digest}) is not signed: the registry has no signature tag {tag}; sign it with `host sign {reference} --key KEY.pem` (or cosign), or pull without --verify-key if you do not need a signer")]
+    Unsigned {
+        /// The reference pulled.
+        reference: String,
+        /// The manifest digest that should be signed.
+        digest: String,
+        /// The tag looked for (`sha256-HEX.sig`).
+        tag: String,
+    },
+    /// Signatures were found, but none verifies: each reason names a signature and what
+    /// failed (another key, another digest, malformed, too large).
+    #[error("{reference} ({digest}): no signature verifies with the key(s) given, so nothing was installed: {}", reasons.join("; "))]
+    SignatureRefused {
+        /// The reference pulled.
+        reference: String,
+        /// The manifest digest that should be signed.
+        digest: String,
+        /// Why each signature failed.
+        reasons: Vec<String>,
+    },
+    /// The signing key could not sign.
+    #[error("cannot sign: {message}")]
+    Signing {
+        /// What failed.
+        message: String,
+    },
     /// The registry answered something the protocol does not allow.
     #[error("the registry {registry} answered {what} with something invalid: {message}")]
     Protocol {
@@ -214,6 +241,9 @@ impl OciError {
             OciError::NotAComponent { .. } => "not_a_component",
             OciError::Io { .. } => "io",
             OciError::Protocol { .. } => "protocol",
+            OciError::Unsigned { .. } => "unsigned",
+            OciError::SignatureRefused { .. } => "signature_refused",
+            OciError::Signing { .. } => "signing",
         }
     }
 

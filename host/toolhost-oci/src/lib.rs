@@ -35,8 +35,9 @@ mod credentials;
 mod error;
 pub mod layout;
 mod reference;
+pub mod signing;
 
-pub use client::{ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved};
+pub use client::{ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved, Signed};
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
 pub use error::{OciError, Operation};
 pub use reference::{OciReference, ReferenceError};

@@ -196,6 +196,15 @@ impl OciReference {
         }
     }
 
+    /// The same repository at `tag` (a signature's `sha256-HEX.sig`).
+    pub(crate) fn with_tag(&self, tag: &str) -> Self {
+        Self {
+            tag: Some(tag.to_owned()),
+            digest: None,
+            ..self.clone()
+        }
+    }
+
     /// The reference as `oci-client` takes it.
     pub(crate) fn to_client(&self) -> oci_client::Reference {
         match (&self.tag, &self.digest) {

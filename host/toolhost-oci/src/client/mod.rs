@@ -22,7 +22,10 @@ use crate::error::Operation;
 mod errors;
 mod fetch;
 mod push;
+mod signatures;
 mod token;
+
+pub use signatures::Signed;
 
 use token::Authorization;
 
@@ -202,6 +205,18 @@ pub struct Resolved {
     /// Whether the artifact carries a plugin manifest.
     pub has_manifest: bool,
     layers: PluginLayers,
+    /// The manifests read, from the one `digest` names down to the image manifest (one,
+    /// or an index and its image manifest), as the registry sent them.
+    manifests: Vec<Vec<u8>>,
+}
+
+impl Resolved {
+    /// The manifests read, from the one [`digest`](Self::digest) names down to the image
+    /// manifest (one, or an index and its image manifest): what a lock keeps to check a
+    /// signature again offline.
+    pub fn manifests(&self) -> &[Vec<u8>] {
+        &self.manifests
+    }
 }
 
 /// A file downloaded into the plugin directory under a temporary name, verified.
@@ -381,6 +396,7 @@ impl RegistryClient {
     async fn resolve_now(&self) -> Result<Resolved, OciError> {
         let reference = &self.reference;
         let (body, digest, content_type) = self.get_manifest(reference).await?;
+        let mut manifests = vec![body.clone()];
         let not_a_plugin = |reason: String| OciError::NotAPlugin {
             reference: reference.to_string(),
             reason,
@@ -396,6 +412,7 @@ impl RegistryClient {
                 })?;
                 let (body, _, content_type) =
                     self.get_manifest(&reference.with_digest(&entry)).await?;
+                manifests.push(body.clone());
                 match layout::parse_manifest(&body, content_type.as_deref()).map_err(|reason| {
                     not_a_plugin(format!(
                         "the manifest its index points to is not usable: {reason}"
@@ -440,6 +457,7 @@ impl RegistryClient {
             component_size,
             has_manifest: layers.manifest.is_some(),
             layers,
+            manifests,
         })
     }
 

@@ -126,7 +126,7 @@ impl RegistryClient {
         })
     }
 
-    async fn push_blob(&self, data: bytes::Bytes, digest: &str) -> Result<(), OciError> {
+    pub(super) async fn push_blob(&self, data: bytes::Bytes, digest: &str) -> Result<(), OciError> {
         let exists = self
             .client
             .blob_exists(&self.client_reference, digest)
