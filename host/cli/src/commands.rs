@@ -14,7 +14,7 @@ use toolhost_mcp::{FileResources, McpServer};
 use crate::args::{CallArgs, Command, InspectArgs, NewArgs, RunArgs, ToolsArgs};
 use crate::output::{print, tools_table};
 use crate::setup::{build_registry, build_server_registry, start_watching};
-use crate::{http, oci, plugins, scaffold};
+use crate::{http, oci, plugins, scaffold, signing};
 
 /// Exit code of `host call` when the tool returns an error (printed on stderr).
 pub(crate) const EXIT_TOOL_ERROR: u8 = 1;
@@ -35,6 +35,8 @@ pub(crate) async fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Lock(args) => oci::lock(args),
         Command::Pull(args) => oci::pull(args).await,
         Command::Push(args) => oci::push(args).await,
+        Command::Sign(args) => signing::sign(args).await,
+        Command::Keygen(args) => signing::keygen(&args),
         Command::New(args) => new(&args),
     }
 }

@@ -41,6 +41,7 @@ mod output;
 mod plugins;
 mod scaffold;
 mod secret_file;
+mod signing;
 pub mod setup;
 
 use args::{Cli, Command};

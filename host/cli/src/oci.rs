@@ -113,9 +113,28 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let resolved = client.resolve().await?;
     let source = reference.to_string();
     let previous = lock.entry(&file).cloned();
+    // The keys to verify with: --verify-key, else (an entry pinned with a signer is
+    // replaced only by what the same signer signed) the key its entry recorded. Verified before anything is
+    // downloaded: a refused pull leaves the directory as it was.
+    let mut keys = crate::signing::read_public_keys("--verify-key", &args.verify_key)?;
+    if keys.is_empty() {
+        if let Some(key) = previous.as_ref().map(crate::signing::recorded_key).transpose()?.flatten() {
+            keys.push(key);
+        }
+    }
+    let verified = if keys.is_empty() {
+        None
+    } else {
+        Some(client.verify_signature(&resolved, &keys).await?)
+    };
+    let signature = verified
+        .as_ref()
+        .map(|verified| crate::signing::lock_signature(verified, resolved.manifests()));
     if let Some(entry) = &previous {
         let same_source = entry.source.as_deref() == Some(source.as_str());
-        if same_source && entry.source_digest.as_deref() == Some(resolved.digest.as_str()) {
+        let same_signer = signature.is_none()
+            || entry.signature.as_ref().map(|s| &s.key) == signature.as_ref().map(|s| &s.key);
+        if same_source && entry.source_digest.as_deref() == Some(resolved.digest.as_str()) && same_signer {
             if in_place(dir, &name, entry) {
                 return print(&format!(
                     "{file} is up to date: {source} is still {}\n",
@@ -159,12 +178,21 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
         manifest_digest: manifest,
         source: Some(source.clone()),
         source_digest: Some(resolved.digest.clone()),
+        signature,
     };
     let mut report = format!(
         "pulled {source}\n  digest      {}\n  {file}  {component} ({})\n",
         resolved.digest,
         format_bytes(pulled.component.size)
     );
+    if let Some(verified) = &verified {
+        let _ = writeln!(
+            report,
+            "  signed by   {} ({})",
+            verified.key.fingerprint(),
+            verified.key.algorithm()
+        );
+    }
     if let Some(manifest) = manifest {
         let _ = writeln!(report, "  {name}.toml  {manifest}");
     }
@@ -367,7 +395,7 @@ fn check_plugin_name(name: &str) -> anyhow::Result<&str> {
 }
 
 /// The registry client's settings from the flags.
-fn client_options(args: &OciArgs, reference: &OciReference) -> anyhow::Result<ClientOptions> {
+pub(crate) fn client_options(args: &OciArgs, reference: &OciReference) -> anyhow::Result<ClientOptions> {
     let credentials = match (&args.registry_user, &args.registry_password_env) {
         (Some(user), Some(variable)) => Credentials::from_env(user, variable)?,
         _ => match docker_config_path() {

@@ -13,6 +13,7 @@ use toolhost::tools::{register_plan_tool, register_vfs_tools, VfsToolOptions, Wa
 use toolhost::vfs::{OpenError, OsStorage, Storage};
 use toolhost_mcp::ApprovalPolicy;
 use toolhost_plugin::cache::check_cache_dir;
+use toolhost_plugin::lock::LockPolicy;
 use toolhost_plugin::watch::PluginWatcher;
 use toolhost_plugin::{CompileTiers, LoadReport, PluginHost};
 
@@ -32,6 +33,8 @@ pub struct Toolset {
     /// The plugin host whose instances run the plugin tools, the plugins directory and
     /// what loading it did (for `--watch`).
     plugins: Option<(Arc<PluginHost>, PathBuf, LoadReport)>,
+    /// `--require-signer`'s rule, applied again by the watcher at each load.
+    lock_policy: Option<LockPolicy>,
 }
 
 impl Toolset {
@@ -39,12 +42,11 @@ impl Toolset {
     /// directory (`--watch`); `None` without `--plugins`.
     pub fn watcher(&self) -> Option<PluginWatcher> {
         let (host, dir, report) = self.plugins.as_ref()?;
-        Some(PluginWatcher::new(
-            Arc::clone(host),
-            dir,
-            Arc::clone(&self.registry),
-            report,
-        ))
+        let watcher = PluginWatcher::new(Arc::clone(host), dir, Arc::clone(&self.registry), report);
+        Some(match &self.lock_policy {
+            Some(policy) => watcher.with_lock_policy(Arc::clone(policy)),
+            None => watcher,
+        })
     }
 }
 
@@ -171,6 +173,12 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
             "built-in file tools registered"
         );
     }
+    let lock_policy = if args.require_signer.is_empty() {
+        None
+    } else {
+        let keys = crate::signing::read_public_keys("--require-signer", &args.require_signer)?;
+        Some(crate::signing::signer_policy(keys))
+    };
     let plugin_host = match &args.plugins {
         Some(dir) => {
             if !dir.is_dir() {
@@ -191,7 +199,13 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
                 config.cache_dir(None);
             }
             let config = config.build();
-            let (host, report) = plugins::load(dir, &registry, config, args.require_lock)?;
+            let (host, report) = plugins::load(
+                dir,
+                &registry,
+                config,
+                args.require_lock,
+                lock_policy.as_ref(),
+            )?;
             Some((host, dir.clone(), report))
         }
         None => None,
@@ -201,6 +215,7 @@ fn build_registry_with(args: &RegistryArgs, tiers: CompileTiers) -> anyhow::Resu
         root,
         files: options.filter(|_| !args.no_builtins),
         plugins: plugin_host,
+        lock_policy,
     })
 }
 

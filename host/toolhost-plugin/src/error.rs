@@ -360,6 +360,12 @@ pub enum LockMismatch {
         /// The digest of the bytes read.
         actual: Sha256Digest,
     },
+    /// The host's policy refuses the entry (`--require-signer`: not signed by one of the
+    /// keys required, or its signature does not hold).
+    Refused {
+        /// Why, in words for the operator.
+        reason: String,
+    },
     /// The manifest is not the one pinned (or one appeared, or went missing).
     Manifest {
         /// The digest in the lock; `None`: the lock pins no manifest.
@@ -376,6 +382,7 @@ impl fmt::Display for LockMismatch {
                 f,
                 "it is not listed in the lock file (its digest is {actual}); pin it with `host lock` if you trust it, or remove it"
             ),
+            LockMismatch::Refused { reason } => write!(f, "{reason}"),
             LockMismatch::Component { pinned, actual } => write!(
                 f,
                 "its digest is {actual}, but the lock pins {pinned}: the file changed since it was pinned; pull it again, or pin the new file with `host lock` if you trust it"

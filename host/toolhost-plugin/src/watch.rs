@@ -38,7 +38,7 @@ use std::time::{Duration, SystemTime};
 
 use toolhost::registry::Registry;
 
-use super::lock::{LockError, PluginLock};
+use super::lock::{LockError, LockPolicy, PluginLock};
 use super::manifest::manifest_path;
 use super::{LoadReport, LoadedPlugin, PluginError, PluginHost};
 
@@ -171,6 +171,8 @@ pub struct PluginWatcher {
     /// Files seen changed at the last poll, with what they looked like: acted on when
     /// the next poll sees the same.
     pending: BTreeMap<PathBuf, Fingerprint>,
+    /// Applied to the lock each time it is read (`--require-signer`).
+    lock_policy: Option<LockPolicy>,
 }
 
 impl std::fmt::Debug for PluginWatcher {
@@ -220,7 +222,17 @@ impl PluginWatcher {
                 || std::fs::symlink_metadata(PluginLock::path_in(dir)).is_ok(),
             known,
             pending: BTreeMap::new(),
+            lock_policy: None,
         }
+    }
+
+    /// Applies `policy` to the lock each time it is read for a load (the same policy
+    /// the first load applied, e.g. `--require-signer`), so that a plugin hot-loaded
+    /// later meets the same rule.
+    #[must_use]
+    pub fn with_lock_policy(mut self, policy: LockPolicy) -> Self {
+        self.lock_policy = Some(policy);
+        self
     }
 
     /// Polls every `interval` until the future is dropped, calling `report` with what
@@ -295,7 +307,11 @@ impl PluginWatcher {
     /// [`PluginErrorKind::Lock`](super::PluginErrorKind::Lock) when it cannot be read or is
     /// invalid, or when it was removed after watching began.
     fn current_lock(&self) -> Result<Option<PluginLock>, PluginError> {
-        match PluginLock::read(&self.dir)? {
+        let mut lock = PluginLock::read(&self.dir)?;
+        if let (Some(lock), Some(policy)) = (lock.as_mut(), &self.lock_policy) {
+            policy(lock);
+        }
+        match lock {
             None if self.pinned => Err(LockError::Invalid {
                 path: PluginLock::path_in(&self.dir),
                 message: "it was removed while the host serves pinned plugins; nothing new \

@@ -16,7 +16,10 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use toolhost_mcp::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
 
 use self::http::HttpArgs;
-use self::oci::{LockArgs, PullArgs, PushArgs, LOCK_EXAMPLES, PULL_EXAMPLES, PUSH_EXAMPLES};
+use self::oci::{
+    KeygenArgs, LockArgs, PullArgs, PushArgs, SignArgs, KEYGEN_EXAMPLES, LOCK_EXAMPLES,
+    PULL_EXAMPLES, PUSH_EXAMPLES, SIGN_EXAMPLES,
+};
 use self::tasks::TaskArgs;
 use self::values::{parse_duration, parse_plugin_name, parse_size};
 
@@ -134,6 +137,12 @@ pub enum Command {
     /// Publish a plugin component (and its manifest) to an OCI registry; prints its digest.
     #[command(after_help = PUSH_EXAMPLES)]
     Push(PushArgs),
+    /// Sign a plugin in an OCI registry (cosign format): the signature goes next to it.
+    #[command(after_help = SIGN_EXAMPLES)]
+    Sign(SignArgs),
+    /// Make a signing key pair: PREFIX.key (private) and PREFIX.pub (public).
+    #[command(after_help = KEYGEN_EXAMPLES)]
+    Keygen(KeygenArgs),
     /// Serve the tools as an MCP server over Streamable HTTP (`host run --http ADDR`).
     #[command(after_help = SERVE_EXAMPLES, mut_arg("http", |arg| arg.required(true)))]
     Serve(RunArgs),
@@ -391,6 +400,13 @@ pub struct RegistryArgs {
     /// lock file, only the components (and manifests) it pins load, with or without this.
     #[arg(long, requires = "plugins")]
     pub require_lock: bool,
+    /// Load only plugins whose plugins.lock entry was signed by this key (repeatable: any
+    /// of the keys), a PEM public key as `host pull --verify-key` takes. The signature the
+    /// lock keeps is checked again at each load (and --watch reload), so an edited lock
+    /// cannot claim a signer; a plugin not pulled with --verify-key, or added by hand, is
+    /// refused with the reason. Implies --require-lock.
+    #[arg(long, value_name = "KEY.pub", requires = "plugins")]
+    pub require_signer: Vec<PathBuf>,
     /// A host plugins may send HTTP requests to, when their manifest asks for it
     /// (repeatable): `[http://]host[:port]`, `*.example.org` for its sub-domains, e.g.
     /// `api.github.com`, `http://127.0.0.1:8080`. https unless http:// is written. None by

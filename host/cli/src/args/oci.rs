@@ -36,6 +36,9 @@ Examples:
   # A registry on this machine (plain HTTP is used for loopback only)
   host pull oci://127.0.0.1:5000/tools/greet:1 --plugins ./plugins
 
+  # Only if signed (cosign format) by one of these keys; the lock records the signer
+  host pull oci://ghcr.io/acme/greet:1 --plugins ./plugins --verify-key acme.pub
+
 The component is written as NAME.wasm, NAME being the repository's last segment
 (greet for acme/greet) or --name. Credentials come from --registry-user and
 --registry-password-env, else ~/.docker/config.json ($DOCKER_CONFIG), else none.
@@ -79,12 +82,87 @@ pub struct PullArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Replace the plugin when its tag now points to another digest than the one pinned.
+    /// A plugin pinned with a signer is verified again: with --verify-key when given,
+    /// else with the key its lock entry recorded.
     #[arg(long)]
     pub update: bool,
+    /// Install only if a cosign signature (the sha256-DIGEST.sig tag) by this key signs
+    /// exactly the manifest pulled (repeatable: any of the keys). A PEM public key, ECDSA
+    /// P-256 or Ed25519 (cosign.pub, or the .pub of `host keygen`). The lock records the
+    /// signer and the signature, for `host run --require-signer`.
+    #[arg(long, value_name = "KEY.pub")]
+    pub verify_key: Vec<PathBuf>,
     /// How to reach the registry.
     #[command(flatten)]
     pub registry: OciArgs,
 }
+
+/// `host sign`.
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The plugin to sign: oci://HOST/REPO:TAG or oci://HOST/REPO@sha256:DIGEST. The
+    /// signature names the manifest digest the reference resolves to (printed).
+    #[arg(value_name = "REFERENCE")]
+    pub reference: String,
+    /// The private key: a PEM "PRIVATE KEY" or "ENCRYPTED PRIVATE KEY" (PKCS#8), ECDSA
+    /// P-256 or Ed25519, as `host keygen` writes it. Warned about when others than its
+    /// owner may read it.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// The environment variable holding the key's passphrase (for an encrypted key).
+    #[arg(long, value_name = "VAR")]
+    pub passphrase_env: Option<String>,
+    /// How to reach the registry.
+    #[command(flatten)]
+    pub registry: OciArgs,
+}
+
+/// `host keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where to write the key pair: PREFIX.key (private, mode 600) and PREFIX.pub
+    /// (public). Existing files are not overwritten.
+    #[arg(long, value_name = "PREFIX")]
+    pub out: PathBuf,
+    /// An Ed25519 key instead of ECDSA P-256 (cosign's default).
+    #[arg(long)]
+    pub ed25519: bool,
+    /// Encrypt the private key with the passphrase in this environment variable
+    /// (PKCS#8 PBES2: scrypt and AES-256-CBC). Without it, the key is written plain.
+    #[arg(long, value_name = "VAR")]
+    pub passphrase_env: Option<String>,
+}
+
+pub(crate) const SIGN_EXAMPLES: &str = "\
+Examples:
+  # Sign what a tag points to now (the digest is printed), with a host keygen key
+  host sign oci://ghcr.io/acme/greet:1 --key acme.key
+
+  # An encrypted key, its passphrase in an environment variable (never on the command line)
+  SIGNING_PASS=... host sign oci://ghcr.io/acme/greet@sha256:4f1c... --key acme.key --passphrase-env SIGNING_PASS
+
+The signature is stored as cosign stores it: the tag sha256-DIGEST.sig in the same
+repository, one layer per signature (application/vnd.dev.cosign.simplesigning.v1+json,
+the signature in its dev.cosignproject.cosign/signature annotation). `cosign verify
+--key KEY.pub` accepts it, and `host pull --verify-key KEY.pub` accepts cosign's. To
+sign a local file, push it first (`host push`) and sign the digest it prints: a
+manifest's digest exists only once it is pushed.
+
+Exit codes: 0, 2 for a bad command line, 3 when the key cannot be read or the push fails.";
+
+pub(crate) const KEYGEN_EXAMPLES: &str = "\
+Examples:
+  # acme.key (private, mode 600) and acme.pub: ECDSA P-256, as cosign generate-key-pair
+  host keygen --out acme
+
+  # Ed25519, the private key encrypted with the passphrase in $SIGNING_PASS
+  host keygen --out acme --ed25519 --passphrase-env SIGNING_PASS
+
+Prints the public key's fingerprint (sha256 of its SubjectPublicKeyInfo DER), the name
+plugins.lock records a signer by; never the private key. Keep PREFIX.key secret (a CI
+secret), hand PREFIX.pub to whoever pulls: host pull --verify-key PREFIX.pub.
+
+Exit codes: 0, 2 for a bad command line, 3 when a file exists or cannot be written.";
 
 /// `host push`.
 #[derive(Debug, Args)]

@@ -13,7 +13,7 @@ use toolhost::registry::{format_duration, Registry};
 use toolhost::vfs::FilePolicy;
 use toolhost::vfs::Storage;
 use toolhost_plugin::cache::CompileSource;
-use toolhost_plugin::lock::PluginLock;
+use toolhost_plugin::lock::{LockPolicy, PluginLock};
 use toolhost_plugin::{
     ConfigValues, FileAccess, HttpPolicy, LoadReport, PluginHost, PluginHostConfig, PluginLimits,
 };
@@ -144,15 +144,27 @@ fn config_values(
 ///
 /// # Errors
 /// When the plugin host cannot start (the engine's settings were refused), the lock file
-/// cannot be read or is invalid, or there is none and `require_lock` is set.
+/// cannot be read or is invalid, or there is none and `require_lock` or a `policy`
+/// (`--require-signer`) is set. The policy refuses lock entries before anything loads.
 pub(crate) fn load(
     dir: &Path,
     registry: &Registry,
     config: PluginHostConfig,
     require_lock: bool,
+    policy: Option<&LockPolicy>,
 ) -> anyhow::Result<(Arc<PluginHost>, LoadReport)> {
     // A lock that cannot be read is a set-up error, never "no pins". Its errors name it.
-    let lock = PluginLock::read(dir)?;
+    let mut lock = PluginLock::read(dir)?;
+    if lock.is_none() && policy.is_some() {
+        bail!(
+            "--require-signer: {} does not exist, so no plugin has a signer; fetch the plugins with `host pull REF --plugins {} --verify-key KEY.pub`",
+            PluginLock::path_in(dir).display(),
+            dir.display()
+        );
+    }
+    if let (Some(lock), Some(policy)) = (lock.as_mut(), policy) {
+        policy(lock);
+    }
     if lock.is_none() && require_lock {
         bail!(
             "--require-lock: {} does not exist; pin the plugins of {} with `host lock --plugins {}`, or fetch them with `host pull`",

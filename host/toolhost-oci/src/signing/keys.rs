@@ -139,6 +139,11 @@ impl PublicKey {
         })
     }
 
+    /// Its SubjectPublicKeyInfo DER.
+    pub fn spki(&self) -> &[u8] {
+        &self.spki
+    }
+
     /// Its algorithm.
     pub fn algorithm(&self) -> KeyAlgorithm {
         self.algorithm

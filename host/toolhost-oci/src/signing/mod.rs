@@ -119,15 +119,6 @@ impl Payload {
     }
 }
 
-/// One signature layer as the signature manifest lists it.
-#[derive(Debug, Clone)]
-pub struct SignatureLayer {
-    /// Its media type.
-    pub media_type: String,
-    /// Its annotations.
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// A signature that verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -294,6 +285,16 @@ pub fn check_pinned(
 /// Base64 (standard, padded), as the lock and the annotation write it.
 pub fn base64_text(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes base64 (standard, padded), as the lock writes it.
+///
+/// # Errors
+/// What is wrong with the text.
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|err| format!("not base64 ({err})"))
 }
 
 fn hex(bytes: &[u8]) -> String {

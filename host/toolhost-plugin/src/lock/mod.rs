@@ -51,7 +51,7 @@
 //! The lock file itself (entries, read, write, check, scan) is here; the digest type is in
 //! `digest.rs`, the errors in `error.rs`, both re-exported.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -76,6 +76,10 @@ pub const LOCK_VERSION: u32 = 1;
 /// plugins; the cap stops a huge file from being read into memory at start-up.
 pub const MAX_LOCK_BYTES: u64 = 1024 * 1024;
 
+/// A policy applied to a lock as it is read for a load (the CLI's `--require-signer`
+/// refuses the entries not signed by its keys with [`PluginLock::refuse`]).
+pub type LockPolicy = std::sync::Arc<dyn Fn(&mut PluginLock) + Send + Sync>;
+
 /// One pinned component.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,6 +97,33 @@ pub struct LockEntry {
     /// The OCI manifest digest `source` resolved to when it was pulled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_digest: Option<String>,
+    /// The signature that verified it when it was pulled with `--verify-key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<LockSignature>,
+}
+
+/// What `host pull --verify-key` keeps of the signature that verified a component, so
+/// that `host run --require-signer` can check it again offline: the signer's key, and
+/// the evidence that ties it to these bytes (the signed payload, the signature, and the
+/// manifests from the signed one down to the component's layer). This crate only keeps
+/// them; the check is the OCI crate's (`toolhost_oci::signing::check_pinned`), so a lock
+/// edited to name another signer is refused there, not trusted here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSignature {
+    /// The key that verified it: `sha256:` and the hex SHA-256 of its
+    /// SubjectPublicKeyInfo DER.
+    pub key: String,
+    /// Base64 of that key's SubjectPublicKeyInfo DER: the key `host pull --update`
+    /// verifies the next version with when no --verify-key is given.
+    pub public_key: String,
+    /// Base64 of the cosign simple-signing payload that was signed.
+    pub payload: String,
+    /// Base64 of the signature over the payload.
+    pub signature: String,
+    /// Base64 of the OCI manifests, from the signed one (`source_digest`) down to the
+    /// image manifest whose layers are the component and its manifest.
+    pub manifests: Vec<String>,
 }
 
 /// A plugin directory's lock file.
@@ -104,6 +135,10 @@ pub struct PluginLock {
     /// The pinned components, sorted by file name.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<LockEntry>,
+    /// Entries refused by a policy of the host that reads the lock (`--require-signer`),
+    /// with the reason: never written, and [`check`](Self::check) refuses them with it.
+    #[serde(skip)]
+    refused: BTreeMap<String, String>,
 }
 
 impl Default for PluginLock {
@@ -111,6 +146,7 @@ impl Default for PluginLock {
         Self {
             version: LOCK_VERSION,
             plugins: Vec::new(),
+            refused: BTreeMap::new(),
         }
     }
 }
@@ -204,7 +240,7 @@ impl PluginLock {
                 })
                 .unwrap_or_default();
             invalid(format!(
-                "{line}{}; the keys are version and [[plugin]] file, digest, manifest_digest, source, source_digest. Write it again with `host lock`",
+                "{line}{}; the keys are version and [[plugin]] file, digest, manifest_digest, source, source_digest, signature. Write it again with `host lock`",
                 err.message().trim()
             ))
         })?;
@@ -277,6 +313,13 @@ impl PluginLock {
         self.plugins.iter().find(|entry| entry.file == file)
     }
 
+    /// Refuses `file` with `reason` from now on (a policy such as `--require-signer`):
+    /// [`check`](Self::check) answers [`LockMismatch::Refused`] for it, whatever its
+    /// digest. Not written to the file.
+    pub fn refuse(&mut self, file: &str, reason: String) {
+        self.refused.insert(file.to_owned(), reason);
+    }
+
     /// Adds `entry`, replacing the one of the same file.
     pub fn upsert(&mut self, entry: LockEntry) {
         match self.plugins.iter_mut().find(|e| e.file == entry.file) {
@@ -300,6 +343,11 @@ impl PluginLock {
         let Some(entry) = self.entry(file) else {
             return Err(LockMismatch::NotListed { actual: *digest });
         };
+        if let Some(reason) = self.refused.get(file) {
+            return Err(LockMismatch::Refused {
+                reason: reason.clone(),
+            });
+        }
         if entry.digest != *digest {
             return Err(LockMismatch::Component {
                 pinned: entry.digest,
@@ -362,11 +410,13 @@ impl PluginLock {
                 manifest_digest: manifest.as_deref().map(Sha256Digest::of),
                 source: None,
                 source_digest: None,
+                signature: None,
             };
             let before = previous.and_then(|lock| lock.entry(&file));
             if let Some(before) = before.filter(|before| before.digest == digest) {
                 entry.source = before.source.clone();
                 entry.source_digest = before.source_digest.clone();
+                entry.signature = before.signature.clone();
             }
             changes.push(match before {
                 None => LockChange::Added { file, digest },

@@ -42,6 +42,7 @@ fn written_lock_reads_back_and_is_sorted() {
             manifest_digest: None,
             source: Some(format!("oci://127.0.0.1:5000/t/{file}:1")),
             source_digest: Some(Sha256Digest::of(b"m").to_string()),
+            signature: None,
         });
     }
     let path = lock.write(dir.path()).unwrap();
@@ -155,6 +156,7 @@ fn check_names_both_digests() {
         manifest_digest: Some(m),
         source: None,
         source_digest: None,
+        signature: None,
     });
     assert_eq!(lock.check("a.wasm", &a, Some(&m)), Ok(()));
     let swapped = lock.check("a.wasm", &b, Some(&m)).unwrap_err();
@@ -241,6 +243,7 @@ fn scan_pins_what_is_there_and_keeps_sources_of_unchanged_files() {
         manifest_digest: None,
         source: None,
         source_digest: None,
+        signature: None,
     });
     let (second, changes) = PluginLock::scan(dir.path(), Some(&pulled)).unwrap();
     // a.wasm: same bytes, manifest removed: keeps its source.
@@ -259,4 +262,32 @@ fn scan_pins_what_is_there_and_keeps_sources_of_unchanged_files() {
         })
         .collect();
     assert_eq!(kinds, ["~a.wasm", "~b.wasm", "+c.wasm", "-gone.wasm"]);
+}
+
+#[test]
+fn a_refused_entry_is_refused_with_its_reason_and_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (Sha256Digest::of(A), Sha256Digest::of(B));
+    let mut lock = PluginLock::default();
+    for (file, digest) in [("a.wasm", a), ("b.wasm", b)] {
+        lock.upsert(LockEntry {
+            file: file.into(),
+            digest,
+            manifest_digest: None,
+            source: None,
+            source_digest: None,
+            signature: None,
+        });
+    }
+    lock.refuse("a.wasm", "it is not signed".into());
+    assert_eq!(
+        lock.check("a.wasm", &a, None),
+        Err(LockMismatch::Refused {
+            reason: "it is not signed".into()
+        })
+    );
+    assert_eq!(lock.check("b.wasm", &b, None), Ok(()));
+    lock.write(dir.path()).unwrap();
+    let read = PluginLock::read(dir.path()).unwrap().unwrap();
+    assert_eq!(read.check("a.wasm", &a, None), Ok(()));
 }
