@@ -10,4 +10,5 @@ mod interop;
 mod lock;
 mod registry;
 mod ship;
+mod signing;
 mod support;
