@@ -41,8 +41,8 @@ mod output;
 mod plugins;
 mod scaffold;
 mod secret_file;
-mod signing;
 pub mod setup;
+mod signing;
 
 use args::{Cli, Command};
 use commands::{EXIT_SETUP, EXIT_USAGE};

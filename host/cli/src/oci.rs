@@ -118,7 +118,12 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     // downloaded: a refused pull leaves the directory as it was.
     let mut keys = crate::signing::read_public_keys("--verify-key", &args.verify_key)?;
     if keys.is_empty() {
-        if let Some(key) = previous.as_ref().map(crate::signing::recorded_key).transpose()?.flatten() {
+        if let Some(key) = previous
+            .as_ref()
+            .map(crate::signing::recorded_key)
+            .transpose()?
+            .flatten()
+        {
             keys.push(key);
         }
     }
@@ -134,7 +139,10 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
         let same_source = entry.source.as_deref() == Some(source.as_str());
         let same_signer = signature.is_none()
             || entry.signature.as_ref().map(|s| &s.key) == signature.as_ref().map(|s| &s.key);
-        if same_source && entry.source_digest.as_deref() == Some(resolved.digest.as_str()) && same_signer {
+        if same_source
+            && entry.source_digest.as_deref() == Some(resolved.digest.as_str())
+            && same_signer
+        {
             if in_place(dir, &name, entry) {
                 return print(&format!(
                     "{file} is up to date: {source} is still {}\n",
@@ -395,7 +403,10 @@ fn check_plugin_name(name: &str) -> anyhow::Result<&str> {
 }
 
 /// The registry client's settings from the flags.
-pub(crate) fn client_options(args: &OciArgs, reference: &OciReference) -> anyhow::Result<ClientOptions> {
+pub(crate) fn client_options(
+    args: &OciArgs,
+    reference: &OciReference,
+) -> anyhow::Result<ClientOptions> {
     let credentials = match (&args.registry_user, &args.registry_password_env) {
         (Some(user), Some(variable)) => Credentials::from_env(user, variable)?,
         _ => match docker_config_path() {

@@ -41,7 +41,8 @@ pub(crate) fn read_public_keys(flag: &str, paths: &[PathBuf]) -> anyhow::Result<
         .iter()
         .map(|path| {
             let text = read_key_file(flag, path)?;
-            PublicKey::from_pem(&text).map_err(|err| anyhow::anyhow!("{flag} {}: {err}", path.display()))
+            PublicKey::from_pem(&text)
+                .map_err(|err| anyhow::anyhow!("{flag} {}: {err}", path.display()))
         })
         .collect()
 }
@@ -88,7 +89,8 @@ pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
         return Err(err);
     }
     let encrypted = if passphrase.is_some() {
-        "encrypted with the passphrase in $".to_owned() + args.passphrase_env.as_deref().unwrap_or_default()
+        "encrypted with the passphrase in $".to_owned()
+            + args.passphrase_env.as_deref().unwrap_or_default()
     } else {
         "not encrypted: keep it secret".to_owned()
     };
@@ -184,7 +186,9 @@ pub(crate) fn signer_policy(keys: Vec<PublicKey>) -> LockPolicy {
         let refusals: Vec<(String, String)> = lock
             .plugins
             .iter()
-            .filter_map(|entry| signer_refusal(entry, &keys).map(|reason| (entry.file.clone(), reason)))
+            .filter_map(|entry| {
+                signer_refusal(entry, &keys).map(|reason| (entry.file.clone(), reason))
+            })
             .collect();
         for (file, reason) in refusals {
             lock.refuse(&file, reason);
@@ -210,7 +214,13 @@ fn signer_refusal(entry: &LockEntry, keys: &[PublicKey]) -> Option<String> {
     };
     let component = entry.digest.to_string();
     let manifest = entry.manifest_digest.map(|digest| digest.to_string());
-    check_pinned(&evidence, keys, source_digest, &component, manifest.as_deref())
-        .err()
-        .map(|reason| format!("--require-signer: {reason}"))
+    check_pinned(
+        &evidence,
+        keys,
+        source_digest,
+        &component,
+        manifest.as_deref(),
+    )
+    .err()
+    .map(|reason| format!("--require-signer: {reason}"))
 }

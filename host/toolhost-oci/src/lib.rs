@@ -37,7 +37,9 @@ pub mod layout;
 mod reference;
 pub mod signing;
 
-pub use client::{ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved, Signed};
+pub use client::{
+    ClientOptions, ProgressFn, Pulled, PulledFile, Pushed, RegistryClient, Resolved, Signed,
+};
 pub use credentials::{docker_config_path, from_docker_config, Credentials};
 pub use error::{OciError, Operation};
 pub use reference::{OciReference, ReferenceError};

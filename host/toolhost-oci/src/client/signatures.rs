@@ -101,7 +101,12 @@ impl RegistryClient {
                 match self.payload(layer).await? {
                     Err(reason) => reason,
                     Ok(payload) => {
-                        match verify_one(&payload, annotation.map(String::as_str), keys, &resolved.digest) {
+                        match verify_one(
+                            &payload,
+                            annotation.map(String::as_str),
+                            keys,
+                            &resolved.digest,
+                        ) {
                             Ok(verified) => return Ok(verified),
                             Err(reason) => reason,
                         }
@@ -145,7 +150,9 @@ impl RegistryClient {
                 Ok(Fetched::Index(_)) => Err(format!(
                     "its signature tag {tag} is an image index, not a signature manifest"
                 )),
-                Err(reason) => Err(format!("its signature manifest ({tag}) is not usable: {reason}")),
+                Err(reason) => Err(format!(
+                    "its signature manifest ({tag}) is not usable: {reason}"
+                )),
             }
         })();
         Ok(Some((digest, layers)))
@@ -190,7 +197,11 @@ impl RegistryClient {
     async fn push_signature_now(&self, digest: &str, key: &SigningKey) -> Result<Signed, OciError> {
         let tag = signature_tag(digest);
         let payload = Payload::new(
-            &format!("{}/{}", self.reference.registry(), self.reference.repository()),
+            &format!(
+                "{}/{}",
+                self.reference.registry(),
+                self.reference.repository()
+            ),
             digest,
         )
         .to_bytes();
@@ -280,4 +291,3 @@ impl RegistryClient {
         })
     }
 }
-

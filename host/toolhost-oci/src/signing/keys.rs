@@ -15,8 +15,8 @@ pub const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// The DER prefix of an ECDSA P-256 SubjectPublicKeyInfo, before the 65-byte point.
 const P256_SPKI_PREFIX: &[u8] = &[
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
-    0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
 
 /// The DER prefix of an Ed25519 SubjectPublicKeyInfo, before the 32-byte key.
@@ -125,7 +125,8 @@ impl PublicKey {
             && der[P256_SPKI_PREFIX.len()] == 0x04
         {
             KeyAlgorithm::EcdsaP256
-        } else if der.len() == ED25519_SPKI_PREFIX.len() + 32 && der.starts_with(ED25519_SPKI_PREFIX)
+        } else if der.len() == ED25519_SPKI_PREFIX.len() + 32
+            && der.starts_with(ED25519_SPKI_PREFIX)
         {
             KeyAlgorithm::Ed25519
         } else {
@@ -164,13 +165,12 @@ impl PublicKey {
     /// Whether `signature` is this key's over exactly `message`: ECDSA P-256 over the
     /// SHA-256 of `message` with a DER signature, or Ed25519 over `message`.
     pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
-        let (algorithm, prefix): (&dyn signature::VerificationAlgorithm, usize) =
-            match self.algorithm {
-                KeyAlgorithm::EcdsaP256 => {
-                    (&signature::ECDSA_P256_SHA256_ASN1, P256_SPKI_PREFIX.len())
-                }
-                KeyAlgorithm::Ed25519 => (&signature::ED25519, ED25519_SPKI_PREFIX.len()),
-            };
+        let (algorithm, prefix): (&dyn signature::VerificationAlgorithm, usize) = match self
+            .algorithm
+        {
+            KeyAlgorithm::EcdsaP256 => (&signature::ECDSA_P256_SHA256_ASN1, P256_SPKI_PREFIX.len()),
+            KeyAlgorithm::Ed25519 => (&signature::ED25519, ED25519_SPKI_PREFIX.len()),
+        };
         signature::UnparsedPublicKey::new(algorithm, &self.spki[prefix..])
             .verify(message, signature)
             .is_ok()
@@ -191,7 +191,12 @@ enum Signer {
 impl fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the key itself.
-        write!(f, "SigningKey({} {})", self.public.algorithm, self.public.fingerprint())
+        write!(
+            f,
+            "SigningKey({} {})",
+            self.public.algorithm,
+            self.public.fingerprint()
+        )
     }
 }
 
@@ -209,7 +214,9 @@ impl SigningKey {
                 &rng,
             )
             .map_err(crypto)?,
-            KeyAlgorithm::Ed25519 => signature::Ed25519KeyPair::generate_pkcs8(&rng).map_err(crypto)?,
+            KeyAlgorithm::Ed25519 => {
+                signature::Ed25519KeyPair::generate_pkcs8(&rng).map_err(crypto)?
+            }
         };
         let der = pkcs8.as_ref().to_vec();
         Ok((Self::from_pkcs8(&der)?, der))
@@ -293,7 +300,9 @@ impl SigningKey {
             Signer::Ecdsa(pair) => pair
                 .sign(&SystemRandom::new(), message)
                 .map(|sig| sig.as_ref().to_vec())
-                .map_err(|_| KeyError::Crypto("signing failed (the system's random source)".into())),
+                .map_err(|_| {
+                    KeyError::Crypto("signing failed (the system's random source)".into())
+                }),
             Signer::Ed25519(pair) => Ok(pair.sign(message).as_ref().to_vec()),
         }
     }
@@ -332,7 +341,9 @@ pub fn private_key_pem(pkcs8: &[u8], passphrase: Option<&[u8]>) -> Result<String
 fn decrypt_pkcs8(der: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, KeyError> {
     use pkcs8::der::Decode as _;
     let info = pkcs8::EncryptedPrivateKeyInfo::from_der(der).map_err(|err| {
-        KeyError::Format(format!("the encrypted key does not parse as PKCS#8 ({err})"))
+        KeyError::Format(format!(
+            "the encrypted key does not parse as PKCS#8 ({err})"
+        ))
     })?;
     let too_costly = |what: String| {
         KeyError::Format(format!(
@@ -372,7 +383,8 @@ fn decrypt_pkcs8(der: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, KeyError> {
         .map(|doc| doc.as_bytes().to_vec())
         .map_err(|_| {
             KeyError::Passphrase(
-                "the key does not open with this passphrase (wrong passphrase, or a damaged key)".into(),
+                "the key does not open with this passphrase (wrong passphrase, or a damaged key)"
+                    .into(),
             )
         })
 }

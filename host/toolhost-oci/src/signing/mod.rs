@@ -29,7 +29,9 @@ use sha2::{Digest, Sha256};
 
 mod keys;
 
-pub use keys::{private_key_pem, KeyAlgorithm, KeyError, PublicKey, SigningKey, MAX_KEY_FILE_BYTES};
+pub use keys::{
+    private_key_pem, KeyAlgorithm, KeyError, PublicKey, SigningKey, MAX_KEY_FILE_BYTES,
+};
 
 /// The media type of a cosign signature layer (its blob is the payload).
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -142,8 +144,8 @@ pub fn verify_one(
     keys: &[PublicKey],
     digest: &str,
 ) -> Result<Verified, String> {
-    let annotation = annotation
-        .ok_or_else(|| format!("it has no {SIGNATURE_ANNOTATION} annotation"))?;
+    let annotation =
+        annotation.ok_or_else(|| format!("it has no {SIGNATURE_ANNOTATION} annotation"))?;
     if annotation.len() > MAX_SIGNATURE_BYTES {
         return Err(format!(
             "its signature annotation is {} characters long, over the limit of {MAX_SIGNATURE_BYTES}",
@@ -232,8 +234,13 @@ pub fn check_pinned(
     let payload = decode("signature payload", evidence.payload)?;
     let signature = decode("signature", evidence.signature)?;
     let annotation = base64::engine::general_purpose::STANDARD.encode(&signature);
-    verify_one(&payload, Some(&annotation), std::slice::from_ref(key), source_digest)
-        .map_err(|reason| format!("the signature the lock keeps does not hold: {reason}"))?;
+    verify_one(
+        &payload,
+        Some(&annotation),
+        std::slice::from_ref(key),
+        source_digest,
+    )
+    .map_err(|reason| format!("the signature the lock keeps does not hold: {reason}"))?;
     let mut expected = source_digest.to_owned();
     let count = evidence.manifests.len();
     if count == 0 || count > 2 {

@@ -25,9 +25,17 @@ fn a_signature_verifies_with_its_key_only_over_its_digest() {
         let verified = verify_one(&payload, Some(&signature), &keys, DIGEST).unwrap();
         assert_eq!(verified.key, *signer.public_key());
 
-        let err = verify_one(&payload, Some(&signature), &[other.public_key().clone()], DIGEST)
-            .unwrap_err();
-        assert!(err.starts_with("its signature does not verify with the key(s) given (sha256:"), "{err}");
+        let err = verify_one(
+            &payload,
+            Some(&signature),
+            &[other.public_key().clone()],
+            DIGEST,
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("its signature does not verify with the key(s) given (sha256:"),
+            "{err}"
+        );
 
         let err = verify_one(&payload, Some(&signature), &keys, OTHER).unwrap_err();
         assert_eq!(
@@ -36,12 +44,16 @@ fn a_signature_verifies_with_its_key_only_over_its_digest() {
         );
 
         // A payload edited to name another digest no longer verifies.
-        let edited = String::from_utf8(payload.clone()).unwrap().replace(DIGEST, OTHER);
+        let edited = String::from_utf8(payload.clone())
+            .unwrap()
+            .replace(DIGEST, OTHER);
         let err = verify_one(edited.as_bytes(), Some(&signature), &keys, OTHER).unwrap_err();
         assert!(err.contains("does not verify"), "{err}");
 
         // One flipped bit of the signature.
-        let mut bytes = base64::engine::general_purpose::STANDARD.decode(&signature).unwrap();
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(&signature)
+            .unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         let err = verify_one(&payload, Some(&base64_text(&bytes)), &keys, DIGEST).unwrap_err();
@@ -59,7 +71,10 @@ fn malformed_signatures_say_what_is_wrong() {
         "it has no dev.cosignproject.cosign/signature annotation"
     );
     let err = verify_one(&payload, Some("not*base64!"), &keys, DIGEST).unwrap_err();
-    assert!(err.starts_with("its signature annotation is not base64 ("), "{err}");
+    assert!(
+        err.starts_with("its signature annotation is not base64 ("),
+        "{err}"
+    );
     let long = "A".repeat(MAX_SIGNATURE_BYTES + 4);
     assert_eq!(
         verify_one(&payload, Some(&long), &keys, DIGEST).unwrap_err(),
@@ -78,14 +93,18 @@ fn malformed_signatures_say_what_is_wrong() {
 
 #[test]
 fn the_payload_is_cosigns_simple_signing_json() {
-    let text = String::from_utf8(Payload::new("127.0.0.1:5000/tools/greet", DIGEST).to_bytes()).unwrap();
+    let text =
+        String::from_utf8(Payload::new("127.0.0.1:5000/tools/greet", DIGEST).to_bytes()).unwrap();
     assert_eq!(
         text,
         format!(
             "{{\"critical\":{{\"identity\":{{\"docker-reference\":\"127.0.0.1:5000/tools/greet\"}},\"image\":{{\"docker-manifest-digest\":\"{DIGEST}\"}},\"type\":\"cosign container image signature\"}},\"optional\":null}}"
         )
     );
-    assert_eq!(signature_tag(DIGEST), "sha256-2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae.sig");
+    assert_eq!(
+        signature_tag(DIGEST),
+        "sha256-2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae.sig"
+    );
 }
 
 #[test]
@@ -115,8 +134,13 @@ fn keys_round_trip_through_pem_encrypted_or_not() {
         // The key is never in its Debug text.
         assert!(!format!("{signer:?}").contains(&plain[30..60]));
     }
-    let err = PublicKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n").unwrap_err();
-    assert!(err.to_string().starts_with("it holds a PEM \"PRIVATE KEY\"; a verification key is"), "{err}");
+    let err = PublicKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("it holds a PEM \"PRIVATE KEY\"; a verification key is"),
+        "{err}"
+    );
     let err = PublicKey::from_pem("hello").unwrap_err();
     assert!(err.to_string().starts_with("it is not PEM text"), "{err}");
 }
@@ -143,17 +167,48 @@ fn the_lock_evidence_is_checked_again_offline() {
         manifests: &manifests,
     };
     let keys = [signer.public_key().clone()];
-    assert_eq!(check_pinned(&evidence, &keys, &source, component, None), Ok(fingerprint.clone()));
+    assert_eq!(
+        check_pinned(&evidence, &keys, &source, component, None),
+        Ok(fingerprint.clone())
+    );
     // Another component pinned than the one signed.
     let err = check_pinned(&evidence, &keys, &source, OTHER, None).unwrap_err();
-    assert!(err.starts_with("the signed manifest's component is sha256:9f86"), "{err}");
+    assert!(
+        err.starts_with("the signed manifest's component is sha256:9f86"),
+        "{err}"
+    );
     // Another key required.
     let other = key(KeyAlgorithm::Ed25519);
-    let err = check_pinned(&evidence, &[other.public_key().clone()], &source, component, None).unwrap_err();
-    assert_eq!(err, format!("it is signed by {fingerprint}, which is not one of the --require-signer keys"));
+    let err = check_pinned(
+        &evidence,
+        &[other.public_key().clone()],
+        &source,
+        component,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        format!("it is signed by {fingerprint}, which is not one of the --require-signer keys")
+    );
     // A lock edited to claim the required key, with a signature it did not make.
     let claimed = other.public_key().fingerprint();
-    let forged = PinnedEvidence { key: &claimed, ..evidence.clone() };
-    let err = check_pinned(&forged, &[other.public_key().clone()], &source, component, None).unwrap_err();
-    assert!(err.starts_with("the signature the lock keeps does not hold: its signature does not verify"), "{err}");
+    let forged = PinnedEvidence {
+        key: &claimed,
+        ..evidence.clone()
+    };
+    let err = check_pinned(
+        &forged,
+        &[other.public_key().clone()],
+        &source,
+        component,
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with(
+            "the signature the lock keeps does not hold: its signature does not verify"
+        ),
+        "{err}"
+    );
 }

@@ -13,20 +13,31 @@ use crate::text;
 fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = host(args, env);
     let (stdout, stderr) = outputs(&out);
-    assert_eq!(out.status.code(), Some(0), "host {args:?}:\n{stdout}\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "host {args:?}:\n{stdout}\n{stderr}"
+    );
     stdout
 }
 
 fn fails(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = host(args, env);
     let (stdout, stderr) = outputs(&out);
-    assert_eq!(out.status.code(), Some(EXIT_SETUP), "host {args:?}:\n{stdout}\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_SETUP),
+        "host {args:?}:\n{stdout}\n{stderr}"
+    );
     stderr
 }
 
 /// Runs `cosign_format.py ARGS` with the test venv's Python; (success, stdout).
 fn cosign_py(args: &[&str]) -> (bool, String) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/oci/cosign_format.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/cli/oci/cosign_format.py"
+    );
     let out = Command::new(oras_python())
         .arg(script)
         .args(args)
@@ -46,7 +57,10 @@ fn cosign_py(args: &[&str]) -> (bool, String) {
 fn push_greet(reference: &str) -> String {
     let dist = tempfile::tempdir().unwrap();
     toolhost_tests::install(dist.path(), &["greet"]).unwrap();
-    let stdout = ok(&["push", text(&dist.path().join("greet.wasm")), reference], &[]);
+    let stdout = ok(
+        &["push", text(&dist.path().join("greet.wasm")), reference],
+        &[],
+    );
     stdout
         .lines()
         .find_map(|line| line.strip_prefix("digest "))
@@ -62,7 +76,10 @@ fn push_other_greet(reference: &str) -> String {
     let mut text_ = std::fs::read_to_string(&manifest).unwrap_or_default();
     text_.push_str("\n# another version\n");
     std::fs::write(&manifest, text_).unwrap();
-    let stdout = ok(&["push", text(&dist.path().join("greet.wasm")), reference], &[]);
+    let stdout = ok(
+        &["push", text(&dist.path().join("greet.wasm")), reference],
+        &[],
+    );
     stdout
         .lines()
         .find_map(|line| line.strip_prefix("digest "))
@@ -80,7 +97,12 @@ fn files_of(dir: &Path) -> Vec<String> {
 }
 
 /// `host keygen --out DIR/NAME EXTRA`: (private key path, public key path, fingerprint).
-fn keygen(dir: &Path, name: &str, extra: &[&str], env: &[(&str, &str)]) -> (String, String, String) {
+fn keygen(
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (String, String, String) {
     let prefix = dir.join(name);
     let mut args = vec!["keygen", "--out", text(&prefix)];
     args.extend_from_slice(extra);
@@ -89,7 +111,10 @@ fn keygen(dir: &Path, name: &str, extra: &[&str], env: &[(&str, &str)]) -> (Stri
     // The key is never printed.
     let secret = std::fs::read_to_string(&key).unwrap();
     assert!(!stdout.contains("PRIVATE KEY"), "{stdout}");
-    assert!(!stdout.contains(&secret.lines().nth(1).unwrap()[..40]), "{stdout}");
+    assert!(
+        !stdout.contains(&secret.lines().nth(1).unwrap()[..40]),
+        "{stdout}"
+    );
     let fingerprint = stdout
         .lines()
         .find_map(|line| line.strip_prefix("  fingerprint  "))
@@ -100,7 +125,13 @@ fn keygen(dir: &Path, name: &str, extra: &[&str], env: &[(&str, &str)]) -> (Stri
 
 /// The tools `host tools` lists for DIR with `extra` flags, and its stderr.
 fn tools(dir: &Path, extra: &[&str]) -> (String, String) {
-    let mut args = vec!["tools", "--no-builtins", "--no-cache", "--plugins", text(dir)];
+    let mut args = vec![
+        "tools",
+        "--no-builtins",
+        "--no-cache",
+        "--plugins",
+        text(dir),
+    ];
     args.extend_from_slice(extra);
     let out = host(&args, &[]);
     let (stdout, stderr) = outputs(&out);
@@ -113,7 +144,12 @@ fn host_sign_then_a_verified_pull_loads_and_require_signer_accepts_it() {
     let registry = Registry::start();
     let keys = tempfile::tempdir().unwrap();
     let env = [("SIGNING_PASS", "correct horse battery")];
-    let (key, public, _) = keygen(keys.path(), "team", &["--passphrase-env", "SIGNING_PASS"], &env);
+    let (key, public, _) = keygen(
+        keys.path(),
+        "team",
+        &["--passphrase-env", "SIGNING_PASS"],
+        &env,
+    );
     let (_, other_public, _) = keygen(keys.path(), "other", &[], &[]);
     #[cfg(unix)]
     {
@@ -121,18 +157,39 @@ fn host_sign_then_a_verified_pull_loads_and_require_signer_accepts_it() {
         let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
     }
-    assert!(std::fs::read_to_string(&key).unwrap().starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"));
     // keygen never overwrites.
     let err = fails(&["keygen", "--out", text(&keys.path().join("team"))], &[]);
-    assert!(err.contains("team.key exists; keygen does not overwrite keys"), "{err}");
+    assert!(
+        err.contains("team.key exists; keygen does not overwrite keys"),
+        "{err}"
+    );
 
     let reference = registry.oci("tools/greet:1");
     let digest = push_greet(&reference);
     // Without the passphrase the key does not open.
     let err = fails(&["sign", &reference, "--key", &key], &[]);
-    assert!(err.contains("the key is encrypted; give the environment variable"), "{err}");
-    let signed = ok(&["sign", &reference, "--key", &key, "--passphrase-env", "SIGNING_PASS"], &env);
-    assert!(signed.contains(&format!("  digest     {digest}\n")), "{signed}");
+    assert!(
+        err.contains("the key is encrypted; give the environment variable"),
+        "{err}"
+    );
+    let signed = ok(
+        &[
+            "sign",
+            &reference,
+            "--key",
+            &key,
+            "--passphrase-env",
+            "SIGNING_PASS",
+        ],
+        &env,
+    );
+    assert!(
+        signed.contains(&format!("  digest     {digest}\n")),
+        "{signed}"
+    );
     assert!(!signed.contains("PRIVATE"), "{signed}");
 
     // The independent implementation verifies host's signature.
@@ -142,17 +199,33 @@ fn host_sign_then_a_verified_pull_loads_and_require_signer_accepts_it() {
     assert_eq!(stdout.trim(), r#"{"verified": 1}"#);
 
     let plugins = tempfile::tempdir().unwrap();
-    let pulled = ok(&["pull", &reference, "--plugins", text(plugins.path()), "--verify-key", &public], &[]);
+    let pulled = ok(
+        &[
+            "pull",
+            &reference,
+            "--plugins",
+            text(plugins.path()),
+            "--verify-key",
+            &public,
+        ],
+        &[],
+    );
     assert!(pulled.contains("  signed by   sha256:"), "{pulled}");
     let lock = std::fs::read_to_string(plugins.path().join("plugins.lock")).unwrap();
-    assert!(lock.contains("[plugin.signature]\nkey = \"sha256:"), "{lock}");
+    assert!(
+        lock.contains("[plugin.signature]\nkey = \"sha256:"),
+        "{lock}"
+    );
 
     let (listed, stderr) = tools(plugins.path(), &["--require-signer", &public]);
     assert!(listed.contains("greet"), "{listed}\n{stderr}");
     // Another signer required: refused with the reason.
     let (listed, stderr) = tools(plugins.path(), &["--require-signer", &other_public]);
     assert!(!listed.contains("greet"), "{listed}");
-    assert!(stderr.contains("which is not one of the --require-signer keys"), "{stderr}");
+    assert!(
+        stderr.contains("which is not one of the --require-signer keys"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -170,10 +243,20 @@ fn every_bad_signature_is_refused_and_nothing_is_installed() {
     let repo = format!("{}/tools/greet", registry.address);
     let plugins = tempfile::tempdir().unwrap();
     let dir = text(plugins.path()).to_owned();
-    let pull = |key: &str| fails(&["pull", &reference, "--plugins", &dir, "--verify-key", key], &[]);
+    let pull = |key: &str| {
+        fails(
+            &["pull", &reference, "--plugins", &dir, "--verify-key", key],
+            &[],
+        )
+    };
 
     let err = pull(&py_public);
-    assert!(err.contains(&format!("({digest}) is not signed: the registry has no signature tag sha256-")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "({digest}) is not signed: the registry has no signature tag sha256-"
+        )),
+        "{err}"
+    );
 
     let cases: &[(&str, &str, &str)] = &[
         // (how the signature is spoiled, the key pulled with, what the refusal says)
@@ -196,21 +279,42 @@ fn every_bad_signature_is_refused_and_nothing_is_installed() {
     cosign_py(&["sign", &repo, &digest, &py_private, &moved]);
     let err = pull(&py_public);
     assert!(
-        err.contains(&format!("signature layer 1: it signs {other}, not the manifest pulled ({digest})")),
+        err.contains(&format!(
+            "signature layer 1: it signs {other}, not the manifest pulled ({digest})"
+        )),
         "{err}"
     );
     assert_eq!(files_of(plugins.path()), Vec::<String>::new());
 
     // The independent signer's good signature verifies (and so does Ed25519).
     cosign_py(&["sign", &repo, &digest, &py_private]);
-    let pulled = ok(&["pull", &reference, "--plugins", &dir, "--verify-key", &py_public], &[]);
+    let pulled = ok(
+        &[
+            "pull",
+            &reference,
+            "--plugins",
+            &dir,
+            "--verify-key",
+            &py_public,
+        ],
+        &[],
+    );
     assert!(pulled.contains("signed by   sha256:"), "{pulled}");
     let ed = keys.path().join("ed");
     cosign_py(&["keygen", text(&ed), "ed25519"]);
     cosign_py(&["sign", &repo, &other, &format!("{}.key", ed.display())]);
     let ed_dir = tempfile::tempdir().unwrap();
     let pulled = ok(
-        &["pull", &registry.oci("tools/greet:2"), "--plugins", text(ed_dir.path()), "--verify-key", &public, "--verify-key", &format!("{}.pub", ed.display())],
+        &[
+            "pull",
+            &registry.oci("tools/greet:2"),
+            "--plugins",
+            text(ed_dir.path()),
+            "--verify-key",
+            &public,
+            "--verify-key",
+            &format!("{}.pub", ed.display()),
+        ],
         &[],
     );
     assert!(pulled.contains("(Ed25519)"), "{pulled}");
@@ -227,7 +331,17 @@ fn update_verifies_with_the_recorded_key_and_require_signer_refuses_what_is_not_
     ok(&["sign", &reference, "--key", &key], &[]);
     let plugins = tempfile::tempdir().unwrap();
     let dir = text(plugins.path()).to_owned();
-    ok(&["pull", &reference, "--plugins", &dir, "--verify-key", &public], &[]);
+    ok(
+        &[
+            "pull",
+            &reference,
+            "--plugins",
+            &dir,
+            "--verify-key",
+            &public,
+        ],
+        &[],
+    );
     let lock_path = plugins.path().join("plugins.lock");
     let lock = std::fs::read_to_string(&lock_path).unwrap();
 
@@ -239,16 +353,25 @@ fn update_verifies_with_the_recorded_key_and_require_signer_refuses_what_is_not_
     // Signed by another key: still refused with the recorded one.
     ok(&["sign", &reference, "--key", &other_key], &[]);
     let err = fails(&["pull", &reference, "--plugins", &dir, "--update"], &[]);
-    assert!(err.contains("its signature does not verify with the key(s) given"), "{err}");
+    assert!(
+        err.contains("its signature does not verify with the key(s) given"),
+        "{err}"
+    );
     ok(&["sign", &reference, "--key", &key], &[]);
     ok(&["pull", &reference, "--plugins", &dir, "--update"], &[]);
 
     // A lock edited to claim the other signer (its fingerprint and public key): the
     // signature the lock keeps is the team's, and does not verify with the other key.
     let current = std::fs::read_to_string(&lock_path).unwrap();
-    assert!(current.contains(&format!("key = \"{team_fingerprint}\"")), "{current}");
+    assert!(
+        current.contains(&format!("key = \"{team_fingerprint}\"")),
+        "{current}"
+    );
     let other_pem = std::fs::read_to_string(&other_public).unwrap();
-    let other_der: String = other_pem.lines().filter(|line| !line.starts_with("-----")).collect();
+    let other_der: String = other_pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
     let team_der = current
         .lines()
         .find_map(|line| line.strip_prefix("public_key = \""))
@@ -270,20 +393,42 @@ fn update_verifies_with_the_recorded_key_and_require_signer_refuses_what_is_not_
     // A component copied in by hand: not in the lock.
     let dist = tempfile::tempdir().unwrap();
     toolhost_tests::install(dist.path(), &["greet"]).unwrap();
-    std::fs::copy(dist.path().join("greet.wasm"), plugins.path().join("copied.wasm")).unwrap();
+    std::fs::copy(
+        dist.path().join("greet.wasm"),
+        plugins.path().join("copied.wasm"),
+    )
+    .unwrap();
     let (listed, stderr) = tools(plugins.path(), &["--require-signer", &public]);
     assert!(listed.contains("greet"), "{listed}");
-    assert!(stderr.contains("copied.wasm") && stderr.contains("it is not listed in the lock file"), "{stderr}");
+    assert!(
+        stderr.contains("copied.wasm") && stderr.contains("it is not listed in the lock file"),
+        "{stderr}"
+    );
     // Pinned by `host lock` (no signer): refused under --require-signer.
     ok(&["lock", "--plugins", &dir], &[]);
     let (listed, stderr) = tools(plugins.path(), &["--require-signer", &public]);
     assert!(listed.contains("greet"), "{listed}");
     assert!(
-        stderr.contains("--require-signer: its lock entry names no signer (it was not pulled with --verify-key"),
+        stderr.contains(
+            "--require-signer: its lock entry names no signer (it was not pulled with --verify-key"
+        ),
         "{stderr}"
     );
     // No lock at all.
     let bare = tempfile::tempdir().unwrap();
-    let err = fails(&["tools", "--plugins", text(bare.path()), "--require-signer", &public], &[]);
-    assert!(err.contains("--require-signer: ") && err.contains("does not exist, so no plugin has a signer"), "{err}");
+    let err = fails(
+        &[
+            "tools",
+            "--plugins",
+            text(bare.path()),
+            "--require-signer",
+            &public,
+        ],
+        &[],
+    );
+    assert!(
+        err.contains("--require-signer: ")
+            && err.contains("does not exist, so no plugin has a signer"),
+        "{err}"
+    );
 }
