@@ -6,6 +6,8 @@
 use std::fmt;
 
 use base64::Engine as _;
+use pkcs8::der::Decode as _;
+use pkcs8::pkcs5::{pbes2, scrypt};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{self, KeyPair as _};
 use sha2::{Digest, Sha256};
@@ -317,8 +319,6 @@ pub fn private_key_pem(pkcs8: &[u8], passphrase: Option<&[u8]>) -> Result<String
     let Some(passphrase) = passphrase else {
         return Ok(to_pem("PRIVATE KEY", pkcs8));
     };
-    use pkcs8::der::Decode as _;
-    use pkcs8::pkcs5::{pbes2, scrypt};
     let crypto = |what: &str| KeyError::Crypto(format!("cannot encrypt the key: {what}"));
     let rng = SystemRandom::new();
     let mut salt = [0_u8; 16];
@@ -339,7 +339,6 @@ pub fn private_key_pem(pkcs8: &[u8], passphrase: Option<&[u8]>) -> Result<String
 
 /// Opens an `ENCRYPTED PRIVATE KEY`, its work bounded before it starts.
 fn decrypt_pkcs8(der: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, KeyError> {
-    use pkcs8::der::Decode as _;
     let info = pkcs8::EncryptedPrivateKeyInfo::from_der(der).map_err(|err| {
         KeyError::Format(format!(
             "the encrypted key does not parse as PKCS#8 ({err})"
