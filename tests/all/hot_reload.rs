@@ -269,6 +269,61 @@ async fn hot_reload_loads_only_what_the_lock_pins() {
     assert!(registry.names().contains(&"divide".to_owned()));
 }
 
+/// Hostile: a lock policy (the CLI's `--require-signer`) holds for hot loads too. A
+/// component the lock pins but the policy refuses is not loaded when it appears, and the
+/// refusal carries the policy's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_reload_applies_the_lock_policy() {
+    use toolhost_plugin::lock::{LockPolicy, PluginLock};
+    use toolhost_plugin::PluginErrorKind;
+
+    let dir = tempfile::tempdir().unwrap();
+    copy("greet", dir.path(), "greet");
+    let (lock, _) = PluginLock::scan(dir.path(), None).unwrap();
+    lock.write(dir.path()).unwrap();
+    let host = host();
+    let registry = Arc::new(Registry::new());
+    let lock = PluginLock::read(dir.path()).unwrap();
+    let report = host.load_dir_pinned(dir.path(), &registry, lock.as_ref());
+    assert_eq!(registry.names(), ["greet"]);
+    let policy: LockPolicy = Arc::new(|lock: &mut PluginLock| {
+        lock.refuse(
+            "calc.wasm",
+            "--require-signer: its lock entry names no signer".into(),
+        );
+    });
+    let mut watcher = PluginWatcher::new(
+        Arc::clone(&host),
+        dir.path(),
+        Arc::clone(&registry),
+        &report,
+    )
+    .with_lock_policy(policy);
+
+    // Added and pinned by `host lock`, but refused by the policy.
+    copy("divide", dir.path(), "calc");
+    let (lock, _) = PluginLock::scan(dir.path(), None).unwrap();
+    lock.write(dir.path()).unwrap();
+    let events = tokio::task::block_in_place(|| settle(&mut watcher));
+    match &events[..] {
+        [WatchEvent::Failed { serving, error, .. }] => {
+            assert!(serving.is_empty());
+            assert!(
+                matches!(error.kind(), PluginErrorKind::Unpinned { .. }),
+                "{error:?}"
+            );
+            assert!(
+                error
+                    .to_string()
+                    .contains("--require-signer: its lock entry names no signer"),
+                "{error}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(registry.names(), ["greet"]);
+}
+
 /// A 0.3.0 plugin's prompts and resources follow it: registered under its name when it
 /// comes, replaced when it changes (a version without them leaves none), removed when it
 /// goes.

@@ -1,6 +1,10 @@
 //! Ship toolhost plugins through OCI registries: pull a plugin, verified, into a plugin
 //! directory, and push one, in the Wasm OCI artifact layout ([`layout`]).
 //!
+//! [`signing`] verifies and makes cosign-format signatures (key-based: ECDSA P-256 and
+//! Ed25519), found next to a plugin in its registry ([`RegistryClient::verify_signature`],
+//! [`RegistryClient::push_signature`]).
+//!
 //! This crate speaks to registries and nothing else: it has no wasmtime in it. The CLI
 //! (`host pull`, `host push`) uses it, writes the files it downloads into place and pins
 //! them in the directory's `plugins.lock` (see `toolhost_plugin::lock`).

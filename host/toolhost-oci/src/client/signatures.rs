@@ -158,6 +158,15 @@ impl RegistryClient {
         Ok(Some((digest, layers)))
     }
 
+    /// The signature tag cannot take another signature.
+    fn unusable_signature_tag(&self, message: String) -> OciError {
+        OciError::Protocol {
+            registry: self.reference.registry().to_owned(),
+            what: format!("the signature tag of {}", self.reference),
+            message,
+        }
+    }
+
     /// A signature layer's payload: `Ok(Err(reason))` when it is refused without reading
     /// (declared too large, a bad digest).
     async fn payload(&self, layer: &OciDescriptor) -> Result<Result<Vec<u8>, String>, OciError> {
@@ -186,7 +195,7 @@ impl RegistryClient {
     /// `sha256-HEX.sig` (created when there is none).
     ///
     /// # Errors
-    /// [`OciError::SignatureRefused`] when the existing signature manifest is not one or
+    /// [`OciError::Protocol`] when the existing signature manifest is not one or
     /// already holds [`MAX_SIGNATURE_LAYERS`] signatures, [`OciError::Signing`] when the
     /// key fails, and the registry's errors.
     pub async fn push_signature(&self, digest: &str, key: &SigningKey) -> Result<Signed, OciError> {
@@ -212,22 +221,16 @@ impl RegistryClient {
             None => Vec::new(),
             Some((_, Ok(layers))) => layers,
             Some((_, Err(reason))) => {
-                return Err(OciError::SignatureRefused {
-                    reference: self.reference.to_string(),
-                    digest: digest.to_owned(),
-                    reasons: vec![format!("{reason}; delete the tag {tag} before signing")],
-                })
+                return Err(self.unusable_signature_tag(format!(
+                    "{reason}; delete the tag {tag} before signing"
+                )))
             }
         };
         if layers.len() >= MAX_SIGNATURE_LAYERS {
-            return Err(OciError::SignatureRefused {
-                reference: self.reference.to_string(),
-                digest: digest.to_owned(),
-                reasons: vec![format!(
-                    "its signature manifest ({tag}) already holds {} signatures, the most this host reads",
-                    layers.len()
-                )],
-            });
+            return Err(self.unusable_signature_tag(format!(
+                "its signature manifest ({tag}) already holds {} signatures, the most this host reads",
+                layers.len()
+            )));
         }
         let payload_digest = sha256_text(&payload);
         layers.push(OciDescriptor {

@@ -15,7 +15,8 @@
 //! unsigned. The tag form is cosign's default, and what every registry can store.
 //!
 //! # What is checked
-//! [`verify_layers`]: at most [`MAX_SIGNATURE_LAYERS`] layers looked at, each payload at
+//! [`RegistryClient::verify_signature`](crate::RegistryClient::verify_signature), each
+//! signature by [`verify_one`]: at most [`MAX_SIGNATURE_LAYERS`] layers looked at, each payload at
 //! most [`MAX_PAYLOAD_BYTES`] and checked against its digest; a signature must be valid
 //! base64 of at most [`MAX_SIGNATURE_BYTES`], verify with one of the keys given, and its
 //! payload must name exactly the manifest digest that is pulled, with cosign's type.

@@ -9,6 +9,7 @@
 )]
 
 mod fake;
+mod signatures;
 mod tokens;
 
 use std::path::Path;
