@@ -175,6 +175,33 @@ fn host_sign_then_a_verified_pull_loads_and_require_signer_accepts_it() {
         err.contains("the key is encrypted; give the environment variable"),
         "{err}"
     );
+    // A key file others may read is warned about (and still used).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let loose = keys.path().join("loose.key");
+        std::fs::copy(&key, &loose).unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = host(
+            &[
+                "sign",
+                &reference,
+                "--key",
+                text(&loose),
+                "--passphrase-env",
+                "SIGNING_PASS",
+            ],
+            &env,
+        );
+        let (stdout, stderr) = outputs(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains(
+                "loose.key may be read or changed by users other than its owner (mode 644)"
+            ),
+            "{stderr}"
+        );
+    }
     let signed = ok(
         &[
             "sign",
@@ -196,7 +223,9 @@ fn host_sign_then_a_verified_pull_loads_and_require_signer_accepts_it() {
     let repo = format!("{}/tools/greet", registry.address);
     let (verified, stdout) = cosign_py(&["verify", &repo, &digest, &public]);
     assert!(verified, "{stdout}");
-    assert_eq!(stdout.trim(), r#"{"verified": 1}"#);
+    // Two signatures by the team key (the loose copy's and this one): host sign appends.
+    assert_eq!(stdout.trim(), r#"{"verified": 2}"#);
+    assert!(signed.contains("(2 signature(s))"), "{signed}");
 
     let plugins = tempfile::tempdir().unwrap();
     let pulled = ok(
