@@ -23,7 +23,7 @@ use super::{McpLimits, McpServer, ServeError};
 mod cancel;
 pub(crate) mod catalog;
 pub(crate) mod elicit;
-mod sampling;
+pub(crate) mod sampling;
 mod in_flight;
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or

@@ -12,7 +12,7 @@ use super::*;
 /// `summarise` (samples once: `{"text" | "repeat", "max_tokens"?}`, and says what the model
 /// answered), `sample_many` (`{"count"}` requests in a row, counting the answers), both
 /// allowed as tasks.
-fn sampling_registry() -> Arc<Registry> {
+pub(crate) fn sampling_registry() -> Arc<Registry> {
     let registry = Registry::new();
     registry
         .register(
