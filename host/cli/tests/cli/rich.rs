@@ -84,6 +84,8 @@ fn plugin_ask_is_in_the_help_of_run_and_serve() {
         let help = String::from_utf8(output.stdout).unwrap();
         assert!(help.contains("--plugin-ask"), "{command}: {help}");
         assert!(help.contains("[grants] ask = true"), "{command}: {help}");
+        assert!(help.contains("--plugin-sampling"), "{command}: {help}");
+        assert!(help.contains("[grants] sampling"), "{command}: {help}");
     }
 }
 
@@ -118,7 +120,7 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
 
     let report = inspect("conformance", false);
     for expected in [
-        "  http: none\n  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n  config: none\n",
+        "  http: none\n  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n  sample the client's model: yes (max_requests = 1 per call, max_tokens = 100 per request; the host must allow it: --plugin-sampling; else every request is refused)\n  config: none\n",
         "  prompts (4):
     test_simple_prompt                  A simple prompt.
     test_prompt_with_arguments          A prompt with arguments. (arg1*, arg2*)
@@ -134,6 +136,10 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
     assert_eq!(
         info["ask"],
         json!({"asks": true, "allowed_by_default_host": false})
+    );
+    assert_eq!(
+        info["sampling"],
+        json!({"max_requests": 1, "max_tokens": 100, "allowed_by_default_host": false})
     );
     assert_eq!(
         info["resources"],
@@ -165,9 +171,11 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
         "{report}"
     );
     assert!(!report.contains("ask the user"), "{report}");
+    assert!(!report.contains("sample the client's model"), "{report}");
     let info: Value = serde_json::from_str(&inspect("rich", true)).unwrap();
     assert_eq!(
         info["ask"],
         json!({"asks": false, "allowed_by_default_host": false})
     );
+    assert_eq!(info["sampling"], Value::Null);
 }
