@@ -122,7 +122,9 @@ fn registry() -> Arc<Registry> {
                 );
                 let answer = match interaction.sample(request).await {
                     Ok(answer) => match answer.content {
-                        toolhost::registry::ContentBlock::Text { text } => format!("sampled: {text}"),
+                        toolhost::registry::ContentBlock::Text { text } => {
+                            format!("sampled: {text}")
+                        }
                         other => format!("sampled: {other:?}"),
                     },
                     Err(err) => format!("refused: {err}"),

@@ -122,7 +122,10 @@ impl std::fmt::Debug for Questions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Questions")
             .field("client_asks", &self.client_asks.load(Ordering::Relaxed))
-            .field("client_samples", &self.client_samples.load(Ordering::Relaxed))
+            .field(
+                "client_samples",
+                &self.client_samples.load(Ordering::Relaxed),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -166,9 +169,10 @@ impl Questions {
             .store(declared && revision_has_it, Ordering::Relaxed);
         // Sampling is in every legacy revision (2024-11-05 on): `capabilities.sampling`
         // as an object declares it.
-        let samples = params
-            .value("capabilities")
-            .is_some_and(|caps| caps.get("sampling").is_some_and(serde_json::Value::is_object));
+        let samples = params.value("capabilities").is_some_and(|caps| {
+            caps.get("sampling")
+                .is_some_and(serde_json::Value::is_object)
+        });
         self.client_samples
             .store(samples && revision.is_some(), Ordering::Relaxed);
     }

@@ -249,9 +249,11 @@ impl Rounds {
             ));
         }
         let params = question_params(self.revision, message, schema)?;
-        let cap = (&self.questions, MAX_QUESTIONS_PER_CALL, || format!(
+        let cap = (&self.questions, MAX_QUESTIONS_PER_CALL, || {
+            format!(
             "this call has asked {MAX_QUESTIONS_PER_CALL} questions, the most one call may ask; ask for all the values in one question"
-        ));
+        )
+        });
         let answer = self
             .round("elicitation/create", &params, cap, MAX_ANSWER_BYTES)
             .await?;
@@ -266,11 +268,18 @@ impl Rounds {
         }
         let params = sampling_params(self.revision, &request)?;
         drop(request);
-        let cap = (&self.sampled, MAX_SAMPLES_PER_CALL, || format!(
+        let cap = (&self.sampled, MAX_SAMPLES_PER_CALL, || {
+            format!(
             "this call has sent {MAX_SAMPLES_PER_CALL} sampling requests, the most one call may send"
-        ));
+        )
+        });
         let answer = self
-            .round("sampling/createMessage", &params, cap, MAX_SAMPLING_RESPONSE_BYTES)
+            .round(
+                "sampling/createMessage",
+                &params,
+                cap,
+                MAX_SAMPLING_RESPONSE_BYTES,
+            )
             .await?;
         read_sampling_result(&answer, self.revision)
     }

@@ -278,7 +278,10 @@ mod tests {
             ),
             Ok(SamplingResponse {
                 role: Role::Assistant,
-                content: ContentBlock::Image(Media { data: vec![0, 1], mime_type: "image/png".into() }),
+                content: ContentBlock::Image(Media {
+                    data: vec![0, 1],
+                    mime_type: "image/png".into()
+                }),
                 model: "m".into(),
                 stop_reason: None,
             })

@@ -77,7 +77,10 @@ impl Drop for Open<'_> {
 impl SessionInteraction {
     /// The interaction of one call, whose client declared elicitation (`elicits`)
     /// and/or sampling (`samples`).
-    #[allow(clippy::too_many_arguments, reason = "one call's channel, bounds and the client's two capabilities")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call's channel, bounds and the client's two capabilities"
+    )]
     pub(crate) fn new(
         questions: Arc<Questions>,
         notifier: Notifier,

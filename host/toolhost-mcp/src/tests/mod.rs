@@ -23,8 +23,8 @@ use super::{McpLimits, McpServer, ServeError};
 mod cancel;
 pub(crate) mod catalog;
 pub(crate) mod elicit;
-pub(crate) mod sampling;
 mod in_flight;
+pub(crate) mod sampling;
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
 /// what is left of it) per read, and counts the lines it has handed out completely.

@@ -26,7 +26,11 @@ pub(crate) fn sampling_registry() -> Arc<Registry> {
                 // get through the transport's own limit).
                 let text = match args.get("repeat").and_then(Value::as_u64) {
                     Some(n) => "x".repeat(usize::try_from(n).unwrap()),
-                    None => args.get("text").and_then(Value::as_str).unwrap_or("Hi").to_owned(),
+                    None => args
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Hi")
+                        .to_owned(),
                 };
                 let tokens = args.get("max_tokens").and_then(Value::as_u64).unwrap_or(50);
                 let request = SamplingRequest::new(
@@ -49,7 +53,11 @@ pub(crate) fn sampling_registry() -> Arc<Registry> {
         .unwrap();
     registry
         .register(
-            ToolDefinition::new("sample_many", "Sample many times.", json!({"type": "object"})),
+            ToolDefinition::new(
+                "sample_many",
+                "Sample many times.",
+                json!({"type": "object"}),
+            ),
             |ctx: CallContext, args: Arguments, _env: Environment| async move {
                 let Some(interaction) = ctx.interaction() else {
                     return Err(ToolError::failed("no interaction"));
@@ -64,7 +72,9 @@ pub(crate) fn sampling_registry() -> Arc<Registry> {
                         Err(err) => last_error = format!("{}: {err}", kind(&err)),
                     }
                 }
-                Ok(ToolResult::new(format!("{answered} answered; {last_error}")))
+                Ok(ToolResult::new(format!(
+                    "{answered} answered; {last_error}"
+                )))
             },
         )
         .unwrap();
@@ -175,7 +185,10 @@ async fn a_client_without_the_capability_is_never_sent_a_request() {
     let mut client = ready(server, "2025-11-25", json!({"elicitation": {}})).await;
     client.send(&call(1, "summarise", &json!({}))).await;
     let answer = next(&mut client).await;
-    assert_eq!(answer["id"], 1, "nothing may be sent to this client: {answer}");
+    assert_eq!(
+        answer["id"], 1,
+        "nothing may be sent to this client: {answer}"
+    );
     assert_eq!(
         outcome(&answer),
         ("summarise: unsupported: the client's model cannot be asked: this client did not declare the sampling capability".to_owned(), true)
@@ -206,7 +219,12 @@ async fn a_50_mb_message_is_refused_before_anything_is_sent() {
         .send(&call(1, "summarise", &json!({ "repeat": 50_000_000 })))
         .await;
     let answer = next(&mut client).await;
-    assert_eq!(answer["id"], 1, "nothing may be sent for it: {}", &answer.to_string()[..200]);
+    assert_eq!(
+        answer["id"],
+        1,
+        "nothing may be sent for it: {}",
+        &answer.to_string()[..200]
+    );
     assert_eq!(
         outcome(&answer),
         ("summarise: invalid: the request carries 50000009 bytes (messages, system prompt, stop sequences, model hints), over the limit of 65536; send less".to_owned(), true)
@@ -329,7 +347,10 @@ async fn a_call_run_as_a_task_cannot_sample() {
         )
         .await;
     let result = next(&mut client).await;
-    assert_eq!(result["id"], 2, "no request may go out for a task: {result}");
+    assert_eq!(
+        result["id"], 2,
+        "no request may go out for a task: {result}"
+    );
     assert_eq!(
         outcome(&result),
         ("summarise: no interaction".to_owned(), true)
@@ -368,7 +389,8 @@ async fn modern_sampling_goes_through_input_required_rounds() {
     let state = result["requestState"].clone();
 
     // A malformed answer is refused, not passed to the tool.
-    let bad = json!({"q0": {"role": "system", "content": {"type": "text", "text": "x"}, "model": "m"}});
+    let bad =
+        json!({"q0": {"role": "system", "content": {"type": "text", "text": "x"}, "model": "m"}});
     client
         .send(&modern_call(2, &samples, Some((&bad, &state))))
         .await;

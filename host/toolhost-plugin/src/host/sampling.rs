@@ -117,11 +117,8 @@ mod tests {
                 "the request has no message; send at least one".into()
             ))
         );
-        let big = SamplingRequest::new(
-            vec![SamplingRequest::user_text("a".repeat(40_000))],
-            10,
-        )
-        .with_system_prompt("b".repeat(30_000));
+        let big = SamplingRequest::new(vec![SamplingRequest::user_text("a".repeat(40_000))], 10)
+            .with_system_prompt("b".repeat(30_000));
         assert_eq!(
             check_request(&big),
             Err(InteractionError::Invalid("the request carries 70000 bytes (messages, system prompt, stop sequences, model hints), over the limit of 65536; send less".into()))

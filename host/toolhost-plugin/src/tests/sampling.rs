@@ -14,6 +14,7 @@ use toolhost::registry::{
 };
 
 use super::*;
+use crate::manifest::SamplingGrant;
 
 /// An interaction whose model answers every request and counts those that reached it.
 #[derive(Default)]
@@ -179,10 +180,20 @@ async fn a_50_mb_message_is_refused_before_the_client_and_the_host_stays_up() {
 #[tokio::test]
 async fn sampling_needs_both_the_manifest_grant_and_the_operator_flag() {
     let ask_only = "[grants]\nask = true\n";
-    for (manifest, operator_allows) in [(None, false), (Some(ask_only), true), (Some(ask_only), false)] {
+    for (manifest, operator_allows) in [
+        (None, false),
+        (Some(ask_only), true),
+        (Some(ask_only), false),
+    ] {
         let (_dir, registry) = sampling_registry(manifest, operator_allows);
         let model = Arc::new(Model::default());
-        let result = sample_call(&registry, Some(Arc::clone(&model)), "sample_once", json!({})).await;
+        let result = sample_call(
+            &registry,
+            Some(Arc::clone(&model)),
+            "sample_once",
+            json!({}),
+        )
+        .await;
         assert_eq!(
             result["error"], "not-allowed",
             "manifest {manifest:?}, flag {operator_allows}"
@@ -196,7 +207,13 @@ async fn sampling_needs_both_the_manifest_grant_and_the_operator_flag() {
     // `sampling = true`: the defaults (4 per call).
     let (_dir, registry) = sampling_registry(Some("[grants]\nsampling = true\n"), true);
     let model = Arc::new(Model::default());
-    let result = sample_call(&registry, Some(Arc::clone(&model)), "sample_many", json!({"count": 6})).await;
+    let result = sample_call(
+        &registry,
+        Some(Arc::clone(&model)),
+        "sample_many",
+        json!({"count": 6}),
+    )
+    .await;
     assert_eq!(result["answered"], 4);
     assert_eq!(result["errors"], json!({"invalid": 2}));
 }
@@ -250,21 +267,44 @@ async fn an_interaction_without_sampling_refuses_it_by_default() {
 fn manifests_bound_the_grant_and_refuse_more_than_the_ceilings() {
     let parse = |text: &str| crate::manifest::parse(Path::new("p.toml"), text);
     let grant = |text: &str| parse(text).unwrap().grants.sampling;
-    use crate::manifest::SamplingGrant;
     assert_eq!(grant("[grants]\n"), None);
     assert_eq!(grant("[grants]\nsampling = false\n"), None);
-    assert_eq!(grant("[grants]\nsampling = true\n"), Some(SamplingGrant::default()));
+    assert_eq!(
+        grant("[grants]\nsampling = true\n"),
+        Some(SamplingGrant::default())
+    );
     assert_eq!(
         grant("[grants]\nsampling = { max_tokens = 200 }\n"),
-        Some(SamplingGrant { max_requests: 4, max_tokens: 200 })
+        Some(SamplingGrant {
+            max_requests: 4,
+            max_tokens: 200
+        })
     );
     for (text, message) in [
-        ("[grants]\nsampling = { max_requests = 1000 }\n", "sampling.max_requests is 1000; it must be 1 to 16 (requests per call)"),
-        ("[grants]\nsampling = { max_tokens = 1000000000 }\n", "sampling.max_tokens is 1000000000; it must be 1 to 32768 (tokens per request)"),
-        ("[grants]\nsampling = { max_tokens = 99999999999 }\n", "sampling.max_tokens is 4294967295; it must be 1 to 32768 (tokens per request)"),
-        ("[grants]\nsampling = { max_requests = 0 }\n", "sampling.max_requests is 0; it must be 1 to 16 (requests per call)"),
-        ("[grants]\nsampling = { budget = 5 }\n", "grants.sampling must be true, false, or a table { max_requests = N, max_tokens = M }"),
-        ("[grants]\nsampling = \"yes\"\n", "grants.sampling must be true, false, or a table { max_requests = N, max_tokens = M }"),
+        (
+            "[grants]\nsampling = { max_requests = 1000 }\n",
+            "sampling.max_requests is 1000; it must be 1 to 16 (requests per call)",
+        ),
+        (
+            "[grants]\nsampling = { max_tokens = 1000000000 }\n",
+            "sampling.max_tokens is 1000000000; it must be 1 to 32768 (tokens per request)",
+        ),
+        (
+            "[grants]\nsampling = { max_tokens = 99999999999 }\n",
+            "sampling.max_tokens is 4294967295; it must be 1 to 32768 (tokens per request)",
+        ),
+        (
+            "[grants]\nsampling = { max_requests = 0 }\n",
+            "sampling.max_requests is 0; it must be 1 to 16 (requests per call)",
+        ),
+        (
+            "[grants]\nsampling = { budget = 5 }\n",
+            "grants.sampling must be true, false, or a table { max_requests = N, max_tokens = M }",
+        ),
+        (
+            "[grants]\nsampling = \"yes\"\n",
+            "grants.sampling must be true, false, or a table { max_requests = N, max_tokens = M }",
+        ),
     ] {
         let err = parse(text).unwrap_err().to_string();
         assert!(err.contains(message), "{text}: {err}");
@@ -286,7 +326,10 @@ fn inspect_reports_the_sampling_grant_and_the_operators_flag_apart() {
         assert_eq!(
             (info.sampling, info.sampling_allowed),
             (
-                Some(crate::manifest::SamplingGrant { max_requests: 3, max_tokens: 500 }),
+                Some(SamplingGrant {
+                    max_requests: 3,
+                    max_tokens: 500
+                }),
                 operator_allows
             )
         );
@@ -305,7 +348,11 @@ async fn a_0_3_0_component_built_before_sampling_still_loads_and_asks() {
     let dir = tempfile::tempdir().unwrap();
     let wasm = dir.path().join("hostile_ask.wasm");
     std::fs::write(&wasm, include_bytes!("fixtures/hostile_ask-0.3.0.wasm")).unwrap();
-    std::fs::write(dir.path().join("hostile_ask.toml"), "[grants]\nask = true\n").unwrap();
+    std::fs::write(
+        dir.path().join("hostile_ask.toml"),
+        "[grants]\nask = true\n",
+    )
+    .unwrap();
     let mut builder = config().to_builder();
     builder.plugin_ask(true).plugin_sampling(true);
     let host = PluginHost::new(builder.build()).unwrap();
@@ -314,11 +361,17 @@ async fn a_0_3_0_component_built_before_sampling_still_loads_and_asks() {
         .imports
         .iter()
         .any(|import| import == "toolhost:plugin/interaction@0.3.0"));
-    assert!(!info.imports.iter().any(|import| import.contains("sampling")));
+    assert!(!info
+        .imports
+        .iter()
+        .any(|import| import.contains("sampling")));
     let registry = Registry::new();
     host.load_file(&wasm, &registry).unwrap();
     let names: Vec<String> = registry.definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["ask_confirm_many", "ask_huge_schema", "ask_confirm_once"]);
+    assert_eq!(
+        names,
+        ["ask_confirm_many", "ask_huge_schema", "ask_confirm_once"]
+    );
     let model = Arc::new(Model::default());
     let result = sample_call(&registry, Some(model), "ask_confirm_once", json!({})).await;
     assert_eq!(result, json!({"answer": true}));

@@ -256,15 +256,29 @@ async fn a_sampling_request_goes_out_on_the_calls_stream_and_only_its_own_answer
     for revision in ["2024-11-05", "2025-11-25"] {
         let alice = session_with(addr, revision, json!({"sampling": {}})).await;
         let mallory = session_with(addr, revision, json!({"sampling": {}})).await;
-        let mut call = Stream::open(addr, &alice, call_line(7, "summarise", &json!({"text": "Hi"}))).await;
+        let mut call = Stream::open(
+            addr,
+            &alice,
+            call_line(7, "summarise", &json!({"text": "Hi"})),
+        )
+        .await;
         let request = call.next().await;
         assert_eq!(request["method"], "sampling/createMessage");
         assert_eq!(request["params"]["maxTokens"], 50);
         let id = request["id"].clone();
         let forged = json!({"role": "assistant", "content": {"type": "text", "text": "Mallory says"}, "model": "evil"});
         // Another session's answer to alice's id, and forged ids in her own: ignored.
-        for (session, forged_id) in [(&mallory, &id), (&alice, &json!("toolhost-ask-0-0")), (&alice, &json!(7))] {
-            let reply = post(addr, &[(SESSION_HEADER, session)], &answer(forged_id, &forged)).await;
+        for (session, forged_id) in [
+            (&mallory, &id),
+            (&alice, &json!("toolhost-ask-0-0")),
+            (&alice, &json!(7)),
+        ] {
+            let reply = post(
+                addr,
+                &[(SESSION_HEADER, session)],
+                &answer(forged_id, &forged),
+            )
+            .await;
             assert_eq!(reply.status, StatusCode::ACCEPTED);
         }
         let good = json!({"role": "assistant", "content": {"type": "text", "text": "Short."}, "model": "test-model", "stopReason": "endTurn"});
@@ -274,7 +288,11 @@ async fn a_sampling_request_goes_out_on_the_calls_stream_and_only_its_own_answer
         assert_eq!(result["id"], 7);
         assert_eq!(
             text(&result),
-            (r#"test-model (Assistant, Some("endTurn")): {"type":"text","text":"Short."}"#.to_owned(), false),
+            (
+                r#"test-model (Assistant, Some("endTurn")): {"type":"text","text":"Short."}"#
+                    .to_owned(),
+                false
+            ),
             "{revision}"
         );
     }
@@ -292,7 +310,12 @@ async fn a_sampling_request_goes_out_on_the_calls_stream_and_only_its_own_answer
     );
     // A session without the capability is never sent one.
     let silent = session_with(addr, "2025-11-25", json!({"elicitation": {}})).await;
-    let reply = post(addr, &[(SESSION_HEADER, &silent)], &call_line(9, "summarise", &json!({}))).await;
+    let reply = post(
+        addr,
+        &[(SESSION_HEADER, &silent)],
+        &call_line(9, "summarise", &json!({})),
+    )
+    .await;
     assert_eq!(
         text(&reply.json()),
         ("summarise: unsupported: the client's model cannot be asked: this client did not declare the sampling capability".to_owned(), true)
