@@ -124,6 +124,7 @@ pub mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
+mod media;
 mod optimize;
 mod output;
 pub mod plugin_config;

@@ -20,17 +20,7 @@ use toolhost::registry::{
 };
 
 use super::ImportCtx;
-
-/// The image MIME types a sampling message may carry (as a result's).
-const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
-/// The audio MIME types a sampling message may carry.
-const AUDIO_TYPES: &[&str] = &[
-    "audio/wav",
-    "audio/mpeg",
-    "audio/ogg",
-    "audio/webm",
-    "audio/flac",
-];
+use crate::media::{essence, AUDIO_CANONICAL, AUDIO_TYPES, IMAGE_TYPES};
 
 impl ImportCtx {
     /// Checks that this call may send `request`, and counts it.
@@ -87,16 +77,16 @@ fn check_request(request: &SamplingRequest) -> Result<(), InteractionError> {
         )));
     }
     for message in &request.messages {
-        let (what, media, allowed) = match &message.content {
-            ContentBlock::Image(media) => ("an image", media, IMAGE_TYPES),
-            ContentBlock::Audio(media) => ("a sound", media, AUDIO_TYPES),
+        let (what, media, allowed, named) = match &message.content {
+            ContentBlock::Image(media) => ("an image", media, IMAGE_TYPES, IMAGE_TYPES.len()),
+            ContentBlock::Audio(media) => ("a sound", media, AUDIO_TYPES, AUDIO_CANONICAL),
             _ => continue,
         };
-        if !allowed.contains(&media.mime_type.as_str()) {
+        if !allowed.contains(&essence(&media.mime_type).as_str()) {
             return Err(InteractionError::Invalid(format!(
                 "a message carries {what} of type `{}`, which the host does not send; allowed: {}",
                 media.mime_type.escape_debug(),
-                allowed.join(", ")
+                allowed[..named].join(", ")
             )));
         }
     }
