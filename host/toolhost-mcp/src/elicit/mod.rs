@@ -27,7 +27,7 @@
 //! capabilities asks through an `input_required` result and the client's repeated
 //! request instead (`Replay`).
 //!
-//! Sampling (`sampling/createMessage`, [`sampling`]) goes the same ways, with the same
+//! Sampling (`sampling/createMessage`, `sampling.rs`) goes the same ways, with the same
 //! ids, open-request bounds and timeout, to a client that declared the `sampling`
 //! capability (any revision: it is in every one since 2024-11-05), at most
 //! [`MAX_SAMPLES_PER_CALL`] per call.
