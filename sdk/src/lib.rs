@@ -80,7 +80,9 @@
 //!   was granted; [`config`] reads the values the operator set for the keys the
 //!   manifest declares (secrets included); [`interaction`] asks the client's user to
 //!   confirm a step or fill in a small form (manifest `[grants] ask = true`, and the
-//!   operator's `--plugin-ask`).
+//!   operator's `--plugin-ask`); [`sampling`] asks the client's language model for a
+//!   completion (manifest `[grants] sampling`, bounded per call and per request, and the
+//!   operator's `--plugin-sampling`).
 //! - Resources and prompts besides the tools: [`catalog`], exported with
 //!   `export_plugin!(tools, resources = .., prompts = ..)`.
 //! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`], [`log`],
@@ -113,6 +115,8 @@ pub mod http;
 pub mod interaction;
 #[cfg(feature = "guest")]
 pub mod log;
+#[cfg(feature = "guest")]
+pub mod sampling;
 #[cfg(feature = "guest")]
 mod tool;
 

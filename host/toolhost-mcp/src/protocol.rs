@@ -83,6 +83,10 @@ pub(crate) struct RequestMeta {
     /// elicitation, so its call may answer `input_required`. Always false for legacy
     /// requests (their session's `initialize` says).
     pub client_asks: bool,
+    /// Whether the request's client capabilities (modern `_meta`) declare sampling, so
+    /// its call may answer `input_required` with a `sampling/createMessage`. Always
+    /// false for legacy requests.
+    pub client_samples: bool,
 }
 
 impl RequestMeta {
@@ -94,6 +98,7 @@ impl RequestMeta {
             progress_token: None,
             log_level: None,
             client_asks: false,
+            client_samples: false,
         }
     }
 }
@@ -210,12 +215,18 @@ pub(crate) fn read_meta(
             .and_then(|capabilities| capabilities.get("elicitation"))
             .and_then(Value::as_object)
             .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+    let client_samples = revision.is_modern()
+        && meta
+            .get(META_CLIENT_CAPABILITIES)
+            .and_then(|capabilities| capabilities.get("sampling"))
+            .is_some_and(Value::is_object);
     Ok(RequestMeta {
         revision,
         modern: revision.is_modern(),
         progress_token,
         log_level,
         client_asks,
+        client_samples,
     })
 }
 

@@ -124,6 +124,7 @@ pub mod limits;
 mod loader;
 pub mod lock;
 pub mod manifest;
+mod media;
 mod optimize;
 mod output;
 pub mod plugin_config;
@@ -464,6 +465,14 @@ pub struct PluginInfo {
     /// [`PluginHostConfigBuilder::plugin_ask`]); a plugin asks only when both are true,
     /// else every question is refused (`not-allowed`) and the plugin still loads.
     pub ask_allowed: bool,
+    /// What the manifest asks to sample (`[grants] sampling`, the 0.3.0 `sampling`
+    /// import): requests per call and tokens per request; `None` when it asks nothing.
+    pub sampling: Option<manifest::SamplingGrant>,
+    /// Whether this host allows plugins to sample (`--plugin-sampling`,
+    /// [`PluginHostConfigBuilder::plugin_sampling`]); a plugin samples only when it
+    /// asks and this is true, else every request is refused (`not-allowed`) and the
+    /// plugin still loads.
+    pub sampling_allowed: bool,
     /// The tools it declares.
     pub tools: Vec<ToolDefinition>,
     /// The prompts it offers (a 0.3.0 `rich-plugin`; empty otherwise).

@@ -66,6 +66,8 @@ pub struct PluginHostConfig {
     pub(crate) compile_tiers: CompileTiers,
     /// [`PluginHostConfigBuilder::plugin_ask`].
     pub(crate) plugin_ask: bool,
+    /// [`PluginHostConfigBuilder::plugin_sampling`].
+    pub(crate) plugin_sampling: bool,
 }
 
 impl PluginHostConfig {
@@ -168,6 +170,12 @@ impl PluginHostConfig {
     /// ([`PluginHostConfigBuilder::plugin_ask`]).
     pub fn plugin_ask(&self) -> bool {
         self.plugin_ask
+    }
+
+    /// Whether plugins whose manifest asks for it may ask the client's model for
+    /// completions ([`PluginHostConfigBuilder::plugin_sampling`]).
+    pub fn plugin_sampling(&self) -> bool {
+        self.plugin_sampling
     }
 }
 
@@ -361,6 +369,22 @@ impl PluginHostConfigBuilder {
         self
     }
 
+    /// Whether a plugin whose manifest asks for sampling (`[grants] sampling`) may ask
+    /// the client's language model for completions during a call (the 0.3.0 `sampling`
+    /// import, MCP `sampling/createMessage`; `--plugin-sampling`). Default: `false`:
+    /// every request is answered `not-allowed` and nothing reaches the client.
+    ///
+    /// # Sandbox
+    /// Sampling spends the user's tokens and money. Both the manifest and the operator
+    /// must allow it; even then a call sends at most the grant's `max_requests` (default
+    /// 4, at most 16), each asking for at most its `max_tokens` (default 1,024, at most
+    /// 32,768) and carrying at most 64 KiB, checked before anything reaches the client;
+    /// a call served to no client that declared sampling gets `unsupported`.
+    pub fn plugin_sampling(&mut self, allow: bool) -> &mut Self {
+        self.config.plugin_sampling = allow;
+        self
+    }
+
     /// The settings as set so far (the builder can go on to build more).
     pub fn build(&self) -> PluginHostConfig {
         self.config.clone()
@@ -426,6 +450,7 @@ impl Default for PluginHostConfig {
             config: ConfigValues::default(),
             compile_tiers: CompileTiers::Optimized,
             plugin_ask: false,
+            plugin_sampling: false,
         }
     }
 }
@@ -448,6 +473,7 @@ impl fmt::Debug for PluginHostConfig {
             .field("config", &self.config)
             .field("compile_tiers", &self.compile_tiers)
             .field("plugin_ask", &self.plugin_ask)
+            .field("plugin_sampling", &self.plugin_sampling)
             .finish()
     }
 }

@@ -44,6 +44,9 @@ pub(crate) struct Grants {
     /// Whether the plugin may ask the user (`interaction`, 0.3.0): its manifest says
     /// `[grants] ask = true` and the operator allows it.
     pub ask: bool,
+    /// How much the plugin may sample (`sampling`, 0.3.0): its manifest's
+    /// `[grants] sampling`, when the operator allows sampling; `None` otherwise.
+    pub sampling: Option<crate::manifest::SamplingGrant>,
 }
 
 /// A store's state with its captured stdout and stderr.
@@ -109,6 +112,8 @@ impl NewState {
                     call: toolhost::registry::CallContext::default(),
                     ask_allowed: grants.ask,
                     questions: 0,
+                    sampling: grants.sampling,
+                    samples: 0,
                 },
             },
             stdout,

@@ -10,13 +10,15 @@
 //! template `test://template/{id}/data` (namespace `test://`, from its manifest), and
 //! the prompts `test_simple_prompt`, `test_prompt_with_arguments`,
 //! `test_prompt_with_embedded_resource` and `test_prompt_with_image`, each as the
-//! suite's scenario describes it. Sampling has none (see
-//! tests/conformance/expected-failures.yml).
+//! suite's scenario describes it; and `test_sampling`, which asks the client's model
+//! through the `sampling` import (its manifest grants `sampling`, and the host must run
+//! with `--plugin-sampling`).
 
 use serde_json::{json, Value};
 use toolhost_sdk::catalog::{
     Prompt, PromptMessage, Resource, ResourceContents, ResourceError, ResourceTemplate, Resources,
 };
+use toolhost_sdk::sampling::{self, Message, Request, SamplingContent};
 use toolhost_sdk::{
     export_plugin, interaction, log, Content, ContentBlock, Env, ResourceBody, Tool, ToolError,
 };
@@ -117,6 +119,23 @@ fn elicitation(args: Elicitation, _env: Env) -> Result<String, ToolError> {
         "required": ["username", "email"]
     });
     elicit(&args.message, &schema, "User response: ")
+}
+
+#[derive(serde::Deserialize)]
+struct Sampling {
+    prompt: String,
+}
+
+/// Asks the client's model to answer `prompt` (100 tokens at most, as the scenario
+/// asks) and returns its answer as text.
+fn sample(args: Sampling, _env: Env) -> Result<Content, ToolError> {
+    let answer = sampling::create_message(Request::new(vec![Message::user(args.prompt)], 100))
+        .map_err(|err| ToolError::failed(format!("sampling failed: {err}")))?;
+    let text = match answer.content {
+        SamplingContent::Text(text) => text,
+        _ => "(not text)".to_owned(),
+    };
+    Ok(Content::new().text(format!("LLM response: {text}")))
 }
 
 fn elicitation_defaults(_args: NoArgs, _env: Env) -> Result<String, ToolError> {
@@ -313,6 +332,16 @@ fn tools() -> Vec<Tool> {
         "Returns text, an image and a resource (conformance scenario tools-call-mixed-content).",
         json!({ "type": "object" }),
         multiple_content_types,
+    ),
+    Tool::rich(
+        "test_sampling",
+        "Asks the client's model to answer a prompt (conformance scenario tools-call-sampling).",
+        json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}},
+            "required": ["prompt"]
+        }),
+        sample,
     ),
     Tool::new(
         "test_elicitation",

@@ -18,8 +18,8 @@ pub(super) enum Wire {
     },
 }
 
-/// A client of one server (one cell): legacy ones `initialize` declaring elicitation,
-/// modern ones put `_meta` on every request. Every message the server sends is kept, with
+/// A client of one server (one cell): legacy ones `initialize` declaring elicitation
+/// (and sampling, in the sampling cells), modern ones put `_meta` on every request. Every message the server sends is kept, with
 /// the method of the request it answers, and checked against the schema at the end.
 pub(super) struct Client {
     pub(super) revision: Revision,
@@ -33,10 +33,14 @@ pub(super) struct Client {
     pub(super) capabilities: Value,
     /// Whether the server's questions are answered (else left to time out).
     pub(super) answers: bool,
+    /// Whether it declares sampling (only in the sampling cells: a client that declares
+    /// it gets an interaction on every revision, which the other cells must not see).
+    pub(super) samples: bool,
 }
 
 impl Client {
-    pub(super) async fn start(revision: Revision, transport: Transport) -> Self {
+    /// A client that declares sampling too when `samples`.
+    pub(super) async fn start(revision: Revision, transport: Transport, samples: bool) -> Self {
         let registry = registry();
         let (files, storage) = files();
         let wire = match transport {
@@ -100,12 +104,14 @@ impl Client {
             received: Vec::new(),
             capabilities: Value::Null,
             answers: true,
+            samples,
         };
         if !revision.is_modern() {
+            let capabilities = client.client_capabilities();
             let init = client
                 .request(
                     "initialize",
-                    json!({"protocolVersion": revision.as_str(), "capabilities": {"elicitation": {}},
+                    json!({"protocolVersion": revision.as_str(), "capabilities": capabilities,
                            "clientInfo": {"name": "matrix", "version": "1"}}),
                 )
                 .await;
@@ -132,13 +138,22 @@ impl Client {
         client
     }
 
+    /// The capabilities this client declares.
+    fn client_capabilities(&self) -> Value {
+        if self.samples {
+            json!({"elicitation": {}, "sampling": {}})
+        } else {
+            json!({"elicitation": {}})
+        }
+    }
+
     /// The request's `_meta` for a modern client (with `extra` keys), or `extra` alone.
     pub(super) fn meta(&self, extra: Value) -> Option<Value> {
         let mut meta = if self.revision.is_modern() {
             json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientInfo": {"name": "matrix", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                "io.modelcontextprotocol/clientCapabilities": self.client_capabilities(),
             })
         } else {
             json!({})
@@ -184,8 +199,8 @@ impl Client {
                         .expect("a line");
                     let value: Value = serde_json::from_str(&line).unwrap();
                     self.received.push(value.clone());
-                    if value["method"] == "elicitation/create" && self.answers {
-                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
+                    if let Some(result) = self.answers.then(|| reply_to(&value)).flatten() {
+                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": result});
                         write
                             .write_all(format!("{reply}\n").as_bytes())
                             .await
@@ -228,8 +243,8 @@ impl Client {
                         .expect("the answer in time")
                 {
                     self.received.push(value.clone());
-                    if value["method"] == "elicitation/create" && self.answers {
-                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": accept(&value["params"])});
+                    if let Some(result) = self.answers.then(|| reply_to(&value)).flatten() {
+                        let reply = json!({"jsonrpc": "2.0", "id": value["id"], "result": result});
                         let answered = post(*addr, &headers, &reply.to_string()).await;
                         assert_eq!(answered.status, 202);
                     } else if value["id"] == id {
@@ -329,7 +344,12 @@ impl Client {
             } else if message.get("error").is_some() {
                 defs.push(error_message);
             } else if message.get("id").is_some() {
-                defs.extend(["JSONRPCRequest", "ElicitRequest"]);
+                defs.push("JSONRPCRequest");
+                defs.push(if message["method"] == "sampling/createMessage" {
+                    "CreateMessageRequest"
+                } else {
+                    "ElicitRequest"
+                });
             } else {
                 let method = message["method"].as_str().unwrap();
                 defs.extend(["JSONRPCNotification", notification_def(method)]);

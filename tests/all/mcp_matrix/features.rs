@@ -177,6 +177,38 @@ pub(super) async fn elicitation(c: &mut Client) -> String {
     answered_rounds(c, call, "ask").await
 }
 
+/// A tool sampling the client's model: a `sampling/createMessage` on the call's channel
+/// ("sent, TEXT"), or an `input_required` round answered with the model's result
+/// ("round, TEXT").
+pub(super) async fn sampling(c: &mut Client) -> String {
+    let call = c
+        .request("tools/call", json!({"name": "sample", "arguments": {}}))
+        .await;
+    if call["result"]["resultType"] == "input_required" {
+        let requests = &call["result"]["inputRequests"];
+        assert_eq!(requests["q0"]["method"], "sampling/createMessage", "{call}");
+        assert_eq!(requests["q0"]["params"]["maxTokens"], 20, "{call}");
+        let again = c
+            .request(
+                "tools/call",
+                json!({"name": "sample", "arguments": {},
+                       "inputResponses": {"q0": sampled()},
+                       "requestState": call["result"]["requestState"]}),
+            )
+            .await;
+        return format!("round, {}", text(&again));
+    }
+    let sent = c
+        .received
+        .iter()
+        .any(|m| m["method"] == "sampling/createMessage");
+    if sent {
+        format!("sent, {}", text(&call))
+    } else {
+        text(&call)
+    }
+}
+
 pub(super) async fn form(c: &mut Client) -> String {
     let call = c
         .request("tools/call", json!({"name": "choose", "arguments": {}}))

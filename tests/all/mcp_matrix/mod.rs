@@ -111,6 +111,30 @@ fn registry() -> Arc<Registry> {
         .unwrap();
     registry
         .register(
+            tool("sample"),
+            |ctx: CallContext, _a: Arguments, _e: Environment| async move {
+                let Some(interaction) = ctx.interaction() else {
+                    return Ok(ToolResult::new("no interaction"));
+                };
+                let request = toolhost::registry::SamplingRequest::new(
+                    vec![toolhost::registry::SamplingRequest::user_text("Say hi")],
+                    20,
+                );
+                let answer = match interaction.sample(request).await {
+                    Ok(answer) => match answer.content {
+                        toolhost::registry::ContentBlock::Text { text } => {
+                            format!("sampled: {text}")
+                        }
+                        other => format!("sampled: {other:?}"),
+                    },
+                    Err(err) => format!("refused: {err}"),
+                };
+                Ok(ToolResult::new(answer))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
             tool("choose"),
             |ctx: CallContext, _a: Arguments, _e: Environment| async move {
                 let Some(asking) = ctx.interaction() else {
@@ -164,6 +188,22 @@ fn multi_select() -> Value {
         "type": "array", "items": {"type": "string", "enum": ["red", "green"]}}}})
 }
 
+/// The test client's answer to a request of the server: an elicitation's (accept) or a
+/// sampling request's (a fixed text from the model); `None` for anything else.
+fn reply_to(message: &Value) -> Option<Value> {
+    match message["method"].as_str() {
+        Some("elicitation/create") => Some(accept(&message["params"])),
+        Some("sampling/createMessage") => Some(sampled()),
+        _ => None,
+    }
+}
+
+/// The test client's model's answer.
+fn sampled() -> Value {
+    json!({"role": "assistant", "content": {"type": "text", "text": "Hi there"},
+        "model": "matrix-model", "stopReason": "endTurn"})
+}
+
 /// The test client's answer to a question: accept, with values for a form.
 fn accept(question: &Value) -> Value {
     if question["requestedSchema"]["properties"]
@@ -207,6 +247,7 @@ enum Feature {
     Completion,
     Subscribe,
     Elicitation,
+    Sampling,
     Form,
     Unanswered,
     Approval,
@@ -228,6 +269,7 @@ async fn run(feature: Feature, c: &mut Client) -> String {
         Feature::Completion => completion(c).await,
         Feature::Subscribe => subscribe(c).await,
         Feature::Elicitation => elicitation(c).await,
+        Feature::Sampling => sampling(c).await,
         Feature::Form => form(c).await,
         Feature::Unanswered => unanswered(c).await,
         Feature::Approval => approval_cell(c).await,
@@ -267,6 +309,9 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
         Feature::Subscribe => {
             "served: {}, then notifications/resources/updated (file and source's resource)".into()
         }
+        // Every revision has sampling (2024-11-05 on).
+        Feature::Sampling if modern => "round, sampled: Hi there".into(),
+        Feature::Sampling => "sent, sampled: Hi there".into(),
         Feature::Elicitation if modern => "round, confirmed".into(),
         Feature::Elicitation if asks => "asked, confirmed".into(),
         Feature::Form if modern => r#"round, ["red"]"#.into(),
@@ -298,7 +343,7 @@ fn expected(feature: Feature, revision: Revision, transport: Transport) -> Strin
     }
 }
 
-const FEATURES: [Feature; 17] = [
+const FEATURES: [Feature; 18] = [
     Feature::Tools,
     Feature::Rich,
     Feature::Structured,
@@ -308,6 +353,7 @@ const FEATURES: [Feature; 17] = [
     Feature::Completion,
     Feature::Subscribe,
     Feature::Elicitation,
+    Feature::Sampling,
     Feature::Form,
     Feature::Unanswered,
     Feature::Approval,
@@ -333,7 +379,8 @@ async fn every_feature_on_every_revision_and_transport() {
                 // Each cell on its own task (on this thread, under this subscriber): a
                 // panic is that cell's failure, the others still run.
                 let cell = tokio::spawn(async move {
-                    let mut client = Client::start(revision, transport).await;
+                    let samples = matches!(feature, Feature::Sampling);
+                    let mut client = Client::start(revision, transport, samples).await;
                     let got = run(feature, &mut client).await;
                     (got, client.finish().await)
                 })

@@ -25,7 +25,7 @@ mod bindings {
 }
 
 use bindings::exports::toolhost::plugin::tools::Environment;
-use bindings::toolhost::plugin::{config, files, interaction, log, types};
+use bindings::toolhost::plugin::{config, files, interaction, log, sampling, types};
 use bindings::PluginPre;
 
 /// What a bare store holds: WASI and nothing else.
@@ -69,6 +69,18 @@ impl interaction::Host for BareState {
         _schema: String,
     ) -> Result<Option<String>, interaction::InteractionError> {
         Err(interaction::InteractionError::Unsupported(message))
+    }
+}
+
+// The benchmark's plugin never samples: the import is linked, and refuses.
+impl sampling::Host for BareState {
+    fn create_message(
+        &mut self,
+        _request: sampling::CreateMessageRequest,
+    ) -> Result<sampling::CreateMessageResult, interaction::InteractionError> {
+        Err(interaction::InteractionError::Unsupported(
+            "no sampling in the benchmark".into(),
+        ))
     }
 }
 

@@ -438,6 +438,13 @@ pub struct RegistryArgs {
     /// questions a call. Off by default: every question is refused (`not-allowed`).
     #[arg(long)]
     pub plugin_ask: bool,
+    /// Let plugins whose manifest asks for `[grants] sampling` ask the client's language
+    /// model for completions during a call (MCP sampling: spends the user's tokens).
+    /// Bounded by each manifest's grant: requests per call (default 4, at most 16) and
+    /// tokens per request (default 1024, at most 32768); 64 KiB per request. Off by
+    /// default: every request is refused (`not-allowed`).
+    #[arg(long)]
+    pub plugin_sampling: bool,
 }
 
 /// `--plugin-http`: a host pattern.

@@ -59,6 +59,12 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "asks": info.ask,
             "allowed_by_default_host": info.ask_allowed,
         },
+        // `null` when the manifest asks for no sampling.
+        "sampling": info.sampling.map(|grant| json!({
+            "max_requests": grant.max_requests,
+            "max_tokens": grant.max_tokens,
+            "allowed_by_default_host": info.sampling_allowed,
+        })),
         "tools": info.tools,
         "prompts": info.prompts,
         "resources": {
@@ -225,6 +231,19 @@ pub(crate) fn grants_text(info: &PluginInfo) -> String {
         } else {
             "  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n"
         };
+    }
+    // The same for sampling, with the grant's bounds.
+    if let Some(grant) = info.sampling {
+        out += &format!(
+            "  sample the client's model: yes (max_requests = {} per call, max_tokens = {} per request; {})\n",
+            grant.max_requests,
+            grant.max_tokens,
+            if info.sampling_allowed {
+                "allowed by this host's --plugin-sampling"
+            } else {
+                "the host must allow it: --plugin-sampling; else every request is refused"
+            }
+        );
     }
     if info.config.entries().is_empty() {
         out += "  config: none\n";

@@ -102,7 +102,8 @@ pub(crate) fn host_config(
                 .with_allow_nets(args.plugin_http_allow_net.clone()),
         )
         .config_values(config_values(args, |var| std::env::var(var).ok())?)
-        .plugin_ask(args.plugin_ask);
+        .plugin_ask(args.plugin_ask)
+        .plugin_sampling(args.plugin_sampling);
     Ok(config.build())
 }
 

@@ -1,5 +1,6 @@
 //! toolhost:plugin@0.3.0 over MCP stdio: a plugin tool's rich result arrives as MCP
-//! content blocks (the `rich` test plugin), and `--plugin-ask` is in the help.
+//! content blocks (the `rich` test plugin), a plugin samples the client's model only
+//! under `--plugin-sampling`, and `--plugin-ask` and `--plugin-sampling` are in the help.
 
 use serde_json::{json, Value};
 
@@ -84,6 +85,8 @@ fn plugin_ask_is_in_the_help_of_run_and_serve() {
         let help = String::from_utf8(output.stdout).unwrap();
         assert!(help.contains("--plugin-ask"), "{command}: {help}");
         assert!(help.contains("[grants] ask = true"), "{command}: {help}");
+        assert!(help.contains("--plugin-sampling"), "{command}: {help}");
+        assert!(help.contains("[grants] sampling"), "{command}: {help}");
     }
 }
 
@@ -118,7 +121,7 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
 
     let report = inspect("conformance", false);
     for expected in [
-        "  http: none\n  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n  config: none\n",
+        "  http: none\n  ask the user: yes (the host must allow it: --plugin-ask; else every question is refused)\n  sample the client's model: yes (max_requests = 1 per call, max_tokens = 100 per request; the host must allow it: --plugin-sampling; else every request is refused)\n  config: none\n",
         "  prompts (4):
     test_simple_prompt                  A simple prompt.
     test_prompt_with_arguments          A prompt with arguments. (arg1*, arg2*)
@@ -134,6 +137,10 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
     assert_eq!(
         info["ask"],
         json!({"asks": true, "allowed_by_default_host": false})
+    );
+    assert_eq!(
+        info["sampling"],
+        json!({"max_requests": 1, "max_tokens": 100, "allowed_by_default_host": false})
     );
     assert_eq!(
         info["resources"],
@@ -165,9 +172,71 @@ fn inspect_shows_prompts_resource_templates_and_asking() {
         "{report}"
     );
     assert!(!report.contains("ask the user"), "{report}");
+    assert!(!report.contains("sample the client's model"), "{report}");
     let info: Value = serde_json::from_str(&inspect("rich", true)).unwrap();
     assert_eq!(
         info["ask"],
         json!({"asks": false, "allowed_by_default_host": false})
     );
+    assert_eq!(info["sampling"], Value::Null);
+}
+
+/// `host run` over stdio with the conformance plugin (whose manifest grants `sampling`):
+/// with `--plugin-sampling` its `test_sampling` sends the client a
+/// `sampling/createMessage` and returns the model's answer; without the flag nothing is
+/// sent and the tool fails saying which flag is missing.
+#[test]
+fn a_plugin_samples_the_clients_model_only_under_plugin_sampling() {
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["conformance"]).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    for allowed in [true, false] {
+        let root = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+        ];
+        if allowed {
+            args.push("--plugin-sampling");
+        }
+        let mut server = Server::start(root.path(), &args);
+        server.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}}));
+        let first = server.receive();
+        if allowed {
+            assert_eq!(first["method"], "sampling/createMessage", "{first}");
+            assert_eq!(
+                first["params"],
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 100})
+            );
+            server.send(json!({"jsonrpc": "2.0", "id": first["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hi!"},
+                "model": "test-model", "stopReason": "endTurn"}}));
+            let answer = server.receive();
+            assert_eq!(answer["id"], 2, "{answer}");
+            assert_eq!(
+                answer["result"]["content"],
+                json!([{"type": "text", "text": "LLM response: Hi!"}])
+            );
+            assert_eq!(answer["result"]["isError"], false);
+        } else {
+            assert_eq!(first["id"], 2, "nothing may be sent to the client: {first}");
+            assert_eq!(first["result"]["isError"], true);
+            let text = first["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(
+                text.contains("sampling failed: plugin conformance may not ask the client's model: its manifest must say `[grants] sampling = true` (or `sampling = { max_requests = N, max_tokens = M }`) and the operator must allow it (--plugin-sampling)"),
+                "{text}"
+            );
+        }
+        let (code, _, _) = server.finish();
+        assert_eq!(code, Some(0));
+    }
 }

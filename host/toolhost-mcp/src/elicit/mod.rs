@@ -26,10 +26,18 @@
 //! server-to-client request: a call whose client declared elicitation in the request's
 //! capabilities asks through an `input_required` result and the client's repeated
 //! request instead (`Replay`).
+//!
+//! Sampling (`sampling/createMessage`, `sampling.rs`) goes the same ways, with the same
+//! ids, open-request bounds and timeout, to a client that declared the `sampling`
+//! capability (any revision: it is in every one since 2024-11-05), at most
+//! [`MAX_SAMPLES_PER_CALL`] per call.
 
 pub(crate) mod answer;
 mod replay;
+pub(crate) mod sampling;
 pub(crate) mod schema;
+
+pub use sampling::MAX_SAMPLES_PER_CALL;
 
 pub(crate) use replay::{Replay, RetryInput};
 
@@ -102,6 +110,8 @@ pub(crate) struct Questions {
     nonce: String,
     /// Whether the client declared form elicitation at `initialize`.
     client_asks: AtomicBool,
+    /// Whether the client declared sampling at `initialize`.
+    client_samples: AtomicBool,
     next: AtomicU64,
     waiting: Mutex<HashMap<String, oneshot::Sender<ResponseBody>>>,
     /// Responses to no open question, for the log (the first is logged at warn level).
@@ -112,6 +122,10 @@ impl std::fmt::Debug for Questions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Questions")
             .field("client_asks", &self.client_asks.load(Ordering::Relaxed))
+            .field(
+                "client_samples",
+                &self.client_samples.load(Ordering::Relaxed),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -122,6 +136,7 @@ impl Default for Questions {
         Self {
             nonce: nonce.replace('-', ""),
             client_asks: AtomicBool::new(false),
+            client_samples: AtomicBool::new(false),
             next: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
             ignored: AtomicU64::new(0),
@@ -152,6 +167,19 @@ impl Questions {
         let revision_has_it = revision.is_some_and(has_elicitation);
         self.client_asks
             .store(declared && revision_has_it, Ordering::Relaxed);
+        // Sampling is in every legacy revision (2024-11-05 on): `capabilities.sampling`
+        // as an object declares it.
+        let samples = params.value("capabilities").is_some_and(|caps| {
+            caps.get("sampling")
+                .is_some_and(serde_json::Value::is_object)
+        });
+        self.client_samples
+            .store(samples && revision.is_some(), Ordering::Relaxed);
+    }
+
+    /// Whether the client declared it can sample its model.
+    pub(crate) fn client_samples(&self) -> bool {
+        self.client_samples.load(Ordering::Relaxed)
     }
 
     /// Whether the client declared it can ask its user (form mode).

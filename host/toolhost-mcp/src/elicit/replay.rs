@@ -1,6 +1,7 @@
 //! Asking in the modern revision (2026-07-28): no server-to-client request. A call that
 //! needs an answer it does not have ends with an `input_required` result naming the
-//! question (`inputRequests`, one `elicitation/create` keyed `q<n>`) and a
+//! question (`inputRequests`, one `elicitation/create`, or `sampling/createMessage` for a
+//! client that declared sampling, keyed `q<n>`) and a
 //! `requestState`; the client asks its user and repeats the same `tools/call` with
 //! `inputResponses` (`{"q<n>": ElicitResult}`) and the `requestState`. The call then runs
 //! again from its start: each question it asks is answered from the state (earlier
@@ -25,15 +26,25 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use toolhost::registry::{Interaction, InteractionError, InteractionFuture};
+use toolhost::registry::{
+    Interaction, InteractionError, InteractionFuture, SamplingRequest, SamplingResponse,
+    MAX_SAMPLING_RESPONSE_BYTES,
+};
 
 use super::answer::{confirm_schema, question_params, read_result};
+use super::sampling::{read_sampling_result, sampling_params, MAX_SAMPLES_PER_CALL};
 use super::{MAX_ANSWER_BYTES, MAX_QUESTIONS_PER_CALL};
 use crate::jsonrpc::Params;
 use crate::revision::Revision;
 
 /// The most `requestState` read or written: 2 MiB (16 answers of 64 KiB, base64).
 pub(crate) const MAX_STATE_BYTES: usize = 2 << 20;
+
+/// The most bytes of answers (as JSON) a round's state may carry: 1.5 MiB, so that the
+/// state, in base64 with its tag, stays within [`MAX_STATE_BYTES`]. Sixteen elicitation
+/// answers (at most 1 MiB) always fit; sampling answers (up to 1 MiB each) that would
+/// not are refused ([`InteractionError::Invalid`]) rather than lost.
+const MAX_STATE_ANSWER_BYTES: usize = 3 << 19;
 
 /// What a repeated `tools/call` carries (2026-07-28): `inputResponses` and
 /// `requestState`.
@@ -96,7 +107,16 @@ struct Rounds {
     /// responses may answer (none without a valid state).
     pending: Option<usize>,
     responses: Map<String, Value>,
+    /// Questions and sampling requests of this round, in order (their keys' numbers).
     asked: AtomicUsize,
+    /// Questions of this round (elicitation).
+    questions: AtomicUsize,
+    /// Sampling requests of this round.
+    sampled: AtomicUsize,
+    /// The client declared elicitation.
+    elicits: bool,
+    /// The client declared sampling.
+    samples: bool,
     busy: AtomicBool,
     needed: Mutex<Option<Needed>>,
     /// Cancelled when a question has no answer: the round ends.
@@ -111,12 +131,14 @@ impl std::fmt::Debug for Replay {
 
 impl Replay {
     /// The interaction of a call of `tool` with `arguments`, answering from `input` (a
-    /// repeated call's) when there is one.
+    /// repeated call's) when there is one; `(elicits, samples)`: what the request's
+    /// client capabilities declare.
     pub(crate) fn new(
         tool: &str,
         arguments: &str,
         input: Option<&RetryInput>,
         revision: Revision,
+        (elicits, samples): (bool, bool),
     ) -> Self {
         let binding = key().hash_one((tool, arguments));
         let (answers, pending) = input
@@ -134,6 +156,10 @@ impl Replay {
                 .map(|input| input.responses.clone())
                 .unwrap_or_default(),
             asked: AtomicUsize::new(0),
+            questions: AtomicUsize::new(0),
+            sampled: AtomicUsize::new(0),
+            elicits,
+            samples,
             busy: AtomicBool::new(false),
             needed: Mutex::new(None),
             ended: CancellationToken::new(),
@@ -202,7 +228,8 @@ fn decode(state: &str, binding: u64) -> Option<(Vec<Value>, usize)> {
     let pending = usize::try_from(state.get("pending")?.as_u64()?).ok()?;
     match state.get_mut("answers")?.take() {
         Value::Array(answers)
-            if answers.len() <= MAX_QUESTIONS_PER_CALL && pending == answers.len() =>
+            if answers.len() <= MAX_QUESTIONS_PER_CALL + MAX_SAMPLES_PER_CALL
+                && pending == answers.len() =>
         {
             Some((answers, pending))
         }
@@ -216,15 +243,69 @@ impl Rounds {
         message: String,
         schema: Value,
     ) -> Result<Option<Value>, InteractionError> {
+        if !self.elicits {
+            return Err(InteractionError::Unsupported(
+                "nobody can be asked during this call (the client cannot ask its user, or the call is not served to a client); go on without asking, or fail and say what you need".to_owned(),
+            ));
+        }
         let params = question_params(self.revision, message, schema)?;
+        let cap = (&self.questions, MAX_QUESTIONS_PER_CALL, || {
+            format!(
+            "this call has asked {MAX_QUESTIONS_PER_CALL} questions, the most one call may ask; ask for all the values in one question"
+        )
+        });
+        let answer = self
+            .round("elicitation/create", &params, cap, MAX_ANSWER_BYTES)
+            .await?;
+        read_result(&answer, &params["requestedSchema"])
+    }
+
+    async fn sample(&self, request: SamplingRequest) -> Result<SamplingResponse, InteractionError> {
+        if !self.samples {
+            return Err(InteractionError::Unsupported(
+                "the client's model cannot be asked: this request's client capabilities do not declare sampling".to_owned(),
+            ));
+        }
+        let params = sampling_params(self.revision, &request)?;
+        drop(request);
+        let cap = (&self.sampled, MAX_SAMPLES_PER_CALL, || {
+            format!(
+            "this call has sent {MAX_SAMPLES_PER_CALL} sampling requests, the most one call may send"
+        )
+        });
+        let answer = self
+            .round(
+                "sampling/createMessage",
+                &params,
+                cap,
+                MAX_SAMPLING_RESPONSE_BYTES,
+            )
+            .await?;
+        read_sampling_result(&answer, self.revision)
+    }
+
+    /// The answer to the next request (`method` with `params`), at most `max_bytes` as
+    /// JSON; or, when it has none yet, the round ends (this never resolves). `cap`: the
+    /// counter of this kind of request, its most per call, and the refusal past it.
+    async fn round(
+        &self,
+        method: &str,
+        params: &Value,
+        (count, most, over): (&AtomicUsize, usize, impl FnOnce() -> String),
+        max_bytes: usize,
+    ) -> Result<Value, InteractionError> {
         if self.busy.swap(true, Ordering::AcqRel) {
             return Err(InteractionError::Invalid(
                 "this call already has a question open: ask one at a time, waiting for each answer"
                     .to_owned(),
             ));
         }
+        if count.fetch_add(1, Ordering::Relaxed) >= most {
+            self.busy.store(false, Ordering::Release);
+            return Err(InteractionError::Invalid(over()));
+        }
         let number = self.asked.fetch_add(1, Ordering::Relaxed);
-        let outcome = self.answer(number, &params);
+        let outcome = self.answer(number, method, params, max_bytes);
         self.busy.store(false, Ordering::Release);
         match outcome {
             Some(answer) => answer,
@@ -237,29 +318,35 @@ impl Rounds {
         }
     }
 
-    /// The answer to question `number`, or `None` after recording it as needed.
+    /// The answer to request `number`, or `None` after recording it as needed.
     fn answer(
         &self,
         number: usize,
+        method: &str,
         params: &Value,
-    ) -> Option<Result<Option<Value>, InteractionError>> {
-        if number >= MAX_QUESTIONS_PER_CALL {
-            return Some(Err(InteractionError::Invalid(format!(
-                "this call has asked {MAX_QUESTIONS_PER_CALL} questions, the most one call may ask; ask for all the values in one question"
-            ))));
-        }
+        max_bytes: usize,
+    ) -> Option<Result<Value, InteractionError>> {
         let key = format!("q{number}");
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         let answer = match answers.get(number) {
             Some(answer) => answer.clone(),
             None => match self.responses.get(&key) {
                 Some(answer) if self.pending == Some(number) && answers.len() == number => {
+                    let size = answer.to_string().len();
+                    // An answer over its own limit is pushed and refused below, as ever.
+                    let held: usize = answers.iter().map(|a| a.to_string().len()).sum();
+                    if size <= max_bytes && held + size > MAX_STATE_ANSWER_BYTES {
+                        return Some(Err(InteractionError::Invalid(format!(
+                            "this call's answers reach {} bytes, over the {MAX_STATE_ANSWER_BYTES} bytes its rounds may carry; ask for shorter answers",
+                            held + size
+                        ))));
+                    }
                     answers.push(answer.clone());
                     answer.clone()
                 }
                 _ => {
                     drop(answers);
-                    let request = json!({"method": "elicitation/create", "params": params});
+                    let request = json!({"method": method, "params": params});
                     *self.needed.lock().unwrap_or_else(PoisonError::into_inner) =
                         Some((number, key, request));
                     self.ended.cancel();
@@ -268,12 +355,12 @@ impl Rounds {
             },
         };
         let size = answer.to_string().len();
-        if size > MAX_ANSWER_BYTES {
+        if size > max_bytes {
             return Some(Err(InteractionError::Invalid(format!(
-                "the answer is {size} bytes, over the {MAX_ANSWER_BYTES}-byte limit for one answer; it was not read"
+                "the answer is {size} bytes, over the {max_bytes}-byte limit for one answer; it was not read"
             ))));
         }
-        Some(read_result(&answer, &params["requestedSchema"]))
+        Some(Ok(answer))
     }
 }
 
@@ -289,5 +376,10 @@ impl Interaction for Replay {
     fn ask(&self, message: String, schema: Value) -> InteractionFuture<Option<Value>> {
         let rounds = Arc::clone(&self.0);
         Box::pin(async move { rounds.elicit(message, schema).await })
+    }
+
+    fn sample(&self, request: SamplingRequest) -> InteractionFuture<SamplingResponse> {
+        let rounds = Arc::clone(&self.0);
+        Box::pin(async move { rounds.sample(request).await })
     }
 }

@@ -178,23 +178,40 @@ impl PendingCall {
         if let Some((hook, _)) = &progress {
             ctx = ctx.with_progress(hook.clone());
         }
-        // A client that declared elicitation can be asked, on the call's own channel
-        // (legacy), or through `input_required` rounds (2026-07-28).
+        // A client that declared elicitation (sampling) can be asked (sampled), on the
+        // call's own channel (legacy), or through `input_required` rounds (2026-07-28).
         let asking = &session.0.catalog.asking;
-        let replay = (meta.modern && meta.client_asks)
-            .then(|| Replay::new(&call.name, &call.arguments, input.as_deref(), meta.revision));
+        let (elicits, samples) = if meta.modern {
+            (meta.client_asks, meta.client_samples)
+        } else {
+            (
+                session.0.questions.client_asks(),
+                session.0.questions.client_samples(),
+            )
+        };
+        let replay = (meta.modern && (elicits || samples)).then(|| {
+            Replay::new(
+                &call.name,
+                &call.arguments,
+                input.as_deref(),
+                meta.revision,
+                (elicits, samples),
+            )
+        });
         if let Some(replay) = &replay {
             // Its own token: a round that ends stops what the call started.
             ctx = ctx
                 .with_cancellation(token.child_token())
                 .with_interaction(Arc::new(replay.clone()));
-        } else if !meta.modern && session.0.questions.client_asks() {
+        } else if !meta.modern && (elicits || samples) {
             ctx = ctx.with_interaction(Arc::new(SessionInteraction::new(
                 Arc::clone(&session.0.questions),
                 notifier.clone(),
                 token.clone(),
                 asking.timeout,
                 meta.revision,
+                elicits,
+                samples,
             )));
         }
         // The call's own lines (the plugin's, the host's about it) go to its log sink.
@@ -207,7 +224,8 @@ impl PendingCall {
                         session.registry(),
                         &call.name,
                         &call.arguments,
-                        ctx.interaction(),
+                        // Only a client that can ask its user approves.
+                        ctx.interaction().filter(|_| elicits),
                     )
                     .await?;
             }

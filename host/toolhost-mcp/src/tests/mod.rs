@@ -24,6 +24,7 @@ mod cancel;
 pub(crate) mod catalog;
 pub(crate) mod elicit;
 mod in_flight;
+pub(crate) mod sampling;
 
 /// An input that hands out `total` numbered request lines made by `line`, one line (or
 /// what is left of it) per read, and counts the lines it has handed out completely.

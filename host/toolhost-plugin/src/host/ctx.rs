@@ -40,6 +40,11 @@ pub(crate) struct ImportCtx {
     pub ask_allowed: bool,
     /// Questions the current call has asked (`interaction`).
     pub questions: u32,
+    /// How much the plugin may sample (`sampling`): its grant, when its manifest asked
+    /// for it and the operator allowed it; `None` otherwise.
+    pub sampling: Option<crate::manifest::SamplingGrant>,
+    /// Sampling requests the current call has made.
+    pub samples: u32,
 }
 
 impl ImportCtx {
@@ -49,6 +54,7 @@ impl ImportCtx {
         self.budget = CallBudget::default();
         self.call = call;
         self.questions = 0;
+        self.samples = 0;
     }
 }
 
@@ -75,6 +81,8 @@ impl ImportCtx {
             call: CallContext::default(),
             ask_allowed: false,
             questions: 0,
+            sampling: None,
+            samples: 0,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The host side of the interfaces a plugin imports, one file per WIT interface (as
 //! wasmtime-wasi's `p2/host/`): [`log`], [`files`] and [`config`] implement
 //! `toolhost:plugin@0.2.0`'s traits with its types ([`crate::v0_2`]), and [`interaction`]
-//! the 0.3.0 `interaction` import's checks (its trait is adapted in `v0_3/host.rs`); [`quota`] holds the
+//! the 0.3.0 `interaction` import's checks, [`sampling`] the 0.3.0 `sampling` import's
+//! (their traits are adapted in `v0_3/host.rs`); [`quota`] holds the
 //! budgets they are held to, and [`ImportCtx`] is the per-store context they all work
 //! with. [`http`] checks and sends the plugin's outbound HTTP
 //! (`wasi:http/outgoing-handler`). An older version's imports are adapted to these in its
@@ -18,6 +19,7 @@ pub(crate) mod http;
 pub(crate) mod interaction;
 pub(crate) mod log;
 pub(crate) mod quota;
+pub(crate) mod sampling;
 
 use crate::v0_2::toolhost::plugin::types;
 pub(crate) use ctx::{ImportCtx, Imports};

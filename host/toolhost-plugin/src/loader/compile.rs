@@ -251,6 +251,12 @@ impl PluginHost {
             }),
             // The manifest asks for it and the operator allows it.
             ask: self.config.plugin_ask && resolved.manifest.as_ref().is_some_and(|m| m.grants.ask),
+            // The same for sampling: the manifest's bounds, only if the operator allows it.
+            sampling: resolved
+                .manifest
+                .as_ref()
+                .and_then(|m| m.grants.sampling)
+                .filter(|_| self.config.plugin_sampling),
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),

@@ -229,6 +229,8 @@ impl PluginHost {
         Ok(PluginInfo {
             ask,
             ask_allowed: self.config.plugin_ask,
+            sampling: manifest.and_then(|m| m.grants.sampling),
+            sampling_allowed: self.config.plugin_sampling,
             prompts: prepared.offer.prompts.unwrap_or_default(),
             offers_resources,
             resource_templates: prepared.offer.resources.unwrap_or_default(),

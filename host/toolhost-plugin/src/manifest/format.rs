@@ -146,6 +146,121 @@ pub struct Grants {
     /// Default: `false`.
     #[serde(default)]
     pub ask: bool,
+    /// `sampling = { max_requests = N, max_tokens = M }` (or `sampling = true` for the
+    /// defaults): the plugin may ask the client's language model for completions during
+    /// a call (the 0.3.0 `sampling` import), within these bounds, if the operator allows
+    /// it too (`--plugin-sampling`,
+    /// [`PluginHostConfigBuilder::plugin_sampling`](crate::PluginHostConfigBuilder::plugin_sampling)).
+    /// Default: none (`sampling = false` says the same).
+    #[serde(default, deserialize_with = "sampling_grant")]
+    pub sampling: Option<SamplingGrant>,
+}
+
+/// How much a plugin may sample (`[grants] sampling`): sampling spends the user's
+/// tokens and money, so every call is bounded.
+///
+/// ```
+/// use toolhost_plugin::manifest::SamplingGrant;
+///
+/// assert_eq!(SamplingGrant::default(), SamplingGrant { max_requests: 4, max_tokens: 1024 });
+/// assert!(SamplingGrant::new(16, 32_768).is_ok());
+/// assert_eq!(
+///     SamplingGrant::new(17, 100).unwrap_err(),
+///     "sampling.max_requests is 17; it must be 1 to 16 (requests per call)"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplingGrant {
+    /// `sampling/createMessage` requests per tool call: default
+    /// [`SamplingGrant::DEFAULT_MAX_REQUESTS`], at most [`SamplingGrant::MAX_REQUESTS`].
+    pub max_requests: u32,
+    /// `maxTokens` one request may ask for: default [`SamplingGrant::DEFAULT_MAX_TOKENS`],
+    /// at most [`SamplingGrant::MAX_TOKENS`].
+    pub max_tokens: u32,
+}
+
+impl SamplingGrant {
+    /// Requests per call when the manifest does not say: 4.
+    pub const DEFAULT_MAX_REQUESTS: u32 = 4;
+    /// Tokens per request when the manifest does not say: 1,024.
+    pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+    /// The most requests per call any manifest may ask for: 16.
+    pub const MAX_REQUESTS: u32 = 16;
+    /// The most tokens per request any manifest may ask for: 32,768.
+    pub const MAX_TOKENS: u32 = 32_768;
+
+    /// A grant of `max_requests` per call and `max_tokens` per request.
+    ///
+    /// # Errors
+    /// A message naming the bound, for 0 or a value over its ceiling.
+    pub fn new(max_requests: u32, max_tokens: u32) -> Result<Self, String> {
+        if !(1..=Self::MAX_REQUESTS).contains(&max_requests) {
+            return Err(format!(
+                "sampling.max_requests is {max_requests}; it must be 1 to {} (requests per call)",
+                Self::MAX_REQUESTS
+            ));
+        }
+        if !(1..=Self::MAX_TOKENS).contains(&max_tokens) {
+            return Err(format!(
+                "sampling.max_tokens is {max_tokens}; it must be 1 to {} (tokens per request)",
+                Self::MAX_TOKENS
+            ));
+        }
+        Ok(Self {
+            max_requests,
+            max_tokens,
+        })
+    }
+}
+
+impl Default for SamplingGrant {
+    fn default() -> Self {
+        Self {
+            max_requests: Self::DEFAULT_MAX_REQUESTS,
+            max_tokens: Self::DEFAULT_MAX_TOKENS,
+        }
+    }
+}
+
+/// `[grants] sampling` as written: `true`/`false`, or a table of bounds.
+fn sampling_grant<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SamplingGrant>, D::Error> {
+    use serde::de::Error as _;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Bounds {
+        max_requests: Option<u64>,
+        max_tokens: Option<u64>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Flag(bool),
+        Bounds(Bounds),
+    }
+
+    let written = Written::deserialize(deserializer).map_err(|_| {
+        D::Error::custom(
+            "grants.sampling must be true, false, or a table { max_requests = N, max_tokens = M }",
+        )
+    })?;
+    match written {
+        Written::Flag(false) => Ok(None),
+        Written::Flag(true) => Ok(Some(SamplingGrant::default())),
+        Written::Bounds(bounds) => {
+            let narrow = |value: Option<u64>, default: u32| {
+                value.map_or(Ok(default), |v| Ok(u32::try_from(v).unwrap_or(u32::MAX)))
+            };
+            let max_requests = narrow(bounds.max_requests, SamplingGrant::DEFAULT_MAX_REQUESTS)?;
+            let max_tokens = narrow(bounds.max_tokens, SamplingGrant::DEFAULT_MAX_TOKENS)?;
+            SamplingGrant::new(max_requests, max_tokens)
+                .map(Some)
+                .map_err(D::Error::custom)
+        }
+    }
 }
 
 /// The `[limits]` table; each key overrides the host's default.
@@ -240,7 +355,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
         PluginErrorKind::Manifest { message: format!(
-                "{line}{}; the keys are task_support, [grants] files, root, http, [config] keys or [config.KEY] description, secret, required, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
+                "{line}{}; the keys are task_support, confirm, [grants] files, root, http, ask, sampling (true or {{ max_requests, max_tokens }}), [config] keys or [config.KEY] description, secret, required, [resources] namespace, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
             ) }.at(path.to_owned())
     })

@@ -10,6 +10,12 @@
 //! root = "docs"           # optional: the plugin sees only this sub-tree, as its root
 //! http = ["api.example.org", "*.example.net:8443", "http://localhost:8080"]
 //!                         # hosts it may send HTTP requests to (see http_policy)
+//! ask = true              # may ask the client's user (0.3.0 interaction; --plugin-ask)
+//! sampling = { max_requests = 4, max_tokens = 1024 }
+//!                         # may ask the client's model for completions (0.3.0 sampling;
+//!                         # --plugin-sampling): requests per call (1 to 16) and tokens
+//!                         # per request (1 to 32768); `sampling = true` means these
+//!                         # defaults
 //!
 //! [config]                # keys the operator gives values for (see plugin_config)
 //! keys = ["REGION"]       # short form: required, not secret
@@ -75,7 +81,9 @@ mod resolve;
 #[cfg(test)]
 mod tests;
 
-pub use format::{parse, parse_bytes, read, Grants, LimitOverrides, Manifest, ResourcesTable};
+pub use format::{
+    parse, parse_bytes, read, Grants, LimitOverrides, Manifest, ResourcesTable, SamplingGrant,
+};
 pub use resolve::{apply, resolve, resolve_bytes, resolve_for_inspection, Resolved};
 pub(crate) use resolve::{resolve_bytes_with, Check};
 

@@ -14,6 +14,7 @@ mod load_fixture;
 mod lock;
 mod names;
 mod rich;
+mod sampling;
 mod tiers;
 mod versions;
 

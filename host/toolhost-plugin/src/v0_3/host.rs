@@ -1,7 +1,8 @@
 //! `toolhost:plugin@0.3.0`'s imports: `log`, `files` and `config` have the same functions
 //! and types as 0.2.0's (generated twice, once per package), so each call converts its
 //! types and delegates to the 0.2.0 implementations (`crate::host`); `interaction` is
-//! new in 0.3.0 and implemented in `crate::host::interaction`.
+//! new in 0.3.0 and implemented in `crate::host::interaction`, `sampling` (added within
+//! 0.3.0) in `crate::host::sampling`.
 
 use super::bindings::toolhost::plugin as v0_3;
 use crate::host::ImportCtx;
@@ -117,5 +118,97 @@ impl v0_3::interaction::Host for ImportCtx {
         schema: String,
     ) -> Result<Option<String>, v0_3::interaction::InteractionError> {
         self.ask(message, schema).await.map_err(interaction_error)
+    }
+}
+
+mod sampling {
+    use toolhost::catalog::Role;
+    use toolhost::registry::{ContentBlock, Media, SamplingMessage, SamplingRequest};
+
+    use super::v0_3::sampling as wit;
+    use super::v0_3::types::Media as WitMedia;
+
+    fn role(role: wit::Role) -> Role {
+        match role {
+            wit::Role::User => Role::User,
+            wit::Role::Assistant => Role::Assistant,
+        }
+    }
+
+    fn media(media: WitMedia) -> Media {
+        Media {
+            data: media.data,
+            mime_type: media.mime_type,
+        }
+    }
+
+    fn content(content: wit::SamplingContent) -> ContentBlock {
+        match content {
+            wit::SamplingContent::Text(text) => ContentBlock::Text { text },
+            wit::SamplingContent::Image(m) => ContentBlock::Image(media(m)),
+            wit::SamplingContent::Audio(m) => ContentBlock::Audio(media(m)),
+        }
+    }
+
+    /// The WIT request as the registry's (moved, not copied).
+    pub(super) fn request(request: wit::CreateMessageRequest) -> SamplingRequest {
+        SamplingRequest {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|message| SamplingMessage {
+                    role: role(message.role),
+                    content: content(message.content),
+                })
+                .collect(),
+            system_prompt: request.system_prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+            stop_sequences: request.stop_sequences,
+            model_hints: request.model_hints,
+        }
+    }
+
+    /// The registry's answer as the WIT one; `None` for a content block sampling does
+    /// not carry (the MCP side never gives one).
+    pub(super) fn result(
+        response: toolhost::registry::SamplingResponse,
+    ) -> Option<wit::CreateMessageResult> {
+        let wit_media = |m: Media| WitMedia {
+            data: m.data,
+            mime_type: m.mime_type,
+        };
+        let content = match response.content {
+            ContentBlock::Text { text } => wit::SamplingContent::Text(text),
+            ContentBlock::Image(m) => wit::SamplingContent::Image(wit_media(m)),
+            ContentBlock::Audio(m) => wit::SamplingContent::Audio(wit_media(m)),
+            _ => return None,
+        };
+        Some(wit::CreateMessageResult {
+            role: match response.role {
+                Role::User => wit::Role::User,
+                Role::Assistant => wit::Role::Assistant,
+            },
+            content,
+            model: response.model,
+            stop_reason: response.stop_reason,
+        })
+    }
+}
+
+impl v0_3::sampling::Host for ImportCtx {
+    async fn create_message(
+        &mut self,
+        request: v0_3::sampling::CreateMessageRequest,
+    ) -> Result<v0_3::sampling::CreateMessageResult, v0_3::interaction::InteractionError> {
+        let response = self
+            .create_message(sampling::request(request))
+            .await
+            .map_err(interaction_error)?;
+        sampling::result(response).ok_or_else(|| {
+            v0_3::interaction::InteractionError::Invalid(
+                "the client answered with content that is not text, an image or a sound".into(),
+            )
+        })
     }
 }

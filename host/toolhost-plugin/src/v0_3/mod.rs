@@ -1,6 +1,6 @@
 //! `toolhost:plugin@0.3.0` (`wit/plugin.wit`), the current world: the host bindings
 //! generated from it (in [`bindings`]), its imports (`host.rs`: `log`, `files` and
-//! `config` served by the 0.2.0 implementations, `interaction` here), its `tool-result`
+//! `config` served by the 0.2.0 implementations, `interaction` and `sampling` here), its `tool-result`
 //! converted to the registry's [`ToolResult`](toolhost::registry::ToolResult)
 //! (`result.rs`), and the optional `resources` and `prompts` exports of world
 //! `rich-plugin`.
@@ -25,10 +25,11 @@ pub(crate) mod bindings {
         path: "../../wit/plugin.wit",
         exports: { default: async },
         // `files` runs storage work on the blocking pool; `interaction` waits for the
-        // client's user. Both are awaited, so the call's deadline still fires.
+        // client's user, `sampling` for its model. Both are awaited, so the call's deadline still fires.
         imports: {
             "toolhost:plugin/files": async,
             "toolhost:plugin/interaction": async,
+            "toolhost:plugin/sampling": async,
         },
     });
 }

@@ -27,23 +27,7 @@ use toolhost::registry::{
 use super::bindings::toolhost::plugin::types as wit;
 use crate::PluginLimits;
 
-/// The image MIME types a result may carry.
-pub(crate) const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
-/// The audio MIME types a result may carry (the first five are the canonical ones; the
-/// rest common aliases of them).
-pub(crate) const AUDIO_TYPES: &[&str] = &[
-    "audio/wav",
-    "audio/mpeg",
-    "audio/ogg",
-    "audio/webm",
-    "audio/flac",
-    "audio/x-wav",
-    "audio/wave",
-    "audio/mp3",
-    "audio/x-flac",
-];
-/// How many of [`AUDIO_TYPES`] are named in error messages.
-const AUDIO_CANONICAL: usize = 5;
+use crate::media::{AUDIO_CANONICAL, AUDIO_TYPES, IMAGE_TYPES};
 
 /// The bytes a result carries (raw, before base64), for the output cap.
 fn payload_len(result: &wit::ToolResult) -> usize {
@@ -165,13 +149,7 @@ fn checked_media(
     named: usize,
     tool: &str,
 ) -> Result<Media, ToolError> {
-    let essence = media
-        .mime_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = crate::media::essence(&media.mime_type);
     if !allowed.contains(&essence.as_str()) {
         return Err(ToolError::Failed {
             tool: tool.to_owned(),

@@ -82,6 +82,7 @@ mod interaction;
 mod metadata;
 mod names;
 mod panic;
+mod sampling;
 mod types;
 
 pub use arguments::{json_type, Arguments};
@@ -92,6 +93,10 @@ pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
+pub use sampling::{
+    SamplingMessage, SamplingRequest, SamplingResponse, MAX_SAMPLING_REQUEST_BYTES,
+    MAX_SAMPLING_RESPONSE_BYTES,
+};
 pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
 pub(crate) use dispatch::encoded_len;

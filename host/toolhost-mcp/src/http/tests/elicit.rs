@@ -1,6 +1,7 @@
 //! Elicitation and approval over Streamable HTTP: the question goes out on the call's
 //! own event stream, the answer comes back as a POST (202); forged ids and another
-//! session's ids are ignored; a request that cannot carry a question is refused.
+//! session's ids are ignored; a request that cannot carry a question is refused. The
+//! same for sampling (`sampling/createMessage`).
 
 use super::*;
 use crate::tests::elicit::{asking_registry, call_line, initialize};
@@ -9,6 +10,11 @@ use crate::ApprovalPolicy;
 /// A stateful server over [`asking_registry`] with `config`.
 async fn start_asking(config: HttpConfig) -> (Running, Arc<crate::tests::elicit::Ran>) {
     let (registry, ran) = asking_registry();
+    (start_with(registry, config).await, ran)
+}
+
+/// A stateful server over `registry` with `config`.
+async fn start_with(registry: Arc<Registry>, config: HttpConfig) -> Running {
     let server = HttpServer::bind(
         "127.0.0.1:0".parse().unwrap(),
         config,
@@ -22,14 +28,13 @@ async fn start_asking(config: HttpConfig) -> (Running, Arc<crate::tests::elicit:
     let done = tokio::spawn(server.serve(async {
         let _ = stopped.await;
     }));
-    let running = Running {
+    Running {
         addr,
         app,
         connections,
         stop: Some(stop),
         done,
-    };
-    (running, ran)
+    }
 }
 
 /// A session opened with (or without) the elicitation capability.
@@ -231,5 +236,89 @@ async fn a_question_nobody_answers_times_out_and_frees_the_call() {
         server.app.counters.calls_running.load(Ordering::SeqCst) == 0
     })
     .await;
+    server.stop().await;
+}
+
+/// A session of `revision` opened with `capabilities`.
+async fn session_with(addr: SocketAddr, revision: &str, capabilities: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": revision, "capabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let reply = post(addr, &[], &init.to_string()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.session()
+}
+
+#[tokio::test]
+async fn a_sampling_request_goes_out_on_the_calls_stream_and_only_its_own_answer_counts() {
+    let server = start_with(crate::tests::sampling::sampling_registry(), stateful()).await;
+    let addr = server.addr;
+    for revision in ["2024-11-05", "2025-11-25"] {
+        let alice = session_with(addr, revision, json!({"sampling": {}})).await;
+        let mallory = session_with(addr, revision, json!({"sampling": {}})).await;
+        let mut call = Stream::open(
+            addr,
+            &alice,
+            call_line(7, "summarise", &json!({"text": "Hi"})),
+        )
+        .await;
+        let request = call.next().await;
+        assert_eq!(request["method"], "sampling/createMessage");
+        assert_eq!(request["params"]["maxTokens"], 50);
+        let id = request["id"].clone();
+        let forged = json!({"role": "assistant", "content": {"type": "text", "text": "Mallory says"}, "model": "evil"});
+        // Another session's answer to alice's id, and forged ids in her own: ignored.
+        for (session, forged_id) in [
+            (&mallory, &id),
+            (&alice, &json!("toolhost-ask-0-0")),
+            (&alice, &json!(7)),
+        ] {
+            let reply = post(
+                addr,
+                &[(SESSION_HEADER, session)],
+                &answer(forged_id, &forged),
+            )
+            .await;
+            assert_eq!(reply.status, StatusCode::ACCEPTED);
+        }
+        let good = json!({"role": "assistant", "content": {"type": "text", "text": "Short."}, "model": "test-model", "stopReason": "endTurn"});
+        let reply = post(addr, &[(SESSION_HEADER, &alice)], &answer(&id, &good)).await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED);
+        let result = call.next().await;
+        assert_eq!(result["id"], 7);
+        assert_eq!(
+            text(&result),
+            (
+                r#"test-model (Assistant, Some("endTurn")): {"type":"text","text":"Short."}"#
+                    .to_owned(),
+                false
+            ),
+            "{revision}"
+        );
+    }
+    // A request that takes JSON only cannot carry the request: unsupported.
+    let alice = session_with(addr, "2025-11-25", json!({"sampling": {}})).await;
+    let reply = post(
+        addr,
+        &[(SESSION_HEADER, &alice), ("accept", "application/json")],
+        &call_line(8, "summarise", &json!({})),
+    )
+    .await;
+    assert_eq!(
+        text(&reply.json()),
+        ("summarise: unsupported: this request cannot carry a question to the user: over Streamable HTTP, send the call alone (not in a batch) with Accept: text/event-stream".to_owned(), true)
+    );
+    // A session without the capability is never sent one.
+    let silent = session_with(addr, "2025-11-25", json!({"elicitation": {}})).await;
+    let reply = post(
+        addr,
+        &[(SESSION_HEADER, &silent)],
+        &call_line(9, "summarise", &json!({})),
+    )
+    .await;
+    assert_eq!(
+        text(&reply.json()),
+        ("summarise: unsupported: the client's model cannot be asked: this client did not declare the sampling capability".to_owned(), true)
+    );
     server.stop().await;
 }
