@@ -98,8 +98,9 @@ struct Inner {
     questions: Arc<Questions>,
     /// The files it subscribed to (`resources/subscribe`).
     subscribed: crate::resources::subscribe::Subscribed,
-    /// Where its tasks are kept, when it offers tasks ([`Session::set_tasks`]).
-    tasks: OnceLock<Arc<crate::tasks::TaskStore>>,
+    /// Where its tasks are kept and whose they are, when it offers tasks
+    /// ([`Session::set_tasks`]).
+    tasks: OnceLock<tasks::TaskHome>,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -341,8 +342,8 @@ impl Session {
                         }
                     }
                     (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
-                        if let Some(store) = self.tasks_for(&meta) {
-                            return self.task_request(store, id, task_method, &params, meta);
+                        if let Some(home) = self.tasks_for(&meta) {
+                            return self.task_request(home, id, task_method, &params, meta);
                         }
                         Err(protocol::method_not_found(
                             &id,

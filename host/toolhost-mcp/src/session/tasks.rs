@@ -2,7 +2,7 @@
 //! is answered at once; `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
 //! reach the session's own tasks only.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -75,13 +75,77 @@ fn no_such_task(id: &RequestId) -> RpcError {
     RpcError::new(id.clone(), INVALID_PARAMS, NO_SUCH_TASK)
 }
 
+/// `notifications/tasks/status` one session is sent per second at most, beyond a burst
+/// of [`STATUS_BURST`]; the rest are dropped (clients poll `tasks/get` anyway).
+pub(crate) const STATUS_PER_SECOND: f64 = 50.0;
+/// `notifications/tasks/status` one session may be sent at once before the rate applies.
+pub(crate) const STATUS_BURST: f64 = 200.0;
+
+/// Where a session's tasks are kept ([`TaskStore`], shared by the server's sessions)
+/// and whom they belong to there.
+#[derive(Debug)]
+pub(crate) struct TaskHome {
+    pub(super) store: Arc<TaskStore>,
+    /// The owner its tasks are filed under: the session id for a session that later
+    /// requests find again (stdio, HTTP with sessions); the authenticated caller for
+    /// HTTP requests without one (2026-07-28, a stateless server), so that every request
+    /// of one caller finds the caller's tasks and no other caller's.
+    pub(super) owner: String,
+    /// What is left of the session's `notifications/tasks/status` allowance, and when.
+    told: Mutex<(f64, Instant)>,
+}
+
+impl TaskHome {
+    /// Whether one more status notification fits the session's rate.
+    fn admit(&self) -> bool {
+        let mut told = self.told.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let refill = now.duration_since(told.1).as_secs_f64() * STATUS_PER_SECOND;
+        told.0 = (told.0 + refill).min(STATUS_BURST);
+        told.1 = now;
+        if told.0 >= 1.0 {
+            told.0 -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 impl Session {
     /// Offers tasks to this session's clients, kept in `store` (shared by the server's
-    /// sessions). A session without one (HTTP's stateless requests, which no later
-    /// request can find again) offers none.
-    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>) {
+    /// sessions) under `owner` (see [`TaskHome::owner`]); only requests of the same
+    /// owner reach them. A session without one offers none.
+    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>, owner: String) {
         // Set once, by the transport, before the first message.
-        let _ = self.0.tasks.set(store);
+        let _ = self.0.tasks.set(TaskHome {
+            store,
+            owner,
+            told: Mutex::new((STATUS_BURST, Instant::now())),
+        });
+    }
+
+    /// Tells the client that a task's status changed (`notifications/tasks/status`,
+    /// 2025-11-25), with `task` as `tasks/get` gives it now, through the session's own
+    /// notifications (stdio: the output; HTTP: the session's GET stream, if open). Never
+    /// waits: past the session's rate ([`STATUS_PER_SECOND`]), or when the client's queue
+    /// is full, it is dropped.
+    fn tell_status(&self, task: &Value) {
+        let Some(home) = self.0.tasks.get() else {
+            return;
+        };
+        if !home.admit() {
+            debug!(target: LOG_TARGET, task = %task["taskId"], "task status notification dropped: over the session's rate");
+            return;
+        }
+        let line = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks/status",
+            "params": task,
+        });
+        if !self.notifier().try_send(Message::text(line.to_string())) {
+            debug!(target: LOG_TARGET, task = %task["taskId"], "task status notification dropped: the client is not reading (or cannot take it)");
+        }
     }
 
     /// Whether tasks are declared: the session keeps tasks, and a tool may run as one
@@ -91,7 +155,7 @@ impl Session {
     }
 
     /// The task store, when tasks are offered in the request's revision.
-    pub(super) fn tasks_for(&self, meta: &RequestMeta) -> Option<&Arc<TaskStore>> {
+    pub(super) fn tasks_for(&self, meta: &RequestMeta) -> Option<&TaskHome> {
         self.0.tasks.get().filter(|_| meta.revision.has_tasks())
     }
 
@@ -132,9 +196,10 @@ impl Session {
         params: &Params,
         meta: RequestMeta,
     ) -> Step {
-        let Some(store) = self.tasks_for(&meta) else {
+        let Some(home) = self.tasks_for(&meta) else {
             return Step::Call(self.pending(id, Work::Tool(call), meta));
         };
+        let store = &home.store;
         let asked = params
             .raw("task")
             .filter(|raw| raw_type_name(raw) != "null");
@@ -188,7 +253,7 @@ impl Session {
                 )))
             }
         };
-        let created = match store.create(&self.0.env.session_id, ttl, &self.0.closed) {
+        let created = match store.create(&home.owner, ttl, &self.0.closed) {
             Ok(created) => created,
             Err(err) => {
                 debug!(target: LOG_TARGET, request = %id, "task refused: {err}");
@@ -222,6 +287,8 @@ impl Session {
             self.0.state.sink_id()
         };
         let revision = meta.revision;
+        // 2026-07-28's extension tells of status changes its own way (see docs/protocol.md).
+        let tells = !meta.modern;
         tokio::spawn(async move {
             let token = created.token.clone();
             let env = session.0.env.next_turn();
@@ -272,20 +339,23 @@ impl Session {
                     outcome.err().map(|err| err.to_string()),
                 ),
             };
-            store.finish(created, Bytes::from(result.to_string()), error);
+            let changed = store.finish(created, Bytes::from(result.to_string()), error);
+            if let Some(task) = changed.filter(|_| tells) {
+                session.tell_status(&task);
+            }
         });
     }
 
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, on this session's tasks.
     pub(super) fn task_request(
         &self,
-        store: &Arc<TaskStore>,
+        home: &TaskHome,
         id: RequestId,
         method: &str,
         params: &Params,
         meta: RequestMeta,
     ) -> Step {
-        let owner = self.0.env.session_id.as_str();
+        let (store, owner) = (&home.store, home.owner.as_str());
         let reply = |result: Value| {
             Step::Reply(Message::response(
                 &id,
@@ -335,6 +405,9 @@ impl Session {
             "tasks/cancel" => match store.cancel(owner, &task_id, "cancelled by the client") {
                 Ok(task) => {
                     info!(target: LOG_TARGET, task = %task_id, "client cancelled a task");
+                    if !meta.modern {
+                        self.tell_status(&task);
+                    }
                     reply(task)
                 }
                 Err(CancelError::NotFound) => Step::Reply(self.error(&no_such_task(&id))),

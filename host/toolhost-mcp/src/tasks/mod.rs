@@ -406,13 +406,19 @@ impl TaskStore {
     /// fits [`McpLimits::max_task_result_bytes`](crate::McpLimits::max_task_result_bytes);
     /// one that does not fit is not kept and the task fails saying so. A task cancelled
     /// or forgotten meanwhile stays as it is.
-    pub(crate) fn finish(&self, created: Created, result: Bytes, error: Option<String>) {
+    ///
+    /// Gives the task as it is now (MCP's `Task`) when this changed its status, for
+    /// `notifications/tasks/status`; `None` when it was cancelled or forgotten before.
+    pub(crate) fn finish(
+        &self,
+        created: Created,
+        result: Bytes,
+        error: Option<String>,
+    ) -> Option<Value> {
         let mut store = self.lock();
         let taken = store.bytes;
         let fits = taken + result.len() <= self.max_bytes;
-        let Some(entry) = store.tasks.get_mut(&created.id) else {
-            return;
-        };
+        let entry = store.tasks.get_mut(&created.id)?;
         if entry.status != Status::Working {
             // Cancelled meanwhile: its waiters learn it.
             drop(store);
@@ -420,7 +426,7 @@ impl TaskStore {
                 status: Status::Cancelled,
                 result: None,
             })));
-            return;
+            return None;
         }
         let (status, message, result) = match (fits, error) {
             (true, None) => (Status::Completed, None, result),
@@ -445,6 +451,7 @@ impl TaskStore {
         entry.message = message;
         entry.updated_at = SystemTime::now();
         entry.bytes = bytes;
+        let task = entry.json(&created.id);
         store.bytes += bytes;
         let finished = Arc::new(Finished {
             status,
@@ -454,6 +461,7 @@ impl TaskStore {
         if status != Status::Completed {
             store.release(&created.id, self.per_session, self.max_tasks);
         }
+        Some(task)
     }
 
     /// `tasks/get`: the caller's task `id` as MCP's `Task`.
