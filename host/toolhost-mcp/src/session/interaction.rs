@@ -16,6 +16,7 @@ use crate::elicit::answer::{confirm_schema, question_params, read_answer};
 use crate::elicit::{OpenError, Questions, MAX_OPEN_QUESTIONS, MAX_QUESTIONS_PER_CALL};
 use crate::jsonrpc::RequestId;
 use crate::revision::Revision;
+use crate::tasks::RELATED_TASK;
 
 /// How one call asks its client's user. Made per call, only for a client that declared
 /// elicitation; the call's tools reach it through
@@ -36,6 +37,9 @@ struct Asker {
     busy: AtomicBool,
     /// Questions this call has asked.
     asked: AtomicUsize,
+    /// The task the call runs as, named in each question's
+    /// `_meta["io.modelcontextprotocol/related-task"]`.
+    task: Option<String>,
 }
 
 impl std::fmt::Debug for Asker {
@@ -80,6 +84,29 @@ impl SessionInteraction {
             revision,
             busy: AtomicBool::new(false),
             asked: AtomicUsize::new(0),
+            task: None,
+        }))
+    }
+
+    /// The interaction of the call task `task` runs: as [`SessionInteraction::new`], its
+    /// questions tied to the task (`_meta["io.modelcontextprotocol/related-task"]`).
+    pub(crate) fn for_task(
+        questions: Arc<Questions>,
+        notifier: Notifier,
+        token: CancellationToken,
+        timeout: Duration,
+        revision: Revision,
+        task: String,
+    ) -> Self {
+        Self(Arc::new(Asker {
+            questions,
+            notifier,
+            token,
+            timeout,
+            revision,
+            busy: AtomicBool::new(false),
+            asked: AtomicUsize::new(0),
+            task: Some(task),
         }))
     }
 }
@@ -97,7 +124,10 @@ impl Asker {
                 "this request cannot carry a question to the user: over Streamable HTTP, send the call alone (not in a batch) with Accept: text/event-stream".to_owned(),
             ));
         }
-        let params = question_params(self.revision, message, schema)?;
+        let mut params = question_params(self.revision, message, schema)?;
+        if let Some(task) = &self.task {
+            params["_meta"] = serde_json::json!({ RELATED_TASK: { "taskId": task } });
+        }
         if self.busy.swap(true, Ordering::AcqRel) {
             return Err(InteractionError::Invalid(
                 "this call already has a question open: ask one at a time, waiting for each answer"

@@ -26,6 +26,7 @@ mod message;
 mod notifier;
 mod offer;
 mod state;
+mod task_asking;
 mod tasks;
 
 use calls::Work;

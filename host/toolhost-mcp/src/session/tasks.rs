@@ -2,6 +2,7 @@
 //! is answered at once; `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
 //! reach the session's own tasks only.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -12,7 +13,9 @@ use tracing::{debug, info};
 
 use toolhost::registry::{format_duration, CallContext, TaskSupport, ToolCall, ToolError};
 
-use super::{Registration, Session, Step, Work, LOG_TARGET};
+use super::interaction::SessionInteraction;
+use super::task_asking::{TaskAsker, TaskOutlet};
+use super::{Notifier, Registration, Session, Step, Work, LOG_TARGET};
 use crate::convert::{call_result_for, CallParams};
 use crate::jsonrpc::{
     raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND,
@@ -47,13 +50,26 @@ impl TaskWait {
 
     /// Waits until the task ends (or the client cancels the request: no answer), and
     /// answers as `tasks/result` does.
+    ///
+    /// While it waits, a question of the task's call goes to the client on `channel`
+    /// (its HTTP event stream), the one open now included if no channel took it.
     pub(super) async fn run(
         mut self,
         registration: Registration,
         id: &RequestId,
         meta: &RequestMeta,
+        channel: Notifier,
     ) -> Option<Message> {
         let token = registration.token.clone();
+        let outlet = registration
+            .session
+            .0
+            .tasks
+            .get()
+            .and_then(|home| home.askers().get(&self.task_id).cloned());
+        let _attached = outlet
+            .filter(|_| channel.is_connected())
+            .map(|outlet| outlet.attach(channel));
         let finished = tokio::select! {
             ended = self.done.wait_for(Option::is_some) => ended.ok().and_then(|ended| ended.clone()),
             () = token.cancelled() => {
@@ -93,9 +109,16 @@ pub(crate) struct TaskHome {
     pub(super) owner: String,
     /// What is left of the session's `notifications/tasks/status` allowance, and when.
     told: Mutex<(f64, Instant)>,
+    /// Where the questions of its tasks that may ask go, by task id, while their calls
+    /// run (at most one per task holding a place).
+    askers: Mutex<HashMap<String, Arc<TaskOutlet>>>,
 }
 
 impl TaskHome {
+    fn askers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskOutlet>>> {
+        self.askers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Whether one more status notification fits the session's rate.
     fn admit(&self) -> bool {
         let mut told = self.told.lock().unwrap_or_else(PoisonError::into_inner);
@@ -122,6 +145,7 @@ impl Session {
             store,
             owner,
             told: Mutex::new((STATUS_BURST, Instant::now())),
+            askers: Mutex::default(),
         });
     }
 
@@ -130,7 +154,7 @@ impl Session {
     /// notifications (stdio: the output; HTTP: the session's GET stream, if open). Never
     /// waits: past the session's rate ([`STATUS_PER_SECOND`]), or when the client's queue
     /// is full, it is dropped.
-    fn tell_status(&self, task: &Value) {
+    pub(super) fn tell_status(&self, task: &Value) {
         let Some(home) = self.0.tasks.get() else {
             return;
         };
@@ -289,32 +313,74 @@ impl Session {
         let revision = meta.revision;
         // 2026-07-28's extension tells of status changes its own way (see docs/protocol.md).
         let tells = !meta.modern;
+        // A 2025-11-25 client that declared elicitation can be asked (`input_required`);
+        // 2026-07-28's extension asks through tasks/get and tasks/update, not served yet.
+        let asks = !meta.modern && self.0.questions.client_asks();
         tokio::spawn(async move {
             let token = created.token.clone();
             let env = session.0.env.next_turn();
             let deadline = Instant::now() + limit;
             // The task's limit replaces --timeout and the plugin's per-call limit.
-            let ctx = CallContext::new()
+            let mut ctx = CallContext::new()
                 .with_cancellation(token.clone())
                 .with_time_limit(limit)
                 .deadline_at(deadline);
+            let home = session.0.tasks.get();
+            if let Some(home) = home.filter(|_| asks) {
+                let outlet = Arc::new(TaskOutlet::new(Arc::clone(&session.0.notifier)));
+                home.askers()
+                    .insert(created.id.clone(), Arc::clone(&outlet));
+                let inner = SessionInteraction::for_task(
+                    Arc::clone(&session.0.questions),
+                    Notifier::new(Arc::clone(&outlet) as Arc<dyn super::Outlet>),
+                    token.clone(),
+                    session.0.catalog.asking.timeout,
+                    revision,
+                    created.id.clone(),
+                );
+                ctx = ctx.with_interaction(Arc::new(TaskAsker::new(
+                    inner,
+                    outlet,
+                    Arc::clone(&store),
+                    created.id.clone(),
+                    session.clone(),
+                )));
+            }
             let call = ToolCall {
                 id: created.id.clone(),
                 name: call.name,
                 arguments: call.arguments,
             };
             info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, task = %created.id, "tools/call as a task");
-            // A task has nobody to ask: a call that needs approval is refused, never run.
+            // Approval asks the user through the task (`input_required`); with nobody
+            // to ask, a call that needs approval is refused, never run. The question
+            // and the call together stay within the task's time limit.
             let run = async {
                 let policy = &session.0.catalog.asking.approval;
                 if policy.needs_approval(session.registry(), &call.name) {
                     policy
-                        .approve(session.registry(), &call.name, &call.arguments, None)
+                        .approve(
+                            session.registry(),
+                            &call.name,
+                            &call.arguments,
+                            ctx.interaction(),
+                        )
                         .await?;
                 }
                 session.registry().dispatch(&ctx, &call, &env).await
             };
-            let outcome = tracing::Instrument::instrument(run, logging::call_span(sink)).await;
+            let run = tracing::Instrument::instrument(run, logging::call_span(sink));
+            let outcome = tokio::time::timeout_at(deadline.into(), run)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError::TimedOut {
+                        tool: call.name.clone(),
+                        limit,
+                    })
+                });
+            if let Some(home) = home {
+                home.askers().remove(&created.id);
+            }
             if token.is_cancelled() {
                 store.stopped(created, "cancelled: the session ended");
                 return;

@@ -56,12 +56,14 @@ pub(crate) const TASK_PAGE_SIZE: usize = 100;
 pub(crate) const NO_SUCH_TASK: &str =
     "Invalid params: no such task (unknown, expired, or not started by this session); tasks/list gives this session's tasks";
 
-/// A task's state (MCP `TaskStatus`; this server never asks for input, so it has no
-/// `input_required`).
+/// A task's state (MCP `TaskStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     /// Running.
     Working,
+    /// Running, and waiting for its user's answer to a question (2025-11-25: the
+    /// question, an `elicitation/create`, is sent to the client).
+    InputRequired,
     /// Done; its result is kept.
     Completed,
     /// Done with an error (the tool's, its time limit, the result budget).
@@ -71,10 +73,16 @@ pub(crate) enum Status {
 }
 
 impl Status {
+    /// Whether the task's call still runs (working, or waiting for its user).
+    pub(crate) fn running(self) -> bool {
+        matches!(self, Status::Working | Status::InputRequired)
+    }
+
     /// Its name on the wire.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Working => "working",
+            Status::InputRequired => "input_required",
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
@@ -419,7 +427,7 @@ impl TaskStore {
         let taken = store.bytes;
         let fits = taken + result.len() <= self.max_bytes;
         let entry = store.tasks.get_mut(&created.id)?;
-        if entry.status != Status::Working {
+        if !entry.status.running() {
             // Cancelled meanwhile: its waiters learn it.
             drop(store);
             created.sender.send_replace(Some(Arc::new(Finished {
@@ -464,6 +472,22 @@ impl TaskStore {
         Some(task)
     }
 
+    /// Task `id` waits for its user's answer (`asking`: `input_required`) or goes on
+    /// (`working`): the task as it is now when that changed its status, for
+    /// `notifications/tasks/status`; `None` when it did not (an ended task stays ended).
+    pub(crate) fn set_asking(&self, id: &str, asking: bool) -> Option<Value> {
+        let mut store = self.lock();
+        let entry = store.tasks.get_mut(id)?;
+        let status = match (entry.status, asking) {
+            (Status::Working, true) => Status::InputRequired,
+            (Status::InputRequired, false) => Status::Working,
+            _ => return None,
+        };
+        entry.status = status;
+        entry.updated_at = SystemTime::now();
+        Some(entry.json(id))
+    }
+
     /// `tasks/get`: the caller's task `id` as MCP's `Task`.
     pub(crate) fn get(&self, owner: &str, id: &str) -> Option<Value> {
         let mut store = self.lock();
@@ -493,7 +517,7 @@ impl TaskStore {
         let Some(entry) = store.tasks.get_mut(id).filter(|entry| entry.owner == owner) else {
             return Err(CancelError::NotFound);
         };
-        if entry.status != Status::Working {
+        if !entry.status.running() {
             return Err(CancelError::Ended(entry.status));
         }
         entry.cancel.cancel();
@@ -522,7 +546,7 @@ impl TaskStore {
         let Some(entry) = store.tasks.get_mut(id) else {
             return false;
         };
-        if entry.status != Status::Working {
+        if !entry.status.running() {
             return entry.status == Status::Cancelled;
         }
         entry.status = Status::Cancelled;

@@ -541,3 +541,141 @@ async fn task_status_comes_on_the_sessions_get_stream() {
     );
     server.stop().await;
 }
+
+/// A 2025-11-25 task whose call asks its user, over HTTP without a GET stream: the task
+/// is `input_required`, the question comes on the event stream of the client's
+/// `tasks/result`, and the answer (POSTed as for any question) lets the call go on.
+#[tokio::test]
+async fn a_task_asks_its_user_on_the_tasks_result_stream() {
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolDefinition::new("confirm_me", "Asks first.", json!({"type": "object"}))
+                .with_task_support(toolhost::registry::TaskSupport::Optional),
+            |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                let Some(asker) = ctx.interaction() else {
+                    return Ok(ToolResult::new("nobody to ask"));
+                };
+                match asker.confirm("Go on?".to_owned()).await {
+                    Ok(true) => Ok(ToolResult::new("confirmed")),
+                    Ok(false) => Ok(ToolResult::new("declined")),
+                    Err(err) => Ok(ToolResult::new(format!("not asked: {err}"))),
+                }
+            },
+        )
+        .unwrap();
+    let server = HttpServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        stateful(),
+        Registries::shared(Arc::new(registry)),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let session = post(addr, &[], init).await.session();
+    let headers = [
+        (SESSION_HEADER, session.as_str()),
+        (PROTOCOL_HEADER, "2025-11-25"),
+    ];
+    let data = |body: &str| -> Value {
+        let body = body.trim();
+        let json = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data: "))
+            .unwrap_or(body);
+        serde_json::from_str(json).unwrap()
+    };
+    let created = data(&post(addr, &headers, &task_call(2, "confirm_me")).await.body);
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = Instant::now();
+    loop {
+        let got = data(
+            &post(addr, &headers, &on_task("tasks/get", 3, &task))
+                .await
+                .body,
+        );
+        if got["result"]["status"] == "input_required" {
+            break;
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never input_required"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // tasks/result, read as it streams.
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::post(MCP_PATH)
+        .header("host", format!("127.0.0.1:{}", addr.port()))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .header(PROTOCOL_HEADER, "2025-11-25")
+        .body(Full::new(Bytes::from(on_task("tasks/result", 4, &task))))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    let mut events = Vec::<Value>::new();
+    let mut next_event = async || -> Value {
+        loop {
+            if !events.is_empty() {
+                return events.remove(0);
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+                .await
+                .expect("an event in time")
+                .unwrap()
+                .unwrap();
+            let text = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
+            events.extend(
+                text.lines()
+                    .filter_map(|line| line.strip_prefix("data: "))
+                    .map(|json| serde_json::from_str::<Value>(json).unwrap()),
+            );
+        }
+    };
+    let question = next_event().await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "Go on?");
+    assert_eq!(
+        question["params"]["_meta"],
+        json!({"io.modelcontextprotocol/related-task": {"taskId": task}})
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {}}}).to_string();
+    assert_eq!(
+        post(addr, &headers, &answer).await.status,
+        StatusCode::ACCEPTED
+    );
+    let result = next_event().await;
+    assert_eq!(result["id"], 4, "{result}");
+    assert_eq!(
+        result["result"]["content"],
+        json!([{"type": "text", "text": "confirmed"}])
+    );
+    let got = data(
+        &post(addr, &headers, &on_task("tasks/get", 5, &task))
+            .await
+            .body,
+    );
+    assert_eq!(got["result"]["status"], "completed");
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(20), done)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
