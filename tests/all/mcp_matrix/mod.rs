@@ -263,7 +263,9 @@ fn expected(feature: Feature, revision: Revision, _transport: Transport) -> Stri
         Feature::Resources => r##"served: "# a\n" "doc a""##.into(),
         Feature::Templates => "served: file:///{path} plugin://docs/{id}".into(),
         Feature::Completion => r#"served: ["Ada","Alan"] ["a.md"]"#.into(),
-        Feature::Subscribe if modern => "error -32601".into(),
+        Feature::Subscribe if modern => {
+            "listen: notifications/resources/updated (source's resource); resources/subscribe error -32601".into()
+        }
         Feature::Subscribe => {
             "served: {}, then notifications/resources/updated (file and source's resource)".into()
         }

@@ -298,7 +298,7 @@ impl Session {
                             list_changed,
                             has_resources,
                         ));
-                        self.add_capabilities(&mut result["capabilities"], false);
+                        self.add_capabilities(&mut result["capabilities"]);
                         Ok(Bytes::from(result.to_string()))
                     }
                     ("resources/templates/list", _) if has_resources => {
@@ -332,7 +332,11 @@ impl Session {
                         Err(err) => Err(err),
                     },
                     ("subscriptions/listen", true) => {
-                        match conn.listen(&id, &params, &meta, list_changed) {
+                        let listened = self.listen_resources(&id, &params).and_then(|watch| {
+                            conn.listen(&id, &params, &meta, list_changed)
+                                .map(|subscription| subscription.watching(watch))
+                        });
+                        match listened {
                             Ok(subscription) => {
                                 return Step::Listen(PendingListen {
                                     registration: self.register(&id),
@@ -388,7 +392,7 @@ impl Session {
             catalog.list_changed,
             catalog.resources.is_some(),
         );
-        self.add_capabilities(&mut result["capabilities"], true);
+        self.add_capabilities(&mut result["capabilities"]);
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()
