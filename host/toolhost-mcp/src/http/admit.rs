@@ -31,10 +31,9 @@ use super::{
 pub(super) struct Caller {
     /// The name its token was given, if any.
     pub(super) client: Option<String>,
-    /// Whom the tasks it starts without a session belong to: `token:NAME` for a named
-    /// token, `token#N` for the file's Nth token without a name, `anyone` on a server
-    /// without tokens (every caller alike: the task id is then the only key).
-    pub(super) principal: String,
+    /// Which token it presented (its place in the token file), `None` on a server
+    /// without tokens: whom the tasks it starts without a session belong to.
+    pub(super) token: Option<usize>,
 }
 
 impl App {
@@ -79,7 +78,7 @@ impl App {
             conn.admitted(false);
             return Ok(Caller {
                 client: None,
-                principal: "anyone".to_owned(),
+                token: None,
             });
         };
         let presented = header_str(headers, "authorization").and_then(|value| {
@@ -112,13 +111,9 @@ impl App {
                 Some((index, client)) => {
                     // Authenticated: no connection without a token can take its slot.
                     conn.admitted(true);
-                    let principal = match &client.name {
-                        Some(name) => format!("token:{name}"),
-                        None => format!("token#{}", index + 1),
-                    };
                     Ok(Caller {
                         client: client.name,
-                        principal,
+                        token: Some(index),
                     })
                 }
                 None => {

@@ -26,7 +26,7 @@ use toolhost::registry::{Environment, Registry};
 
 use crate::limits::McpLimits;
 use crate::resources::FileResources;
-use crate::session::{Catalog, Counters, Session};
+use crate::session::{Catalog, Counters, Session, TaskOwner};
 use crate::tasks::TaskStore;
 
 /// The length of a session id: 64 hex digits.
@@ -382,13 +382,13 @@ impl Sessions {
     }
 
     /// A session for `info`; one without an id (a request standing alone) files its
-    /// tasks under `principal`, its caller.
+    /// tasks under `caller`.
     async fn build(
         &self,
         info: SessionInfo,
-        principal: Option<String>,
+        caller: Option<TaskOwner>,
     ) -> Result<Session, Refusal> {
-        let owner = info.id.clone().or(principal);
+        let owner = info.id.clone().map(TaskOwner::Session).or(caller);
         let env = Environment {
             session_id: info
                 .id
@@ -421,21 +421,19 @@ impl Sessions {
     }
 
     /// A session for one request standing alone (a stateless server's, or a
-    /// 2026-07-28 request without a session), whose tasks belong to `principal` (the
-    /// caller, [`Caller::principal`](super::admit::Caller)).
+    /// 2026-07-28 request without a session), whose tasks belong to the bearer token it
+    /// presented (`token`, its place in the token file; `None` without tokens).
     pub(crate) async fn ephemeral(
         &self,
         client: Option<&str>,
-        principal: String,
+        token: Option<usize>,
     ) -> Result<Session, Refusal> {
-        // Kept apart from session ids (64 hex digits) by the prefix.
-        let owner = format!("caller:{principal}");
         self.build(
             SessionInfo {
                 id: None,
                 client: client.map(str::to_owned),
             },
-            Some(owner),
+            Some(TaskOwner::Caller(token)),
         )
         .await
     }
@@ -443,7 +441,7 @@ impl Sessions {
     /// A new session for `client` (stateful mode).
     pub(crate) async fn create(&self, client: Option<&str>) -> Result<Session, Refusal> {
         let Some(key) = &self.settings.key else {
-            return self.ephemeral(client, "anyone".to_owned()).await;
+            return self.ephemeral(client, None).await;
         };
         self.make_room()?;
         let id = key

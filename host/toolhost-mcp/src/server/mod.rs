@@ -328,7 +328,7 @@ impl McpServer {
         let session = Session::with_catalog(Arc::clone(&self.catalog), self.session.clone());
         session.set_tasks(
             Arc::new(crate::tasks::TaskStore::new(&self.limits)),
-            self.session.session_id.clone(),
+            crate::session::TaskOwner::Session(self.session.session_id.clone()),
         );
         let notifier = Notifier::new(Arc::new(outbox.clone()));
         session.set_notifier(notifier.clone());

@@ -35,6 +35,7 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
+pub(crate) use tasks::TaskOwner;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

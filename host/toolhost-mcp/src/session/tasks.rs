@@ -102,16 +102,40 @@ pub(crate) const STATUS_BURST: f64 = 200.0;
 #[derive(Debug)]
 pub(crate) struct TaskHome {
     pub(super) store: Arc<TaskStore>,
-    /// The owner its tasks are filed under: the session id for a session that later
-    /// requests find again (stdio, HTTP with sessions); the authenticated caller for
-    /// HTTP requests without one (2026-07-28, a stateless server), so that every request
-    /// of one caller finds the caller's tasks and no other caller's.
-    pub(super) owner: String,
+    /// Whom its tasks are filed under.
+    pub(super) owner: TaskOwner,
     /// What is left of the session's `notifications/tasks/status` allowance, and when.
     told: Mutex<(f64, Instant)>,
     /// Where the questions of its tasks that may ask go, by task id, while their calls
     /// run (at most one per task holding a place).
     askers: Mutex<HashMap<String, Arc<TaskOutlet>>>,
+}
+
+/// Whom a session's tasks belong to ([`Session::set_tasks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TaskOwner {
+    /// The session, by its id: one that later requests find again (stdio, HTTP with
+    /// sessions).
+    Session(String),
+    /// The caller of an HTTP request without a session (2026-07-28, a stateless
+    /// server): the bearer token it presented, by its place in the token file (`None`
+    /// on a server without tokens: every caller alike), so that every request of one
+    /// caller finds the caller's tasks and no other caller's.
+    Caller(Option<usize>),
+}
+
+impl TaskOwner {
+    /// Its key in the [`TaskStore`]: made when a task method needs it, so a plain
+    /// call pays nothing for it. Callers' keys cannot meet session ids (hex, UUIDs).
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            TaskOwner::Session(id) => std::borrow::Cow::Borrowed(id),
+            TaskOwner::Caller(None) => std::borrow::Cow::Borrowed("caller:anyone"),
+            TaskOwner::Caller(Some(token)) => {
+                std::borrow::Cow::Owned(format!("caller:token#{token}"))
+            }
+        }
+    }
 }
 
 impl TaskHome {
@@ -137,9 +161,9 @@ impl TaskHome {
 
 impl Session {
     /// Offers tasks to this session's clients, kept in `store` (shared by the server's
-    /// sessions) under `owner` (see [`TaskHome::owner`]); only requests of the same
-    /// owner reach them. A session without one offers none.
-    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>, owner: String) {
+    /// sessions) under `owner`; only requests of the same owner reach them. A session
+    /// without one offers none.
+    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>, owner: TaskOwner) {
         // Set once, by the transport, before the first message.
         let _ = self.0.tasks.set(TaskHome {
             store,
@@ -277,7 +301,7 @@ impl Session {
                 )))
             }
         };
-        let created = match store.create(&home.owner, ttl, &self.0.closed) {
+        let created = match store.create(&home.owner.key(), ttl, &self.0.closed) {
             Ok(created) => created,
             Err(err) => {
                 debug!(target: LOG_TARGET, request = %id, "task refused: {err}");
@@ -421,7 +445,8 @@ impl Session {
         params: &Params,
         meta: RequestMeta,
     ) -> Step {
-        let (store, owner) = (&home.store, home.owner.as_str());
+        let key = home.owner.key();
+        let (store, owner) = (&home.store, &*key);
         let reply = |result: Value| {
             Step::Reply(Message::response(
                 &id,

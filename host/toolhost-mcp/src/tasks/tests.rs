@@ -15,7 +15,7 @@ use toolhost::registry::{
 use super::TaskStore;
 use crate::jsonrpc::parse_line;
 use crate::limits::McpLimits;
-use crate::session::{CallLimiter, Notifier, Session, Step};
+use crate::session::{CallLimiter, Notifier, Session, Step, TaskOwner};
 
 /// Calls of `spin` that are running now.
 #[derive(Default)]
@@ -120,7 +120,7 @@ fn session_with(registry: &Arc<Registry>, store: &Arc<TaskStore>, id: &str) -> S
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(store), id.to_owned());
+    session.set_tasks(Arc::clone(store), TaskOwner::Session(id.to_owned()));
     let reply = reply(
         &session,
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
@@ -518,7 +518,7 @@ async fn older_revisions_have_no_tasks() {
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(&store), "s".to_owned());
+    session.set_tasks(Arc::clone(&store), TaskOwner::Session("s".to_owned()));
     let init = reply(
         &session,
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
@@ -553,7 +553,7 @@ async fn modern_requests_use_the_tasks_extension() {
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(&store), "s".to_owned());
+    session.set_tasks(Arc::clone(&store), TaskOwner::Session("s".to_owned()));
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#;
     let discover = reply(
         &session,
