@@ -87,7 +87,7 @@ fn plugin_tasks_over_stdio() {
     let (result, later) = request(&mut server, 4, "tasks/result", json!({"taskId": task}));
     // Its end is told once, before or after the client asks for the result.
     told.extend(later);
-    assert_eq!(told, [(task.clone(), json!("completed"))]);
+    assert_eq!(told, [(task, json!("completed"))]);
     assert_eq!(
         result["result"]["content"][0]["text"], "Hello, Ada!",
         "{result}"
@@ -120,7 +120,7 @@ fn plugin_tasks_over_stdio() {
     assert_eq!(full["error"]["code"], -32000, "{full}");
     let (result, later) = request(&mut server, 8, "tasks/result", json!({"taskId": task}));
     told.extend(later);
-    assert_eq!(told, [(task.clone(), json!("failed"))]);
+    assert_eq!(told, [(task, json!("failed"))]);
     assert_eq!(result["result"]["isError"], true, "{result}");
     assert_eq!(
         result["result"]["content"][0]["text"],
