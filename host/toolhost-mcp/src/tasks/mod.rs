@@ -5,8 +5,11 @@
 //! extension `io.modelcontextprotocol/tasks`, offered under the same methods.
 //!
 //! A [`TaskStore`] keeps the tasks of every session of one server, each owned by the
-//! session that started it: another session's task id is answered exactly as an unknown
-//! one. What it keeps is bounded ([`McpLimits`](crate::McpLimits)):
+//! session that started it (over HTTP without a session: by the bearer token of the
+//! request that started it): another owner's task id is answered exactly as an unknown
+//! one. A task's status changes are told to its session (`notifications/tasks/status`),
+//! and while its call waits for its user's answer it is `input_required`. What it keeps
+//! is bounded ([`McpLimits`](crate::McpLimits)); "session" below is an owner:
 //! - a task holds a place while it works and while it keeps a completed result; at most
 //!   `max_tasks` places in all and `max_tasks_per_session` per session. A task that
 //!   failed (its time limit, a tool error) or was cancelled gives its place back at
