@@ -340,6 +340,14 @@ impl Session {
         // A 2025-11-25 client that declared elicitation can be asked (`input_required`);
         // 2026-07-28's extension asks through tasks/get and tasks/update, not served yet.
         let asks = !meta.modern && self.0.questions.client_asks();
+        // Registered before the task is answered, so a tasks/result that comes at once
+        // finds where its questions go.
+        let outlet = self.0.tasks.get().filter(|_| asks).map(|home| {
+            let outlet = Arc::new(TaskOutlet::new(Arc::clone(&self.0.notifier)));
+            home.askers()
+                .insert(created.id.clone(), Arc::clone(&outlet));
+            outlet
+        });
         tokio::spawn(async move {
             let token = created.token.clone();
             let env = session.0.env.next_turn();
@@ -350,10 +358,7 @@ impl Session {
                 .with_time_limit(limit)
                 .deadline_at(deadline);
             let home = session.0.tasks.get();
-            if let Some(home) = home.filter(|_| asks) {
-                let outlet = Arc::new(TaskOutlet::new(Arc::clone(&session.0.notifier)));
-                home.askers()
-                    .insert(created.id.clone(), Arc::clone(&outlet));
+            if let Some(outlet) = outlet {
                 let inner = SessionInteraction::for_task(
                     Arc::clone(&session.0.questions),
                     Notifier::new(Arc::clone(&outlet) as Arc<dyn super::Outlet>),

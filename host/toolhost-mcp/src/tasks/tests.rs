@@ -783,7 +783,8 @@ async fn status_notifications_are_dropped_not_waited_for_and_rate_bounded() {
     assert_eq!(done["result"]["isError"], false);
     assert_eq!(told.taken(), Vec::<Value>::new());
     told.full.store(false, Ordering::SeqCst);
-    // 1,000 tasks ending at once: the burst (200) and what the rate (50/s) refilled.
+    // 1,000 tasks ending at once: the burst (200, less the one the full client lost)
+    // and what the rate (50/s) refilled.
     let started = std::time::Instant::now();
     let ids: Vec<String> = (0..1000)
         .map(|n| task_id(&start(&session, 10 + n, "echo")))
@@ -796,7 +797,7 @@ async fn status_notifications_are_dropped_not_waited_for_and_rate_bounded() {
     let count = told.taken().len();
     let most = 200 + (elapsed * 50.0).ceil() as usize;
     assert!(
-        (200..=most).contains(&count),
+        (199..=most).contains(&count),
         "{count} told in {elapsed} s (at most {most})"
     );
 }
