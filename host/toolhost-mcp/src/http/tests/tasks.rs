@@ -545,8 +545,8 @@ async fn task_status_comes_on_the_sessions_get_stream() {
 /// A 2025-11-25 task whose call asks its user, over HTTP without a GET stream: the task
 /// is `input_required`, the question comes on the event stream of the client's
 /// `tasks/result`, and the answer (POSTed as for any question) lets the call go on.
-#[tokio::test]
-async fn a_task_asks_its_user_on_the_tasks_result_stream() {
+/// `confirm_me`: asks "Go on?" and answers how the user answered (optional as a task).
+fn asking_registry() -> Arc<Registry> {
     let registry = Registry::new();
     registry
         .register(
@@ -564,10 +564,16 @@ async fn a_task_asks_its_user_on_the_tasks_result_stream() {
             },
         )
         .unwrap();
+    Arc::new(registry)
+}
+
+#[tokio::test]
+async fn a_task_asks_its_user_on_the_tasks_result_stream() {
+    let registry = asking_registry();
     let server = HttpServer::bind(
         "127.0.0.1:0".parse().unwrap(),
         stateful(),
-        Registries::shared(Arc::new(registry)),
+        Registries::shared(registry),
     )
     .await
     .unwrap();
@@ -672,6 +678,86 @@ async fn a_task_asks_its_user_on_the_tasks_result_stream() {
             .body,
     );
     assert_eq!(got["result"]["status"], "completed");
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(20), done)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+/// Another session cannot take a task's question: its tasks/result of the task is an
+/// unknown id (no question on its stream), and its answer to the question's id is
+/// ignored; the task still waits for its own user.
+#[tokio::test]
+async fn another_session_neither_sees_nor_answers_a_tasks_question() {
+    let server = HttpServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        stateful(),
+        Registries::shared(asking_registry()),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (alice, mallory) = (
+        post(addr, &[], init).await.session(),
+        post(addr, &[], init).await.session(),
+    );
+    let on = |session: &str| {
+        [
+            (SESSION_HEADER, session.to_owned()),
+            (PROTOCOL_HEADER, "2025-11-25".to_owned()),
+        ]
+    };
+    let ask = async |session: &str, body: &str| -> (StatusCode, String) {
+        let headers = on(session);
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let reply = post(addr, &headers, body).await;
+        (reply.status, reply.body)
+    };
+    let data = |body: &str| -> Value {
+        let body = body.trim();
+        let json = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data: "))
+            .unwrap_or(body);
+        serde_json::from_str(json).unwrap()
+    };
+    let created = data(&ask(&alice, &task_call(2, "confirm_me")).await.1);
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = Instant::now();
+    while data(&ask(&alice, &on_task("tasks/get", 3, &task)).await.1)["result"]["status"]
+        != "input_required"
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never input_required"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Mallory's tasks/result: the unknown-id answer, as plain JSON (no stream, no question).
+    let (status, body) = ask(&mallory, &on_task("tasks/result", 4, &task)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(data(&body), no_such_task_for(4), "{body}");
+    assert!(!body.contains("elicitation/create"), "{body}");
+    // Her answer to the id the question would have (the session's first): ignored.
+    for id in ["toolhost-ask-0", "1", "0"] {
+        let forged =
+            json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {}}})
+                .to_string();
+        assert_eq!(ask(&mallory, &forged).await.0, StatusCode::ACCEPTED);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let got = data(&ask(&alice, &on_task("tasks/get", 5, &task)).await.1);
+    assert_eq!(got["result"]["status"], "input_required", "{got}");
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(20), done)
         .await
