@@ -121,6 +121,10 @@ pub(crate) enum TaskOwner {
     /// server): the bearer token it presented, by its place in the token file (`None`
     /// on a server without tokens: every caller alike), so that every request of one
     /// caller finds the caller's tasks and no other caller's.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "made by the HTTP transport")
+    )]
     Caller(Option<usize>),
 }
 
