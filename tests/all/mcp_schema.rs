@@ -479,18 +479,26 @@ async fn task_messages_fit_the_2025_11_25_schema() {
     let serving = tokio::spawn(async move { server.serve(server_read, server_write).await });
     let (read, mut write) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
+    // The status notifications that come between the answers.
+    let told = std::cell::RefCell::new(Vec::<Value>::new());
     let mut ask = async |id: u64, method: &str, params: Value| -> Value {
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         write
             .write_all(format!("{line}\n").as_bytes())
             .await
             .unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("an answer")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap()
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+                .await
+                .expect("an answer")
+                .unwrap()
+                .expect("a line");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("id").is_some() {
+                return message;
+            }
+            told.borrow_mut().push(message);
+        }
     };
     let init = ask(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})).await;
     schema.check("InitializeResult", &init["result"]);
@@ -536,6 +544,24 @@ async fn task_messages_fit_the_2025_11_25_schema() {
     let plain = ask(10, "tools/call", json!({"name": "wait"})).await;
     schema.check("JSONRPCErrorResponse", &plain);
     assert_eq!(plain["error"]["code"], -32601);
+    // One notifications/tasks/status per change: nap completed, wait cancelled.
+    let told = told.take();
+    let changes: Vec<(&Value, &Value)> = told
+        .iter()
+        .map(|note| (&note["params"]["taskId"], &note["params"]["status"]))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (&task, &json!("completed")),
+            (&waiting["result"]["task"]["taskId"], &json!("cancelled"))
+        ],
+        "{told:?}"
+    );
+    for note in &told {
+        schema.check("JSONRPCNotification", note);
+        schema.check("TaskStatusNotification", note);
+    }
     write.shutdown().await.unwrap();
     drop(lines);
     serving.await.unwrap().unwrap();

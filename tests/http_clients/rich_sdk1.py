@@ -3,7 +3,9 @@ serve --http` with a root, the conformance plugin (plugins/conformance, its mani
 --plugin-ask) and --confirm write_file: the same checks as rich_sdk2.py, on the newest
 revision 1.x speaks (2025-11-25, initialize; the server asks through `elicitation/create`),
 plus a task: `session.experimental.call_tool_as_task`, polled with `poll_task` to its
-result (`get_task_result`), then `list_tasks` and a refused `cancel_task` of the ended task.
+result (`get_task_result`), then `list_tasks` and a refused `cancel_task` of the ended task;
+and a task whose tool asks its user (`input_required`; the question comes through the
+client's elicitation callback, tied to the task, and the answer reaches the result).
 
     python rich_sdk1.py URL ROOT [--expect-tasks]
 
@@ -184,6 +186,33 @@ async def tasks(session, init, expect_tasks):
         check(e.error.code == -32602, f"{ERA}: tasks/cancel of an ended task is refused with -32602 ({e.error.message})")
 
 
+async def task_asks(session, user):
+    """A tool run as a task asks its user: the question (tied to the task) reaches the
+    user through the client, the task is working or input_required meanwhile, and the
+    answer reaches the tool's result."""
+    user.answer = {"username": "ada", "email": "ada@example.com"}
+    user.asked.clear()
+    created = await session.experimental.call_tool_as_task("test_elicitation", {"message": "Who runs this task?"}, ttl=60000)
+    task_id = created.task.taskId
+    statuses = []
+    with anyio.fail_after(20):
+        async for status in session.experimental.poll_task(task_id):
+            statuses.append(status.status)
+            if status.status == "input_required":
+                # MCP: the requestor calls tasks/result, through which the question comes.
+                break
+    check(set(statuses) <= {"working", "input_required", "completed"}, f"{ERA}: a task that asks is working or input_required until it ends ({statuses})")
+    with anyio.fail_after(20):
+        result = await session.experimental.get_task_result(task_id, types.CallToolResult)
+    check(len(user.asked) == 1 and user.asked[0].message == "Who runs this task?", f"{ERA}: the task's question reached the user once")
+    meta = user.asked[0].meta
+    related = meta.model_dump(by_alias=True).get("io.modelcontextprotocol/related-task", {}) if meta is not None else {}
+    check(related.get("taskId") == task_id, f"{ERA}: the question names its task in _meta ({related})")
+    check(texts(result) == ['User response: action=accept, content={"email":"ada@example.com","username":"ada"}'], f"{ERA}: the answer reaches the task's result {texts(result)}")
+    got = await session.experimental.get_task(task_id)
+    check(got.status == "completed", f"{ERA}: the task completed ({got.status})")
+
+
 async def main():
     url, root = sys.argv[1], sys.argv[2]
     expect_tasks = "--expect-tasks" in sys.argv[3:]
@@ -202,6 +231,8 @@ async def main():
             await elicitation(session, user)
             await approval(session, user, root)
             await tasks(session, init, expect_tasks)
+            if init.capabilities.tasks is not None:
+                await task_asks(session, user)
     print("python sdk 1.x: all checks passed", flush=True)
 
 

@@ -231,6 +231,8 @@ impl McpLimits {
 
     /// Tasks kept at once for one session: [`DEFAULT_MAX_TASKS_PER_SESSION`] (64) by
     /// default, at least 1 (and never more than [`McpLimits::max_tasks`] in effect).
+    /// Over HTTP without a session (2026-07-28 requests, a stateless server) the bound
+    /// is per bearer token (per server without tokens).
     #[must_use]
     pub fn with_max_tasks_per_session(mut self, tasks: NonZeroUsize) -> Self {
         self.max_tasks_per_session = tasks;

@@ -416,6 +416,7 @@ pub(super) fn notification_def(method: &str) -> &'static str {
         "notifications/cancelled" => "CancelledNotification",
         "notifications/prompts/list_changed" => "PromptListChangedNotification",
         "notifications/resources/list_changed" => "ResourceListChangedNotification",
+        "notifications/tasks/status" => "TaskStatusNotification",
         other => panic!("unexpected notification {other}"),
     }
 }

@@ -124,6 +124,25 @@ pub(super) async fn completion(c: &mut Client) -> String {
 }
 
 pub(super) async fn subscribe(c: &mut Client) -> String {
+    if c.revision.is_modern() {
+        // 2026-07-28: no resources/subscribe; subscriptions/listen names the resources.
+        assert!(declared(c, "/resources/subscribe"), "{}", c.capabilities);
+        let notifications = json!({"resourceSubscriptions": ["plugin://docs/a"]});
+        let heard = listen(c, notifications, |registry| {
+            registry
+                .catalog()
+                .replace("docs", Some(Arc::new(Prompts)), Some(Arc::new(Docs)), None)
+                .unwrap();
+        })
+        .await;
+        let answer = c
+            .request("resources/subscribe", json!({"uri": "file:///a.md"}))
+            .await;
+        return format!(
+            "listen: {heard} (source's resource); resources/subscribe {}",
+            code(&answer)
+        );
+    }
     let answer = c
         .request("resources/subscribe", json!({"uri": "file:///a.md"}))
         .await;

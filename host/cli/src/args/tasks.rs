@@ -28,7 +28,8 @@ pub struct TaskArgs {
     /// task frees its place at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_TASKS, value_parser = parse_max_tasks)]
     pub max_tasks: NonZeroUsize,
-    /// Most tasks kept at once for one session (one stdio client, one HTTP session).
+    /// Most tasks kept at once for one session (one stdio client, one HTTP session; for
+    /// HTTP requests without a session, 2026-07-28 or --stateless, one bearer token).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_TASKS_PER_SESSION, value_parser = parse_max_tasks)]
     pub max_tasks_per_session: NonZeroUsize,
     /// Bytes of task results kept at once for the whole server; a result that does not

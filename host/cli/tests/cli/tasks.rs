@@ -1,8 +1,36 @@
 //! End to end: MCP tasks from `host run`, for plugins whose manifest allows them.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::mcp::Server;
+
+/// `server.request`, reading past the `notifications/tasks/status` that come meanwhile
+/// (a task ending is told to the session): the response and the (task, status) told.
+fn request(
+    server: &mut Server,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> (Value, Vec<(Value, Value)>) {
+    server.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    let mut told = Vec::new();
+    loop {
+        let message = server.receive();
+        if message["method"] == "notifications/tasks/status" {
+            told.push((
+                message["params"]["taskId"].clone(),
+                message["params"]["status"].clone(),
+            ));
+            continue;
+        }
+        assert_eq!(
+            message["id"],
+            json!(id),
+            "response to the wrong request: {message}"
+        );
+        return (message, told);
+    }
+}
 
 #[test]
 fn plugin_tasks_over_stdio() {
@@ -33,16 +61,13 @@ fn plugin_tasks_over_stdio() {
             "2",
         ],
     );
-    let init = server.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-    );
+    let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let init = request(&mut server, 1, "initialize", hello).0;
     assert!(
         init["result"]["capabilities"]["tasks"].is_object(),
         "{init}"
     );
-    let list = server.request(2, "tools/list", json!({}));
+    let list = request(&mut server, 2, "tools/list", json!({})).0;
     for tool in list["result"]["tools"].as_array().unwrap() {
         let expected = match tool["name"].as_str().unwrap() {
             "greet" => json!({"taskSupport": "optional"}),
@@ -52,13 +77,17 @@ fn plugin_tasks_over_stdio() {
         assert_eq!(tool["execution"], expected, "{tool}");
     }
     // A task of greet, then its result.
-    let created = server.request(
+    let (created, mut told) = request(
+        &mut server,
         3,
         "tools/call",
         json!({"name": "greet", "arguments": {"name": "Ada"}, "task": {}}),
     );
     let task = created["result"]["task"]["taskId"].clone();
-    let result = server.request(4, "tasks/result", json!({"taskId": task}));
+    let (result, later) = request(&mut server, 4, "tasks/result", json!({"taskId": task}));
+    // Its end is told once, before or after the client asks for the result.
+    told.extend(later);
+    assert_eq!(told, [(task, json!("completed"))]);
     assert_eq!(
         result["result"]["content"][0]["text"], "Hello, Ada!",
         "{result}"
@@ -66,22 +95,53 @@ fn plugin_tasks_over_stdio() {
     // The loop runs only as a task, stopped at its manifest's task limit (below the
     // plugin's per-call 5 s), and then frees its place (greet's completed result keeps
     // the other of the session's two).
-    let plain = server.request(5, "tools/call", json!({"name": "hostile_loop"}));
+    let plain = request(
+        &mut server,
+        5,
+        "tools/call",
+        json!({"name": "hostile_loop"}),
+    )
+    .0;
     assert_eq!(plain["error"]["code"], -32601, "{plain}");
-    let looping = server.request(6, "tools/call", json!({"name": "hostile_loop", "task": {}}));
+    let (looping, mut told) = request(
+        &mut server,
+        6,
+        "tools/call",
+        json!({"name": "hostile_loop", "task": {}}),
+    );
     let task = looping["result"]["task"]["taskId"].clone();
-    let full = server.request(7, "tools/call", json!({"name": "greet", "task": {}}));
+    let (full, later) = request(
+        &mut server,
+        7,
+        "tools/call",
+        json!({"name": "greet", "task": {}}),
+    );
+    told.extend(later);
     assert_eq!(full["error"]["code"], -32000, "{full}");
-    let result = server.request(8, "tasks/result", json!({"taskId": task}));
+    let (result, later) = request(&mut server, 8, "tasks/result", json!({"taskId": task}));
+    told.extend(later);
+    assert_eq!(told, [(task, json!("failed"))]);
     assert_eq!(result["result"]["isError"], true, "{result}");
     assert_eq!(
         result["result"]["content"][0]["text"],
         "hostile_loop: the task ran past its time limit of 300ms and was stopped; ask for less work per task, or have the operator raise --task-timeout"
     );
-    let again = server.request(9, "tools/call", json!({"name": "greet", "task": {}}));
+    let again = request(
+        &mut server,
+        9,
+        "tools/call",
+        json!({"name": "greet", "task": {}}),
+    )
+    .0;
     assert!(again["result"]["task"].is_object(), "{again}");
     // A built-in tool runs only as a plain call.
-    let builtin = server.request(10, "tools/call", json!({"name": "list_files", "task": {}}));
+    let builtin = request(
+        &mut server,
+        10,
+        "tools/call",
+        json!({"name": "list_files", "task": {}}),
+    )
+    .0;
     assert_eq!(builtin["error"]["code"], -32601, "{builtin}");
     let (code, _, _) = server.finish();
     assert_eq!(code, Some(0));

@@ -26,14 +26,24 @@ use super::{
     PROTOCOL_HEADER, SESSION_HEADER,
 };
 
+/// Who sent a request that passed the checks ([`App::admit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Caller {
+    /// The name its token was given, if any.
+    pub(super) client: Option<String>,
+    /// Which token it presented (its place in the token file), `None` on a server
+    /// without tokens: whom the tasks it starts without a session belong to.
+    pub(super) token: Option<usize>,
+}
+
 impl App {
-    /// The Host, Origin and token checks; the client when they pass.
+    /// The Host, Origin and token checks; the caller when they pass.
     pub(super) fn admit(
         &self,
         headers: &HeaderMap,
         uri: &axum::http::Uri,
         conn: &HttpConnection,
-    ) -> Result<Option<String>, Rejection> {
+    ) -> Result<Caller, Rejection> {
         if let Some(hosts) = &self.hosts {
             // The Host header when there is one (HTTP/1.1), else the authority (HTTP/2).
             let host = match headers.get(header::HOST) {
@@ -66,7 +76,10 @@ impl App {
         let Some(tokens) = &self.tokens else {
             // The connection now holds a slot a flood of new ones only takes when idle.
             conn.admitted(false);
-            return Ok(None);
+            return Ok(Caller {
+                client: None,
+                token: None,
+            });
         };
         let presented = header_str(headers, "authorization").and_then(|value| {
             let (scheme, token) = value.trim().split_once(' ')?;
@@ -94,11 +107,14 @@ impl App {
                     None,
                 )
             }
-            Some(token) => match tokens.check(token) {
-                Some(client) => {
+            Some(token) => match tokens.identify(token) {
+                Some((index, client)) => {
                     // Authenticated: no connection without a token can take its slot.
                     conn.admitted(true);
-                    Ok(client.name)
+                    Ok(Caller {
+                        client: client.name,
+                        token: Some(index),
+                    })
                 }
                 None => {
                     warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
@@ -143,7 +159,8 @@ impl App {
         let headers = &parts.headers;
         let client = self
             .admit(headers, &parts.uri, conn)
-            .map_err(|response| *response)?;
+            .map_err(|response| *response)?
+            .client;
         if !self.sessions.stateful() {
             return Err(no_sessions(method));
         }

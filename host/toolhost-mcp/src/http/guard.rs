@@ -199,14 +199,23 @@ impl Tokens {
     /// The client whose token `presented` is, in time independent of which token (if
     /// any) matches and of where a mismatch starts.
     pub fn check(&self, presented: &str) -> Option<Client> {
+        self.identify(presented).map(|(_, client)| client)
+    }
+
+    /// As [`Tokens::check`], with which token matched: its place in the file (0 for
+    /// the first), which tells apart unnamed tokens (tasks are bound to it).
+    pub(crate) fn identify(&self, presented: &str) -> Option<(usize, Client)> {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let mut found = None;
-        for token in &self.tokens {
+        for (index, token) in self.tokens.iter().enumerate() {
             let equal: bool = token.digest.ct_eq(&digest).into();
             if equal {
-                found = Some(Client {
-                    name: token.client.clone(),
-                });
+                found = Some((
+                    index,
+                    Client {
+                        name: token.client.clone(),
+                    },
+                ));
             }
         }
         found

@@ -31,8 +31,8 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let conn = HttpConnection::of(request.extensions_mut());
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let client = match app.admit(headers, &parts.uri, &conn) {
-        Ok(client) => client,
+    let (client, token) = match app.admit(headers, &parts.uri, &conn) {
+        Ok(caller) => (caller.client, caller.token),
         Err(response) => return *response,
     };
     let content_type = header_str(headers, "content-type").unwrap_or_default();
@@ -93,7 +93,7 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let modern =
         revision.is_some_and(Revision::is_modern) && header_str(headers, SESSION_HEADER).is_none();
     let (session, new_id) = if !app.sessions.stateful() || modern {
-        match app.sessions.ephemeral(client.as_deref()).await {
+        match app.sessions.ephemeral(client.as_deref(), token).await {
             Ok(session) => (session, None),
             Err(refusal) => return session_refusal(refusal),
         }

@@ -26,7 +26,7 @@ use toolhost::registry::{Environment, Registry};
 
 use crate::limits::McpLimits;
 use crate::resources::FileResources;
-use crate::session::{Catalog, Counters, Session};
+use crate::session::{Catalog, Counters, Session, TaskOwner};
 use crate::tasks::TaskStore;
 
 /// The length of a session id: 64 hex digits.
@@ -381,8 +381,14 @@ impl Sessions {
         self.settings.key.is_some()
     }
 
-    async fn build(&self, info: SessionInfo) -> Result<Session, Refusal> {
-        let lasting = info.id.is_some();
+    /// A session for `info`; one without an id (a request standing alone) files its
+    /// tasks under `caller`.
+    async fn build(
+        &self,
+        info: SessionInfo,
+        caller: Option<TaskOwner>,
+    ) -> Result<Session, Refusal> {
+        let owner = info.id.clone().map(TaskOwner::Session).or(caller);
         let env = Environment {
             session_id: info
                 .id
@@ -406,36 +412,49 @@ impl Sessions {
             }
         };
         let session = Session::with_catalog_under(catalog, env, self.stop.child_token());
-        // Only a session a later request finds again can fetch a task's result.
-        if lasting {
-            session.set_tasks(Arc::clone(&self.tasks));
+        // A session's tasks are its own; a request without one files them under its
+        // caller, so the caller's later requests find them (and nobody else's do).
+        if let Some(owner) = owner {
+            session.set_tasks(Arc::clone(&self.tasks), owner);
         }
         Ok(session)
     }
 
-    /// A session for one stateless request.
-    pub(crate) async fn ephemeral(&self, client: Option<&str>) -> Result<Session, Refusal> {
-        self.build(SessionInfo {
-            id: None,
-            client: client.map(str::to_owned),
-        })
+    /// A session for one request standing alone (a stateless server's, or a
+    /// 2026-07-28 request without a session), whose tasks belong to the bearer token it
+    /// presented (`token`, its place in the token file; `None` without tokens).
+    pub(crate) async fn ephemeral(
+        &self,
+        client: Option<&str>,
+        token: Option<usize>,
+    ) -> Result<Session, Refusal> {
+        self.build(
+            SessionInfo {
+                id: None,
+                client: client.map(str::to_owned),
+            },
+            Some(TaskOwner::Caller(token)),
+        )
         .await
     }
 
     /// A new session for `client` (stateful mode).
     pub(crate) async fn create(&self, client: Option<&str>) -> Result<Session, Refusal> {
         let Some(key) = &self.settings.key else {
-            return self.ephemeral(client).await;
+            return self.ephemeral(client, None).await;
         };
         self.make_room()?;
         let id = key
             .issue(client)
             .map_err(|err| Refusal::Setup(err.to_string()))?;
         let session = self
-            .build(SessionInfo {
-                id: Some(id.clone()),
-                client: client.map(str::to_owned),
-            })
+            .build(
+                SessionInfo {
+                    id: Some(id.clone()),
+                    client: client.map(str::to_owned),
+                },
+                None,
+            )
             .await?;
         self.insert(id.clone(), session.clone());
         info!(session_id = %id, client = client.unwrap_or("-"), "session opened");
@@ -456,10 +475,13 @@ impl Sessions {
         }
         self.make_room()?;
         let session = self
-            .build(SessionInfo {
-                id: Some(id.to_owned()),
-                client: client.map(str::to_owned),
-            })
+            .build(
+                SessionInfo {
+                    id: Some(id.to_owned()),
+                    client: client.map(str::to_owned),
+                },
+                None,
+            )
             .await?;
         info!(session_id = %id, "session resumed from its id (opened by another process, or forgotten while idle)");
         // Two requests may rebuild it at once: the first one in wins.

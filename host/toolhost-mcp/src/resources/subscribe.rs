@@ -1,6 +1,8 @@
 //! `resources/subscribe` and `resources/unsubscribe` of files under the root (legacy
 //! era, with `--watch`): one session's subscribed files ([`Subscribed`]) and the poller
-//! that tells the client when one changes.
+//! that tells the client when one changes. A 2026-07-28 `subscriptions/listen` naming
+//! resources (`resourceSubscriptions`) holds a [`Subscribed`] of its own, under the
+//! same cap, polled while the listen is open.
 //!
 //! A session subscribes to at most [`MAX_RESOURCE_SUBSCRIPTIONS`] files (a URI already
 //! subscribed takes no more room; past the cap `-32602` until one is dropped). A URI is

@@ -326,7 +326,10 @@ impl McpServer {
     ) -> Result<(), ServeError> {
         let mut tasks = JoinSet::new();
         let session = Session::with_catalog(Arc::clone(&self.catalog), self.session.clone());
-        session.set_tasks(Arc::new(crate::tasks::TaskStore::new(&self.limits)));
+        session.set_tasks(
+            Arc::new(crate::tasks::TaskStore::new(&self.limits)),
+            crate::session::TaskOwner::Session(self.session.session_id.clone()),
+        );
         let notifier = Notifier::new(Arc::new(outbox.clone()));
         session.set_notifier(notifier.clone());
         let limiter = CallLimiter::with_counters(&self.limits, Arc::clone(&self.counters));

@@ -127,7 +127,9 @@ impl PendingCall {
                     .await
             }
             Work::TaskResult(wait) => {
-                return wait.run(self.registration, &self.id, &self.meta).await
+                return wait
+                    .run(self.registration, &self.id, &self.meta, notifier)
+                    .await
             }
         };
         let session = self.registration.session.clone();

@@ -21,6 +21,7 @@ use crate::elicit::{
 };
 use crate::jsonrpc::{RequestId, ResponseBody};
 use crate::revision::Revision;
+use crate::tasks::RELATED_TASK;
 
 /// How one call asks its client's user. Made per call, only for a client that declared
 /// elicitation; the call's tools reach it through
@@ -47,6 +48,9 @@ struct Asker {
     elicits: bool,
     /// The client declared sampling: its model can be asked.
     samples: bool,
+    /// The task the call runs as, named in each question's
+    /// `_meta["io.modelcontextprotocol/related-task"]`.
+    task: Option<String>,
 }
 
 impl std::fmt::Debug for Asker {
@@ -101,6 +105,34 @@ impl SessionInteraction {
             sampled: AtomicUsize::new(0),
             elicits,
             samples,
+            task: None,
+        }))
+    }
+
+    /// The interaction of the call task `task` runs, whose client declared elicitation:
+    /// as [`SessionInteraction::new`], its questions tied to the task
+    /// (`_meta["io.modelcontextprotocol/related-task"]`). A task's call does not sample:
+    /// nobody reviews a model request made in the background.
+    pub(crate) fn for_task(
+        questions: Arc<Questions>,
+        notifier: Notifier,
+        token: CancellationToken,
+        timeout: Duration,
+        revision: Revision,
+        task: String,
+    ) -> Self {
+        Self(Arc::new(Asker {
+            questions,
+            notifier,
+            token,
+            timeout,
+            revision,
+            busy: AtomicBool::new(false),
+            asked: AtomicUsize::new(0),
+            sampled: AtomicUsize::new(0),
+            elicits: true,
+            samples: false,
+            task: Some(task),
         }))
     }
 }
@@ -147,7 +179,10 @@ impl Asker {
             return Err(InteractionError::Unsupported(NOBODY_TO_ASK.to_owned()));
         }
         self.connected()?;
-        let params = question_params(self.revision, message, schema)?;
+        let mut params = question_params(self.revision, message, schema)?;
+        if let Some(task) = &self.task {
+            params["_meta"] = serde_json::json!({ RELATED_TASK: { "taskId": task } });
+        }
         let body = self
             .exchange(Asked::User, &params, &self.asked, || {
                 format!(

@@ -26,6 +26,7 @@ mod message;
 mod notifier;
 mod offer;
 mod state;
+mod task_asking;
 mod tasks;
 
 use calls::Work;
@@ -34,6 +35,7 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
+pub(crate) use tasks::TaskOwner;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -98,8 +100,9 @@ struct Inner {
     questions: Arc<Questions>,
     /// The files it subscribed to (`resources/subscribe`).
     subscribed: crate::resources::subscribe::Subscribed,
-    /// Where its tasks are kept, when it offers tasks ([`Session::set_tasks`]).
-    tasks: OnceLock<Arc<crate::tasks::TaskStore>>,
+    /// Where its tasks are kept and whose they are, when it offers tasks
+    /// ([`Session::set_tasks`]).
+    tasks: OnceLock<tasks::TaskHome>,
 }
 
 /// One MCP session: its id, the registry it serves, its calls in flight, the protocol
@@ -296,7 +299,7 @@ impl Session {
                             list_changed,
                             has_resources,
                         ));
-                        self.add_capabilities(&mut result["capabilities"], false);
+                        self.add_capabilities(&mut result["capabilities"]);
                         Ok(Bytes::from(result.to_string()))
                     }
                     ("resources/templates/list", _) if has_resources => {
@@ -330,7 +333,11 @@ impl Session {
                         Err(err) => Err(err),
                     },
                     ("subscriptions/listen", true) => {
-                        match conn.listen(&id, &params, &meta, list_changed) {
+                        let listened = self.listen_resources(&id, &params).and_then(|watch| {
+                            conn.listen(&id, &params, &meta, list_changed)
+                                .map(|subscription| subscription.watching(watch))
+                        });
+                        match listened {
                             Ok(subscription) => {
                                 return Step::Listen(PendingListen {
                                     registration: self.register(&id),
@@ -341,8 +348,8 @@ impl Session {
                         }
                     }
                     (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
-                        if let Some(store) = self.tasks_for(&meta) {
-                            return self.task_request(store, id, task_method, &params, meta);
+                        if let Some(home) = self.tasks_for(&meta) {
+                            return self.task_request(home, id, task_method, &params, meta);
                         }
                         Err(protocol::method_not_found(
                             &id,
@@ -386,7 +393,7 @@ impl Session {
             catalog.list_changed,
             catalog.resources.is_some(),
         );
-        self.add_capabilities(&mut result["capabilities"], true);
+        self.add_capabilities(&mut result["capabilities"]);
         let info = params.value("clientInfo");
         let client = |field: &str| {
             info.as_ref()

@@ -15,6 +15,7 @@ use toolhost::registry::{ProgressHook, TaskSupport, ToolDefinition};
 
 use super::message::Message;
 use super::notifier::Notifier;
+use super::offer::ListenResources;
 use crate::convert::{tool_json, tool_json_with_execution};
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
@@ -147,6 +148,7 @@ impl SessionState {
             tools,
             prompts,
             resources,
+            watch: None,
             meta: meta.clone(),
             closing: self.closing.clone(),
             _held: held,
@@ -171,6 +173,8 @@ pub(crate) struct Subscription {
     prompts: bool,
     /// Whether `notifications/resources/list_changed` was asked for (and is offered).
     resources: bool,
+    /// The resources it watches (`resourceSubscriptions`), when it asked for some.
+    watch: Option<ListenResources>,
     meta: RequestMeta,
     closing: CancellationToken,
     _held: SubscriptionCount,
@@ -180,6 +184,12 @@ impl Subscription {
     /// The request's id.
     pub(crate) fn id(&self) -> &RequestId {
         &self.id
+    }
+
+    /// The subscription also watching `watch` (`notifications.resourceSubscriptions`).
+    pub(super) fn watching(mut self, watch: Option<ListenResources>) -> Self {
+        self.watch = watch;
+        self
     }
 
     /// Acknowledges the subscription through `notifier`, then sends what it asked for
@@ -205,6 +215,27 @@ impl Subscription {
                 acknowledged[key] = json!(true);
             }
         }
+        // The watched resources: the files polled (each change comes through
+        // `updated`), the catalog's told of when the catalog changes.
+        let (files_changed, mut updated) =
+            tokio::sync::mpsc::channel::<String>(crate::limits::MAX_RESOURCE_SUBSCRIPTIONS);
+        let mut sources = Vec::new();
+        let stop = CancellationToken::new();
+        let _stop = stop.clone().drop_guard();
+        if let Some(watch) = self.watch {
+            acknowledged["resourceSubscriptions"] = json!(watch.uris);
+            sources = watch.subscribed.source_uris();
+            if let Some(files) = watch.files {
+                let poller = watch.subscribed.poll(files, stop, move |uri| {
+                    let files_changed = files_changed.clone();
+                    async move {
+                        // Waits for the stream (bounded: 64 URIs, each once a second).
+                        let _ = files_changed.send(uri).await;
+                    }
+                });
+                tokio::spawn(poller);
+            }
+        }
         let ack = json!({
             "jsonrpc": "2.0",
             "method": "notifications/subscriptions/acknowledged",
@@ -213,15 +244,31 @@ impl Subscription {
         notifier.send(Message::text(ack.to_string())).await;
         changes.borrow_and_update();
         catalog_changes.borrow_and_update();
+        let resource_updated = |uri: &str| {
+            let note = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": { "uri": uri, "_meta": tag },
+            });
+            Message::text(note.to_string())
+        };
         loop {
             tokio::select! {
                 () = cancelled.cancelled() => return None,
                 () = self.closing.cancelled() => break,
+                Some(uri) = updated.recv() => {
+                    notifier.send(resource_updated(&uri)).await;
+                }
                 changed = catalog_changes.changed() => {
                     if changed.is_err() {
                         break;
                     }
                     catalog_changes.borrow_and_update();
+                    // A source cannot say when its content changes: each watched
+                    // resource of the catalog may have.
+                    for uri in &sources {
+                        notifier.send(resource_updated(uri)).await;
+                    }
                     for (asked, list) in [(self.prompts, "prompts"), (self.resources, "resources")] {
                         if asked {
                             let note = json!({

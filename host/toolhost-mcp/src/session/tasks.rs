@@ -2,7 +2,8 @@
 //! is answered at once; `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
 //! reach the session's own tasks only.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -12,7 +13,9 @@ use tracing::{debug, info};
 
 use toolhost::registry::{format_duration, CallContext, TaskSupport, ToolCall, ToolError};
 
-use super::{Registration, Session, Step, Work, LOG_TARGET};
+use super::interaction::SessionInteraction;
+use super::task_asking::{TaskAsker, TaskOutlet};
+use super::{Notifier, Registration, Session, Step, Work, LOG_TARGET};
 use crate::convert::{call_result_for, CallParams};
 use crate::jsonrpc::{
     raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND,
@@ -47,13 +50,26 @@ impl TaskWait {
 
     /// Waits until the task ends (or the client cancels the request: no answer), and
     /// answers as `tasks/result` does.
+    ///
+    /// While it waits, a question of the task's call goes to the client on `channel`
+    /// (its HTTP event stream), the one open now included if no channel took it.
     pub(super) async fn run(
         mut self,
         registration: Registration,
         id: &RequestId,
         meta: &RequestMeta,
+        channel: Notifier,
     ) -> Option<Message> {
         let token = registration.token.clone();
+        let outlet = registration
+            .session
+            .0
+            .tasks
+            .get()
+            .and_then(|home| home.askers().get(&self.task_id).cloned());
+        let _attached = outlet
+            .filter(|_| channel.is_connected())
+            .map(|outlet| outlet.attach(channel));
         let finished = tokio::select! {
             ended = self.done.wait_for(Option::is_some) => ended.ok().and_then(|ended| ended.clone()),
             () = token.cancelled() => {
@@ -75,13 +91,113 @@ fn no_such_task(id: &RequestId) -> RpcError {
     RpcError::new(id.clone(), INVALID_PARAMS, NO_SUCH_TASK)
 }
 
+/// `notifications/tasks/status` one session is sent per second at most, beyond a burst
+/// of [`STATUS_BURST`]; the rest are dropped (clients poll `tasks/get` anyway).
+pub(crate) const STATUS_PER_SECOND: f64 = 50.0;
+/// `notifications/tasks/status` one session may be sent at once before the rate applies.
+pub(crate) const STATUS_BURST: f64 = 200.0;
+
+/// Where a session's tasks are kept ([`TaskStore`], shared by the server's sessions)
+/// and whom they belong to there.
+#[derive(Debug)]
+pub(crate) struct TaskHome {
+    pub(super) store: Arc<TaskStore>,
+    /// Whom its tasks are filed under.
+    pub(super) owner: TaskOwner,
+    /// What is left of the session's `notifications/tasks/status` allowance, and when.
+    told: Mutex<(f64, Instant)>,
+    /// Where the questions of its tasks that may ask go, by task id, while their calls
+    /// run (at most one per task holding a place).
+    askers: Mutex<HashMap<String, Arc<TaskOutlet>>>,
+}
+
+/// Whom a session's tasks belong to ([`Session::set_tasks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TaskOwner {
+    /// The session, by its id: one that later requests find again (stdio, HTTP with
+    /// sessions).
+    Session(String),
+    /// The caller of an HTTP request without a session (2026-07-28, a stateless
+    /// server): the bearer token it presented, by its place in the token file (`None`
+    /// on a server without tokens: every caller alike), so that every request of one
+    /// caller finds the caller's tasks and no other caller's.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "made by the HTTP transport")
+    )]
+    Caller(Option<usize>),
+}
+
+impl TaskOwner {
+    /// Its key in the [`TaskStore`]: made when a task method needs it, so a plain
+    /// call pays nothing for it. Callers' keys cannot meet session ids (hex, UUIDs).
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            TaskOwner::Session(id) => std::borrow::Cow::Borrowed(id),
+            TaskOwner::Caller(None) => std::borrow::Cow::Borrowed("caller:anyone"),
+            TaskOwner::Caller(Some(token)) => {
+                std::borrow::Cow::Owned(format!("caller:token#{token}"))
+            }
+        }
+    }
+}
+
+impl TaskHome {
+    fn askers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskOutlet>>> {
+        self.askers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether one more status notification fits the session's rate.
+    fn admit(&self) -> bool {
+        let mut told = self.told.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let refill = now.duration_since(told.1).as_secs_f64() * STATUS_PER_SECOND;
+        told.0 = (told.0 + refill).min(STATUS_BURST);
+        told.1 = now;
+        if told.0 >= 1.0 {
+            told.0 -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 impl Session {
     /// Offers tasks to this session's clients, kept in `store` (shared by the server's
-    /// sessions). A session without one (HTTP's stateless requests, which no later
-    /// request can find again) offers none.
-    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>) {
+    /// sessions) under `owner`; only requests of the same owner reach them. A session
+    /// without one offers none.
+    pub(crate) fn set_tasks(&self, store: Arc<TaskStore>, owner: TaskOwner) {
         // Set once, by the transport, before the first message.
-        let _ = self.0.tasks.set(store);
+        let _ = self.0.tasks.set(TaskHome {
+            store,
+            owner,
+            told: Mutex::new((STATUS_BURST, Instant::now())),
+            askers: Mutex::default(),
+        });
+    }
+
+    /// Tells the client that a task's status changed (`notifications/tasks/status`,
+    /// 2025-11-25), with `task` as `tasks/get` gives it now, through the session's own
+    /// notifications (stdio: the output; HTTP: the session's GET stream, if open). Never
+    /// waits: past the session's rate ([`STATUS_PER_SECOND`]), or when the client's queue
+    /// is full, it is dropped.
+    pub(super) fn tell_status(&self, task: &Value) {
+        let Some(home) = self.0.tasks.get() else {
+            return;
+        };
+        if !home.admit() {
+            debug!(target: LOG_TARGET, task = %task["taskId"], "task status notification dropped: over the session's rate");
+            return;
+        }
+        let line = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks/status",
+            "params": task,
+        });
+        if !self.notifier().try_send(Message::text(line.to_string())) {
+            debug!(target: LOG_TARGET, task = %task["taskId"], "task status notification dropped: the client is not reading (or cannot take it)");
+        }
     }
 
     /// Whether tasks are declared: the session keeps tasks, and a tool may run as one
@@ -91,7 +207,7 @@ impl Session {
     }
 
     /// The task store, when tasks are offered in the request's revision.
-    pub(super) fn tasks_for(&self, meta: &RequestMeta) -> Option<&Arc<TaskStore>> {
+    pub(super) fn tasks_for(&self, meta: &RequestMeta) -> Option<&TaskHome> {
         self.0.tasks.get().filter(|_| meta.revision.has_tasks())
     }
 
@@ -132,9 +248,10 @@ impl Session {
         params: &Params,
         meta: RequestMeta,
     ) -> Step {
-        let Some(store) = self.tasks_for(&meta) else {
+        let Some(home) = self.tasks_for(&meta) else {
             return Step::Call(self.pending(id, Work::Tool(call), meta));
         };
+        let store = &home.store;
         let asked = params
             .raw("task")
             .filter(|raw| raw_type_name(raw) != "null");
@@ -188,7 +305,7 @@ impl Session {
                 )))
             }
         };
-        let created = match store.create(&self.0.env.session_id, ttl, &self.0.closed) {
+        let created = match store.create(&home.owner.key(), ttl, &self.0.closed) {
             Ok(created) => created,
             Err(err) => {
                 debug!(target: LOG_TARGET, request = %id, "task refused: {err}");
@@ -222,32 +339,81 @@ impl Session {
             self.0.state.sink_id()
         };
         let revision = meta.revision;
+        // 2026-07-28's extension tells of status changes its own way (see docs/protocol.md).
+        let tells = !meta.modern;
+        // A 2025-11-25 client that declared elicitation can be asked (`input_required`);
+        // 2026-07-28's extension asks through tasks/get and tasks/update, not served yet.
+        let asks = !meta.modern && self.0.questions.client_asks();
+        // Registered before the task is answered, so a tasks/result that comes at once
+        // finds where its questions go.
+        let outlet = self.0.tasks.get().filter(|_| asks).map(|home| {
+            let outlet = Arc::new(TaskOutlet::new(Arc::clone(&self.0.notifier)));
+            home.askers()
+                .insert(created.id.clone(), Arc::clone(&outlet));
+            outlet
+        });
         tokio::spawn(async move {
             let token = created.token.clone();
             let env = session.0.env.next_turn();
             let deadline = Instant::now() + limit;
             // The task's limit replaces --timeout and the plugin's per-call limit.
-            let ctx = CallContext::new()
+            let mut ctx = CallContext::new()
                 .with_cancellation(token.clone())
                 .with_time_limit(limit)
                 .deadline_at(deadline);
+            let home = session.0.tasks.get();
+            if let Some(outlet) = outlet {
+                let inner = SessionInteraction::for_task(
+                    Arc::clone(&session.0.questions),
+                    Notifier::new(Arc::clone(&outlet) as Arc<dyn super::Outlet>),
+                    token.clone(),
+                    session.0.catalog.asking.timeout,
+                    revision,
+                    created.id.clone(),
+                );
+                ctx = ctx.with_interaction(Arc::new(TaskAsker::new(
+                    inner,
+                    outlet,
+                    Arc::clone(&store),
+                    created.id.clone(),
+                    session.clone(),
+                )));
+            }
             let call = ToolCall {
                 id: created.id.clone(),
                 name: call.name,
                 arguments: call.arguments,
             };
             info!(target: LOG_TARGET, session_id = %env.session_id, turn_id = %env.turn_id, tool = %call.name, task = %created.id, "tools/call as a task");
-            // A task has nobody to ask: a call that needs approval is refused, never run.
+            // Approval asks the user through the task (`input_required`); with nobody
+            // to ask, a call that needs approval is refused, never run. The question
+            // and the call together stay within the task's time limit.
             let run = async {
                 let policy = &session.0.catalog.asking.approval;
                 if policy.needs_approval(session.registry(), &call.name) {
                     policy
-                        .approve(session.registry(), &call.name, &call.arguments, None)
+                        .approve(
+                            session.registry(),
+                            &call.name,
+                            &call.arguments,
+                            ctx.interaction(),
+                        )
                         .await?;
                 }
                 session.registry().dispatch(&ctx, &call, &env).await
             };
-            let outcome = tracing::Instrument::instrument(run, logging::call_span(sink)).await;
+            let run = tracing::Instrument::instrument(run, logging::call_span(sink));
+            let outcome = tokio::time::timeout_at(deadline.into(), run)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError::TimedOut {
+                        tool: call.name.clone(),
+                        limit,
+                    })
+                });
+            if let Some(home) = home {
+                home.askers().remove(&created.id);
+            }
             if token.is_cancelled() {
                 store.stopped(created, "cancelled: the session ended");
                 return;
@@ -272,20 +438,24 @@ impl Session {
                     outcome.err().map(|err| err.to_string()),
                 ),
             };
-            store.finish(created, Bytes::from(result.to_string()), error);
+            let changed = store.finish(created, Bytes::from(result.to_string()), error);
+            if let Some(task) = changed.filter(|_| tells) {
+                session.tell_status(&task);
+            }
         });
     }
 
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, on this session's tasks.
     pub(super) fn task_request(
         &self,
-        store: &Arc<TaskStore>,
+        home: &TaskHome,
         id: RequestId,
         method: &str,
         params: &Params,
         meta: RequestMeta,
     ) -> Step {
-        let owner = self.0.env.session_id.as_str();
+        let key = home.owner.key();
+        let (store, owner) = (&home.store, &*key);
         let reply = |result: Value| {
             Step::Reply(Message::response(
                 &id,
@@ -335,6 +505,9 @@ impl Session {
             "tasks/cancel" => match store.cancel(owner, &task_id, "cancelled by the client") {
                 Ok(task) => {
                     info!(target: LOG_TARGET, task = %task_id, "client cancelled a task");
+                    if !meta.modern {
+                        self.tell_status(&task);
+                    }
                     reply(task)
                 }
                 Err(CancelError::NotFound) => Step::Reply(self.error(&no_such_task(&id))),

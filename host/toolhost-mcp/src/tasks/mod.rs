@@ -5,8 +5,11 @@
 //! extension `io.modelcontextprotocol/tasks`, offered under the same methods.
 //!
 //! A [`TaskStore`] keeps the tasks of every session of one server, each owned by the
-//! session that started it: another session's task id is answered exactly as an unknown
-//! one. What it keeps is bounded ([`McpLimits`](crate::McpLimits)):
+//! session that started it (over HTTP without a session: by the bearer token of the
+//! request that started it): another owner's task id is answered exactly as an unknown
+//! one. A task's status changes are told to its session (`notifications/tasks/status`),
+//! and while its call waits for its user's answer it is `input_required`. What it keeps
+//! is bounded ([`McpLimits`](crate::McpLimits)); "session" below is an owner:
 //! - a task holds a place while it works and while it keeps a completed result; at most
 //!   `max_tasks` places in all and `max_tasks_per_session` per session. A task that
 //!   failed (its time limit, a tool error) or was cancelled gives its place back at
@@ -56,12 +59,14 @@ pub(crate) const TASK_PAGE_SIZE: usize = 100;
 pub(crate) const NO_SUCH_TASK: &str =
     "Invalid params: no such task (unknown, expired, or not started by this session); tasks/list gives this session's tasks";
 
-/// A task's state (MCP `TaskStatus`; this server never asks for input, so it has no
-/// `input_required`).
+/// A task's state (MCP `TaskStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     /// Running.
     Working,
+    /// Running, and waiting for its user's answer to a question (2025-11-25: the
+    /// question, an `elicitation/create`, is sent to the client).
+    InputRequired,
     /// Done; its result is kept.
     Completed,
     /// Done with an error (the tool's, its time limit, the result budget).
@@ -71,10 +76,16 @@ pub(crate) enum Status {
 }
 
 impl Status {
+    /// Whether the task's call still runs (working, or waiting for its user).
+    pub(crate) fn running(self) -> bool {
+        matches!(self, Status::Working | Status::InputRequired)
+    }
+
     /// Its name on the wire.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Working => "working",
+            Status::InputRequired => "input_required",
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
@@ -406,21 +417,27 @@ impl TaskStore {
     /// fits [`McpLimits::max_task_result_bytes`](crate::McpLimits::max_task_result_bytes);
     /// one that does not fit is not kept and the task fails saying so. A task cancelled
     /// or forgotten meanwhile stays as it is.
-    pub(crate) fn finish(&self, created: Created, result: Bytes, error: Option<String>) {
+    ///
+    /// Gives the task as it is now (MCP's `Task`) when this changed its status, for
+    /// `notifications/tasks/status`; `None` when it was cancelled or forgotten before.
+    pub(crate) fn finish(
+        &self,
+        created: Created,
+        result: Bytes,
+        error: Option<String>,
+    ) -> Option<Value> {
         let mut store = self.lock();
         let taken = store.bytes;
         let fits = taken + result.len() <= self.max_bytes;
-        let Some(entry) = store.tasks.get_mut(&created.id) else {
-            return;
-        };
-        if entry.status != Status::Working {
+        let entry = store.tasks.get_mut(&created.id)?;
+        if !entry.status.running() {
             // Cancelled meanwhile: its waiters learn it.
             drop(store);
             created.sender.send_replace(Some(Arc::new(Finished {
                 status: Status::Cancelled,
                 result: None,
             })));
-            return;
+            return None;
         }
         let (status, message, result) = match (fits, error) {
             (true, None) => (Status::Completed, None, result),
@@ -445,6 +462,7 @@ impl TaskStore {
         entry.message = message;
         entry.updated_at = SystemTime::now();
         entry.bytes = bytes;
+        let task = entry.json(&created.id);
         store.bytes += bytes;
         let finished = Arc::new(Finished {
             status,
@@ -454,6 +472,23 @@ impl TaskStore {
         if status != Status::Completed {
             store.release(&created.id, self.per_session, self.max_tasks);
         }
+        Some(task)
+    }
+
+    /// Task `id` waits for its user's answer (`asking`: `input_required`) or goes on
+    /// (`working`): the task as it is now when that changed its status, for
+    /// `notifications/tasks/status`; `None` when it did not (an ended task stays ended).
+    pub(crate) fn set_asking(&self, id: &str, asking: bool) -> Option<Value> {
+        let mut store = self.lock();
+        let entry = store.tasks.get_mut(id)?;
+        let status = match (entry.status, asking) {
+            (Status::Working, true) => Status::InputRequired,
+            (Status::InputRequired, false) => Status::Working,
+            _ => return None,
+        };
+        entry.status = status;
+        entry.updated_at = SystemTime::now();
+        Some(entry.json(id))
     }
 
     /// `tasks/get`: the caller's task `id` as MCP's `Task`.
@@ -485,7 +520,7 @@ impl TaskStore {
         let Some(entry) = store.tasks.get_mut(id).filter(|entry| entry.owner == owner) else {
             return Err(CancelError::NotFound);
         };
-        if entry.status != Status::Working {
+        if !entry.status.running() {
             return Err(CancelError::Ended(entry.status));
         }
         entry.cancel.cancel();
@@ -514,7 +549,7 @@ impl TaskStore {
         let Some(entry) = store.tasks.get_mut(id) else {
             return false;
         };
-        if entry.status != Status::Working {
+        if !entry.status.running() {
             return entry.status == Status::Cancelled;
         }
         entry.status = Status::Cancelled;

@@ -15,11 +15,11 @@ use toolhost::registry::{
 use super::TaskStore;
 use crate::jsonrpc::parse_line;
 use crate::limits::McpLimits;
-use crate::session::{CallLimiter, Notifier, Session, Step};
+use crate::session::{CallLimiter, Notifier, Session, Step, TaskOwner};
 
 /// Calls of `spin` that are running now.
 #[derive(Default)]
-pub(crate) struct Spinning(AtomicUsize);
+pub(crate) struct Spinning(pub(crate) AtomicUsize);
 
 /// Counts a `spin` call out when it ends, however it ends.
 struct Done(Arc<Spinning>);
@@ -120,7 +120,7 @@ fn session_with(registry: &Arc<Registry>, store: &Arc<TaskStore>, id: &str) -> S
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(store));
+    session.set_tasks(Arc::clone(store), TaskOwner::Session(id.to_owned()));
     let reply = reply(
         &session,
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
@@ -518,7 +518,7 @@ async fn older_revisions_have_no_tasks() {
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(&store));
+    session.set_tasks(Arc::clone(&store), TaskOwner::Session("s".to_owned()));
     let init = reply(
         &session,
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
@@ -553,7 +553,7 @@ async fn modern_requests_use_the_tasks_extension() {
             turn_id: String::new(),
         },
     );
-    session.set_tasks(Arc::clone(&store));
+    session.set_tasks(Arc::clone(&store), TaskOwner::Session("s".to_owned()));
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#;
     let discover = reply(
         &session,
@@ -657,4 +657,147 @@ async fn a_task_runs_past_the_call_timeout_up_to_its_own_limit() {
     let result = answer(&session, &on_task("tasks/result", 3, &id)).await;
     assert_eq!(result["result"]["content"][0]["text"], "rested", "{result}");
     assert_eq!(result["result"]["isError"], false);
+}
+
+/// Takes what the session sends on its own; `full` makes it refuse (a client that does
+/// not read).
+#[derive(Default)]
+struct Told {
+    messages: std::sync::Mutex<Vec<Value>>,
+    full: std::sync::atomic::AtomicBool,
+}
+
+impl crate::session::Outlet for Told {
+    fn send(
+        &self,
+        message: crate::session::Message,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        self.try_send(message);
+        Box::pin(async {})
+    }
+
+    fn try_send(&self, message: crate::session::Message) -> bool {
+        if self.full.load(Ordering::SeqCst) {
+            return false;
+        }
+        let value = serde_json::from_slice(&message.to_bytes()).unwrap();
+        self.messages.lock().unwrap().push(value);
+        true
+    }
+}
+
+impl Told {
+    fn on(session: &Session) -> Arc<Self> {
+        let told = Arc::new(Self::default());
+        session.set_notifier(Notifier::new(
+            Arc::clone(&told) as Arc<dyn crate::session::Outlet>
+        ));
+        told
+    }
+
+    fn taken(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.messages.lock().unwrap())
+    }
+}
+
+/// Each status change of a 2025-11-25 task is told to its session, as the task is then
+/// (`tasks/get`'s answer, word for word); nothing is told of a modern request's task.
+#[tokio::test]
+async fn status_changes_are_told_to_the_session() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let session = session_with(&registry, &store, "s");
+    let told = Told::on(&session);
+    let id = task_id(&start(&session, 1, "nap"));
+    assert_eq!(told.taken(), Vec::<Value>::new(), "created is not a change");
+    let result = answer(&session, &on_task("tasks/result", 2, &id)).await;
+    assert_eq!(result["result"]["content"][0]["text"], "rested");
+    let got = reply(&session, &on_task("tasks/get", 3, &id));
+    assert_eq!(
+        told.taken(),
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": got["result"]})
+        ]
+    );
+    // Failed, with its message; cancelled by the client.
+    let failed = task_id(&start(&session, 4, "fails"));
+    answer(&session, &on_task("tasks/result", 5, &failed)).await;
+    let got = reply(&session, &on_task("tasks/get", 6, &failed));
+    assert_eq!(got["result"]["status"], "failed");
+    assert_eq!(
+        told.taken(),
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": got["result"]})
+        ]
+    );
+    let spun = task_id(&start(&session, 7, "spin"));
+    until("spinning", || spinning.0.load(Ordering::SeqCst) == 1).await;
+    let cancelled = reply(&session, &on_task("tasks/cancel", 8, &spun));
+    until("the call stopped", || {
+        spinning.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        told.taken(),
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": cancelled["result"]})
+        ],
+        "told once, not again when the call winds down"
+    );
+    // A 2026-07-28 request's task: not told (its extension has its own way).
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#;
+    let created = reply(
+        &session,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"echo","arguments":{{}},"task":{{}},{meta}}}}}"#
+        ),
+    );
+    let modern = task_id(&created);
+    until("the modern task ended", || {
+        reply(&session, &on_task("tasks/get", 10, &modern))["result"]["status"] == "completed"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(told.taken(), Vec::<Value>::new());
+}
+
+/// A client that does not read loses the notifications, never holds up a task; and a
+/// flood of status changes is cut to the session's rate.
+#[tokio::test]
+async fn status_notifications_are_dropped_not_waited_for_and_rate_bounded() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&limits(2000, 2000)));
+    let session = session_with(&registry, &store, "s");
+    let told = Told::on(&session);
+    told.full.store(true, Ordering::SeqCst);
+    let id = task_id(&start(&session, 1, "echo"));
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        answer(&session, &on_task("tasks/result", 2, &id)),
+    )
+    .await
+    .expect("the task ends though its client reads nothing");
+    assert_eq!(done["result"]["isError"], false);
+    assert_eq!(told.taken(), Vec::<Value>::new());
+    told.full.store(false, Ordering::SeqCst);
+    // 1,000 tasks ending at once: the burst (200, less the one the full client lost)
+    // and what the rate (50/s) refilled.
+    let started = std::time::Instant::now();
+    let ids: Vec<String> = (0..1000)
+        .map(|n| task_id(&start(&session, 10 + n, "echo")))
+        .collect();
+    for id in &ids {
+        let done = answer(&session, &on_task("tasks/result", 2, id)).await;
+        assert_eq!(done["result"]["isError"], false);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let count = told.taken().len();
+    let most = 200 + (elapsed * 50.0).ceil() as usize;
+    assert!(
+        (199..=most).contains(&count),
+        "{count} told in {elapsed} s (at most {most})"
+    );
 }

@@ -347,3 +347,125 @@ async fn a_subscribed_resource_of_a_source_is_told_of_when_its_source_changes() 
     drop(client);
     serving.await.unwrap().unwrap();
 }
+
+/// A 2026-07-28 `subscriptions/listen` naming resources: the ones `resources/subscribe`
+/// would take are acknowledged (a way out of the root, another scheme, a non-existent
+/// source are left out), a change of a watched file comes on the stream tagged with the
+/// subscription, and an unwatched file's change does not.
+#[tokio::test]
+async fn a_modern_subscription_watches_the_resources_it_names() {
+    let (storage, server) = watched();
+    let (mut client, serving) = serve_client(server);
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": modern(json!({}))});
+    client.send(&discover.to_string()).await;
+    let discovered = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        discovered["result"]["capabilities"]["resources"],
+        json!({"listChanged": true, "subscribe": true})
+    );
+    let listen = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": modern(json!({
+        "notifications": {"resourceSubscriptions": [
+            "file:///a.md", "file:///../etc/passwd", "file:///a.md", "http://x/", "plugin://none/y", "file:///new.md",
+        ]},
+    }))});
+    client.send(&listen.to_string()).await;
+    let ack = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        ack,
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 2},
+            "notifications": {"resourceSubscriptions": ["file:///a.md", "file:///new.md"]},
+        }})
+    );
+    // The first poll sees the files as they are.
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(1500)).await,
+        None
+    );
+    storage.write("a.md", b"changed", "").unwrap();
+    storage.write("b.md", b"not watched", "").unwrap();
+    let note = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+            "uri": "file:///a.md", "_meta": {"io.modelcontextprotocol/subscriptionId": 2},
+        }})
+    );
+    storage.write("new.md", b"born", "").unwrap();
+    let note = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(note["params"]["uri"], "file:///new.md");
+    assert_eq!(
+        next_json(&mut client, Duration::from_millis(2500)).await,
+        None
+    );
+    tokio::io::AsyncWriteExt::shutdown(&mut client.input)
+        .await
+        .unwrap();
+    let end = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(end["id"], 2, "{end}");
+    serving.await.unwrap().unwrap();
+}
+
+/// A listen naming more resources than `resources/subscribe` lets a session hold is
+/// refused before any is looked at; one at the cap is taken whole.
+#[tokio::test]
+async fn a_modern_subscription_storm_is_refused_past_the_cap() {
+    let (_storage, server) = watched();
+    let storm: Vec<String> = (0..100_000).map(|i| format!("file:///f{i}.md")).collect();
+    let cap: Vec<String> = storm[..MAX_RESOURCE_SUBSCRIPTIONS].to_vec();
+    let listen = |id: u64, uris: &[String]| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": modern(json!({
+            "notifications": {"resourceSubscriptions": uris},
+        }))})
+        .to_string()
+    };
+    let (mut client, serving) = serve_client(server);
+    client.send(&listen(1, &storm)).await;
+    let refused = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(refused["id"], 1);
+    assert_eq!(refused["error"]["code"], INVALID_PARAMS);
+    assert_eq!(
+        refused["error"]["message"],
+        "Invalid params: \"notifications.resourceSubscriptions\" names 100000 resources; one subscription may watch at most 64"
+    );
+    client.send(&listen(2, &cap[..])).await;
+    let ack = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(cap)
+    );
+    let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": modern(json!({
+        "notifications": {"resourceSubscriptions": [5]},
+    }))});
+    client.send(&bad.to_string()).await;
+    let refused = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(refused["id"], 3);
+    assert_eq!(
+        refused["error"]["message"],
+        "Invalid params: \"notifications.resourceSubscriptions\" must hold strings, resource URIs as resources/list gives them"
+    );
+    tokio::io::AsyncWriteExt::shutdown(&mut client.input)
+        .await
+        .unwrap();
+    let end = next_json(&mut client, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(end["id"], 2, "{end}");
+    serving.await.unwrap().unwrap();
+}

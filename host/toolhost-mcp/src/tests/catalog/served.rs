@@ -480,7 +480,8 @@ async fn the_modern_era_gets_its_result_fields() {
     }
     assert_eq!(
         answers[5]["result"]["capabilities"],
-        json!({"tools": {"listChanged": false}, "logging": {}, "prompts": {"listChanged": false}, "resources": {}, "completions": {}})
+        // `subscribe`: through subscriptions/listen's resourceSubscriptions.
+        json!({"tools": {"listChanged": false}, "logging": {}, "prompts": {"listChanged": false}, "resources": {"subscribe": true}, "completions": {}})
     );
     assert_refused(&answers[6], METHOD_NOT_FOUND, &["resources/subscribe"]);
 }

@@ -1,5 +1,5 @@
 //! Approval by policy and by a tool's own definition: prompts cut, declines never run,
-//! tasks (nobody to ask) refused.
+//! tasks asking through the task (`input_required`), or refused with nobody to ask.
 
 use super::*;
 
@@ -143,11 +143,12 @@ async fn a_tool_whose_definition_asks_for_approval_is_asked_about_without_any_po
 
 #[tokio::test]
 async fn a_call_needing_approval_run_as_a_task_is_refused_never_run() {
-    // A task has nobody to ask: asking for one must not be a way around approval.
+    // A task of a client that cannot be asked (no elicitation declared): asking for a
+    // task must not be a way around approval.
     let (registry, ran) = guarded_registry();
     let server =
         McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_tool("guarded"));
-    let mut client = ready(server, true).await;
+    let mut client = ready(server, false).await;
     client
         .send(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -165,7 +166,8 @@ async fn a_call_needing_approval_run_as_a_task_is_refused_never_run() {
             .to_string(),
         )
         .await;
-    let result = client.next_json().await;
+    let (result, statuses) = next_past_statuses(&mut client).await;
+    assert_eq!(statuses, ["failed"]);
     assert_eq!(result["id"], 2, "{result}");
     let (text, error) = outcome(&result);
     assert!(
@@ -173,4 +175,111 @@ async fn a_call_needing_approval_run_as_a_task_is_refused_never_run() {
         "{text}"
     );
     assert!(!ran.0.load(Ordering::SeqCst), "the tool must not run");
+}
+
+/// The next message that is not a `notifications/tasks/status`, and the statuses told
+/// before it.
+async fn next_past_statuses(client: &mut Client) -> (Value, Vec<String>) {
+    let mut statuses = Vec::new();
+    loop {
+        let message = client.next_json().await;
+        if message["method"] == "notifications/tasks/status" {
+            statuses.push(message["params"]["status"].as_str().unwrap().to_owned());
+        } else {
+            return (message, statuses);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_task_needing_approval_asks_through_the_task_and_runs_only_if_accepted() {
+    let (registry, ran) = guarded_registry();
+    let server = McpServer::new(registry)
+        .with_approval(ApprovalPolicy::new().confirm_tool("guarded"))
+        .with_confirm_timeout(Duration::from_millis(500));
+    let mut client = ready(server, true).await;
+    let start = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "guarded", "arguments": {}, "task": {}}})
+        .to_string()
+    };
+    let on_task = |id: u64, method: &str, task: &Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}})
+            .to_string()
+    };
+    // Declined: the task is input_required while the question is open, the question
+    // names the task, and the tool never runs.
+    client.send(&start(1)).await;
+    let (created, _) = next_past_statuses(&mut client).await;
+    let task = created["result"]["task"]["taskId"].clone();
+    assert!(task.is_string(), "{created}");
+    let (question, statuses) = next_past_statuses(&mut client).await;
+    assert_eq!(statuses, ["input_required"]);
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(
+        question["params"]["_meta"],
+        json!({"io.modelcontextprotocol/related-task": {"taskId": task}})
+    );
+    assert_eq!(
+        question["params"]["message"],
+        "Allow the tool \"guarded\" to run?\nArguments: {}\nPlugin p: files read, http none"
+    );
+    client.send(&on_task(2, "tasks/get", &task)).await;
+    let (got, _) = next_past_statuses(&mut client).await;
+    assert_eq!(got["result"]["status"], "input_required", "{got}");
+    client
+        .send(&respond(&question["id"], &json!({"action": "decline"})))
+        .await;
+    client.send(&on_task(3, "tasks/result", &task)).await;
+    let (result, statuses) = next_past_statuses(&mut client).await;
+    assert_eq!(statuses, ["working", "failed"]);
+    assert_eq!(
+        outcome(&result),
+        ("guarded: not run: the user declined this call. Do not retry it; ask the user what to do instead".to_owned(), true)
+    );
+    assert!(
+        !ran.0.load(Ordering::SeqCst),
+        "declined: the tool must not run"
+    );
+    // No answer within the confirm timeout: the same refusal as a plain call's.
+    client.send(&start(4)).await;
+    let (created, _) = next_past_statuses(&mut client).await;
+    let task = created["result"]["task"]["taskId"].clone();
+    let (question, _) = next_past_statuses(&mut client).await;
+    assert_eq!(question["method"], "elicitation/create");
+    let (withdrawn, _) = next_past_statuses(&mut client).await;
+    assert_eq!(
+        withdrawn["method"], "notifications/cancelled",
+        "{withdrawn}"
+    );
+    assert_eq!(withdrawn["params"]["requestId"], question["id"]);
+    client.send(&on_task(5, "tasks/result", &task)).await;
+    let (result, statuses) = next_past_statuses(&mut client).await;
+    assert_eq!(statuses, ["working", "failed"]);
+    let (text, error) = outcome(&result);
+    assert!(
+        error && text.contains("not run") && text.contains("gave no answer"),
+        "{text}"
+    );
+    assert!(
+        !ran.0.load(Ordering::SeqCst),
+        "unanswered: the tool must not run"
+    );
+    // Accepted: the task goes on working and runs the tool.
+    client.send(&start(6)).await;
+    let (created, _) = next_past_statuses(&mut client).await;
+    let task = created["result"]["task"]["taskId"].clone();
+    let (question, _) = next_past_statuses(&mut client).await;
+    client
+        .send(&respond(&question["id"], &json!({"action": "accept"})))
+        .await;
+    client.send(&on_task(7, "tasks/result", &task)).await;
+    let (result, statuses) = next_past_statuses(&mut client).await;
+    assert_eq!(statuses, ["working", "completed"]);
+    assert_eq!(outcome(&result), ("done".to_owned(), false));
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task
+    );
+    assert!(ran.0.load(Ordering::SeqCst), "accepted: the tool runs");
 }
