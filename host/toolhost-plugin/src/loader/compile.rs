@@ -35,6 +35,9 @@ pub(super) struct Offer {
 
 pub(super) struct Compiled {
     name: String,
+    /// The namespace its tools and prompts are offered under: the operator's, else the
+    /// manifest's.
+    namespace: Option<String>,
     resolved: Resolved,
     compile: CompileSource,
     pub(super) runtime: Arc<PluginRuntime>,
@@ -49,7 +52,39 @@ impl Compiled {
         self.exports.iter().any(|e| e == export)
     }
 
-    pub(super) fn with(self, definitions: Vec<ToolDefinition>, offer: Offer) -> Prepared {
+    /// The plugin prepared with its definitions and offer, renamed into its namespace.
+    ///
+    /// # Errors
+    /// [`PluginErrorKind::Namespace`] when the namespace makes a name too long.
+    pub(super) fn with(
+        self,
+        path: &Path,
+        definitions: Vec<ToolDefinition>,
+        mut offer: Offer,
+    ) -> Result<Prepared, PluginError> {
+        let mut guest_names = Vec::with_capacity(definitions.len());
+        let mut definitions = definitions;
+        if let Some(namespace) = &self.namespace {
+            let rename = |name: &mut String| -> Result<(), PluginError> {
+                *name = crate::namespace::check_final_name(namespace, name).map_err(|reason| {
+                    PluginErrorKind::Namespace {
+                        namespace: namespace.clone(),
+                        reason,
+                    }
+                    .at(path.to_owned())
+                })?;
+                Ok(())
+            };
+            for definition in &mut definitions {
+                guest_names.push(Arc::from(definition.name.as_str()));
+                rename(&mut definition.name)?;
+            }
+            for prompt in offer.prompts.iter_mut().flatten() {
+                rename(&mut prompt.name)?;
+            }
+        } else {
+            guest_names.extend(definitions.iter().map(|d| Arc::from(d.name.as_str())));
+        }
         // The manifest's task settings are the plugin's, for every one of its tools.
         let manifest = self.resolved.manifest.as_ref();
         let support = manifest.and_then(|manifest| manifest.task_support);
@@ -83,8 +118,10 @@ impl Compiled {
                 definition
             })
             .collect();
-        Prepared {
+        Ok(Prepared {
             offer,
+            guest_names,
+            namespace: self.namespace,
             name: self.name,
             resolved: self.resolved,
             compile: self.compile,
@@ -93,7 +130,7 @@ impl Compiled {
             imports: self.imports,
             exports: self.exports,
             optimize: self.optimize,
-        }
+        })
     }
 }
 
@@ -274,8 +311,14 @@ impl PluginHost {
             version,
             runtime: Arc::downgrade(&runtime),
         });
+        let namespace = self
+            .config
+            .tool_namespace(&name)
+            .map(str::to_owned)
+            .or_else(|| resolved.manifest.as_ref().and_then(|m| m.namespace.clone()));
         Ok(Compiled {
             name,
+            namespace,
             resolved,
             compile,
             runtime,

@@ -158,7 +158,7 @@ async fn ask_definitions(
     let offer = ask_offer(&compiled, &caps)
         .await
         .map_err(|message| PluginErrorKind::Catalog { message }.at(path.clone()))?;
-    Ok(compiled.with(definitions, offer))
+    compiled.with(&path, definitions, offer)
 }
 
 /// Checks that `template` is an RFC 6570 level 1 URI template: at most 1 KiB, no space

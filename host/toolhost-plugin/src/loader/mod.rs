@@ -43,6 +43,10 @@ pub(crate) use validate::validate;
 struct Prepared {
     /// Its prompts and resources.
     offer: compile::Offer,
+    /// The name the guest knows each tool of `definitions` by (without the namespace).
+    guest_names: Vec<Arc<str>>,
+    /// The namespace of its tools and prompts, if any.
+    namespace: Option<String>,
     name: String,
     resolved: Resolved,
     compile: CompileSource,
@@ -227,6 +231,7 @@ impl PluginHost {
         let ask = manifest.is_some_and(|m| m.grants.ask);
         let offers_resources = prepared.offer.resources.is_some();
         Ok(PluginInfo {
+            namespace: prepared.namespace,
             ask,
             ask_allowed: self.config.plugin_ask,
             prompts: prepared.offer.prompts.unwrap_or_default(),
