@@ -252,3 +252,36 @@ fn a_locked_directory_pins_the_namespace_with_the_manifest() {
     assert_eq!(failure(&report, "a.wasm").kind().name(), "unpinned");
     assert!(registry.is_empty());
 }
+
+#[tokio::test]
+async fn a_namespace_names_the_prompts_too_and_the_guest_gets_its_own_prompt_name() {
+    use std::collections::BTreeMap;
+    use toolhost::registry::ContentBlock;
+
+    let mut builder = config().to_builder();
+    builder.tool_namespace("rich", "rr").unwrap();
+    let (_dir, registry) = super::rich::rich_registry(builder.build());
+    let catalog = registry.catalog();
+    let prompts: Vec<String> = catalog.prompts().into_iter().map(|p| p.name).collect();
+    assert_eq!(prompts, ["rr_rich_summary"]);
+    assert!(catalog.prompt("rich_summary").is_none());
+    // Resources keep their URI namespace, the plugin's file name.
+    assert_eq!(catalog.resource_sources()[0].0, "plugin://rich/");
+    let (_, prompt) = catalog.prompt("rr_rich_summary").unwrap();
+    let filled = prompt
+        .get(
+            CallContext::new(),
+            "rr_rich_summary".into(),
+            BTreeMap::from([("topic".to_owned(), "tides".to_owned())]),
+            Environment::default(),
+        )
+        .await
+        .unwrap();
+    // The guest answered for `rich_summary`: were it asked for `rr_rich_summary`, it
+    // would refuse the unknown prompt.
+    assert_eq!(
+        filled.messages[0].content,
+        ContentBlock::text("Summarize tides.")
+    );
+    assert!(registry.names().iter().all(|name| name.starts_with("rr_")));
+}
