@@ -122,13 +122,18 @@ mod tests {
 
     #[test]
     fn hostile_namespaces_are_refused_with_what_to_write() {
-        for bad in ["g/h", "g h", "gé", "g_h", "g-h", "GH", "1gh", "g.h", "g\nh", "ĝh"] {
+        for bad in [
+            "g/h", "g h", "gé", "g_h", "g-h", "GH", "1gh", "g.h", "g\nh", "ĝh",
+        ] {
             let err = check_namespace(bad).unwrap_err();
             assert!(
                 matches!(err, NamespaceError::Invalid { .. }),
                 "{bad:?}: {err:?}"
             );
-            assert!(err.to_string().contains("may hold only a-z and 0-9"), "{err}");
+            assert!(
+                err.to_string().contains("may hold only a-z and 0-9"),
+                "{err}"
+            );
         }
         assert_eq!(check_namespace(""), Err(NamespaceError::Empty));
         let long = "a".repeat(10 * 1024);
@@ -151,10 +156,7 @@ mod tests {
     #[test]
     fn the_final_name_stays_within_the_limit() {
         let tool = "t".repeat(MAX_TOOL_NAME_LEN - 3);
-        assert_eq!(
-            check_final_name("gh", &tool),
-            Ok(format!("gh_{tool}"))
-        );
+        assert_eq!(check_final_name("gh", &tool), Ok(format!("gh_{tool}")));
         let err = check_final_name("ghx", &tool).unwrap_err();
         assert!(err.contains("129 characters long"), "{err}");
         assert!(err.contains("choose a shorter namespace"), "{err}");

@@ -398,9 +398,7 @@ impl PluginHostConfigBuilder {
     ) -> Result<&mut Self, crate::namespace::NamespaceError> {
         let namespace = namespace.into();
         crate::namespace::check_namespace(&namespace)?;
-        self.config
-            .tool_namespaces
-            .insert(plugin.into(), namespace);
+        self.config.tool_namespaces.insert(plugin.into(), namespace);
         Ok(self)
     }
 

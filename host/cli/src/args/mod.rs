@@ -440,12 +440,15 @@ pub struct RegistryArgs {
 /// `.wasm`, PREFIX a valid namespace ([`toolhost_plugin::namespace`]).
 pub(crate) fn parse_plugin_namespace(text: &str) -> Result<(String, String), String> {
     let (name, prefix) = text.split_once('=').ok_or_else(|| {
-        "write NAME=PREFIX, NAME the plugin's file name without .wasm, e.g. github_search=gh".to_owned()
+        "write NAME=PREFIX, NAME the plugin's file name without .wasm, e.g. github_search=gh"
+            .to_owned()
     })?;
     let name = name.trim();
     let name = name.strip_suffix(".wasm").unwrap_or(name);
     if name.is_empty() {
-        return Err("the plugin's name before = is empty; write NAME=PREFIX, e.g. github_search=gh".into());
+        return Err(
+            "the plugin's name before = is empty; write NAME=PREFIX, e.g. github_search=gh".into(),
+        );
     }
     toolhost_plugin::namespace::check_namespace(prefix).map_err(|err| err.to_string())?;
     Ok((name.to_owned(), prefix.to_owned()))

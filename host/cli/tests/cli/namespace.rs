@@ -29,7 +29,13 @@ fn cache() -> std::path::PathBuf {
 fn tool_names(plugins: &Path, extra: &[&str]) -> (Option<i32>, Vec<String>, String) {
     let root = tempfile::tempdir().unwrap();
     let output = host()
-        .args(["tools", "--no-builtins", "--plugins", text(plugins), "--root"])
+        .args([
+            "tools",
+            "--no-builtins",
+            "--plugins",
+            text(plugins),
+            "--root",
+        ])
         .arg(root.path())
         .args(["--cache-dir", text(&cache())])
         .args(extra)
@@ -53,15 +59,27 @@ fn two_copies_of_a_plugin_load_under_namespaces_and_are_called_by_the_final_name
     install(plugins.path(), "greet", Some("namespace = \"aa\"\n"));
     install(plugins.path(), "hello", Some("namespace = \"bb\"\n"));
     // The operator's namespace replaces the manifest's.
-    let (code, names, stderr) = tool_names(plugins.path(), &["--plugin-namespace", "hello.wasm=cc"]);
+    let (code, names, stderr) =
+        tool_names(plugins.path(), &["--plugin-namespace", "hello.wasm=cc"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(names, ["aa_greet", "cc_greet"]);
 
     let root = tempfile::tempdir().unwrap();
     let output = host()
-        .args(["call", "--no-builtins", "--plugins", text(plugins.path()), "--root"])
+        .args([
+            "call",
+            "--no-builtins",
+            "--plugins",
+            text(plugins.path()),
+            "--root",
+        ])
         .arg(root.path())
-        .args(["--cache-dir", text(&cache()), "bb_greet", r#"{"name":"Ada"}"#])
+        .args([
+            "--cache-dir",
+            text(&cache()),
+            "bb_greet",
+            r#"{"name":"Ada"}"#,
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -89,7 +107,13 @@ fn a_collision_without_namespace_names_the_fix_and_inspect_shows_final_names() {
     );
 
     let output = host()
-        .args(["inspect", "--json", "--plugin-namespace", "hello=gh", "--cache-dir"])
+        .args([
+            "inspect",
+            "--json",
+            "--plugin-namespace",
+            "hello=gh",
+            "--cache-dir",
+        ])
         .arg(cache())
         .arg(plugins.path().join("hello.wasm"))
         .output()
@@ -128,7 +152,10 @@ fn hostile_namespace_flags_are_refused_at_the_command_line() {
         ("greet=", "the namespace is empty"),
         ("greet", "write NAME=PREFIX"),
         ("=gh", "the plugin's name before = is empty"),
-        (long.as_str(), "the namespace is 10240 characters long; the most is 32"),
+        (
+            long.as_str(),
+            "the namespace is 10240 characters long; the most is 32",
+        ),
     ] {
         let output = host()
             .args(["tools", "--plugin-namespace", value])
@@ -137,7 +164,10 @@ fn hostile_namespace_flags_are_refused_at_the_command_line() {
         assert_eq!(output.status.code(), Some(2), "{value}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(expected), "{value}: {stderr}");
-        assert!(stderr.len() < 11 * 1024, "{value}: echoes at most the value once");
+        assert!(
+            stderr.len() < 11 * 1024,
+            "{value}: echoes at most the value once"
+        );
     }
 }
 
@@ -172,13 +202,19 @@ fn watch_reloads_a_plugin_whose_namespace_changed() {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(names(&server.request(2, "tools/list", json!({}))), ["aa_greet"]);
+    assert_eq!(
+        names(&server.request(2, "tools/list", json!({}))),
+        ["aa_greet"]
+    );
 
     std::fs::write(plugins.path().join("greet.toml"), "namespace = \"bb\"\n").unwrap();
     receive_until(&mut server, |m| {
         m["method"] == "notifications/tools/list_changed"
     });
-    assert_eq!(names(&server.request(3, "tools/list", json!({}))), ["bb_greet"]);
+    assert_eq!(
+        names(&server.request(3, "tools/list", json!({}))),
+        ["bb_greet"]
+    );
     let (text, is_error) = server.call(4, "bb_greet", json!({"name": "Ada"}));
     assert_eq!((text.as_str(), is_error), ("Hello, Ada!", false));
     let old = server.request(

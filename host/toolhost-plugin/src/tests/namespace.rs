@@ -34,13 +34,19 @@ async fn the_same_tool_in_two_plugins_loads_under_two_namespaces_and_the_guest_g
     let bytes = echo_fail();
     let dir = dir_with(&[
         ("a.wasm", &bytes),
-        ("a.toml", b"namespace = \"zz\"\n[limits]\ntimeout_ms = 5000\n"),
+        (
+            "a.toml",
+            b"namespace = \"zz\"\n[limits]\ntimeout_ms = 5000\n",
+        ),
         ("b.wasm", &bytes),
         ("b.toml", b"namespace = \"yy\"\n"),
     ]);
     let (registry, report) = load_with(config(), dir.path());
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    assert_eq!(registry.names(), ["zz_echo", "zz_fail", "yy_echo", "yy_fail"]);
+    assert_eq!(
+        registry.names(),
+        ["zz_echo", "zz_fail", "yy_echo", "yy_fail"]
+    );
     assert_eq!(report.loaded[0].namespace.as_deref(), Some("zz"));
     assert_eq!(report.loaded[0].tools, ["zz_echo", "zz_fail"]);
     // The guest is called as `echo`: were it given `zz_echo`, it would answer "no such tool".
@@ -101,7 +107,10 @@ fn hostile_manifest_namespaces_are_refused_before_anything_loads() {
         ("g_h", "no \\\"_\\\": it separates"),
         ("GH", "may hold only a-z and 0-9"),
         ("", "the namespace is empty"),
-        (long.as_str(), "the namespace is 10240 characters long; the most is 32"),
+        (
+            long.as_str(),
+            "the namespace is 10240 characters long; the most is 32",
+        ),
     ] {
         let manifest = format!("namespace = {namespace:?}\n");
         let dir = dir_with(&[("a.wasm", &bytes), ("a.toml", manifest.as_bytes())]);
@@ -115,7 +124,11 @@ fn hostile_manifest_namespaces_are_refused_before_anything_loads() {
         let expected = expected.replace("\\\"", "\"");
         assert!(text.contains("namespace: "), "{namespace:?}: {text}");
         assert!(text.contains(&expected), "{namespace:?}: {text}");
-        assert!(text.len() < 2000, "the error does not carry the whole value: {}", text.len());
+        assert!(
+            text.len() < 2000,
+            "the error does not carry the whole value: {}",
+            text.len()
+        );
         assert!(registry.is_empty(), "{namespace:?}");
     }
 }
@@ -155,7 +168,8 @@ fn a_namespace_cannot_make_a_builtin_name() {
                 "{reason}"
             );
             assert!(
-                reason.ends_with("(the namespace \"read\" made this name: choose another namespace)"),
+                reason
+                    .ends_with("(the namespace \"read\" made this name: choose another namespace)"),
                 "{reason}"
             );
         }
@@ -188,7 +202,10 @@ fn two_plugins_with_the_same_namespace_and_tool_refuse_the_second() {
         matches!(err.kind(), PluginErrorKind::DuplicateTool { name, .. } if name == "zz_echo"),
         "{err:?}"
     );
-    assert!(err.to_string().contains("a.wasm already declares it"), "{err}");
+    assert!(
+        err.to_string().contains("a.wasm already declares it"),
+        "{err}"
+    );
     assert_eq!(registry.names(), ["zz_echo", "zz_fail"]);
 }
 
@@ -212,7 +229,10 @@ fn a_namespace_cannot_take_another_plugins_unprefixed_name() {
 
 #[test]
 fn inspect_shows_the_final_names() {
-    let dir = dir_with(&[("a.wasm", &echo_fail()), ("a.toml", b"namespace = \"zz\"\n")]);
+    let dir = dir_with(&[
+        ("a.wasm", &echo_fail()),
+        ("a.toml", b"namespace = \"zz\"\n"),
+    ]);
     let host = PluginHost::new(config()).unwrap();
     let info = host.inspect(&dir.path().join("a.wasm")).unwrap();
     assert_eq!(info.namespace.as_deref(), Some("zz"));
@@ -222,14 +242,19 @@ fn inspect_shows_the_final_names() {
 
 #[tokio::test]
 async fn a_reload_with_a_new_namespace_replaces_the_names() {
-    let dir = dir_with(&[("a.wasm", &echo_fail()), ("a.toml", b"namespace = \"zz\"\n")]);
+    let dir = dir_with(&[
+        ("a.wasm", &echo_fail()),
+        ("a.toml", b"namespace = \"zz\"\n"),
+    ]);
     let host = PluginHost::new(config()).unwrap();
     let registry = Registry::new();
     let wasm = dir.path().join("a.wasm");
     let first = host.load_file(&wasm, &registry).unwrap();
     assert_eq!(first.tools, ["zz_echo", "zz_fail"]);
     std::fs::write(dir.path().join("a.toml"), "namespace = \"yy\"\n").unwrap();
-    let second = host.reload_file(&wasm, &first.tools, &registry, None).unwrap();
+    let second = host
+        .reload_file(&wasm, &first.tools, &registry, None)
+        .unwrap();
     assert_eq!(second.tools, ["yy_echo", "yy_fail"]);
     assert_eq!(registry.names(), ["yy_echo", "yy_fail"]);
     assert_eq!(
@@ -240,7 +265,10 @@ async fn a_reload_with_a_new_namespace_replaces_the_names() {
 
 #[test]
 fn a_locked_directory_pins_the_namespace_with_the_manifest() {
-    let dir = dir_with(&[("a.wasm", &echo_fail()), ("a.toml", b"namespace = \"zz\"\n")]);
+    let dir = dir_with(&[
+        ("a.wasm", &echo_fail()),
+        ("a.toml", b"namespace = \"zz\"\n"),
+    ]);
     let (lock, _) = PluginLock::scan(dir.path(), None).unwrap();
     lock.write(dir.path()).unwrap();
     let (registry, report) = load_with(config(), dir.path());
