@@ -399,7 +399,7 @@ pub struct LoadedPlugin {
     /// The plugin's name: its file name without `.wasm`.
     pub name: String,
     /// The namespace its tools and prompts are offered under (the operator's, else its
-    /// manifest's): [`namespace`](crate::namespace). `tools` holds the final names.
+    /// manifest's): [`namespace`]. `tools` holds the final names.
     pub namespace: Option<String>,
     /// The `.wasm` file.
     pub path: PathBuf,
