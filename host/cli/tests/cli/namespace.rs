@@ -63,6 +63,15 @@ fn two_copies_of_a_plugin_load_under_namespaces_and_are_called_by_the_final_name
         tool_names(plugins.path(), &["--plugin-namespace", "hello.wasm=cc"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(names, ["aa_greet", "cc_greet"]);
+    // A namespace for a plugin that is not there is said, not silently dropped.
+    let (code, names, stderr) = tool_names(plugins.path(), &["--plugin-namespace", "helo=cc"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(names, ["aa_greet", "bb_greet"]);
+    assert!(
+        stderr.contains("a namespace is set for the plugin helo, but")
+            && stderr.contains("holds no helo.wasm"),
+        "{stderr}"
+    );
 
     let root = tempfile::tempdir().unwrap();
     let output = host()

@@ -146,6 +146,19 @@ impl PluginHost {
                 }
             }
         }
+        // A namespace for a plugin that is not here is most likely a typo in its name.
+        for plugin in self.config.tool_namespaces.keys() {
+            if !files
+                .iter()
+                .any(|path| path.file_stem().is_some_and(|stem| stem == plugin.as_str()))
+            {
+                tracing::warn!(
+                    target: "plugin",
+                    "a namespace is set for the plugin {plugin}, but {} holds no {plugin}.wasm; NAME in --plugin-namespace NAME=PREFIX is the plugin's file name",
+                    dir.display()
+                );
+            }
+        }
         let prepared = self.prepare_all(&files, pins);
         for (path, prepared) in files.into_iter().zip(prepared) {
             match prepared
