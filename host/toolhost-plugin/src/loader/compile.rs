@@ -134,12 +134,36 @@ impl Compiled {
     }
 }
 
+/// The components one directory load compiled (or read from the cache), by digest and
+/// backend, for the load's duration: a component found under several file names (one
+/// plugin offered twice, under two namespaces or with two configurations) is compiled,
+/// read and held in memory once. Its plugins still get an instance pre, limits and grants
+/// of their own.
+#[derive(Default)]
+pub(super) struct SharedComponents(
+    std::sync::Mutex<
+        std::collections::HashMap<([u8; 32], usize), (wasmtime::component::Component, bool)>,
+    >,
+);
+
+impl SharedComponents {
+    fn get(&self, key: &([u8; 32], usize)) -> Option<(wasmtime::component::Component, bool)> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: ([u8; 32], usize), component: wasmtime::component::Component, quick: bool) {
+        if let Ok(mut map) = self.0.lock() {
+            map.entry(key).or_insert((component, quick));
+        }
+    }
+}
+
 impl PluginHost {
     /// The runtime of the plugin at `path`, compiled and pre-instantiated but neither
     /// asked for its tools nor registered (for tests of the runtime itself).
     #[cfg(test)]
     pub(crate) fn compile_runtime(&self, path: &Path) -> Result<Arc<PluginRuntime>, PluginError> {
-        self.compile_with(path, false, None)
+        self.compile_with(path, false, None, None)
             .map(|compiled| compiled.runtime)
     }
 
@@ -153,6 +177,8 @@ impl PluginHost {
             .map_or(1, usize::from)
             .clamp(1, files.len().max(1));
         let per_thread = files.len().div_ceil(threads).max(1);
+        let shared = SharedComponents::default();
+        let shared = &shared;
         std::thread::scope(|scope| {
             #[allow(
                 clippy::needless_collect,
@@ -164,7 +190,7 @@ impl PluginHost {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|path| self.compile_with(path, false, pins))
+                            .map(|path| self.compile_with(path, false, pins, Some(shared)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -200,6 +226,7 @@ impl PluginHost {
         path: &Path,
         any_grant: bool,
         pins: Option<Pins<'_>>,
+        shared: Option<&SharedComponents>,
     ) -> Result<Compiled, PluginError> {
         let name = path
             .file_stem()
@@ -238,10 +265,27 @@ impl PluginHost {
         // Compiled (or read from the cache) into the first shard's engine only; the
         // other shards get it from its artifact when a call first lands there.
         let engine = &backend.shards[0].engine;
-        let (component, compile) =
-            backend
-                .cache
-                .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
+        // The same bytes on the same backend: the same code, compiled once per load.
+        let key = (
+            *digest.as_bytes(),
+            Arc::as_ptr(&backend.shards).cast::<u8>() as usize,
+        );
+        let started = std::time::Instant::now();
+        let (component, compile) = match shared.and_then(|shared| shared.get(&key)) {
+            Some((component, true)) => (component, CompileSource::Quick(started.elapsed())),
+            Some((component, false)) => (component, CompileSource::CacheHit(started.elapsed())),
+            None => {
+                let (component, compile) =
+                    backend
+                        .cache
+                        .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
+                if let Some(shared) = shared {
+                    let quick = matches!(compile, CompileSource::Quick(_));
+                    shared.put(key, component.clone(), quick);
+                }
+                (component, compile)
+            }
+        };
         let wrong_world = |err: wasmtime::Error| {
             PluginErrorKind::WrongWorld {
                 message: error_chain(&err),

@@ -42,7 +42,7 @@ impl PluginHost {
         any_grant: bool,
         pins: Option<Pins<'_>>,
     ) -> Result<Prepared, PluginError> {
-        let compiled = self.compile_with(path, any_grant, pins)?;
+        let compiled = self.compile_with(path, any_grant, pins, None)?;
         self.ask_one(path.to_owned(), compiled)
     }
 

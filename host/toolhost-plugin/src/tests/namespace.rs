@@ -313,3 +313,52 @@ async fn a_namespace_names_the_prompts_too_and_the_guest_gets_its_own_prompt_nam
     );
     assert!(registry.names().iter().all(|name| name.starts_with("rr_")));
 }
+
+#[tokio::test]
+async fn one_component_under_two_names_is_compiled_once_per_load() {
+    let bytes = echo_fail();
+    let other = fixture::component(&[("other", EMPTY_SCHEMA)]);
+    let dir = dir_with(&[
+        ("a.wasm", &bytes),
+        ("a.toml", b"namespace = \"zz\"\n"),
+        ("b.wasm", &bytes),
+        ("b.toml", b"namespace = \"yy\"\n"),
+        ("c.wasm", &other),
+    ]);
+    // No compile cache: without sharing, every file would be compiled.
+    let (registry, report) = load_with(config(), dir.path());
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let sources: Vec<&str> = report
+        .loaded
+        .iter()
+        .map(|p| match p.compile {
+            crate::cache::CompileSource::Compiled(_) => "compiled",
+            crate::cache::CompileSource::CacheHit(_) => "shared",
+            crate::cache::CompileSource::Quick(_) => "quick",
+        })
+        .collect();
+    // One thread per core (at most one per file) compiles a run of the files in order:
+    // on up to two cores a and b fall to one thread, which compiles a and shares it with
+    // b; on more, each may fall to its own thread and both compile.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores <= 2 {
+        assert_eq!(sources, ["compiled", "shared", "compiled"]);
+    } else {
+        assert_eq!(sources[2], "compiled");
+    }
+    // Each plugin still calls as itself.
+    assert_eq!(
+        call(&registry, "zz_echo", r#"{"a":1}"#)
+            .await
+            .unwrap()
+            .content,
+        serde_json::json!({"a": 1})
+    );
+    assert_eq!(
+        call(&registry, "yy_echo", r#"{"b":2}"#)
+            .await
+            .unwrap()
+            .content,
+        serde_json::json!({"b": 2})
+    );
+}
