@@ -140,18 +140,20 @@ impl Compiled {
 /// read and held in memory once. Its plugins still get an instance pre, limits and grants
 /// of their own.
 #[derive(Default)]
-pub(super) struct SharedComponents(
-    std::sync::Mutex<
-        std::collections::HashMap<([u8; 32], usize), (wasmtime::component::Component, bool)>,
-    >,
-);
+pub(super) struct SharedComponents(std::sync::Mutex<std::collections::HashMap<SharedKey, Shared>>);
+
+/// A component's digest and the address of the shards it was loaded for.
+type SharedKey = ([u8; 32], usize);
+
+/// The component, and whether it is quick code.
+type Shared = (wasmtime::component::Component, bool);
 
 impl SharedComponents {
-    fn get(&self, key: &([u8; 32], usize)) -> Option<(wasmtime::component::Component, bool)> {
+    fn get(&self, key: &SharedKey) -> Option<Shared> {
         self.0.lock().ok()?.get(key).cloned()
     }
 
-    fn put(&self, key: ([u8; 32], usize), component: wasmtime::component::Component, quick: bool) {
+    fn put(&self, key: SharedKey, component: wasmtime::component::Component, quick: bool) {
         if let Ok(mut map) = self.0.lock() {
             map.entry(key).or_insert((component, quick));
         }
