@@ -231,11 +231,11 @@ async fn broken_plugins_are_reported_by_name_and_the_rest_load() {
         "{:?}",
         report.failed[2].error
     );
-    // The message names both plugins' files.
+    // The message names both plugins' files, and the namespace that would let both load.
     assert_eq!(
         report.failed[2].error.to_string(),
         format!(
-            "{}: declares tool \"greet\", but the plugin {} already declares it; none of its tools were registered. Rename the tool or remove the other one",
+            "{}: declares tool \"greet\", but the plugin {} already declares it; none of its tools were registered. Give one of the two plugins a namespace (`namespace = \"PREFIX\"` at the top of its manifest, or the operator's --plugin-namespace NAME=PREFIX, which offers its tools as PREFIX_NAME), rename the tool, or remove the other one",
             plugins.path().join("zz_dupname.wasm").display(),
             plugins.path().join("greet.wasm").display()
         )

@@ -174,7 +174,9 @@ fn check_arguments(arguments: &str) -> Result<(), String> {
 }
 
 fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let info = plugins::inspect(&args.file, plugins::inspect_config(args.cache_dir))?;
+    let mut config = plugins::inspect_config(args.cache_dir).to_builder();
+    plugins::set_namespaces(&mut config, &args.plugin_namespace)?;
+    let info = plugins::inspect(&args.file, config.build())?;
     let text = if args.json {
         serde_json::to_string_pretty(&plugins::info_json(&info))? + "\n"
     } else {

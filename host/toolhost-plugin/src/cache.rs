@@ -50,7 +50,9 @@ type HmacSha256 = Hmac<Sha256>;
 pub enum CompileSource {
     /// Compiled by Cranelift (and stored in the cache, if there is one).
     Compiled(Duration),
-    /// Loaded from the compile cache.
+    /// Loaded from the compile cache, or shared with a plugin of the same directory load
+    /// whose component has the same bytes (one component under two file names is
+    /// compiled and held in memory once).
     CacheHit(Duration),
     /// Compiled quickly, not optimized, and not cached
     /// ([`CompileTiers::QuickFirst`](crate::CompileTiers::QuickFirst)): the optimized

@@ -188,7 +188,7 @@ pub enum PluginErrorKind {
     },
     /// The plugin declares a tool name that is taken (by another tool of the registry, or
     /// twice in the plugin itself). None of the plugin's tools were registered.
-    #[error("declares tool \"{name}\", but {taken_by}; none of its tools were registered. Rename the tool or remove the other one")]
+    #[error("declares tool \"{name}\", but {taken_by}; none of its tools were registered. Give one of the two plugins a namespace (`namespace = \"PREFIX\"` at the top of its manifest, or the operator's --plugin-namespace NAME=PREFIX, which offers its tools as PREFIX_NAME), rename the tool, or remove the other one")]
     DuplicateTool {
         /// The taken name.
         name: String,
@@ -196,6 +196,17 @@ pub enum PluginErrorKind {
         /// [`PluginHost`](crate::PluginHost)), `a tool of that name is already registered
         /// (not by a plugin)`, or `the plugin declares it twice`.
         taken_by: String,
+    },
+    /// The plugin's tool namespace (its manifest's `namespace`, or the operator's)
+    /// cannot be used: it makes a tool's name too long. None of its tools were
+    /// registered. A namespace that is not valid at all is refused earlier, as a
+    /// [`PluginErrorKind::Manifest`] error or by the operator's setting.
+    #[error("its tool namespace \"{namespace}\" cannot be used: {reason}")]
+    Namespace {
+        /// The namespace.
+        namespace: String,
+        /// What is wrong and what to do instead.
+        reason: String,
     },
     /// The plugin's tool definitions are over a cap of
     /// [`DefinitionLimits`](crate::limits::DefinitionLimits) (tool count, schema or description
@@ -295,6 +306,7 @@ impl PluginErrorKind {
             Self::ConfigMissing { .. } => "config_missing",
             Self::BadDefinition { .. } => "bad_definition",
             Self::DuplicateTool { .. } => "duplicate_tool",
+            Self::Namespace { .. } => "namespace",
             Self::DefinitionsTooLarge { .. } => "definitions_too_large",
             Self::NotAFile { .. } => "not_a_file",
             Self::FileTooLarge { .. } => "file_too_large",

@@ -125,6 +125,7 @@ mod loader;
 pub mod lock;
 pub mod manifest;
 mod media;
+pub mod namespace;
 mod optimize;
 mod output;
 pub mod plugin_config;
@@ -398,6 +399,9 @@ pub struct LoadReport {
 pub struct LoadedPlugin {
     /// The plugin's name: its file name without `.wasm`.
     pub name: String,
+    /// The namespace its tools and prompts are offered under (the operator's, else its
+    /// manifest's): [`namespace`]. `tools` holds the final names.
+    pub namespace: Option<String>,
     /// The `.wasm` file.
     pub path: PathBuf,
     /// The tools registered, in the plugin's order.
@@ -432,6 +436,9 @@ pub struct LoadFailure {
 pub struct PluginInfo {
     /// The plugin's name: its file name without `.wasm`.
     pub name: String,
+    /// The namespace its tools and prompts would be offered under (the operator's, else
+    /// its manifest's); `tools` holds the final names.
+    pub namespace: Option<String>,
     /// The `.wasm` file.
     pub path: PathBuf,
     /// The manifest file, if there is one.

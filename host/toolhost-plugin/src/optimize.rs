@@ -141,6 +141,9 @@ impl Optimizer {
 
     /// The worker: runs the jobs in order until the queue is empty.
     fn work(&self) {
+        // The last optimized component, by digest and shards: one component queued under
+        // several plugins (one plugin offered twice) is read and held once.
+        let mut recent: Option<Recent> = None;
         loop {
             let job = {
                 let mut queue = self.lock();
@@ -154,7 +157,7 @@ impl Optimizer {
             };
             // A panic in one compile must not leave `pending` counting it forever.
             let path = job.path.clone();
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(job))) {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(job, &mut recent))) {
                 Ok(true) => {
                     self.swapped.fetch_add(1, Ordering::Relaxed);
                 }
@@ -172,16 +175,31 @@ impl Optimizer {
     }
 }
 
-/// Compiles `job`'s optimized code (or reads it from the cache) and swaps it in;
-/// whether it was swapped in.
-fn run(job: OptimizeJob) -> bool {
+/// The optimized component of the last job: its digest, its shards (by address) and
+/// the component.
+type Recent = ([u8; 32], usize, wasmtime::component::Component);
+
+/// Compiles `job`'s optimized code (or reads it from the cache, or takes `recent`'s when
+/// it is the same component for the same shards) and swaps it in; whether it was
+/// swapped in.
+fn run(job: OptimizeJob, recent: &mut Option<Recent>) -> bool {
     if job.runtime.strong_count() == 0 {
         return false;
     }
     let engine = &job.shards[0].engine;
-    let compiled = job
-        .cache
-        .load_into(engine, &job.path, &job.bytes, &job.digest, None);
+    let shards = Arc::as_ptr(&job.shards).cast::<u8>() as usize;
+    let compiled = match recent {
+        Some((digest, at, component)) if *digest == job.digest && *at == shards => Ok((
+            component.clone(),
+            crate::cache::CompileSource::CacheHit(std::time::Duration::ZERO),
+        )),
+        _ => job
+            .cache
+            .load_into(engine, &job.path, &job.bytes, &job.digest, None),
+    };
+    if let Ok((component, _)) = &compiled {
+        *recent = Some((job.digest, shards, component.clone()));
+    }
     let swapped = compiled.and_then(|(component, source)| {
         let pres =
             ShardPres::new(Arc::clone(&job.shards), component, job.version).map_err(|err| {

@@ -68,6 +68,8 @@ pub struct PluginHostConfig {
     pub(crate) plugin_ask: bool,
     /// [`PluginHostConfigBuilder::plugin_sampling`].
     pub(crate) plugin_sampling: bool,
+    /// [`PluginHostConfigBuilder::tool_namespace`]: plugin name -> namespace.
+    pub(crate) tool_namespaces: std::collections::BTreeMap<String, String>,
 }
 
 impl PluginHostConfig {
@@ -176,6 +178,12 @@ impl PluginHostConfig {
     /// completions ([`PluginHostConfigBuilder::plugin_sampling`]).
     pub fn plugin_sampling(&self) -> bool {
         self.plugin_sampling
+    }
+
+    /// The namespace the operator gave the plugin `plugin` (its file name without
+    /// `.wasm`), if any ([`PluginHostConfigBuilder::tool_namespace`]).
+    pub fn tool_namespace(&self, plugin: &str) -> Option<&str> {
+        self.tool_namespaces.get(plugin).map(String::as_str)
     }
 }
 
@@ -385,6 +393,39 @@ impl PluginHostConfigBuilder {
         self
     }
 
+    /// Offers the tools and prompts of the plugin `plugin` (its file name without
+    /// `.wasm`) under `namespace`: its tool `search` becomes `NAMESPACE_search`
+    /// ([`namespace`](crate::namespace)); the CLI's `--plugin-namespace NAME=PREFIX`.
+    /// It replaces the namespace the plugin's manifest gives (`namespace = "..."`), so
+    /// the operator settles a collision between two plugins without editing them.
+    /// Default: none, every plugin's own names (or its manifest's namespace). Given
+    /// twice for one plugin, the last wins.
+    ///
+    /// ```
+    /// use toolhost_plugin::PluginHostConfig;
+    ///
+    /// let mut builder = PluginHostConfig::builder();
+    /// builder.tool_namespace("github_search", "gh")?;
+    /// assert!(builder.tool_namespace("other", "g_h").is_err());
+    /// assert_eq!(builder.build().tool_namespace("github_search"), Some("gh"));
+    /// # Ok::<(), toolhost_plugin::namespace::NamespaceError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`NamespaceError`](crate::namespace::NamespaceError) when `namespace` breaks the
+    /// rules of [`namespace`](crate::namespace) (1 to 32 characters of `a-z` and `0-9`,
+    /// starting with a letter); nothing is set then.
+    pub fn tool_namespace(
+        &mut self,
+        plugin: impl Into<String>,
+        namespace: impl Into<String>,
+    ) -> Result<&mut Self, crate::namespace::NamespaceError> {
+        let namespace = namespace.into();
+        crate::namespace::check_namespace(&namespace)?;
+        self.config.tool_namespaces.insert(plugin.into(), namespace);
+        Ok(self)
+    }
+
     /// The settings as set so far (the builder can go on to build more).
     pub fn build(&self) -> PluginHostConfig {
         self.config.clone()
@@ -451,6 +492,7 @@ impl Default for PluginHostConfig {
             compile_tiers: CompileTiers::Optimized,
             plugin_ask: false,
             plugin_sampling: false,
+            tool_namespaces: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -474,6 +516,7 @@ impl fmt::Debug for PluginHostConfig {
             .field("compile_tiers", &self.compile_tiers)
             .field("plugin_ask", &self.plugin_ask)
             .field("plugin_sampling", &self.plugin_sampling)
+            .field("tool_namespaces", &self.tool_namespaces)
             .finish()
     }
 }

@@ -222,6 +222,9 @@ pub(crate) fn prompt_definition(p: prompts::Prompt) -> PromptDefinition {
 /// A plugin's prompts.
 pub(crate) struct PluginPrompts {
     pub runtime: Arc<PluginRuntime>,
+    /// The plugin's tool namespace: its prompts are offered as `NAMESPACE_name` and
+    /// reach the guest as `name`.
+    pub namespace: Option<String>,
     pub definitions: Vec<PromptDefinition>,
 }
 
@@ -238,10 +241,18 @@ impl PromptSource for PluginPrompts {
         env: Environment,
     ) -> SourceFuture<PromptResult, ToolError> {
         let runtime = Arc::clone(&self.runtime);
+        // The catalog routes only this plugin's (namespaced) names here.
+        let guest_name = match &self.namespace {
+            Some(namespace) => name
+                .strip_prefix(namespace.as_str())
+                .and_then(|rest| rest.strip_prefix(crate::namespace::NAMESPACE_SEPARATOR))
+                .map_or_else(|| name.clone(), str::to_owned),
+            None => name.clone(),
+        };
         Box::pin(async move {
             let arguments: Vec<(String, String)> = arguments.into_iter().collect();
             let result = runtime
-                .prompt_get(&ctx, &name, &arguments, &env)
+                .prompt_get(&ctx, &guest_name, &arguments, &env)
                 .await
                 .map_err(|e| runtime.redacted(e))?;
             let result = match result {

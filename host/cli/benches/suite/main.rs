@@ -1,9 +1,9 @@
-//! The benchmark suite: eight figures measured side by side in one run,
+//! The benchmark suite: ten figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
 //! and installs ripgrep). Pass figure numbers to run only those:
-//! `cargo bench -p host --bench suite -- 1 6`.
+//! `cargo bench -p host --bench suite -- 1 6`; `scale` stands for figure 10.
 //!
 //! Exit status: 0 when every target is met or missed by less than its margin (10 %), 1
 //! when one is missed by more, or a figure failed; 2 when the suite could not start.
@@ -26,6 +26,7 @@ mod grep;
 mod process;
 mod read_file;
 mod report;
+mod scale;
 mod stdio;
 
 use report::{Row, Verdict, MARGIN};
@@ -38,9 +39,16 @@ fn workers() -> usize {
 fn main() {
     report::self_check();
     // `cargo bench` passes `--bench`; anything else numeric picks figures.
+    // `scale` is figure 10 (`scripts/bench scale`).
     let mut picked: Vec<u32> = std::env::args()
         .skip(1)
-        .filter_map(|arg| arg.parse().ok())
+        .filter_map(|arg| {
+            if arg == "scale" {
+                Some(10)
+            } else {
+                arg.parse().ok()
+            }
+        })
         .collect();
     // Figure 2 is measured by figure 1's run.
     if picked.contains(&2) {
@@ -102,6 +110,9 @@ fn main() {
     run(8, "memory of host run", &mut || process::memory(&fixtures));
     run(9, "stdio round trip of host run", &mut || {
         stdio::stdio(&fixtures)
+    });
+    run(10, "scale: 1 to 500 plugins", &mut || {
+        scale::scale(&fixtures)
     });
 
     println!();

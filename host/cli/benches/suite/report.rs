@@ -19,6 +19,11 @@ impl Samples {
         self.0.push(elapsed.as_secs_f64());
     }
 
+    /// Adds every sample of `other`.
+    pub(crate) fn extend(&mut self, other: &Samples) {
+        self.0.extend_from_slice(&other.0);
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }

@@ -309,6 +309,12 @@ pub struct InspectArgs {
     /// Where compiled components are cached.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Offer a plugin's tools and prompts under a namespace (repeatable): NAME=PREFIX,
+    /// where NAME is the plugin's file name (with or without .wasm) and PREFIX 1 to 32
+    /// characters of a-z and 0-9 starting with a letter; its tool `search` is then
+    /// `PREFIX_search`. Replaces the namespace its manifest gives (`namespace = "..."`).
+    #[arg(long = "plugin-namespace", value_name = "NAME=PREFIX", value_parser = parse_plugin_namespace)]
+    pub plugin_namespace: Vec<(String, String)>,
 }
 
 /// How much of the file store a plugin may be granted (its manifest asks; this caps it).
@@ -433,6 +439,12 @@ pub struct RegistryArgs {
     /// `KEY = "value"` or `KEY = { env = "ENV_VAR" }` lines.
     #[arg(long = "plugin-config-file", value_name = "FILE")]
     pub plugin_config_file: Option<PathBuf>,
+    /// Offer a plugin's tools and prompts under a namespace (repeatable): NAME=PREFIX,
+    /// where NAME is the plugin's file name (with or without .wasm) and PREFIX 1 to 32
+    /// characters of a-z and 0-9 starting with a letter; its tool `search` is then
+    /// `PREFIX_search`. Replaces the namespace its manifest gives (`namespace = "..."`).
+    #[arg(long = "plugin-namespace", value_name = "NAME=PREFIX", value_parser = parse_plugin_namespace)]
+    pub plugin_namespace: Vec<(String, String)>,
     /// Let plugins whose manifest says `[grants] ask = true` ask the client's user during
     /// a call (MCP elicitation: confirm a step, fill in a small form). At most 16
     /// questions a call. Off by default: every question is refused (`not-allowed`).
@@ -445,6 +457,24 @@ pub struct RegistryArgs {
     /// default: every request is refused (`not-allowed`).
     #[arg(long)]
     pub plugin_sampling: bool,
+}
+
+/// `--plugin-namespace`: `NAME=PREFIX`, NAME a plugin's file name with or without
+/// `.wasm`, PREFIX a valid namespace ([`toolhost_plugin::namespace`]).
+pub(crate) fn parse_plugin_namespace(text: &str) -> Result<(String, String), String> {
+    let (name, prefix) = text.split_once('=').ok_or_else(|| {
+        "write NAME=PREFIX, NAME the plugin's file name without .wasm, e.g. github_search=gh"
+            .to_owned()
+    })?;
+    let name = name.trim();
+    let name = name.strip_suffix(".wasm").unwrap_or(name);
+    if name.is_empty() {
+        return Err(
+            "the plugin's name before = is empty; write NAME=PREFIX, e.g. github_search=gh".into(),
+        );
+    }
+    toolhost_plugin::namespace::check_namespace(prefix).map_err(|err| err.to_string())?;
+    Ok((name.to_owned(), prefix.to_owned()))
 }
 
 /// `--plugin-http`: a host pattern.

@@ -26,6 +26,7 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
     let limits = &info.limits;
     json!({
         "name": info.name,
+        "namespace": info.namespace,
         "path": info.path,
         "manifest": info.manifest,
         "grants": {
@@ -96,6 +97,10 @@ pub(crate) fn info_text(info: &PluginInfo) -> String {
     );
     out += &format!("  manifest: {manifest}\n");
     out += &grants_text(info);
+    if let Some(namespace) = &info.namespace {
+        out +=
+            &format!("  namespace: {namespace} (tools and prompts offered as {namespace}_NAME)\n");
+    }
     out += &format!("  tools ({}):\n", info.tools.len());
     let width = info.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for tool in &info.tools {

@@ -34,6 +34,22 @@ pub(crate) fn inspect_config(cache_dir: Option<PathBuf>) -> PluginHostConfig {
     config.build()
 }
 
+/// Sets the `--plugin-namespace` values on `config`.
+///
+/// # Errors
+/// A namespace that is not valid (the flag's parser already refuses one).
+pub(crate) fn set_namespaces(
+    config: &mut toolhost_plugin::PluginHostConfigBuilder,
+    namespaces: &[(String, String)],
+) -> anyhow::Result<()> {
+    for (name, prefix) in namespaces {
+        config
+            .tool_namespace(name.clone(), prefix.clone())
+            .map_err(|err| anyhow::anyhow!("--plugin-namespace {name}={prefix}: {err}"))?;
+    }
+    Ok(())
+}
+
 /// The plugin host's settings from the flags. File access is off unless
 /// `--plugin-files` allows it; then plugins reach `storage` (the `--root` store) under
 /// `policy`, the same policy as the built-in file tools.
@@ -104,6 +120,7 @@ pub(crate) fn host_config(
         .config_values(config_values(args, |var| std::env::var(var).ok())?)
         .plugin_ask(args.plugin_ask)
         .plugin_sampling(args.plugin_sampling);
+    set_namespaces(&mut config, &args.plugin_namespace)?;
     Ok(config.build())
 }
 

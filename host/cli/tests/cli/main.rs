@@ -19,6 +19,7 @@ mod guide;
 mod hostile_args;
 mod mcp;
 mod messages;
+mod namespace;
 mod new;
 mod oci;
 mod oneshot;

@@ -35,6 +35,9 @@ pub(super) struct Offer {
 
 pub(super) struct Compiled {
     name: String,
+    /// The namespace its tools and prompts are offered under: the operator's, else the
+    /// manifest's.
+    namespace: Option<String>,
     resolved: Resolved,
     compile: CompileSource,
     pub(super) runtime: Arc<PluginRuntime>,
@@ -49,7 +52,39 @@ impl Compiled {
         self.exports.iter().any(|e| e == export)
     }
 
-    pub(super) fn with(self, definitions: Vec<ToolDefinition>, offer: Offer) -> Prepared {
+    /// The plugin prepared with its definitions and offer, renamed into its namespace.
+    ///
+    /// # Errors
+    /// [`PluginErrorKind::Namespace`] when the namespace makes a name too long.
+    pub(super) fn with(
+        self,
+        path: &Path,
+        definitions: Vec<ToolDefinition>,
+        mut offer: Offer,
+    ) -> Result<Prepared, PluginError> {
+        let mut guest_names = Vec::with_capacity(definitions.len());
+        let mut definitions = definitions;
+        if let Some(namespace) = &self.namespace {
+            let rename = |name: &mut String| -> Result<(), PluginError> {
+                *name = crate::namespace::check_final_name(namespace, name).map_err(|reason| {
+                    PluginErrorKind::Namespace {
+                        namespace: namespace.clone(),
+                        reason,
+                    }
+                    .at(path.to_owned())
+                })?;
+                Ok(())
+            };
+            for definition in &mut definitions {
+                guest_names.push(Arc::from(definition.name.as_str()));
+                rename(&mut definition.name)?;
+            }
+            for prompt in offer.prompts.iter_mut().flatten() {
+                rename(&mut prompt.name)?;
+            }
+        } else {
+            guest_names.extend(definitions.iter().map(|d| Arc::from(d.name.as_str())));
+        }
         // The manifest's task settings are the plugin's, for every one of its tools.
         let manifest = self.resolved.manifest.as_ref();
         let support = manifest.and_then(|manifest| manifest.task_support);
@@ -83,8 +118,10 @@ impl Compiled {
                 definition
             })
             .collect();
-        Prepared {
+        Ok(Prepared {
             offer,
+            guest_names,
+            namespace: self.namespace,
             name: self.name,
             resolved: self.resolved,
             compile: self.compile,
@@ -93,6 +130,32 @@ impl Compiled {
             imports: self.imports,
             exports: self.exports,
             optimize: self.optimize,
+        })
+    }
+}
+
+/// The components one directory load compiled (or read from the cache), by digest and
+/// backend, for the load's duration: a component found under several file names (one
+/// plugin offered twice, under two namespaces or with two configurations) is compiled,
+/// read and held in memory once. Its plugins still get an instance pre, limits and grants
+/// of their own.
+#[derive(Default)]
+pub(super) struct SharedComponents(std::sync::Mutex<std::collections::HashMap<SharedKey, Shared>>);
+
+/// A component's digest and the address of the shards it was loaded for.
+type SharedKey = ([u8; 32], usize);
+
+/// The component, and whether it is quick code.
+type Shared = (wasmtime::component::Component, bool);
+
+impl SharedComponents {
+    fn get(&self, key: &SharedKey) -> Option<Shared> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: SharedKey, component: wasmtime::component::Component, quick: bool) {
+        if let Ok(mut map) = self.0.lock() {
+            map.entry(key).or_insert((component, quick));
         }
     }
 }
@@ -102,7 +165,7 @@ impl PluginHost {
     /// asked for its tools nor registered (for tests of the runtime itself).
     #[cfg(test)]
     pub(crate) fn compile_runtime(&self, path: &Path) -> Result<Arc<PluginRuntime>, PluginError> {
-        self.compile_with(path, false, None)
+        self.compile_with(path, false, None, None)
             .map(|compiled| compiled.runtime)
     }
 
@@ -116,6 +179,8 @@ impl PluginHost {
             .map_or(1, usize::from)
             .clamp(1, files.len().max(1));
         let per_thread = files.len().div_ceil(threads).max(1);
+        let shared = SharedComponents::default();
+        let shared = &shared;
         std::thread::scope(|scope| {
             #[allow(
                 clippy::needless_collect,
@@ -127,7 +192,7 @@ impl PluginHost {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|path| self.compile_with(path, false, pins))
+                            .map(|path| self.compile_with(path, false, pins, Some(shared)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -163,6 +228,7 @@ impl PluginHost {
         path: &Path,
         any_grant: bool,
         pins: Option<Pins<'_>>,
+        shared: Option<&SharedComponents>,
     ) -> Result<Compiled, PluginError> {
         let name = path
             .file_stem()
@@ -201,10 +267,27 @@ impl PluginHost {
         // Compiled (or read from the cache) into the first shard's engine only; the
         // other shards get it from its artifact when a call first lands there.
         let engine = &backend.shards[0].engine;
-        let (component, compile) =
-            backend
-                .cache
-                .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
+        // The same bytes on the same backend: the same code, compiled once per load.
+        let key = (
+            *digest.as_bytes(),
+            Arc::as_ptr(&backend.shards).cast::<u8>() as usize,
+        );
+        let started = std::time::Instant::now();
+        let (component, compile) = match shared.and_then(|shared| shared.get(&key)) {
+            Some((component, true)) => (component, CompileSource::Quick(started.elapsed())),
+            Some((component, false)) => (component, CompileSource::CacheHit(started.elapsed())),
+            None => {
+                let (component, compile) =
+                    backend
+                        .cache
+                        .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
+                if let Some(shared) = shared {
+                    let quick = matches!(compile, CompileSource::Quick(_));
+                    shared.put(key, component.clone(), quick);
+                }
+                (component, compile)
+            }
+        };
         let wrong_world = |err: wasmtime::Error| {
             PluginErrorKind::WrongWorld {
                 message: error_chain(&err),
@@ -280,8 +363,14 @@ impl PluginHost {
             version,
             runtime: Arc::downgrade(&runtime),
         });
+        let namespace = self
+            .config
+            .tool_namespace(&name)
+            .map(str::to_owned)
+            .or_else(|| resolved.manifest.as_ref().and_then(|m| m.namespace.clone()));
         Ok(Compiled {
             name,
+            namespace,
             resolved,
             compile,
             runtime,

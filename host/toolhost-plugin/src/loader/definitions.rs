@@ -42,7 +42,7 @@ impl PluginHost {
         any_grant: bool,
         pins: Option<Pins<'_>>,
     ) -> Result<Prepared, PluginError> {
-        let compiled = self.compile_with(path, any_grant, pins)?;
+        let compiled = self.compile_with(path, any_grant, pins, None)?;
         self.ask_one(path.to_owned(), compiled)
     }
 
@@ -158,7 +158,7 @@ async fn ask_definitions(
     let offer = ask_offer(&compiled, &caps)
         .await
         .map_err(|message| PluginErrorKind::Catalog { message }.at(path.clone()))?;
-    Ok(compiled.with(definitions, offer))
+    compiled.with(&path, definitions, offer)
 }
 
 /// Checks that `template` is an RFC 6570 level 1 URI template: at most 1 KiB, no space

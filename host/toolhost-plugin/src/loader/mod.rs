@@ -43,6 +43,10 @@ pub(crate) use validate::validate;
 struct Prepared {
     /// Its prompts and resources.
     offer: compile::Offer,
+    /// The name the guest knows each tool of `definitions` by (without the namespace).
+    guest_names: Vec<Arc<str>>,
+    /// The namespace of its tools and prompts, if any.
+    namespace: Option<String>,
     name: String,
     resolved: Resolved,
     compile: CompileSource,
@@ -142,6 +146,19 @@ impl PluginHost {
                 }
             }
         }
+        // A namespace for a plugin that is not here is most likely a typo in its name.
+        for plugin in self.config.tool_namespaces.keys() {
+            if !files
+                .iter()
+                .any(|path| path.file_stem().is_some_and(|stem| stem == plugin.as_str()))
+            {
+                tracing::warn!(
+                    target: "plugin",
+                    "a namespace is set for the plugin {plugin}, but {} holds no {plugin}.wasm; NAME in --plugin-namespace NAME=PREFIX is the plugin's file name",
+                    dir.display()
+                );
+            }
+        }
         let prepared = self.prepare_all(&files, pins);
         for (path, prepared) in files.into_iter().zip(prepared) {
             match prepared
@@ -227,6 +244,7 @@ impl PluginHost {
         let ask = manifest.is_some_and(|m| m.grants.ask);
         let offers_resources = prepared.offer.resources.is_some();
         Ok(PluginInfo {
+            namespace: prepared.namespace,
             ask,
             ask_allowed: self.config.plugin_ask,
             sampling: manifest.and_then(|m| m.grants.sampling),

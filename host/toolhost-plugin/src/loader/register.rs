@@ -37,17 +37,21 @@ impl PluginHost {
             .iter()
             .map(|d| d.name.clone())
             .collect();
+        // The guest knows its tools by their own names, without the namespace.
         let batch = prepared
             .definitions
             .into_iter()
-            .map(|definition| {
+            .zip(prepared.guest_names)
+            .map(|(definition, tool)| {
                 let handler: Arc<dyn Handler> = Arc::new(PluginTool {
                     runtime: Arc::clone(&prepared.runtime),
-                    tool: Arc::from(definition.name.as_str()),
+                    tool,
                 });
                 (definition, handler)
             })
             .collect();
+        let namespace = prepared.namespace.clone();
+        let namespace = namespace.as_deref();
         let registered = registry.replace_all(replacing, batch);
         if registered.is_err() && replacing.is_empty() {
             // A first load whose tools were refused offers nothing either.
@@ -58,6 +62,13 @@ impl PluginHost {
             RegisterError::DuplicateTool { name } => self.taken(path, &name),
             RegisterError::LookAlike { name, existing } => PluginErrorKind::DuplicateTool { name, taken_by: format!("it looks like the registered tool \"{existing}\" (tool names are compared ignoring case, - and _)") }.at(path.to_owned()),
             // Reserved for a built-in, or not a valid name.
+            other @ RegisterError::Reserved { .. } => {
+                let reason = match namespace {
+                    Some(namespace) => format!("{other} (the namespace \"{namespace}\" made this name: choose another namespace)"),
+                    None => format!("{other}, or give the plugin a namespace (`namespace = \"PREFIX\"` at the top of its manifest, or --plugin-namespace NAME=PREFIX) so it is offered as PREFIX_NAME"),
+                };
+                PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason }.at(path.to_owned())
+            }
             other => PluginErrorKind::BadDefinition { tool: other.name().unwrap_or_default().to_owned(), reason: other.to_string() }.at(path.to_owned()),
         })?;
         if let Ok(mut owners) = self.owners.lock() {
@@ -72,6 +83,7 @@ impl PluginHost {
             self.optimizer.submit(job);
         }
         Ok(LoadedPlugin {
+            namespace: prepared.namespace,
             name: prepared.name,
             path: path.to_owned(),
             tools,
@@ -92,6 +104,7 @@ impl PluginHost {
         let prompts = prompts.as_ref().map(|definitions| {
             Arc::new(PluginPrompts {
                 runtime: Arc::clone(&prepared.runtime),
+                namespace: prepared.namespace.clone(),
                 definitions: definitions.clone(),
             }) as Arc<dyn PromptSource>
         });

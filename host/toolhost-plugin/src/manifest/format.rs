@@ -12,6 +12,13 @@ use crate::{PluginError, PluginErrorKind};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// `namespace = "gh"` (top level, before the tables): the plugin's tools and prompts
+    /// are offered as `gh_NAME` ([`namespace`](crate::namespace): 1 to 32 characters of
+    /// `a-z` and `0-9`, starting with a letter). The operator's
+    /// [`tool_namespace`](crate::PluginHostConfigBuilder::tool_namespace) for the plugin
+    /// replaces it. None by default: the names as the plugin declares them.
+    #[serde(default, deserialize_with = "tool_namespace")]
+    pub namespace: Option<String>,
     /// `task_support` (before the tables): whether clients may run the plugin's tools
     /// as MCP tasks, in the background with their result fetched later: `"forbidden"`
     /// (the default, as MCP's), `"optional"` or `"required"`; for every tool of the
@@ -47,6 +54,15 @@ pub struct ResourcesTable {
     /// plugin's (checked at load).
     #[serde(default)]
     pub namespace: Option<String>,
+}
+
+/// Parses and checks the top-level `namespace`.
+fn tool_namespace<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
+    use serde::de::Error;
+    let namespace = String::deserialize(de)?;
+    crate::namespace::check_namespace(&namespace)
+        .map_err(|err| D::Error::custom(format!("namespace: {err}")))?;
+    Ok(Some(namespace))
 }
 
 /// Parses `[config]`: `keys = ["A", "B"]` (required, not secret) and `[config.KEY]`
@@ -355,7 +371,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
         PluginErrorKind::Manifest { message: format!(
-                "{line}{}; the keys are task_support, confirm, [grants] files, root, http, ask, sampling (true or {{ max_requests, max_tokens }}), [config] keys or [config.KEY] description, secret, required, [resources] namespace, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
+                "{line}{}; the keys are namespace, task_support, confirm, [grants] files, root, http, ask, sampling (true or {{ max_requests, max_tokens }}), [config] keys or [config.KEY] description, secret, required, [resources] namespace, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
             ) }.at(path.to_owned())
     })

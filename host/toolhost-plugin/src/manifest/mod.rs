@@ -3,6 +3,8 @@
 //!
 //! ```toml
 //! # wordcount.toml
+//! namespace = "wc"        # optional: tools and prompts offered as wc_NAME (see namespace);
+//!                         # the operator's --plugin-namespace replaces it
 //! task_support = "optional" # MCP tasks: "forbidden" (default), "optional" or "required",
 //!                         # for every tool of the plugin (before the tables)
 //! [grants]

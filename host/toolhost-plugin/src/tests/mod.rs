@@ -13,6 +13,7 @@ mod load;
 mod load_fixture;
 mod lock;
 mod names;
+mod namespace;
 mod rich;
 mod sampling;
 mod tiers;
