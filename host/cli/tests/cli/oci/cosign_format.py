@@ -11,7 +11,8 @@ interoperability tests of signed plugins: it shares no code with the host (Pytho
         names another digest after signing), annotation-elsewhere (the signature on a
         second, non-signature layer only), base64 (not base64), huge (the layer declares
         1 GiB), layers:N (N copies of the layer), other-digest:D (a valid signature of
-        D), self (the .sig tag is the signed manifest itself).
+        D), self (the .sig tag is the signed manifest itself); oras pushes the good
+        signature with oras-py (PyPI `oras`) instead of plain HTTP.
     python cosign_format.py verify REGISTRY/REPO DIGEST KEY.pub
         Fetches sha256-HEX.sig and prints {"verified": N} (signatures by KEY.pub over
         DIGEST); exits 1 when none verifies.
@@ -130,6 +131,8 @@ def sign(target, digest, key_path, mode):
     annotation = base64.b64encode(signature).decode()
     if mode == "base64":
         annotation = "not*base64!"
+    if mode == "oras":
+        return push_with_oras(registry, repo, digest, payload, annotation)
     payload_digest = push_blob(registry, repo, payload)
     layer = {"mediaType": SIMPLE_SIGNING, "size": len(payload), "digest": payload_digest,
              "annotations": {ANNOTATION: annotation}}
@@ -165,6 +168,36 @@ def sign(target, digest, key_path, mode):
         manifest = get_manifest(registry, repo, digest)
     put_manifest(registry, repo, sig_tag(digest), manifest)
     return {"tag": sig_tag(digest), "manifest_bytes": len(manifest)}
+
+
+def push_with_oras(registry, repo, digest, payload, annotation):
+    """Pushes the signature manifest with a second, independent OCI client (oras-py):
+    the payload as the one simple-signing layer, the signature as its annotation."""
+    import os
+    import tempfile
+
+    import oras.client
+
+    with tempfile.TemporaryDirectory() as directory:
+        with open(os.path.join(directory, "payload.json"), "wb") as f:
+            f.write(payload)
+        annotations = os.path.join(directory, "annotations.json")
+        with open(annotations, "w") as f:
+            json.dump({"payload.json": {ANNOTATION: annotation}}, f)
+        cwd = os.getcwd()
+        os.chdir(directory)
+        try:
+            client = oras.client.OrasClient(hostname=registry, insecure=True)
+            response = client.push(
+                target=f"{registry}/{repo}:{sig_tag(digest)}",
+                files=[f"payload.json:{SIMPLE_SIGNING}"],
+                annotation_file=annotations,
+                quiet=True,
+            )
+            response.raise_for_status()
+        finally:
+            os.chdir(cwd)
+    return {"tag": sig_tag(digest), "pushed_with": "oras"}
 
 
 def verify(target, digest, pub_path):

@@ -1,7 +1,7 @@
 //! Signed plugins against a real registry: `host keygen`, `host sign`, `host pull
 //! --verify-key` (every refusal leaves the plugin directory as it was), `--require-signer`
 //! at load, and interoperability both ways with an independent implementation of the
-//! cosign format (`cosign_format.py`: Python's `cryptography`, plain HTTP).
+//! cosign format (`cosign_format.py`: Python's `cryptography`, plain HTTP and oras-py).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -315,8 +315,10 @@ fn every_bad_signature_is_refused_and_nothing_is_installed() {
     );
     assert_eq!(files_of(plugins.path()), Vec::<String>::new());
 
-    // The independent signer's good signature verifies (and so does Ed25519).
-    cosign_py(&["sign", &repo, &digest, &py_private]);
+    // The independent signer's good signature, pushed with oras-py, verifies (and so
+    // does an Ed25519 one pushed over plain HTTP).
+    let (_, pushed) = cosign_py(&["sign", &repo, &digest, &py_private, "oras"]);
+    assert!(pushed.contains("\"pushed_with\": \"oras\""), "{pushed}");
     let pulled = ok(
         &[
             "pull",
