@@ -55,6 +55,7 @@ fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    crate::observe::start(&args.observe).await?;
     if let Some(addr) = args.http.http {
         http::serve(
             &args.registry,
@@ -69,6 +70,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
+    crate::observe::install_toolset(&toolset);
     let mut server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)

@@ -77,6 +77,7 @@ pub(crate) async fn serve(
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
             let toolset = build_server_registry(registry_args)?;
+            crate::observe::install_toolset(&toolset);
             let registry = Arc::clone(&toolset.registry);
             let registries = match &toolset.files {
                 Some(files) => {
@@ -109,6 +110,9 @@ pub(crate) async fn serve(
             shared.no_builtins = true;
             shared.plan = false;
             let toolset = build_server_registry(&shared)?;
+            // The observers watch each session's registry (below), not the shared
+            // plugins' one its calls go on to: one record per call.
+            crate::observe::note_plugins(&toolset);
             info!(base = %template.base().display(), template = %template.as_str(), "one storage root per session");
             // Each session's registry: the same set-up as the shared one (over its own
             // root), and the plugins' tools, loaded once, shared (they get no file
@@ -118,6 +122,7 @@ pub(crate) async fn serve(
                 Registries::per_session_root_with_files(template, move |storage, _info| {
                     let (registry, options) =
                         registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
+                    crate::observe::install(&registry);
                     forward(&registry, &plugins).map_err(|err| err.to_string())?;
                     // The session's own root's files, where its file tools show them.
                     let files = options

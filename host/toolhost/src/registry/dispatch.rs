@@ -8,7 +8,10 @@ use std::time::Instant;
 use futures_util::FutureExt;
 
 use super::cap::cap_error;
-use super::{Arguments, CallContext, Environment, Registry, ToolCall, ToolError, ToolResult};
+use super::{
+    Arguments, CallContext, CallEnd, CallStart, Environment, Registry, ToolCall, ToolError,
+    ToolResult,
+};
 
 #[cfg(test)]
 mod tests;
@@ -43,10 +46,39 @@ impl Registry {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        // The one exit of every call: no error reaches the caller uncapped.
-        self.run(ctx, call, env)
+        let mut size = 0;
+        let mut ran = false;
+        let Some(observer) = self.observer.get() else {
+            // The one exit of every call: no error reaches the caller uncapped.
+            return self
+                .run(ctx, call, env, &mut size, &mut ran)
+                .await
+                .map_err(|err| cap_error(err, self.result_cap));
+        };
+        let started = Instant::now();
+        if let Err(refusal) = observer.admit(&CallStart { env, call }) {
+            return Err(cap_error(
+                ToolError::Failed {
+                    tool: call.name.clone(),
+                    message: refusal.message,
+                },
+                self.result_cap,
+            ));
+        }
+        let outcome = self
+            .run(ctx, call, env, &mut size, &mut ran)
             .await
-            .map_err(|err| cap_error(err, self.result_cap))
+            .map_err(|err| cap_error(err, self.result_cap));
+        observer.finished(&CallEnd {
+            env,
+            call,
+            ran,
+            admitted: true,
+            outcome: outcome.as_ref(),
+            duration: started.elapsed(),
+            bytes_out: if outcome.is_ok() { size } else { 0 },
+        });
+        outcome
     }
 
     /// [`Registry::dispatch`] before its errors are capped.
@@ -55,6 +87,8 @@ impl Registry {
         ctx: &CallContext,
         call: &ToolCall,
         env: &Environment,
+        size_out: &mut usize,
+        ran: &mut bool,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
@@ -84,6 +118,7 @@ impl Registry {
 
         // A panic may happen while the handler builds its future or while it runs: catch both.
         let handler = &entry.handler;
+        *ran = true;
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
@@ -137,6 +172,7 @@ impl Registry {
                 size.saturating_add(block.payload_len())
             })
         };
+        *size_out = size;
         if size > self.result_cap {
             return Err(ToolError::ResultTooLarge {
                 tool: name.to_owned(),
