@@ -21,6 +21,7 @@ mod mcp;
 mod messages;
 mod new;
 mod oci;
+mod observe;
 mod oneshot;
 mod plugin_http;
 mod rich;
