@@ -96,6 +96,8 @@ struct Record<'a> {
     time: String,
     event: &'static str,
     session: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<&'a str>,
     turn: &'a str,
     request: &'a str,
     tool: &'a str,
@@ -196,8 +198,9 @@ impl AuditLog {
         }
     }
 
-    /// After a call: writes its record.
-    pub(crate) fn finished(&self, end: &CallEnd<'_>) {
+    /// After a call: writes its record (naming `principal`, the session's client, when
+    /// known).
+    pub(crate) fn finished(&self, end: &CallEnd<'_>, principal: Option<&str>) {
         let arguments = end.call.arguments.as_bytes();
         let plugin = self
             .plugins
@@ -209,6 +212,7 @@ impl AuditLog {
             time: String::new(),
             event: "call",
             session: &end.env.session_id,
+            principal,
             turn: &end.env.turn_id,
             request: &end.call.id,
             tool: &end.call.name,

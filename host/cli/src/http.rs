@@ -119,10 +119,10 @@ pub(crate) async fn serve(
             // access, which would be the process's, not the session's).
             let (args, plugins) = (registry_args.clone(), Arc::clone(&toolset.registry));
             let registries =
-                Registries::per_session_root_with_files(template, move |storage, _info| {
+                Registries::per_session_root_with_files(template, move |storage, info| {
                     let (registry, options) =
                         registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
-                    crate::observe::install(&registry);
+                    crate::observe::install_for(&registry, info.client.as_deref());
                     forward(&registry, &plugins).map_err(|err| err.to_string())?;
                     // The session's own root's files, where its file tools show them.
                     let files = options

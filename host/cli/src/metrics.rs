@@ -298,6 +298,9 @@ async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()>
         }
         head.extend_from_slice(&buf[..n]);
     }
+    if head.len() > MAX_REQUEST {
+        return respond(&mut stream, "431 Request Header Fields Too Large", "").await;
+    }
     let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
     let mut parts = line.split(|b| *b == b' ');
     let (method, target) = (parts.next(), parts.next());

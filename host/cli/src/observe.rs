@@ -35,13 +35,51 @@ impl CallObserver for Observers {
     }
 
     fn finished(&self, end: &CallEnd<'_>) {
+        self.finished_as(end, None);
+    }
+}
+
+impl Observers {
+    /// A call ended, for `principal` (the client name of the session's token) if known.
+    fn finished_as(&self, end: &CallEnd<'_>, principal: Option<&str>) {
         if let Some(metrics) = &self.metrics {
             metrics.finished(end);
         }
         if let Some(audit) = &self.audit {
-            audit.finished(end);
+            audit.finished(end, principal);
         }
     }
+}
+
+/// The observers for one session whose client is known (`--auth-token-file` names,
+/// with `--session-root-template`): its records name the client.
+struct SessionObservers {
+    observers: Arc<Observers>,
+    principal: String,
+}
+
+impl CallObserver for SessionObservers {
+    fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+        self.observers.admit(call)
+    }
+
+    fn finished(&self, end: &CallEnd<'_>) {
+        self.observers.finished_as(end, Some(&self.principal));
+    }
+}
+
+/// Installs the process's observers on a session's `registry`, naming `principal` in
+/// its records when known.
+pub(crate) fn install_for(registry: &Registry, principal: Option<&str>) {
+    let (Some(observers), Some(principal)) = (OBSERVERS.get(), principal) else {
+        install(registry);
+        return;
+    };
+    let observer: Arc<dyn CallObserver> = Arc::new(SessionObservers {
+        observers: Arc::clone(observers),
+        principal: principal.to_owned(),
+    });
+    let _ = registry.set_observer(observer);
 }
 
 static OBSERVERS: OnceLock<Arc<Observers>> = OnceLock::new();

@@ -372,6 +372,7 @@ fn tokens_name_clients_and_guard_every_request() {
     let base = dir.path().join("tenants");
     std::fs::create_dir(&base).unwrap();
     let template = format!("{}/{{client}}", base.display());
+    let audit = dir.path().join("audit.jsonl");
     let mut server = Server::start(&[
         "serve",
         "--http",
@@ -380,6 +381,8 @@ fn tokens_name_clients_and_guard_every_request() {
         dir_str(&tokens),
         "--session-root-template",
         &template,
+        "--audit-log",
+        dir_str(&audit),
     ]);
     let reply = post(
         server.addr,
@@ -408,7 +411,18 @@ fn tokens_name_clients_and_guard_every_request() {
     assert!(
         !server.seen.iter().any(|line| line.contains(TOKEN)),
         "the token never reaches the log"
-    );
+    );    // The audit record names the client, never its token.
+    let records = std::fs::read_to_string(&audit).unwrap();
+    assert!(!records.contains(TOKEN), "{records}");
+    let lines: Vec<Value> = records
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{records}");
+    assert_eq!(lines[0]["principal"], "alice");
+    assert_eq!(lines[0]["session"], session.as_str());
+    assert_eq!(lines[0]["tool"], "write_file");
+    assert_eq!(lines[0]["outcome"], "ok");
 }
 
 #[test]
