@@ -262,7 +262,8 @@ impl AuditLog {
             let size = file.metadata().map_err(|err| err.to_string())?.len();
             if size > 0 && size.saturating_add(line.len() as u64) > max {
                 drop(file);
-                self.rotate().map_err(|err| format!("cannot rotate: {err}"))?;
+                self.rotate()
+                    .map_err(|err| format!("cannot rotate: {err}"))?;
                 file = open_append(&self.path).map_err(|err| err.to_string())?;
             }
         }

@@ -305,8 +305,12 @@ async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()>
     let mut parts = line.split(|b| *b == b' ');
     let (method, target) = (parts.next(), parts.next());
     match (method, target) {
-        (Some(b"GET"), Some(b"/metrics")) => respond(&mut stream, "200 OK", &metrics.render()).await,
-        (Some(b"GET"), _) => respond(&mut stream, "404 Not Found", "not found: scrape /metrics\n").await,
+        (Some(b"GET"), Some(b"/metrics")) => {
+            respond(&mut stream, "200 OK", &metrics.render()).await
+        }
+        (Some(b"GET"), _) => {
+            respond(&mut stream, "404 Not Found", "not found: scrape /metrics\n").await
+        }
         _ => respond(&mut stream, "405 Method Not Allowed", "only GET /metrics\n").await,
     }
 }

@@ -20,7 +20,9 @@ fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Registry {
                 serde_json::json!({"type": "object", "properties": {}}),
             ),
             |_ctx: CallContext, args: toolhost::registry::Arguments, _env: Environment| async move {
-                Ok(ToolResult::new(args.get("seq").cloned().unwrap_or(Value::Null)))
+                Ok(ToolResult::new(
+                    args.get("seq").cloned().unwrap_or(Value::Null),
+                ))
             },
         )
         .unwrap();
@@ -61,9 +63,18 @@ fn records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-async fn call(registry: &Registry, session: &str, tool: &str, arguments: &str) -> Result<ToolResult, ToolError> {
+async fn call(
+    registry: &Registry,
+    session: &str,
+    tool: &str,
+    arguments: &str,
+) -> Result<ToolResult, ToolError> {
     registry
-        .dispatch(&CallContext::new(), &ToolCall::new(tool, arguments), &env(session))
+        .dispatch(
+            &CallContext::new(),
+            &ToolCall::new(tool, arguments),
+            &env(session),
+        )
         .await
 }
 
@@ -97,7 +108,12 @@ async fn a_thousand_calls_across_four_sessions_give_a_thousand_records_in_order(
             .map(|record| record["arguments_sha256"].as_str().unwrap().to_owned())
             .collect();
         let expected: Vec<String> = (0..250)
-            .map(|seq| format!("sha256:{}", hex(&Sha256::digest(format!(r#"{{"seq":{seq}}}"#)))))
+            .map(|seq| {
+                format!(
+                    "sha256:{}",
+                    hex(&Sha256::digest(format!(r#"{{"seq":{seq}}}"#)))
+                )
+            })
             .collect();
         assert_eq!(seqs, expected, "session s{session}");
     }
@@ -108,9 +124,15 @@ async fn a_thousand_calls_across_four_sessions_give_a_thousand_records_in_order(
     assert_eq!(first["ran"], true);
     assert_eq!(first["arguments_bytes"], 9);
     assert_eq!(first["bytes_out"], 1);
-    assert!(first.get("arguments").is_none(), "no arguments without --audit-arguments");
+    assert!(
+        first.get("arguments").is_none(),
+        "no arguments without --audit-arguments"
+    );
     // Times are in order too.
-    let times: Vec<&str> = records.iter().map(|r| r["time"].as_str().unwrap()).collect();
+    let times: Vec<&str> = records
+        .iter()
+        .map(|r| r["time"].as_str().unwrap())
+        .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
 }
 
@@ -185,10 +207,18 @@ async fn an_unwritable_audit_log_stops_calls_until_it_can_be_written_again() {
     // The call during which writing fails had run: its record is lost.
     call(&registry, "s", "echo", r#"{"seq":2}"#).await.unwrap();
     for _ in 0..3 {
-        let err = call(&registry, "s", "echo", r#"{"seq":3}"#).await.unwrap_err();
+        let err = call(&registry, "s", "echo", r#"{"seq":3}"#)
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), "failed");
         let message = err.to_string();
-        assert!(message.contains(&format!("the audit log {} cannot be written", path.display())), "{message}");
+        assert!(
+            message.contains(&format!(
+                "the audit log {} cannot be written",
+                path.display()
+            )),
+            "{message}"
+        );
         assert!(message.contains("no call runs unaudited"), "{message}");
     }
     // Writable again: calls run, the first record says how many were lost.
@@ -243,7 +273,9 @@ async fn refusals_before_a_call_are_recorded_and_secrets_are_not() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     let registry = audited(&path, None, 1);
-    let err = call(&registry, "s", "needs", r#"{"y":"hunter2-secret"}"#).await.unwrap_err();
+    let err = call(&registry, "s", "needs", r#"{"y":"hunter2-secret"}"#)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), "invalid_arguments");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains("hunter2"), "{text}");

@@ -81,14 +81,22 @@ async fn counts_calls_by_tool_and_outcome_exactly() {
         ]
     );
     assert_eq!(
-        lines(&text, r#"toolhost_tool_call_duration_seconds_bucket{tool="needs",le="+Inf"}"#),
+        lines(
+            &text,
+            r#"toolhost_tool_call_duration_seconds_bucket{tool="needs",le="+Inf"}"#
+        ),
         [r#"toolhost_tool_call_duration_seconds_bucket{tool="needs",le="+Inf"} 7"#]
     );
-    assert_eq!(lines(&text, "toolhost_tool_calls_in_flight "), ["toolhost_tool_calls_in_flight 0"]);
+    assert_eq!(
+        lines(&text, "toolhost_tool_calls_in_flight "),
+        ["toolhost_tool_calls_in_flight 0"]
+    );
     // Every line is a comment or `name{labels} value`.
     for line in text.lines() {
         assert!(
-            line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line.starts_with("toolhost_"),
+            line.starts_with("# HELP ")
+                || line.starts_with("# TYPE ")
+                || line.starts_with("toolhost_"),
             "{line}"
         );
     }
@@ -131,14 +139,23 @@ async fn serves_scrapes_and_sheds_a_flood_of_idle_connections() {
         let ok = scrape(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         let missing = scrape(addr, "GET /other HTTP/1.1\r\n\r\n");
         let post = scrape(addr, "POST /metrics HTTP/1.1\r\n\r\n");
-        let huge = scrape(addr, &format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9_000)));
+        let huge = scrape(
+            addr,
+            &format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9_000)),
+        );
         (ok, missing, post, huge)
     })
     .await
     .unwrap();
-    assert!(response.0.starts_with("HTTP/1.1 200 OK\r\n"), "{}", response.0);
+    assert!(
+        response.0.starts_with("HTTP/1.1 200 OK\r\n"),
+        "{}",
+        response.0
+    );
     assert!(response.0.contains("text/plain; version=0.0.4"));
-    assert!(response.0.contains(r#"toolhost_tool_calls_total{tool="needs",outcome="ok"} 1"#));
+    assert!(response
+        .0
+        .contains(r#"toolhost_tool_calls_total{tool="needs",outcome="ok"} 1"#));
     assert!(response.1.starts_with("HTTP/1.1 404 "), "{}", response.1);
     assert!(response.2.starts_with("HTTP/1.1 405 "), "{}", response.2);
     assert!(response.3.starts_with("HTTP/1.1 431 "), "{}", response.3);

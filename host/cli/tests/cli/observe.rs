@@ -10,6 +10,10 @@ use serde_json::{json, Value};
 
 use crate::mcp::Server;
 
+/// Calls that succeed, and calls refused (a required argument missing).
+const OK: usize = 5;
+const REFUSED: usize = 3;
+
 const SECRET: &str = "s3cr3t-config-value-never-logged";
 
 /// A loopback port free now (bound, then let go).
@@ -20,8 +24,12 @@ fn free_port() -> SocketAddr {
 
 fn scrape(addr: SocketAddr) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
@@ -71,8 +79,6 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
     assert!(init["result"].is_object(), "{init}");
-    const OK: usize = 5;
-    const REFUSED: usize = 3;
     for n in 0..OK {
         let reply = server.request(
             10 + n as i64,
@@ -83,29 +89,52 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
     }
     for n in 0..REFUSED {
         // `name` is required: refused before the plugin runs.
-        let reply = server.request(100 + n as i64, "tools/call", json!({"name": "greet", "arguments": {}}));
+        let reply = server.request(
+            100 + n as i64,
+            "tools/call",
+            json!({"name": "greet", "arguments": {}}),
+        );
         assert_eq!(reply["result"]["isError"], true, "{reply}");
     }
 
     let text = std::fs::read_to_string(&audit).unwrap();
     assert!(!text.contains(SECRET), "{text}");
-    assert!(!text.contains("forged"), "arguments are hashed, not written: {text}");
-    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        !text.contains("forged"),
+        "arguments are hashed, not written: {text}"
+    );
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(records.len(), OK + REFUSED, "{text}");
     let digest = {
         use sha2::Digest as _;
         let bytes = std::fs::read(plugins.path().join("greet.wasm")).unwrap();
         let hash = sha2::Sha256::digest(&bytes);
-        format!("sha256:{}", hash.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        format!(
+            "sha256:{}",
+            hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
     };
     for (n, record) in records.iter().enumerate() {
         assert_eq!(record["tool"], "greet");
         assert_eq!(record["plugin"]["sha256"], digest, "{record}");
-        assert!(record["plugin"]["file"].as_str().unwrap().ends_with("greet.wasm"));
-        let (outcome, ran) = if n < OK { ("ok", true) } else { ("refused", false) };
+        assert!(record["plugin"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("greet.wasm"));
+        let (outcome, ran) = if n < OK {
+            ("ok", true)
+        } else {
+            ("refused", false)
+        };
         assert_eq!(record["outcome"], outcome, "{record}");
         assert_eq!(record["ran"], ran, "{record}");
-        assert_eq!(record["request"], if n < OK { 10 + n } else { 100 + n - OK }.to_string());
+        assert_eq!(
+            record["request"],
+            if n < OK { 10 + n } else { 100 + n - OK }.to_string()
+        );
     }
 
     let response = scrape(metrics);
@@ -117,8 +146,14 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
             format!(r#"toolhost_tool_calls_total{{tool="greet",outcome="refused"}} {REFUSED}"#),
         ]
     );
-    assert!(response.contains("\ntoolhost_plugin_loads_total 1\n"), "{response}");
-    assert!(response.contains("\ntoolhost_tool_calls_in_flight 0\n"), "{response}");
+    assert!(
+        response.contains("\ntoolhost_plugin_loads_total 1\n"),
+        "{response}"
+    );
+    assert!(
+        response.contains("\ntoolhost_tool_calls_in_flight 0\n"),
+        "{response}"
+    );
 }
 
 #[test]
@@ -130,21 +165,39 @@ fn a_symlinked_audit_log_or_a_public_metrics_address_is_refused_at_start() {
     let link = logs.path().join("audit.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let output = crate::host()
-        .args(["run", "--root", root.path().to_str().unwrap(), "--audit-log", link.to_str().unwrap()])
+        .args([
+            "run",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--audit-log",
+            link.to_str().unwrap(),
+        ])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("is a symbolic link; give the path of the file itself"), "{stderr}");
+    assert!(
+        stderr.contains("is a symbolic link; give the path of the file itself"),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
 
     let output = crate::host()
-        .args(["run", "--root", root.path().to_str().unwrap(), "--metrics", "0.0.0.0:0"])
+        .args([
+            "run",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--metrics",
+            "0.0.0.0:0",
+        ])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("--metrics 0.0.0.0:0 is not a loopback address"), "{stderr}");
+    assert!(
+        stderr.contains("--metrics 0.0.0.0:0 is not a loopback address"),
+        "{stderr}"
+    );
 }

@@ -411,7 +411,7 @@ fn tokens_name_clients_and_guard_every_request() {
     assert!(
         !server.seen.iter().any(|line| line.contains(TOKEN)),
         "the token never reaches the log"
-    );    // The audit record names the client, never its token.
+    ); // The audit record names the client, never its token.
     let records = std::fs::read_to_string(&audit).unwrap();
     assert!(!records.contains(TOKEN), "{records}");
     let lines: Vec<Value> = records
