@@ -56,6 +56,8 @@ pub(crate) struct Metrics {
     plugin_loads: AtomicU64,
     plugin_reloads: AtomicU64,
     plugin_failures: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
 }
 
 /// The label an unknown tool's calls are counted under.
@@ -103,6 +105,16 @@ impl Metrics {
     /// Plugins loaded at start or added later (`--watch`).
     pub(crate) fn plugin_loaded(&self, count: u64) {
         self.plugin_loads.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// A plugin's component came from the compile cache (`hit`) or was compiled.
+    pub(crate) fn compiled(&self, hit: bool) {
+        let counter = if hit {
+            &self.cache_hits
+        } else {
+            &self.cache_misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A plugin reloaded (`--watch`).
@@ -213,6 +225,20 @@ impl Metrics {
             "counter",
             "Plugin files that failed to load or reload.",
             self.plugin_failures.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "toolhost_compile_cache_hits_total",
+            "counter",
+            "Plugin components loaded from the compile cache.",
+            self.cache_hits.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "toolhost_compile_cache_misses_total",
+            "counter",
+            "Plugin components compiled (not found in the compile cache, or no cache).",
+            self.cache_misses.load(Ordering::Relaxed).to_string(),
         );
         out
     }

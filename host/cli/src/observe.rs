@@ -155,12 +155,14 @@ pub(crate) fn watch_event(event: &toolhost_plugin::watch::WatchEvent) {
         WatchEvent::Loaded(plugin) => {
             if let Some(metrics) = &observers.metrics {
                 metrics.plugin_loaded(1);
+                metrics.compiled(is_cache_hit(plugin));
             }
             plugin
         }
         WatchEvent::Reloaded { plugin, .. } => {
             if let Some(metrics) = &observers.metrics {
                 metrics.plugin_reloaded();
+                metrics.compiled(is_cache_hit(plugin));
             }
             plugin
         }
@@ -186,6 +188,9 @@ pub(crate) fn note_plugins(toolset: &crate::setup::Toolset) {
     if let Some(metrics) = &observers.metrics {
         metrics.plugin_loaded(report.loaded.len() as u64);
         metrics.plugin_failed(report.failed.len() as u64);
+        for plugin in &report.loaded {
+            metrics.compiled(is_cache_hit(plugin));
+        }
     }
     if let Some(audit) = &observers.audit {
         for plugin in &report.loaded {
@@ -212,4 +217,12 @@ fn note_plugin(audit: &AuditLog, plugin: &toolhost_plugin::LoadedPlugin) {
             },
         );
     }
+}
+
+/// Whether `plugin`'s component came from the compile cache.
+fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
+    matches!(
+        plugin.compile,
+        toolhost_plugin::cache::CompileSource::CacheHit(_)
+    )
 }
