@@ -204,3 +204,45 @@ fn a_symlinked_audit_log_or_a_public_metrics_address_is_refused_at_start() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_call_the_approval_policy_refuses_is_recorded_as_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let audit = logs.path().join("audit.jsonl");
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--confirm",
+            "write_file",
+            "--audit-log",
+            audit.to_str().unwrap(),
+        ],
+    );
+    let init = server.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    // This client cannot ask its user: the write is refused before it runs.
+    let (message, error) = server.call(1, "write_file", json!({"path": "a.txt", "content": "hi"}));
+    assert!(error, "{message}");
+    let (message, error) = server.call(2, "list_files", json!({}));
+    assert!(!error, "{message}");
+    let (code, _, _) = server.finish();
+    assert_eq!(code, Some(0));
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["tool"], "write_file");
+    assert_eq!(records[0]["outcome"], "refused");
+    assert_eq!(records[0]["ran"], false);
+    assert_eq!(records[0]["error_kind"], "failed");
+    assert_eq!(records[1]["tool"], "list_files");
+    assert_eq!(records[1]["outcome"], "ok");
+    assert!(!root.path().join("a.txt").exists());
+}
