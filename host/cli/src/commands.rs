@@ -89,6 +89,15 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         toolset.registry.len(),
         toolset.registry.names().join(", ")
     );
+    let watched = server.clone();
+    crate::observe::watch_server(move || {
+        let stats = watched.stats();
+        crate::metrics::ServerGauges {
+            sessions: 1,
+            calls_queued: stats.calls_queued,
+            connections: None,
+        }
+    });
     let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;
     if let Some(watching) = watching {

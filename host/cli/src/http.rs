@@ -152,6 +152,12 @@ pub(crate) async fn serve(
         .with_confirm_timeout(confirm_timeout);
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
+    let stats = server.stats_handle();
+    crate::observe::watch_server(move || crate::metrics::ServerGauges {
+        sessions: stats.sessions(),
+        calls_queued: 0,
+        connections: Some(stats.connections()),
+    });
     let watching = start_watching(watch, registry_args, &toolset);
     let served = server.serve(shutdown_signal()).await;
     if let Some(watching) = watching {

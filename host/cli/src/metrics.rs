@@ -58,6 +58,28 @@ pub(crate) struct Metrics {
     plugin_failures: AtomicU64,
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
+    /// Reads the server's own figures at each scrape ([`Metrics::set_server`]).
+    server: std::sync::OnceLock<ServerFigures>,
+}
+
+/// Reads what the MCP server holds now.
+pub(crate) struct ServerFigures(pub(crate) Box<dyn Fn() -> ServerGauges + Send + Sync>);
+
+/// What the MCP server holds now, read at each scrape.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ServerGauges {
+    /// Sessions open (stdio: 1).
+    pub(crate) sessions: usize,
+    /// Tool calls waiting for a slot (stdio).
+    pub(crate) calls_queued: usize,
+    /// HTTP connections holding a slot (`None` over stdio).
+    pub(crate) connections: Option<usize>,
+}
+
+impl std::fmt::Debug for ServerFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServerFigures")
+    }
 }
 
 /// The label an unknown tool's calls are counted under.
@@ -105,6 +127,11 @@ impl Metrics {
     /// Plugins loaded at start or added later (`--watch`).
     pub(crate) fn plugin_loaded(&self, count: u64) {
         self.plugin_loads.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// Sets how to read the server's figures (once; later calls are ignored).
+    pub(crate) fn set_server(&self, figures: ServerFigures) {
+        let _ = self.server.set(figures);
     }
 
     /// A plugin's component came from the compile cache (`hit`) or was compiled.
@@ -240,6 +267,32 @@ impl Metrics {
             "Plugin components compiled (not found in the compile cache, or no cache).",
             self.cache_misses.load(Ordering::Relaxed).to_string(),
         );
+        if let Some(figures) = self.server.get() {
+            let now = (figures.0)();
+            gauge(
+                &mut out,
+                "toolhost_sessions_open",
+                "gauge",
+                "MCP sessions the server holds (stdio: 1).",
+                now.sessions.to_string(),
+            );
+            gauge(
+                &mut out,
+                "toolhost_tool_calls_queued",
+                "gauge",
+                "Tool calls waiting for a slot (stdio; over HTTP a call past the limit is refused).",
+                now.calls_queued.to_string(),
+            );
+            if let Some(connections) = now.connections {
+                gauge(
+                    &mut out,
+                    "toolhost_http_connections",
+                    "gauge",
+                    "HTTP connections holding a slot.",
+                    connections.to_string(),
+                );
+            }
+        }
         out
     }
 }

@@ -226,3 +226,12 @@ fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
         toolhost_plugin::cache::CompileSource::CacheHit(_)
     )
 }
+
+/// Lets the metrics read the server's own figures at each scrape.
+pub(crate) fn watch_server(
+    figures: impl Fn() -> crate::metrics::ServerGauges + Send + Sync + 'static,
+) {
+    if let Some(metrics) = get().and_then(|observers| observers.metrics.as_ref()) {
+        metrics.set_server(crate::metrics::ServerFigures(Box::new(figures)));
+    }
+}

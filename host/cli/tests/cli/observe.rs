@@ -150,6 +150,8 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
         response.contains("\ntoolhost_plugin_loads_total 1\n"),
         "{response}"
     );
+    assert!(response.contains("\ntoolhost_sessions_open 1\n"));
+    assert!(response.contains("\ntoolhost_tool_calls_queued 0\n"));
     // A fresh cache: the component was compiled, not found.
     assert!(response.contains("\ntoolhost_compile_cache_hits_total 0\n"));
     assert!(response.contains("\ntoolhost_compile_cache_misses_total 1\n"));

@@ -373,6 +373,11 @@ fn tokens_name_clients_and_guard_every_request() {
     std::fs::create_dir(&base).unwrap();
     let template = format!("{}/{{client}}", base.display());
     let audit = dir.path().join("audit.jsonl");
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
     let mut server = Server::start(&[
         "serve",
         "--http",
@@ -383,6 +388,8 @@ fn tokens_name_clients_and_guard_every_request() {
         &template,
         "--audit-log",
         dir_str(&audit),
+        "--metrics",
+        &metrics,
     ]);
     let reply = post(
         server.addr,
@@ -406,6 +413,20 @@ fn tokens_name_clients_and_guard_every_request() {
     assert!(
         base.join("alice").join("x.md").is_file(),
         "the client's own root"
+    );
+    let mut scrape = TcpStream::connect(&metrics).unwrap();
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut scraped = String::new();
+    scrape.read_to_string(&mut scraped).unwrap();
+    assert!(
+        scraped.contains("\ntoolhost_sessions_open 1\n"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("toolhost_tool_calls_total{tool=\"write_file\",outcome=\"ok\"} 1\n"),
+        "{scraped}"
     );
     assert_eq!(server.terminate().0, 0);
     assert!(
