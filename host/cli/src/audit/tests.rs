@@ -38,6 +38,19 @@ fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Registry {
             },
         )
         .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "forever",
+                "Never ends.",
+                serde_json::json!({"type": "object", "properties": {}}),
+            ),
+            |_ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
+                tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                Ok(ToolResult::new("late"))
+            },
+        )
+        .unwrap();
     let observers = Observers {
         audit: Some(AuditLog::open(path, max_bytes, keep, false).unwrap()),
         metrics: None,
@@ -291,4 +304,23 @@ fn times_are_rfc3339_utc() {
     assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
     assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
     assert_eq!(rfc3339(1_796_413_826, 123), "2026-12-04T19:50:26.123Z");
+}
+
+#[tokio::test]
+async fn a_call_whose_caller_gives_up_is_recorded_as_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let registry = audited(&path, None, 1);
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(50),
+        call(&registry, "s", "forever", "{}"),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    let records = records(&path);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["tool"], "forever");
+    assert_eq!(records[0]["outcome"], "cancelled");
+    assert_eq!(records[0]["ran"], true);
+    assert_eq!(records[0]["error_kind"], "cancelled");
 }

@@ -185,3 +185,32 @@ async fn serves_scrapes_and_sheds_a_flood_of_idle_connections() {
     assert!(again.starts_with("HTTP/1.1 200 OK\r\n"), "{again}");
     server.abort();
 }
+
+#[tokio::test]
+async fn a_dropped_call_leaves_no_call_in_flight() {
+    let (registry, metrics) = measured();
+    registry
+        .register(
+            ToolDefinition::new(
+                "forever",
+                "Never ends.",
+                serde_json::json!({"type": "object", "properties": {}}),
+            ),
+            |_ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(ToolResult::new(Value::from("late")))
+            },
+        )
+        .unwrap();
+    let running = tokio::time::timeout(Duration::from_millis(50), call(&registry, "forever", "{}"));
+    assert!(running.await.is_err());
+    let text = metrics.render();
+    assert_eq!(
+        lines(&text, "toolhost_tool_calls_in_flight "),
+        ["toolhost_tool_calls_in_flight 0"]
+    );
+    assert_eq!(
+        lines(&text, "toolhost_tool_calls_total{"),
+        [r#"toolhost_tool_calls_total{tool="forever",outcome="cancelled"} 1"#]
+    );
+}

@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use futures_util::FutureExt;
@@ -46,12 +47,12 @@ impl Registry {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let mut size = 0;
-        let mut ran = false;
+        let size = AtomicUsize::new(0);
+        let ran = AtomicBool::new(false);
         let Some(observer) = self.observer.get() else {
             // The one exit of every call: no error reaches the caller uncapped.
             return self
-                .run(ctx, call, env, &mut size, &mut ran)
+                .run(ctx, call, env, &size, &ran)
                 .await
                 .map_err(|err| cap_error(err, self.result_cap));
         };
@@ -65,18 +66,32 @@ impl Registry {
                 self.result_cap,
             ));
         }
+        // Told of the end even when the caller drops this future first.
+        let mut watch = Watch {
+            observer: &**observer,
+            env,
+            call,
+            started,
+            ran: &ran,
+            done: false,
+        };
         let outcome = self
-            .run(ctx, call, env, &mut size, &mut ran)
+            .run(ctx, call, env, &size, &ran)
             .await
             .map_err(|err| cap_error(err, self.result_cap));
+        watch.done = true;
         observer.finished(&CallEnd {
             env,
             call,
-            ran,
+            ran: ran.load(Relaxed),
             admitted: true,
             outcome: outcome.as_ref(),
             duration: started.elapsed(),
-            bytes_out: if outcome.is_ok() { size } else { 0 },
+            bytes_out: if outcome.is_ok() {
+                size.load(Relaxed)
+            } else {
+                0
+            },
         });
         outcome
     }
@@ -87,8 +102,8 @@ impl Registry {
         ctx: &CallContext,
         call: &ToolCall,
         env: &Environment,
-        size_out: &mut usize,
-        ran: &mut bool,
+        size_out: &AtomicUsize,
+        ran: &AtomicBool,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
@@ -118,7 +133,7 @@ impl Registry {
 
         // A panic may happen while the handler builds its future or while it runs: catch both.
         let handler = &entry.handler;
-        *ran = true;
+        ran.store(true, Relaxed);
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
@@ -172,7 +187,7 @@ impl Registry {
                 size.saturating_add(block.payload_len())
             })
         };
-        *size_out = size;
+        size_out.store(size, Relaxed);
         if size > self.result_cap {
             return Err(ToolError::ResultTooLarge {
                 tool: name.to_owned(),
@@ -181,6 +196,38 @@ impl Registry {
             });
         }
         Ok(result)
+    }
+}
+
+/// Tells the observer of a call whose future was dropped before it ended (the caller
+/// gave up on it: a client gone, a round that needs the user's input): it ends as
+/// [`ToolError::Cancelled`].
+struct Watch<'a> {
+    observer: &'a dyn super::CallObserver,
+    env: &'a Environment,
+    call: &'a ToolCall,
+    started: Instant,
+    ran: &'a AtomicBool,
+    done: bool,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let cancelled = ToolError::Cancelled {
+            tool: self.call.name.clone(),
+        };
+        self.observer.finished(&CallEnd {
+            env: self.env,
+            call: self.call,
+            ran: self.ran.load(Relaxed),
+            admitted: true,
+            outcome: Err(&cancelled),
+            duration: self.started.elapsed(),
+            bytes_out: 0,
+        });
     }
 }
 

@@ -54,7 +54,10 @@ pub trait CallObserver: Send + Sync {
     /// The reason the call must not run (an audit log that cannot be written, say).
     fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal>;
 
-    /// After a call ends, refused or run, in the order calls end.
+    /// After a call ends, refused or run, in the order calls end. A call whose
+    /// [`Registry::dispatch`](super::Registry::dispatch) future is dropped before it ends
+    /// (its caller gave up on it) ends then, as [`ToolError::Cancelled`]: every admitted
+    /// call is told of exactly once.
     fn finished(&self, end: &CallEnd<'_>);
 }
 
