@@ -48,7 +48,16 @@ pub(crate) enum AuditError {
         /// The path.
         path: PathBuf,
     },
+    /// The file is where the tools reach (a model could read, truncate or forge it).
+    #[error("--audit-log {path} is inside {root}, where the file tools (and plugins granted files) reach: a model could read or rewrite the audit log; put it outside, e.g. under /var/log")]
+    InsideRoot {
+        /// The audit file, resolved.
+        path: PathBuf,
+        /// The root it is inside.
+        root: PathBuf,
+    },
     /// The file cannot be opened for appending.
+
     #[error("--audit-log {path}: cannot open it for appending ({source}); give a writable file path whose directory exists")]
     Open {
         /// The path.
@@ -257,6 +266,7 @@ impl AuditLog {
         let mut file = open_append(&self.path).map_err(|err| match err {
             AuditError::Symlink { .. } => "it is a symbolic link".to_owned(),
             AuditError::Open { source, .. } => source.to_string(),
+            other => other.to_string(),
         })?;
         if let Some(max) = self.max_bytes {
             let size = file.metadata().map_err(|err| err.to_string())?.len();
@@ -285,6 +295,32 @@ impl AuditLog {
         }
         std::fs::rename(&self.path, numbered(1))
     }
+}
+
+/// Refuses an audit file inside one of `roots` (the directories the file tools reach),
+/// before it is created: its directory resolved (links followed), then its name; a path
+/// that does not exist yet is compared as given, made absolute.
+///
+/// # Errors
+/// [`AuditError::InsideRoot`].
+pub(crate) fn check_outside(path: &Path, roots: &[PathBuf]) -> Result<(), AuditError> {
+    let resolve = |path: &Path| {
+        std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_owned())
+    };
+    let file = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => resolve(parent).join(name),
+        (_, Some(name)) => resolve(Path::new(".")).join(name),
+        _ => resolve(path),
+    };
+    for root in roots {
+        let root = resolve(root);
+        if file.starts_with(&root) {
+            return Err(AuditError::InsideRoot { path: file, root });
+        }
+    }
+    Ok(())
 }
 
 /// Opens `path` for appending, creating it (mode 0600), never through a symbolic link.

@@ -55,7 +55,13 @@ fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    crate::observe::start(&args.observe).await?;
+    // The audit log must be out of the tools' reach: --root, and the session roots' base.
+    let mut roots = vec![args.registry.root.clone()];
+    if let Some(template) = &args.http.session_root_template {
+        let base = template.split('{').next().unwrap_or(template);
+        roots.push(std::path::PathBuf::from(base));
+    }
+    crate::observe::start(&args.observe, &roots).await?;
     if let Some(addr) = args.http.http {
         http::serve(
             &args.registry,

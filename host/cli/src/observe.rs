@@ -108,16 +108,23 @@ pub(crate) fn install(registry: &Registry) {
 /// observers. Call before building the registries.
 ///
 /// # Errors
-/// When the audit log cannot be opened, or the metrics address is not loopback (without
+/// When the audit log cannot be opened or is inside one of `roots` (where the file tools
+/// reach), or the metrics address is not loopback (without
 /// `--metrics-public`) or cannot be bound.
-pub(crate) async fn start(args: &crate::args::observe::ObserveArgs) -> anyhow::Result<()> {
+pub(crate) async fn start(
+    args: &crate::args::observe::ObserveArgs,
+    roots: &[std::path::PathBuf],
+) -> anyhow::Result<()> {
     let audit = match &args.audit_log {
-        Some(path) => Some(AuditLog::open(
-            path,
-            args.audit_log_max_bytes,
-            args.audit_log_keep,
-            args.audit_arguments,
-        )?),
+        Some(path) => {
+            crate::audit::check_outside(path, roots)?;
+            Some(AuditLog::open(
+                path,
+                args.audit_log_max_bytes,
+                args.audit_log_keep,
+                args.audit_arguments,
+            )?)
+        }
         None => None,
     };
     let metrics = match args.metrics {

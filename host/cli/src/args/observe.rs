@@ -15,7 +15,7 @@ pub struct ObserveArgs {
     /// (time, session, tool, plugin file and SHA-256, arguments' SHA-256 and size,
     /// outcome, duration, bytes out). While FILE cannot be written (disk full, read
     /// only), calls are refused rather than run unaudited; they run again once it can.
-    /// FILE must not be a symbolic link. See docs/operations.md.
+    /// FILE must be outside --root and not a symbolic link. See docs/operations.md.
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
     /// Record the arguments themselves too (by default only their SHA-256 and size:

@@ -248,3 +248,36 @@ fn a_call_the_approval_policy_refuses_is_recorded_as_refused() {
     assert_eq!(records[1]["outcome"], "ok");
     assert!(!root.path().join("a.txt").exists());
 }
+
+#[test]
+fn an_audit_log_where_the_file_tools_reach_is_refused_at_start() {
+    let root = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("sub")).unwrap();
+    // A directory link from elsewhere into the root.
+    std::os::unix::fs::symlink(root.path(), logs.path().join("into-root")).unwrap();
+    for audit in [
+        root.path().join("audit.jsonl"),
+        root.path().join("sub/../audit.jsonl"),
+        logs.path().join("into-root/audit.jsonl"),
+    ] {
+        let output = crate::host()
+            .args([
+                "run",
+                "--root",
+                root.path().to_str().unwrap(),
+                "--audit-log",
+                audit.to_str().unwrap(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{}", audit.display());
+        assert!(
+            stderr.contains("where the file tools (and plugins granted files) reach"),
+            "{stderr}"
+        );
+        assert!(!root.path().join("audit.jsonl").exists(), "nothing created");
+    }
+}
