@@ -55,6 +55,13 @@ fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // The audit log must be out of the tools' reach: --root, and the session roots' base.
+    let mut roots = vec![args.registry.root.clone()];
+    if let Some(template) = &args.http.session_root_template {
+        let base = template.split('{').next().unwrap_or(template);
+        roots.push(std::path::PathBuf::from(base));
+    }
+    crate::observe::start(&args.observe, &roots).await?;
     if let Some(addr) = args.http.http {
         http::serve(
             &args.registry,
@@ -69,6 +76,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
+    crate::observe::install_toolset(&toolset);
     let mut server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)
@@ -87,6 +95,15 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         toolset.registry.len(),
         toolset.registry.names().join(", ")
     );
+    let watched = server.clone();
+    crate::observe::watch_server(move || {
+        let stats = watched.stats();
+        crate::metrics::ServerGauges {
+            sessions: 1,
+            calls_queued: stats.calls_queued,
+            connections: None,
+        }
+    });
     let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;
     if let Some(watching) = watching {

@@ -77,6 +77,7 @@ pub(crate) async fn serve(
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
             let toolset = build_server_registry(registry_args)?;
+            crate::observe::install_toolset(&toolset);
             let registry = Arc::clone(&toolset.registry);
             let registries = match &toolset.files {
                 Some(files) => {
@@ -109,15 +110,19 @@ pub(crate) async fn serve(
             shared.no_builtins = true;
             shared.plan = false;
             let toolset = build_server_registry(&shared)?;
+            // The observers watch each session's registry (below), not the shared
+            // plugins' one its calls go on to: one record per call.
+            crate::observe::note_plugins(&toolset);
             info!(base = %template.base().display(), template = %template.as_str(), "one storage root per session");
             // Each session's registry: the same set-up as the shared one (over its own
             // root), and the plugins' tools, loaded once, shared (they get no file
             // access, which would be the process's, not the session's).
             let (args, plugins) = (registry_args.clone(), Arc::clone(&toolset.registry));
             let registries =
-                Registries::per_session_root_with_files(template, move |storage, _info| {
+                Registries::per_session_root_with_files(template, move |storage, info| {
                     let (registry, options) =
                         registry_over(&args, Some(storage)).map_err(|err| format!("{err:#}"))?;
+                    crate::observe::install_for(&registry, info.client.as_deref());
                     forward(&registry, &plugins).map_err(|err| err.to_string())?;
                     // The session's own root's files, where its file tools show them.
                     let files = options
@@ -147,6 +152,12 @@ pub(crate) async fn serve(
         .with_confirm_timeout(confirm_timeout);
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
+    let stats = server.stats_handle();
+    crate::observe::watch_server(move || crate::metrics::ServerGauges {
+        sessions: stats.sessions(),
+        calls_queued: 0,
+        connections: Some(stats.connections()),
+    });
     let watching = start_watching(watch, registry_args, &toolset);
     let served = server.serve(shutdown_signal()).await;
     if let Some(watching) = watching {

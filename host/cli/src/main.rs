@@ -34,8 +34,11 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 pub mod args;
+mod audit;
 mod commands;
 mod http;
+mod metrics;
+mod observe;
 mod oci;
 mod output;
 mod plugins;

@@ -38,6 +38,11 @@ pub struct Toolset {
 }
 
 impl Toolset {
+    /// The plugins loaded at start, and the files that failed (empty without `--plugins`).
+    pub fn load_report(&self) -> Option<&LoadReport> {
+        self.plugins.as_ref().map(|(_, _, report)| report)
+    }
+
     /// A watcher that keeps the registry's plugin tools in step with the plugins
     /// directory (`--watch`); `None` without `--plugins`.
     pub fn watcher(&self) -> Option<PluginWatcher> {

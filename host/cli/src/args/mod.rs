@@ -3,6 +3,7 @@
 //! of the rest of the command line, which all depends on it.
 
 pub mod http;
+pub mod observe;
 pub mod oci;
 pub mod tasks;
 pub mod values;
@@ -16,6 +17,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use toolhost_mcp::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_CALLS};
 
 use self::http::HttpArgs;
+use self::observe::ObserveArgs;
 use self::oci::{
     KeygenArgs, LockArgs, PullArgs, PushArgs, SignArgs, KEYGEN_EXAMPLES, LOCK_EXAMPLES,
     PULL_EXAMPLES, PUSH_EXAMPLES, SIGN_EXAMPLES,
@@ -238,6 +240,9 @@ pub struct RunArgs {
     /// Streamable HTTP instead of stdio (--http ADDR and its flags).
     #[command(flatten)]
     pub http: HttpArgs,
+    /// The audit log and the metrics listener.
+    #[command(flatten)]
+    pub observe: ObserveArgs,
 }
 
 /// `--confirm-timeout`: a duration of more than 0, at most an hour.

@@ -394,3 +394,88 @@ fn task_flags_are_in_the_help_of_run_and_serve() {
         }
     }
 }
+
+#[test]
+fn audit_and_metrics_flags_parse_and_are_in_the_help_of_run_and_serve() {
+    let Command::Run(args) = parse(&[
+        "run",
+        "--audit-log",
+        "/var/log/a.jsonl",
+        "--audit-log-max-bytes",
+        "1MiB",
+        "--audit-log-keep",
+        "3",
+        "--metrics",
+        "9464",
+    ])
+    .command
+    else {
+        panic!("run")
+    };
+    assert_eq!(
+        args.observe.audit_log.as_deref(),
+        Some(std::path::Path::new("/var/log/a.jsonl"))
+    );
+    assert_eq!(args.observe.audit_log_max_bytes, Some(1 << 20));
+    assert_eq!(args.observe.audit_log_keep, 3);
+    assert_eq!(
+        args.observe.metrics,
+        Some("127.0.0.1:9464".parse().unwrap())
+    );
+    assert!(!args.observe.audit_arguments && !args.observe.metrics_public);
+
+    for (flags, says) in [
+        (
+            &[
+                "--audit-log",
+                "a",
+                "--audit-log-max-bytes",
+                "1",
+                "--audit-log-keep",
+                "0",
+            ][..],
+            "keep no rotated file",
+        ),
+        (
+            &[
+                "--audit-log",
+                "a",
+                "--audit-log-max-bytes",
+                "1",
+                "--audit-log-keep",
+                "1001",
+            ][..],
+            "at most 1000",
+        ),
+        (&["--metrics", "example.com:80"][..], "is not an address"),
+    ] {
+        let err = Cli::try_parse_from(["host", "run"].iter().chain(flags)).unwrap_err();
+        assert!(err.to_string().contains(says), "{flags:?}: {err}");
+    }
+    // The audit sub-flags need --audit-log.
+    let err = Cli::try_parse_from(["host", "run", "--audit-arguments"]).unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+
+    let mut cli = Cli::command();
+    for name in ["run", "serve"] {
+        let help = cli
+            .find_subcommand_mut(name)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--audit-log <FILE>",
+            "--audit-arguments",
+            "--audit-log-max-bytes <SIZE>",
+            "--audit-log-keep <N>",
+            "--metrics <ADDR>",
+            "--metrics-public",
+        ] {
+            assert!(help.contains(flag), "{name}: no {flag}");
+        }
+        assert!(
+            help.contains("calls are refused rather than run unaudited"),
+            "{name}"
+        );
+    }
+}

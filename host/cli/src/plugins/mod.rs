@@ -203,6 +203,7 @@ pub(crate) fn load(
 pub(crate) fn log_watch_event(event: &toolhost_plugin::watch::WatchEvent) {
     use toolhost_plugin::watch::WatchEvent;
     let _span = toolhost_mcp::broadcast_span().entered();
+    crate::observe::watch_event(event);
     match event {
         WatchEvent::Failed { .. } => error!(target: "plugin", "{event}"),
         _ => info!(target: "plugin", "{event}"),

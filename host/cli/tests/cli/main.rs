@@ -21,6 +21,7 @@ mod mcp;
 mod messages;
 mod namespace;
 mod new;
+mod observe;
 mod oci;
 mod oneshot;
 mod plugin_http;

@@ -372,6 +372,12 @@ fn tokens_name_clients_and_guard_every_request() {
     let base = dir.path().join("tenants");
     std::fs::create_dir(&base).unwrap();
     let template = format!("{}/{{client}}", base.display());
+    let audit = dir.path().join("audit.jsonl");
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
     let mut server = Server::start(&[
         "serve",
         "--http",
@@ -380,6 +386,10 @@ fn tokens_name_clients_and_guard_every_request() {
         dir_str(&tokens),
         "--session-root-template",
         &template,
+        "--audit-log",
+        dir_str(&audit),
+        "--metrics",
+        &metrics,
     ]);
     let reply = post(
         server.addr,
@@ -404,11 +414,36 @@ fn tokens_name_clients_and_guard_every_request() {
         base.join("alice").join("x.md").is_file(),
         "the client's own root"
     );
+    let mut scrape = TcpStream::connect(&metrics).unwrap();
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut scraped = String::new();
+    scrape.read_to_string(&mut scraped).unwrap();
+    assert!(
+        scraped.contains("\ntoolhost_sessions_open 1\n"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("toolhost_tool_calls_total{tool=\"write_file\",outcome=\"ok\"} 1\n"),
+        "{scraped}"
+    );
     assert_eq!(server.terminate().0, 0);
     assert!(
         !server.seen.iter().any(|line| line.contains(TOKEN)),
         "the token never reaches the log"
-    );
+    ); // The audit record names the client, never its token.
+    let records = std::fs::read_to_string(&audit).unwrap();
+    assert!(!records.contains(TOKEN), "{records}");
+    let lines: Vec<Value> = records
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{records}");
+    assert_eq!(lines[0]["principal"], "alice");
+    assert_eq!(lines[0]["session"], session.as_str());
+    assert_eq!(lines[0]["tool"], "write_file");
+    assert_eq!(lines[0]["outcome"], "ok");
 }
 
 #[test]

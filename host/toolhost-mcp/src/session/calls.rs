@@ -221,7 +221,7 @@ impl PendingCall {
         let run = async {
             let policy = &asking.approval;
             if policy.needs_approval(session.registry(), &call.name) {
-                policy
+                if let Err(err) = policy
                     .approve(
                         session.registry(),
                         &call.name,
@@ -229,7 +229,11 @@ impl PendingCall {
                         // Only a client that can ask its user approves.
                         ctx.interaction().filter(|_| elicits),
                     )
-                    .await?;
+                    .await
+                {
+                    session.registry().observe_refusal(&call, &env, &err);
+                    return Err(err);
+                }
             }
             session.registry().dispatch(&ctx, &call, &env).await
         };

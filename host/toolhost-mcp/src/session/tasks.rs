@@ -391,14 +391,18 @@ impl Session {
             let run = async {
                 let policy = &session.0.catalog.asking.approval;
                 if policy.needs_approval(session.registry(), &call.name) {
-                    policy
+                    if let Err(err) = policy
                         .approve(
                             session.registry(),
                             &call.name,
                             &call.arguments,
                             ctx.interaction(),
                         )
-                        .await?;
+                        .await
+                    {
+                        session.registry().observe_refusal(&call, &env, &err);
+                        return Err(err);
+                    }
                 }
                 session.registry().dispatch(&ctx, &call, &env).await
             };

@@ -3,12 +3,16 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use futures_util::FutureExt;
 
 use super::cap::cap_error;
-use super::{Arguments, CallContext, Environment, Registry, ToolCall, ToolError, ToolResult};
+use super::{
+    Arguments, CallContext, CallEnd, CallStart, Environment, Registry, ToolCall, ToolError,
+    ToolResult,
+};
 
 #[cfg(test)]
 mod tests;
@@ -43,10 +47,53 @@ impl Registry {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        // The one exit of every call: no error reaches the caller uncapped.
-        self.run(ctx, call, env)
+        let size = AtomicUsize::new(0);
+        let ran = AtomicBool::new(false);
+        let Some(observer) = self.observer.get() else {
+            // The one exit of every call: no error reaches the caller uncapped.
+            return self
+                .run(ctx, call, env, &size, &ran)
+                .await
+                .map_err(|err| cap_error(err, self.result_cap));
+        };
+        let started = Instant::now();
+        if let Err(refusal) = observer.admit(&CallStart { env, call }) {
+            return Err(cap_error(
+                ToolError::Failed {
+                    tool: call.name.clone(),
+                    message: refusal.message,
+                },
+                self.result_cap,
+            ));
+        }
+        // Told of the end even when the caller drops this future first.
+        let mut watch = Watch {
+            observer: &**observer,
+            env,
+            call,
+            started,
+            ran: &ran,
+            done: false,
+        };
+        let outcome = self
+            .run(ctx, call, env, &size, &ran)
             .await
-            .map_err(|err| cap_error(err, self.result_cap))
+            .map_err(|err| cap_error(err, self.result_cap));
+        watch.done = true;
+        observer.finished(&CallEnd {
+            env,
+            call,
+            ran: ran.load(Relaxed),
+            admitted: true,
+            outcome: outcome.as_ref(),
+            duration: started.elapsed(),
+            bytes_out: if outcome.is_ok() {
+                size.load(Relaxed)
+            } else {
+                0
+            },
+        });
+        outcome
     }
 
     /// [`Registry::dispatch`] before its errors are capped.
@@ -55,6 +102,8 @@ impl Registry {
         ctx: &CallContext,
         call: &ToolCall,
         env: &Environment,
+        size_out: &AtomicUsize,
+        ran: &AtomicBool,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
@@ -84,6 +133,7 @@ impl Registry {
 
         // A panic may happen while the handler builds its future or while it runs: catch both.
         let handler = &entry.handler;
+        ran.store(true, Relaxed);
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
@@ -137,6 +187,7 @@ impl Registry {
                 size.saturating_add(block.payload_len())
             })
         };
+        size_out.store(size, Relaxed);
         if size > self.result_cap {
             return Err(ToolError::ResultTooLarge {
                 tool: name.to_owned(),
@@ -145,6 +196,38 @@ impl Registry {
             });
         }
         Ok(result)
+    }
+}
+
+/// Tells the observer of a call whose future was dropped before it ended (the caller
+/// gave up on it: a client gone, a round that needs the user's input): it ends as
+/// [`ToolError::Cancelled`].
+struct Watch<'a> {
+    observer: &'a dyn super::CallObserver,
+    env: &'a Environment,
+    call: &'a ToolCall,
+    started: Instant,
+    ran: &'a AtomicBool,
+    done: bool,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let cancelled = ToolError::Cancelled {
+            tool: self.call.name.clone(),
+        };
+        self.observer.finished(&CallEnd {
+            env: self.env,
+            call: self.call,
+            ran: self.ran.load(Relaxed),
+            admitted: true,
+            outcome: Err(&cancelled),
+            duration: self.started.elapsed(),
+            bytes_out: 0,
+        });
     }
 }
 

@@ -68,7 +68,7 @@
 //! ```
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 mod arguments;
@@ -81,6 +81,7 @@ mod handler;
 mod interaction;
 mod metadata;
 mod names;
+mod observe;
 mod panic;
 mod sampling;
 mod types;
@@ -92,6 +93,9 @@ pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
 pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
+pub use observe::{
+    CallEnd, CallObserver, CallStart, ObserverAlreadySet, ObserverRefusal, OUTCOME_CLASSES,
+};
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use sampling::{
     SamplingMessage, SamplingRequest, SamplingResponse, MAX_SAMPLING_REQUEST_BYTES,
@@ -155,6 +159,8 @@ pub struct Registry {
     changes: tokio::sync::watch::Sender<u64>,
     /// Prompts and resources offered beside the tools.
     catalog: catalog::Catalog,
+    /// Sees every call ([`Registry::set_observer`]); unset, a call pays one atomic load.
+    observer: OnceLock<Arc<dyn CallObserver>>,
 }
 
 impl Default for Registry {
@@ -182,6 +188,38 @@ impl Registry {
             result_cap: DEFAULT_RESULT_CAP,
             changes: tokio::sync::watch::Sender::new(0),
             catalog: catalog::Catalog::new(),
+            observer: OnceLock::new(),
+        }
+    }
+
+    /// Sets the [`CallObserver`] every call of this registry passes (an audit log,
+    /// metrics), once: it cannot be changed or removed after.
+    ///
+    /// # Errors
+    /// [`ObserverAlreadySet`] when one is set already (it stays).
+    pub fn set_observer(&self, observer: Arc<dyn CallObserver>) -> Result<(), ObserverAlreadySet> {
+        self.observer.set(observer).map_err(|_| ObserverAlreadySet)
+    }
+
+    /// The [`CallObserver`] set, if any.
+    pub fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
+        self.observer.get()
+    }
+
+    /// Tells the observer, if any, of a call refused before it reached
+    /// [`Registry::dispatch`] (an approval declined, say), with the error the caller
+    /// gets. Costs nothing without an observer.
+    pub fn observe_refusal(&self, call: &ToolCall, env: &Environment, error: &ToolError) {
+        if let Some(observer) = self.observer.get() {
+            observer.finished(&CallEnd {
+                env,
+                call,
+                ran: false,
+                admitted: false,
+                outcome: Err(error),
+                duration: Duration::ZERO,
+                bytes_out: 0,
+            });
         }
     }
 

@@ -1,0 +1,244 @@
+//! The process's [`CallObserver`]: the audit log (`--audit-log`) and the metrics
+//! (`--metrics`), installed on every registry a server dispatches through. With
+//! neither flag none is installed, and a call pays nothing for them.
+
+use std::sync::{Arc, OnceLock};
+
+use toolhost::registry::{CallEnd, CallObserver, CallStart, ObserverRefusal, Registry};
+
+use crate::audit::AuditLog;
+use crate::metrics::Metrics;
+
+/// What watches the calls.
+#[derive(Debug, Default)]
+pub(crate) struct Observers {
+    /// `--audit-log`.
+    pub(crate) audit: Option<AuditLog>,
+    /// `--metrics`.
+    pub(crate) metrics: Option<Arc<Metrics>>,
+}
+
+impl CallObserver for Observers {
+    fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+        if let Some(audit) = &self.audit {
+            if let Err(refusal) = audit.admit() {
+                if let Some(metrics) = &self.metrics {
+                    metrics.refused_unaudited(&call.call.name);
+                }
+                return Err(refusal);
+            }
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.started();
+        }
+        Ok(())
+    }
+
+    fn finished(&self, end: &CallEnd<'_>) {
+        self.finished_as(end, None);
+    }
+}
+
+impl Observers {
+    /// A call ended, for `principal` (the client name of the session's token) if known.
+    fn finished_as(&self, end: &CallEnd<'_>, principal: Option<&str>) {
+        if let Some(metrics) = &self.metrics {
+            metrics.finished(end);
+        }
+        if let Some(audit) = &self.audit {
+            audit.finished(end, principal);
+        }
+    }
+}
+
+/// The observers for one session whose client is known (`--auth-token-file` names,
+/// with `--session-root-template`): its records name the client.
+struct SessionObservers {
+    observers: Arc<Observers>,
+    principal: String,
+}
+
+impl CallObserver for SessionObservers {
+    fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+        self.observers.admit(call)
+    }
+
+    fn finished(&self, end: &CallEnd<'_>) {
+        self.observers.finished_as(end, Some(&self.principal));
+    }
+}
+
+/// Installs the process's observers on a session's `registry`, naming `principal` in
+/// its records when known.
+pub(crate) fn install_for(registry: &Registry, principal: Option<&str>) {
+    let (Some(observers), Some(principal)) = (OBSERVERS.get(), principal) else {
+        install(registry);
+        return;
+    };
+    let observer: Arc<dyn CallObserver> = Arc::new(SessionObservers {
+        observers: Arc::clone(observers),
+        principal: principal.to_owned(),
+    });
+    let _ = registry.set_observer(observer);
+}
+
+static OBSERVERS: OnceLock<Arc<Observers>> = OnceLock::new();
+
+/// Sets the process's observers (once, at start); nothing when both are off.
+pub(crate) fn set(observers: Observers) {
+    if observers.audit.is_some() || observers.metrics.is_some() {
+        let _ = OBSERVERS.set(Arc::new(observers));
+    }
+}
+
+/// The process's observers, if any.
+pub(crate) fn get() -> Option<&'static Arc<Observers>> {
+    OBSERVERS.get()
+}
+
+/// Installs the process's observers on `registry`, if any.
+pub(crate) fn install(registry: &Registry) {
+    if let Some(observers) = OBSERVERS.get() {
+        let observer: Arc<dyn CallObserver> = Arc::clone(observers) as Arc<dyn CallObserver>;
+        let _ = registry.set_observer(observer);
+    }
+}
+
+/// Opens `--audit-log`, binds `--metrics` (serving it on a task), and sets the process's
+/// observers. Call before building the registries.
+///
+/// # Errors
+/// When the audit log cannot be opened or is inside one of `roots` (where the file tools
+/// reach), or the metrics address is not loopback (without
+/// `--metrics-public`) or cannot be bound.
+pub(crate) async fn start(
+    args: &crate::args::observe::ObserveArgs,
+    roots: &[std::path::PathBuf],
+) -> anyhow::Result<()> {
+    let audit = match &args.audit_log {
+        Some(path) => {
+            crate::audit::check_outside(path, roots)?;
+            Some(AuditLog::open(
+                path,
+                args.audit_log_max_bytes,
+                args.audit_log_keep,
+                args.audit_arguments,
+            )?)
+        }
+        None => None,
+    };
+    let metrics = match args.metrics {
+        Some(addr) => {
+            if !crate::metrics::is_loopback(&addr) && !args.metrics_public {
+                anyhow::bail!("--metrics {addr} is not a loopback address; the metrics name the tools and count the calls: use 127.0.0.1:PORT, or add --metrics-public to expose them on purpose");
+            }
+            let listener = crate::metrics::bind(addr).await.map_err(|err| {
+                anyhow::anyhow!("--metrics {addr}: cannot listen there ({err}); give a free port")
+            })?;
+            let bound = listener.local_addr().unwrap_or(addr);
+            tracing::info!(addr = %bound, "serving metrics at http://{bound}/metrics");
+            let metrics = Arc::new(Metrics::default());
+            tokio::spawn(crate::metrics::serve(listener, Arc::clone(&metrics)));
+            Some(metrics)
+        }
+        None => None,
+    };
+    set(Observers { audit, metrics });
+    Ok(())
+}
+
+/// Installs the observers on the toolset's registry, and [`note_plugins`].
+pub(crate) fn install_toolset(toolset: &crate::setup::Toolset) {
+    install(&toolset.registry);
+    note_plugins(toolset);
+}
+
+/// Tells the observers of a `--watch` event: counts it, and records a new version's
+/// file and SHA-256 for its tools.
+pub(crate) fn watch_event(event: &toolhost_plugin::watch::WatchEvent) {
+    use toolhost_plugin::watch::WatchEvent;
+    let Some(observers) = get() else { return };
+    let plugin = match event {
+        WatchEvent::Loaded(plugin) => {
+            if let Some(metrics) = &observers.metrics {
+                metrics.plugin_loaded(1);
+                metrics.compiled(is_cache_hit(plugin));
+            }
+            plugin
+        }
+        WatchEvent::Reloaded { plugin, .. } => {
+            if let Some(metrics) = &observers.metrics {
+                metrics.plugin_reloaded();
+                metrics.compiled(is_cache_hit(plugin));
+            }
+            plugin
+        }
+        WatchEvent::Failed { .. } => {
+            if let Some(metrics) = &observers.metrics {
+                metrics.plugin_failed(1);
+            }
+            return;
+        }
+        _ => return,
+    };
+    if let Some(audit) = &observers.audit {
+        note_plugin(audit, plugin);
+    }
+}
+
+/// Tells the observers which plugin each plugin tool comes from (file and SHA-256, read
+/// now) and how loading went.
+pub(crate) fn note_plugins(toolset: &crate::setup::Toolset) {
+    let (Some(observers), Some(report)) = (get(), toolset.load_report()) else {
+        return;
+    };
+    if let Some(metrics) = &observers.metrics {
+        metrics.plugin_loaded(report.loaded.len() as u64);
+        metrics.plugin_failed(report.failed.len() as u64);
+        for plugin in &report.loaded {
+            metrics.compiled(is_cache_hit(plugin));
+        }
+    }
+    if let Some(audit) = &observers.audit {
+        for plugin in &report.loaded {
+            note_plugin(audit, plugin);
+        }
+    }
+}
+
+/// Records `plugin`'s file and SHA-256 (read now) for its tools.
+fn note_plugin(audit: &AuditLog, plugin: &toolhost_plugin::LoadedPlugin) {
+    let sha256 = match crate::audit::file_sha256(&plugin.path) {
+        Ok(sha256) => sha256,
+        Err(err) => {
+            tracing::warn!(path = %plugin.path.display(), %err, "cannot read the plugin to record its SHA-256 in the audit log");
+            return;
+        }
+    };
+    for tool in &plugin.tools {
+        audit.set_plugin(
+            tool,
+            crate::audit::PluginRef {
+                file: plugin.path.display().to_string(),
+                sha256: sha256.clone(),
+            },
+        );
+    }
+}
+
+/// Whether `plugin`'s component came from the compile cache.
+fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
+    matches!(
+        plugin.compile,
+        toolhost_plugin::cache::CompileSource::CacheHit(_)
+    )
+}
+
+/// Lets the metrics read the server's own figures at each scrape.
+pub(crate) fn watch_server(
+    figures: impl Fn() -> crate::metrics::ServerGauges + Send + Sync + 'static,
+) {
+    if let Some(metrics) = get().and_then(|observers| observers.metrics.as_ref()) {
+        metrics.set_server(crate::metrics::ServerFigures(Box::new(figures)));
+    }
+}

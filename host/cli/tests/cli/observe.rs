@@ -1,0 +1,283 @@
+//! End to end: `host run --audit-log FILE --metrics ADDR` with a plugin whose manifest
+//! declares a secret: the audit records and the metrics count every call exactly, and
+//! the secret never reaches the audit file.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::mcp::Server;
+
+/// Calls that succeed, and calls refused (a required argument missing).
+const OK: usize = 5;
+const REFUSED: usize = 3;
+
+const SECRET: &str = "s3cr3t-config-value-never-logged";
+
+/// A loopback port free now (bound, then let go).
+fn free_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+fn scrape(addr: SocketAddr) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// `name{labels} value` lines of `metric`.
+fn series(text: &str, metric: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with(&format!("{metric}{{")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn audit_and_metrics_account_for_every_call_of_a_plugin() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["greet"]).unwrap();
+    std::fs::write(
+        plugins.path().join("greet.toml"),
+        "[config.API_TOKEN]\nsecret = true\nrequired = true\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let audit = logs.path().join("audit.jsonl");
+    let metrics = free_port();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--plugin-config",
+            &format!("greet.API_TOKEN={SECRET}"),
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--metrics",
+            &metrics.to_string(),
+        ],
+    );
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    for n in 0..OK {
+        let reply = server.request(
+            10 + n as i64,
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": format!("Ada {n}\n{{\"forged\":1}}")}}),
+        );
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+    }
+    for n in 0..REFUSED {
+        // `name` is required: refused before the plugin runs.
+        let reply = server.request(
+            100 + n as i64,
+            "tools/call",
+            json!({"name": "greet", "arguments": {}}),
+        );
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+    }
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(
+        !text.contains("forged"),
+        "arguments are hashed, not written: {text}"
+    );
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), OK + REFUSED, "{text}");
+    let digest = {
+        use sha2::Digest as _;
+        let bytes = std::fs::read(plugins.path().join("greet.wasm")).unwrap();
+        let hash = sha2::Sha256::digest(&bytes);
+        format!(
+            "sha256:{}",
+            hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    };
+    for (n, record) in records.iter().enumerate() {
+        assert_eq!(record["tool"], "greet");
+        assert_eq!(record["plugin"]["sha256"], digest, "{record}");
+        assert!(record["plugin"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("greet.wasm"));
+        let (outcome, ran) = if n < OK {
+            ("ok", true)
+        } else {
+            ("refused", false)
+        };
+        assert_eq!(record["outcome"], outcome, "{record}");
+        assert_eq!(record["ran"], ran, "{record}");
+        assert_eq!(
+            record["request"],
+            if n < OK { 10 + n } else { 100 + n - OK }.to_string()
+        );
+    }
+
+    let response = scrape(metrics);
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    assert_eq!(
+        series(&response, "toolhost_tool_calls_total"),
+        [
+            format!(r#"toolhost_tool_calls_total{{tool="greet",outcome="ok"}} {OK}"#),
+            format!(r#"toolhost_tool_calls_total{{tool="greet",outcome="refused"}} {REFUSED}"#),
+        ]
+    );
+    assert!(
+        response.contains("\ntoolhost_plugin_loads_total 1\n"),
+        "{response}"
+    );
+    assert!(response.contains("\ntoolhost_sessions_open 1\n"));
+    assert!(response.contains("\ntoolhost_tool_calls_queued 0\n"));
+    // A fresh cache: the component was compiled, not found.
+    assert!(response.contains("\ntoolhost_compile_cache_hits_total 0\n"));
+    assert!(response.contains("\ntoolhost_compile_cache_misses_total 1\n"));
+    assert!(
+        response.contains("\ntoolhost_tool_calls_in_flight 0\n"),
+        "{response}"
+    );
+}
+
+#[test]
+fn a_symlinked_audit_log_or_a_public_metrics_address_is_refused_at_start() {
+    let root = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let target = logs.path().join("elsewhere");
+    std::fs::write(&target, "precious\n").unwrap();
+    let link = logs.path().join("audit.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let output = crate::host()
+        .args([
+            "run",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--audit-log",
+            link.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("is a symbolic link; give the path of the file itself"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+
+    let output = crate::host()
+        .args([
+            "run",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--metrics",
+            "0.0.0.0:0",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("--metrics 0.0.0.0:0 is not a loopback address"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_call_the_approval_policy_refuses_is_recorded_as_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let audit = logs.path().join("audit.jsonl");
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--confirm",
+            "write_file",
+            "--audit-log",
+            audit.to_str().unwrap(),
+        ],
+    );
+    let init = server.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    // This client cannot ask its user: the write is refused before it runs.
+    let (message, error) = server.call(1, "write_file", json!({"path": "a.txt", "content": "hi"}));
+    assert!(error, "{message}");
+    let (message, error) = server.call(2, "list_files", json!({}));
+    assert!(!error, "{message}");
+    let (code, _, _) = server.finish();
+    assert_eq!(code, Some(0));
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["tool"], "write_file");
+    assert_eq!(records[0]["outcome"], "refused");
+    assert_eq!(records[0]["ran"], false);
+    assert_eq!(records[0]["error_kind"], "failed");
+    assert_eq!(records[1]["tool"], "list_files");
+    assert_eq!(records[1]["outcome"], "ok");
+    assert!(!root.path().join("a.txt").exists());
+}
+
+#[test]
+fn an_audit_log_where_the_file_tools_reach_is_refused_at_start() {
+    let root = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("sub")).unwrap();
+    // A directory link from elsewhere into the root.
+    std::os::unix::fs::symlink(root.path(), logs.path().join("into-root")).unwrap();
+    for audit in [
+        root.path().join("audit.jsonl"),
+        root.path().join("sub/../audit.jsonl"),
+        logs.path().join("into-root/audit.jsonl"),
+    ] {
+        let output = crate::host()
+            .args([
+                "run",
+                "--root",
+                root.path().to_str().unwrap(),
+                "--audit-log",
+                audit.to_str().unwrap(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{}", audit.display());
+        assert!(
+            stderr.contains("where the file tools (and plugins granted files) reach"),
+            "{stderr}"
+        );
+        assert!(!root.path().join("audit.jsonl").exists(), "nothing created");
+    }
+}

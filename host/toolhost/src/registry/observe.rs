@@ -1,0 +1,146 @@
+//! [`CallObserver`]: a hook every [`Registry::dispatch`](super::Registry::dispatch) passes,
+//! for an audit log, metrics or traces an embedder plugs in
+//! ([`Registry::set_observer`](super::Registry::set_observer)).
+//!
+//! With no observer set, a call pays one atomic load for the hook: no lock, no
+//! allocation.
+
+use std::time::Duration;
+
+use super::{Environment, Limit, ToolCall, ToolError, ToolResult};
+
+/// Sees every call of a registry: asked before it runs (and may refuse it), told when it
+/// ends. Refusals before a call (an unknown tool, arguments without a required field, an
+/// approval declined, the observer's own refusal) end too, with
+/// [`CallEnd::ran`] false.
+///
+/// Both methods run on the call's task: keep them short (no waiting on the network).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use toolhost::registry::{
+///     CallContext, CallEnd, CallObserver, CallStart, Environment, ObserverRefusal, Registry,
+///     ToolCall,
+/// };
+///
+/// #[derive(Default)]
+/// struct Seen(Mutex<Vec<String>>);
+/// impl CallObserver for Seen {
+///     fn admit(&self, _call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+///         Ok(())
+///     }
+///     fn finished(&self, end: &CallEnd<'_>) {
+///         let line = format!("{} {}", end.call.name, end.outcome_class());
+///         self.0.lock().unwrap().push(line);
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let registry = Registry::new();
+/// let seen = Arc::new(Seen::default());
+/// registry.set_observer(seen.clone()).unwrap();
+/// let env = Environment::default();
+/// let _ = registry.dispatch(&CallContext::new(), &ToolCall::new("nope", "{}"), &env).await;
+/// assert_eq!(*seen.0.lock().unwrap(), ["nope refused"]);
+/// # });
+/// ```
+pub trait CallObserver: Send + Sync {
+    /// Before a call runs (before its arguments are checked). An `Err` refuses the call:
+    /// the caller gets [`ToolError::Failed`] with the refusal's message, and
+    /// [`CallObserver::finished`] is not called for it (the observer refused it, it
+    /// knows).
+    ///
+    /// # Errors
+    /// The reason the call must not run (an audit log that cannot be written, say).
+    fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal>;
+
+    /// After a call ends, refused or run, in the order calls end. A call whose
+    /// [`Registry::dispatch`](super::Registry::dispatch) future is dropped before it ends
+    /// (its caller gave up on it) ends then, as [`ToolError::Cancelled`]: every admitted
+    /// call is told of exactly once.
+    fn finished(&self, end: &CallEnd<'_>);
+}
+
+/// Why a [`CallObserver`] refused a call: a message for the client saying what is wrong
+/// and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObserverRefusal {
+    /// The message.
+    pub message: String,
+}
+
+/// [`Registry::set_observer`](super::Registry::set_observer) on a registry that has
+/// one: an observer cannot be replaced (calls in flight would be told of by another).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("this registry has a call observer already; set one observer (combine several in it) before the first call")]
+pub struct ObserverAlreadySet;
+
+/// A call about to run, for [`CallObserver::admit`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CallStart<'a> {
+    /// The session and turn.
+    pub env: &'a Environment,
+    /// The call as asked (name and arguments' JSON text as sent).
+    pub call: &'a ToolCall,
+}
+
+/// A call that ended, for [`CallObserver::finished`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CallEnd<'a> {
+    /// The session and turn.
+    pub env: &'a Environment,
+    /// The call as asked (name and arguments' JSON text as sent).
+    pub call: &'a ToolCall,
+    /// Whether the tool's handler ran: false for a refusal before the call.
+    pub ran: bool,
+    /// Whether [`CallObserver::admit`] was asked for this call first: false for a
+    /// refusal told by [`Registry::observe_refusal`](super::Registry::observe_refusal).
+    pub admitted: bool,
+    /// The result, or the error the caller gets.
+    pub outcome: Result<&'a ToolResult, &'a ToolError>,
+    /// From the hook's admit to the end.
+    pub duration: Duration,
+    /// The result's size as the result cap measures it (0 for an error).
+    pub bytes_out: usize,
+}
+
+impl CallEnd<'_> {
+    /// The outcome in a few classes, for counting: `ok`; `refused` (the handler did not
+    /// run: unknown tool, arguments refused, approval declined); `timeout`; `cancelled`;
+    /// `memory` (the memory limit); `limit` (another resource limit, the result cap, a
+    /// file too large); `trap` (a panic or a WebAssembly trap); `tool_error` (the tool's
+    /// own error, or output that does not follow its schema).
+    pub fn outcome_class(&self) -> &'static str {
+        match self.outcome {
+            Ok(_) => "ok",
+            Err(_) if !self.ran => "refused",
+            Err(err) => match err {
+                ToolError::TimedOut { .. } => "timeout",
+                ToolError::Cancelled { .. } => "cancelled",
+                ToolError::LimitExceeded {
+                    limit: Limit::Memory { .. },
+                    ..
+                } => "memory",
+                ToolError::LimitExceeded { .. }
+                | ToolError::ResultTooLarge { .. }
+                | ToolError::FileTooLarge { .. } => "limit",
+                ToolError::ToolPanicked { .. } => "trap",
+                _ => "tool_error",
+            },
+        }
+    }
+}
+
+/// Every class [`CallEnd::outcome_class`] gives, in a fixed order.
+pub const OUTCOME_CLASSES: [&str; 8] = [
+    "ok",
+    "refused",
+    "timeout",
+    "cancelled",
+    "memory",
+    "limit",
+    "trap",
+    "tool_error",
+];
