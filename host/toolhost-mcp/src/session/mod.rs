@@ -347,7 +347,10 @@ impl Session {
                             Err(err) => Err(err),
                         }
                     }
-                    (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
+                    (task_method, modern)
+                        if crate::tasks::TASK_METHODS.contains(&task_method)
+                            || (modern && task_method == crate::tasks::UPDATE_METHOD) =>
+                    {
                         if let Some(home) = self.tasks_for(&meta) {
                             return self.task_request(home, id, task_method, &params, meta);
                         }

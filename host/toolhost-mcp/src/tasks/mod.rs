@@ -2,7 +2,10 @@
 //! a task id, runs in the background, and its result is fetched later (`tasks/get`,
 //! `tasks/result`, `tasks/list`, `tasks/cancel`). Revision 2025-11-25 defines them (the
 //! `tasks` capability, `execution.taskSupport` on a tool); 2026-07-28 moved them to the
-//! extension `io.modelcontextprotocol/tasks`, offered under the same methods.
+//! extension `io.modelcontextprotocol/tasks`, served as published (ext-tasks commit
+//! e434597): a `tools/call` of a client declaring the extension may be answered with
+//! `resultType: "task"`, `tasks/get` gives the result inline, `tasks/update` answers a
+//! task's questions, and there is no `tasks/result` nor `tasks/list` ([`published`]).
 //!
 //! A [`TaskStore`] keeps the tasks of every session of one server, each owned by the
 //! session that started it (over HTTP without a session: by the bearer token of the
@@ -50,6 +53,10 @@ pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 pub(crate) const TASK_METHODS: &[&str] =
     &["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"];
 
+/// 2026-07-28's extension's method answering a task's questions (`inputResponses`);
+/// unknown to 2025-11-25.
+pub(crate) const UPDATE_METHOD: &str = "tasks/update";
+
 /// Tasks per `tasks/list` page.
 pub(crate) const TASK_PAGE_SIZE: usize = 100;
 
@@ -58,6 +65,57 @@ pub(crate) const TASK_PAGE_SIZE: usize = 100;
 /// nothing of other sessions' tasks.
 pub(crate) const NO_SUCH_TASK: &str =
     "Invalid params: no such task (unknown, expired, or not started by this session); tasks/list gives this session's tasks";
+
+/// The one answer to a task id that is not one of the caller's tasks, for 2026-07-28's
+/// extension (which has no `tasks/list`): as [`NO_SUCH_TASK`], the same whatever the
+/// reason.
+pub(crate) const NO_SUCH_TASK_PUBLISHED: &str =
+    "Invalid params: no such task (unknown, expired, or not started by this caller); use the taskId of a tools/call result whose resultType is \"task\"";
+
+/// `task` (2025-11-25's `Task`, as [`TaskStore::get`] gives it) in the shape of the
+/// published tasks extension (`DetailedTask`): `ttlMs` and `pollIntervalMs`, and for an
+/// ended task (`finished`) its `tools/call` result inline as `result`. The extension
+/// keeps `failed` for JSON-RPC errors, so a task whose tool failed (a result with
+/// `isError: true`: the tool's error, its time limit, the result budget) is
+/// `completed` with that result there.
+pub(crate) fn published(mut task: Value, finished: Option<&Finished>) -> Value {
+    let Value::Object(fields) = &mut task else {
+        return task;
+    };
+    if let Some(ttl) = fields.remove("ttl") {
+        fields.insert("ttlMs".into(), ttl);
+    }
+    if let Some(poll) = fields.remove("pollInterval") {
+        fields.insert("pollIntervalMs".into(), poll);
+    }
+    let ended = matches!(
+        fields.get("status").and_then(Value::as_str),
+        Some("completed" | "failed")
+    );
+    let result = finished
+        .filter(|_| ended)
+        .and_then(|finished| finished.result.as_ref())
+        .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    if let Some(result) = result {
+        fields.insert("status".into(), json!("completed"));
+        fields.insert("result".into(), result);
+    } else if fields.get("status").and_then(Value::as_str) == Some("failed") {
+        // Never so (a failed task keeps its result), but a failed task must say why.
+        let message = fields
+            .get("statusMessage")
+            .cloned()
+            .unwrap_or_else(|| json!("the task failed"));
+        fields.insert(
+            "error".into(),
+            json!({ "code": -32603, "message": message }),
+        );
+    } else if fields.get("status").and_then(Value::as_str) == Some("input_required") {
+        // This server asks nothing of a 2026-07-28 task (see docs/protocol.md), so it
+        // has no outstanding request.
+        fields.insert("inputRequests".into(), json!({}));
+    }
+    task
+}
 
 /// A task's state (MCP `TaskStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -496,6 +554,23 @@ impl TaskStore {
         let mut store = self.lock();
         store.sweep(Instant::now());
         store.owned(owner, id).map(|entry| entry.json(id))
+    }
+
+    /// 2026-07-28's `tasks/get`: the caller's task `id` in the published extension's
+    /// shape ([`published`]), its result inline once it ended.
+    pub(crate) fn detailed(&self, owner: &str, id: &str) -> Option<Value> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let entry = store.owned(owner, id)?;
+        let finished = entry.done.borrow().clone();
+        Some(published(entry.json(id), finished.as_deref()))
+    }
+
+    /// Whether the caller has task `id` (2026-07-28's `tasks/update`).
+    pub(crate) fn has(&self, owner: &str, id: &str) -> bool {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        store.owned(owner, id).is_some()
     }
 
     /// `tasks/result`: how the caller's task `id` ended, or a receiver to wait on.
