@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::tasks::tests::{task_registry, Spinning};
-use crate::tasks::NO_SUCH_TASK;
+use crate::tasks::{NO_SUCH_TASK, NO_SUCH_TASK_PUBLISHED};
 
 const INIT_TASKS: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
@@ -238,9 +238,25 @@ fn no_such_task_for(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": NO_SUCH_TASK}})
 }
 
+/// The published extension's answer to a task id that is not the caller's.
+fn no_such_published_task_for(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": NO_SUCH_TASK_PUBLISHED}})
+}
+
+/// The task id of a published extension's `CreateTaskResult` (`resultType: "task"`).
+fn created_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["status"], "working", "{created}");
+    created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a task: {created}"))
+        .to_owned()
+}
+
 /// 2026-07-28 over HTTP has no session: a task belongs to the token that started it.
 /// Its later requests (each alone, on a new connection) find it; another token's
-/// requests get exactly the answer to an unknown id, and list nothing of it.
+/// requests get exactly the answer to an unknown id (the published extension has no
+/// tasks/list to leak it).
 #[tokio::test]
 async fn modern_http_tasks_belong_to_their_token() {
     let spinning = Arc::default();
@@ -258,15 +274,10 @@ async fn modern_http_tasks_belong_to_their_token() {
         server.addr,
         Some(TOKEN_A),
         "tools/call",
-        json!({"name": "nap", "arguments": {}, "task": {}}),
+        json!({"name": "nap", "arguments": {}}),
     )
     .await;
-    assert_eq!(created["result"]["task"]["status"], "working", "{created}");
-    assert_eq!(created["result"]["resultType"], "complete", "{created}");
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task = created_id(&created);
     // The request that created it is over: a later one from the same token finds it.
     let got = modern_request(
         server.addr,
@@ -278,15 +289,24 @@ async fn modern_http_tasks_belong_to_their_token() {
     assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
     // Bob (another named token) and the two unnamed tokens: as an id never given.
     for token in [TOKEN_B, "token-cccccccccccccccc", "token-dddddddddddddddd"] {
-        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-            let answer =
-                modern_request(server.addr, Some(token), method, json!({"taskId": task})).await;
-            assert_eq!(answer, no_such_task_for(7), "{method} with another token");
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let answer = modern_request(
+                server.addr,
+                Some(token),
+                method,
+                json!({"taskId": task, "inputResponses": {}}),
+            )
+            .await;
+            assert_eq!(
+                answer,
+                no_such_published_task_for(7),
+                "{method} with another token"
+            );
             let unknown = modern_request(
                 server.addr,
                 Some(token),
                 method,
-                json!({"taskId": "00000000-0000-4000-8000-000000000000"}),
+                json!({"taskId": "00000000-0000-4000-8000-000000000000", "inputResponses": {}}),
             )
             .await;
             assert_eq!(
@@ -295,20 +315,17 @@ async fn modern_http_tasks_belong_to_their_token() {
             );
         }
         let listed = modern_request(server.addr, Some(token), "tasks/list", json!({})).await;
-        assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+        assert_eq!(listed["error"]["code"], -32601, "{listed}");
     }
     // An unnamed token's task is its own, not the other unnamed token's.
     let unnamed = modern_request(
         server.addr,
         Some("token-cccccccccccccccc"),
         "tools/call",
-        json!({"name": "echo", "arguments": {}, "task": {}}),
+        json!({"name": "echo", "arguments": {}}),
     )
     .await;
-    let unnamed = unnamed["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let unnamed = created_id(&unnamed);
     let foreign = modern_request(
         server.addr,
         Some("token-dddddddddddddddd"),
@@ -316,31 +333,27 @@ async fn modern_http_tasks_belong_to_their_token() {
         json!({"taskId": unnamed}),
     )
     .await;
-    assert_eq!(foreign, no_such_task_for(7));
-    // Alice's list has hers only; her result comes, the task untouched by the others.
-    let listed = modern_request(server.addr, Some(TOKEN_A), "tasks/list", json!({})).await;
-    let ids: Vec<&str> = listed["result"]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|task| task["taskId"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, [task.as_str()]);
-    let done = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/result",
-        json!({"taskId": task}),
-    )
-    .await;
+    assert_eq!(foreign, no_such_published_task_for(7));
+    // Alice's result comes inline, the task untouched by the others.
+    let mut done = Value::Null;
+    for _ in 0..500 {
+        done = modern_request(
+            server.addr,
+            Some(TOKEN_A),
+            "tasks/get",
+            json!({"taskId": task}),
+        )
+        .await;
+        if done["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(
-        done["result"]["content"],
+        done["result"]["result"]["content"],
         json!([{"type": "text", "text": "rested"}]),
         "{done}"
-    );
-    assert_eq!(
-        done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
-        task.as_str()
     );
     server.stop().await;
 }
@@ -355,13 +368,10 @@ async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
         server.addr,
         Some(TOKEN_A),
         "tools/call",
-        json!({"name": "spin", "arguments": {}, "task": {}}),
+        json!({"name": "spin", "arguments": {}}),
     )
     .await;
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task = created_id(&created);
     until("the task's call runs", || {
         spinning.0.load(Ordering::SeqCst) == 1
     })
@@ -382,11 +392,21 @@ async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
         json!({"taskId": task}),
     )
     .await;
-    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    // Acknowledged empty, as the published extension has it.
+    assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+    assert_eq!(cancelled["result"].get("status"), None, "{cancelled}");
     until("the call stopped", || {
         spinning.0.load(Ordering::SeqCst) == 0
     })
     .await;
+    let got = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/get",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
     server.stop().await;
 }
 
@@ -407,7 +427,7 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
     // Over a few connections' worth of requests, each alone (as a client would send).
     for round in 0..10_000u64 {
         let body = json!({"jsonrpc": "2.0", "id": round, "method": "tools/call", "params": {
-            "name": "spin", "arguments": {}, "task": {}, "_meta": modern_meta()}})
+            "name": "spin", "arguments": {}, "_meta": modern_meta()}})
         .to_string();
         let bearer = format!("Bearer {TOKEN_A}");
         let headers = [
@@ -419,7 +439,7 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
         let reply = post(server.addr, &headers, &body).await;
         let answer: Value = serde_json::from_str(reply.body.trim()).unwrap();
         if round < 4 {
-            assert_eq!(answer["result"]["task"]["status"], "working", "{answer}");
+            created_id(&answer);
         } else {
             assert_eq!(answer["error"]["code"], -32000, "{answer}");
             assert_eq!(
@@ -437,11 +457,11 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
             server.addr,
             Some(TOKEN_B),
             "tools/call",
-            json!({"name": "spin", "arguments": {}, "task": {}}),
+            json!({"name": "spin", "arguments": {}}),
         )
         .await;
         if n < 2 {
-            assert_eq!(answer["result"]["task"]["status"], "working", "{answer}");
+            created_id(&answer);
         } else {
             assert_eq!(
                 answer["error"]["message"],
