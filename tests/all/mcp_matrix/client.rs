@@ -139,7 +139,7 @@ impl Client {
     }
 
     /// The capabilities this client declares.
-    fn client_capabilities(&self) -> Value {
+    pub(super) fn client_capabilities(&self) -> Value {
         if self.samples {
             json!({"elicitation": {}, "sampling": {}})
         } else {
@@ -393,6 +393,8 @@ pub(super) fn result_def(method: &str, tasked: bool, result: &Value) -> &'static
         "logging/setLevel" | "resources/subscribe" => "EmptyResult",
         "tools/list" => "ListToolsResult",
         "tools/call" if tasked && result.get("task").is_some() => "CreateTaskResult",
+        // The published tasks extension (2026-07-28): its types are not in the schema.
+        "tools/call" if result["resultType"] == "task" => "CreateTaskResult",
         "tools/call" | "tasks/result" => "CallToolResult",
         "tasks/get" => "GetTaskResult",
         "prompts/list" => "ListPromptsResult",
