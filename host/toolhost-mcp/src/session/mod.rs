@@ -35,7 +35,8 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
-pub(crate) use tasks::TaskOwner;
+use tasks::ListenTasks;
+pub(crate) use tasks::{TaskOwner, MAX_LISTEN_TASKS};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -334,8 +335,9 @@ impl Session {
                     },
                     ("subscriptions/listen", true) => {
                         let listened = self.listen_resources(&id, &params).and_then(|watch| {
+                            let tasks = self.listen_tasks(&id, &params, &meta)?;
                             conn.listen(&id, &params, &meta, list_changed)
-                                .map(|subscription| subscription.watching(watch))
+                                .map(|subscription| subscription.watching(watch).hearing(tasks))
                         });
                         match listened {
                             Ok(subscription) => {

@@ -109,6 +109,44 @@ fn tasks_not_declared(id: &RequestId, why: &str) -> RpcError {
     }))
 }
 
+/// The most task ids one 2026-07-28 `subscriptions/listen` may name
+/// (`notifications.taskIds`); one naming more is refused (-32602) before any is looked
+/// up. Only the caller's own tasks are listened to, so what one subscription watches is
+/// bounded by the caller's tasks too.
+pub(crate) const MAX_LISTEN_TASKS: usize = 256;
+
+/// The tasks a 2026-07-28 `subscriptions/listen` asked to hear of (`taskIds`): those
+/// that are the caller's, each with what tells when it ends.
+pub(crate) struct ListenTasks {
+    store: Option<Arc<TaskStore>>,
+    owner: String,
+    /// The task ids acknowledged, each with its end's receiver.
+    pub(super) ids: Vec<(String, watch::Receiver<Option<Arc<Finished>>>)>,
+}
+
+impl std::fmt::Debug for ListenTasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenTasks")
+            .field("ids", &self.ids.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ListenTasks {
+    /// The `notifications/tasks` for task `id` now (its `DetailedTask`, as `tasks/get`
+    /// gives it, tagged with `tag`), unless it was forgotten meanwhile.
+    pub(super) fn notification(&self, id: &str, tag: &Value) -> Option<Message> {
+        let mut task = self.store.as_ref()?.detailed(&self.owner, id)?;
+        task["_meta"] = tag.clone();
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks",
+            "params": task,
+        });
+        Some(Message::text(note.to_string()))
+    }
+}
+
 /// `notifications/tasks/status` one session is sent per second at most, beyond a burst
 /// of [`STATUS_BURST`]; the rest are dropped (clients poll `tasks/get` anyway).
 pub(crate) const STATUS_PER_SECOND: f64 = 50.0;
@@ -227,6 +265,70 @@ impl Session {
     /// The task store, when tasks are offered in the request's revision.
     pub(super) fn tasks_for(&self, meta: &RequestMeta) -> Option<&TaskHome> {
         self.0.tasks.get().filter(|_| meta.revision.has_tasks())
+    }
+
+    /// The tasks a 2026-07-28 `subscriptions/listen` names (`notifications.taskIds`):
+    /// those that are the caller's (any other id, another owner's included, is left out
+    /// of the acknowledgement alike); `None` when it names none.
+    ///
+    /// # Errors
+    /// `-32602` for `taskIds` that is not an array of strings or names more than
+    /// [`MAX_LISTEN_TASKS`]; `-32021` when the request does not declare the tasks
+    /// extension, as the extension prescribes.
+    pub(super) fn listen_tasks(
+        &self,
+        id: &RequestId,
+        params: &Params,
+        meta: &RequestMeta,
+    ) -> Result<Option<ListenTasks>, RpcError> {
+        let Some(Value::Object(filter)) = params.value("notifications") else {
+            return Ok(None);
+        };
+        let invalid = |message: String| RpcError::new(id.clone(), INVALID_PARAMS, message);
+        let ids = match filter.get("taskIds") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => ids,
+            Some(_) => return Err(invalid(
+                "Invalid params: \"notifications.taskIds\" must be an array of task ids (strings)"
+                    .to_owned(),
+            )),
+        };
+        if ids.len() > MAX_LISTEN_TASKS {
+            return Err(invalid(format!(
+                "Invalid params: \"notifications.taskIds\" names {} tasks; one subscription may listen to at most {MAX_LISTEN_TASKS}",
+                ids.len()
+            )));
+        }
+        if !meta.client_tasks {
+            return Err(tasks_not_declared(
+                id,
+                "\"notifications.taskIds\" asks for task status notifications",
+            ));
+        }
+        let Some(home) = self.tasks_for(meta) else {
+            return Ok(Some(ListenTasks {
+                store: None,
+                owner: String::new(),
+                ids: Vec::new(),
+            }));
+        };
+        let owner = home.owner.key().into_owned();
+        let mut listened: Vec<(String, watch::Receiver<Option<Arc<Finished>>>)> = Vec::new();
+        for task_id in ids.iter().filter_map(Value::as_str) {
+            if task_id.len() > MAX_TASK_ID_CHARS
+                || listened.iter().any(|(known, _)| known == task_id)
+            {
+                continue;
+            }
+            if let Some(done) = home.store.watch(&owner, task_id) {
+                listened.push((task_id.to_owned(), done));
+            }
+        }
+        Ok(Some(ListenTasks {
+            store: Some(Arc::clone(&home.store)),
+            owner,
+            ids: listened,
+        }))
     }
 
     /// `result` (`initialize`'s) with the `tasks` capability, when the revision it

@@ -566,6 +566,18 @@ impl TaskStore {
         Some(published(entry.json(id), finished.as_deref()))
     }
 
+    /// What tells when the caller's task `id` ends (2026-07-28's `subscriptions/listen`
+    /// with `taskIds`), when it is one of the caller's tasks.
+    pub(crate) fn watch(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> Option<watch::Receiver<Option<Arc<Finished>>>> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        store.owned(owner, id).map(|entry| entry.done.clone())
+    }
+
     /// Whether the caller has task `id` (2026-07-28's `tasks/update`).
     pub(crate) fn has(&self, owner: &str, id: &str) -> bool {
         let mut store = self.lock();

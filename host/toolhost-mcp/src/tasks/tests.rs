@@ -1271,3 +1271,147 @@ async fn status_notifications_are_dropped_not_waited_for_and_rate_bounded() {
         "{count} told in {elapsed} s (at most {most})"
     );
 }
+
+/// The `subscriptions/listen` of `line`, running, its messages taken by the returned
+/// [`Told`].
+fn listening(session: &Session, line: &str) -> (Arc<Told>, tokio::task::JoinHandle<()>) {
+    let Step::Listen(listen) = session.receive(parse_line(line.as_bytes())) else {
+        panic!("not a subscription: {line}");
+    };
+    let told = Arc::new(Told::default());
+    let notifier = Notifier::new(Arc::clone(&told) as Arc<dyn crate::session::Outlet>);
+    let running = tokio::spawn(async move {
+        listen.run(notifier).await;
+    });
+    (told, running)
+}
+
+/// The published extension's status notifications: a 2026-07-28 `subscriptions/listen`
+/// naming `taskIds` is acknowledged with the caller's own tasks only (another owner's
+/// and unknown ids are left out alike), and each one's end comes as
+/// `notifications/tasks`, the task as `tasks/get` gives it then. Another owner's task
+/// ending tells this listener nothing.
+#[tokio::test]
+async fn a_modern_listen_hears_of_its_own_tasks_ending() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let owner = modern_session(&registry, &store, "a");
+    let other = modern_session(&registry, &store, "b");
+    let call = |session: &Session, id: u64, tool: &str| {
+        created_id(&reply(
+            session,
+            &modern(
+                DECLARED,
+                id,
+                "tools/call",
+                json!({"name": tool, "arguments": {}}),
+            ),
+        ))
+    };
+    let spun = call(&owner, 1, "spin");
+    let napped = call(&owner, 2, "nap");
+    let foreign = call(&other, 3, "spin");
+    until("spinning", || spinning.0.load(Ordering::SeqCst) == 2).await;
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let (told, running) = listening(
+        &owner,
+        &modern(
+            DECLARED,
+            5,
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [spun, napped, foreign, unknown, spun]}}),
+        ),
+    );
+    until("acknowledged", || !told.messages.lock().unwrap().is_empty()).await;
+    let tag = json!({"io.modelcontextprotocol/subscriptionId": 5});
+    assert_eq!(
+        told.taken(),
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": tag, "notifications": {"taskIds": [spun, napped]}}})
+        ]
+    );
+    let as_noted = |got: &Value| {
+        let mut task = got["result"].clone();
+        task.as_object_mut().unwrap().remove("resultType");
+        task["_meta"] = tag.clone();
+        json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": task})
+    };
+    until("the nap noted", || {
+        !told.messages.lock().unwrap().is_empty()
+    })
+    .await;
+    let got = until_status(&owner, &napped, "completed").await;
+    assert_eq!(told.taken(), [as_noted(&got)]);
+    assert_eq!(got["result"]["result"]["content"][0]["text"], "rested");
+    reply(
+        &other,
+        &modern(DECLARED, 6, "tasks/cancel", json!({"taskId": foreign})),
+    );
+    reply(
+        &owner,
+        &modern(DECLARED, 7, "tasks/cancel", json!({"taskId": spun})),
+    );
+    until("the spin noted", || {
+        !told.messages.lock().unwrap().is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let got = reply(
+        &owner,
+        &modern(DECLARED, 8, "tasks/get", json!({"taskId": spun})),
+    );
+    assert_eq!(got["result"]["status"], "cancelled");
+    assert_eq!(
+        told.taken(),
+        [as_noted(&got)],
+        "nothing of the other's task"
+    );
+    running.abort();
+}
+
+/// Hostile: a listen asking for task notifications without declaring the extension is
+/// refused (-32021); one naming too many ids, or ids that are not strings, is refused
+/// (-32602) before any is looked up.
+#[tokio::test]
+async fn modern_listens_for_tasks_are_bounded_and_need_the_extension() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let session = modern_session(&registry, &store, "s");
+    let listen = |meta: &str, ids: Value| {
+        reply(
+            &session,
+            &modern(
+                meta,
+                1,
+                "subscriptions/listen",
+                json!({"notifications": {"taskIds": ids}}),
+            ),
+        )
+    };
+    let undeclared = listen(UNDECLARED, json!(["x"]));
+    assert_eq!(undeclared["error"]["code"], -32021, "{undeclared}");
+    assert_eq!(
+        undeclared["error"]["data"],
+        json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+    );
+    let many: Vec<String> = (0..=crate::session::MAX_LISTEN_TASKS)
+        .map(|n| format!("t{n}"))
+        .collect();
+    let too_many = listen(DECLARED, json!(many));
+    assert_eq!(too_many["error"]["code"], -32602);
+    assert_eq!(
+        too_many["error"]["message"],
+        "Invalid params: \"notifications.taskIds\" names 257 tasks; one subscription may listen to at most 256"
+    );
+    for wrong in [json!("x"), json!([1]), json!({"a": "b"})] {
+        let refused = listen(DECLARED, wrong.clone());
+        assert_eq!(
+            refused["error"]["message"],
+            "Invalid params: \"notifications.taskIds\" must be an array of task ids (strings)",
+            "{wrong}"
+        );
+    }
+}
