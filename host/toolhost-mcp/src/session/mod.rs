@@ -36,7 +36,7 @@ pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
 use tasks::ListenTasks;
-pub(crate) use tasks::{TaskOwner, MAX_LISTEN_TASKS};
+pub(crate) use tasks::TaskOwner;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

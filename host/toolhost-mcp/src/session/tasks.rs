@@ -25,6 +25,7 @@ use crate::jsonrpc::{
     raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
 };
+use crate::limits::MAX_LISTEN_TASKS;
 use crate::logging;
 use crate::protocol::{self, RequestMeta};
 use crate::session::Message;
@@ -108,12 +109,6 @@ fn tasks_not_declared(id: &RequestId, why: &str) -> RpcError {
         "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } }
     }))
 }
-
-/// The most task ids one 2026-07-28 `subscriptions/listen` may name
-/// (`notifications.taskIds`); one naming more is refused (-32602) before any is looked
-/// up. Only the caller's own tasks are listened to, so what one subscription watches is
-/// bounded by the caller's tasks too.
-pub(crate) const MAX_LISTEN_TASKS: usize = 256;
 
 /// The tasks a 2026-07-28 `subscriptions/listen` asked to hear of (`taskIds`): those
 /// that are the caller's, each with what tells when it ends.

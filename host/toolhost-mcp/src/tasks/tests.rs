@@ -1397,7 +1397,7 @@ async fn modern_listens_for_tasks_are_bounded_and_need_the_extension() {
         undeclared["error"]["data"],
         json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
     );
-    let many: Vec<String> = (0..=crate::session::MAX_LISTEN_TASKS)
+    let many: Vec<String> = (0..=crate::limits::MAX_LISTEN_TASKS)
         .map(|n| format!("t{n}"))
         .collect();
     let too_many = listen(DECLARED, json!(many));
