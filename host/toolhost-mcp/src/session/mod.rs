@@ -27,6 +27,7 @@ mod notifier;
 mod offer;
 mod state;
 mod task_asking;
+mod task_inputs;
 mod tasks;
 
 use calls::Work;

@@ -19,6 +19,7 @@ use toolhost::registry::{format_duration, CallContext, TaskSupport, ToolCall, To
 
 use super::interaction::SessionInteraction;
 use super::task_asking::{TaskAsker, TaskOutlet};
+use super::task_inputs::TaskInputs;
 use super::{Notifier, Registration, Session, Step, Work, LOG_TARGET};
 use crate::convert::{call_result_for, CallParams};
 use crate::jsonrpc::{
@@ -455,7 +456,7 @@ impl Session {
             (TaskSupport::Optional | TaskSupport::Required, true) => {
                 match self.start_task(home, &id, call, None, tool_limit, &meta) {
                     Ok(task) => {
-                        let mut result = protocol::complete(&meta, published(task, None));
+                        let mut result = protocol::complete(&meta, published(task, None, None));
                         result["resultType"] = json!("task");
                         Step::Reply(Message::response(&id, Bytes::from(result.to_string())))
                     }
@@ -514,9 +515,11 @@ impl Session {
         let revision = meta.revision;
         // 2026-07-28's extension tells of status changes its own way (see docs/protocol.md).
         let tells = !meta.modern;
-        // A 2025-11-25 client that declared elicitation can be asked (`input_required`);
-        // 2026-07-28's extension asks through tasks/get and tasks/update, not served yet.
+        // A 2025-11-25 client that declared elicitation can be asked (`input_required`,
+        // `elicitation/create`); a 2026-07-28 request that declares it, through the
+        // task's `inputRequests` and `tasks/update`.
         let asks = !meta.modern && self.0.questions.client_asks();
+        let inputs = meta.modern && meta.client_asks;
         // Registered before the task is answered, so a tasks/result that comes at once
         // finds where its questions go.
         let outlet = self.0.tasks.get().filter(|_| asks).map(|home| {
@@ -535,6 +538,15 @@ impl Session {
                 .with_time_limit(limit)
                 .deadline_at(deadline);
             let home = session.0.tasks.get();
+            if inputs {
+                ctx = ctx.with_interaction(Arc::new(TaskInputs::new(
+                    Arc::clone(&store),
+                    created.id.clone(),
+                    revision,
+                    session.0.catalog.asking.timeout,
+                    token.clone(),
+                )));
+            }
             if let Some(outlet) = outlet {
                 let inner = SessionInteraction::for_task(
                     Arc::clone(&session.0.questions),
@@ -776,23 +788,26 @@ impl Session {
             UPDATE_METHOD => {
                 // Checked before the task is looked up, so that a malformed update is
                 // answered alike whoever's the task.
-                let responses = params.raw("inputResponses");
-                if responses.map(raw_type_name) != Some("object") {
-                    let got = responses.map_or("nothing", raw_type_name);
+                let Some(Value::Object(responses)) = params.value("inputResponses") else {
+                    let got = params
+                        .raw("inputResponses")
+                        .map_or("nothing", raw_type_name);
                     return Step::Reply(self.error(&RpcError::new(
                         id,
                         INVALID_PARAMS,
                         format!("Invalid params: tasks/update needs \"inputResponses\", an object of answers keyed as the task's inputRequests; got {got}"),
                     )));
+                };
+                // A response to the open question's key goes to the call; every other
+                // one is ignored, as the extension says of keys not outstanding, and
+                // none is kept.
+                match store.respond(owner, &task_id, &responses) {
+                    None => unknown(&id),
+                    Some(taken) => {
+                        debug!(target: LOG_TARGET, task = %task_id, taken, "tasks/update");
+                        reply(json!({}))
+                    }
                 }
-                if !store.has(owner, &task_id) {
-                    return unknown(&id);
-                }
-                // This server's 2026-07-28 tasks ask nothing (see docs/protocol.md), so
-                // no key is outstanding: every response is ignored, as the extension
-                // says of keys not outstanding, and none is kept.
-                debug!(target: LOG_TARGET, task = %task_id, "tasks/update with no request outstanding: ignored");
-                reply(json!({}))
             }
             _ => match store.cancel(owner, &task_id, "cancelled by the client") {
                 Ok(_) => {

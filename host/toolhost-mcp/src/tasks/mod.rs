@@ -74,11 +74,16 @@ pub(crate) const NO_SUCH_TASK_PUBLISHED: &str =
 
 /// `task` (2025-11-25's `Task`, as [`TaskStore::get`] gives it) in the shape of the
 /// published tasks extension (`DetailedTask`): `ttlMs` and `pollIntervalMs`, and for an
-/// ended task (`finished`) its `tools/call` result inline as `result`. The extension
+/// ended task (`finished`) its `tools/call` result inline as `result`, for one waiting
+/// for its user its open question (`input_requests`) as `inputRequests`. The extension
 /// keeps `failed` for JSON-RPC errors, so a task whose tool failed (a result with
 /// `isError: true`: the tool's error, its time limit, the result budget) is
 /// `completed` with that result there.
-pub(crate) fn published(mut task: Value, finished: Option<&Finished>) -> Value {
+pub(crate) fn published(
+    mut task: Value,
+    finished: Option<&Finished>,
+    input_requests: Option<Value>,
+) -> Value {
     let Value::Object(fields) = &mut task else {
         return task;
     };
@@ -110,9 +115,10 @@ pub(crate) fn published(mut task: Value, finished: Option<&Finished>) -> Value {
             json!({ "code": -32603, "message": message }),
         );
     } else if fields.get("status").and_then(Value::as_str) == Some("input_required") {
-        // This server asks nothing of a 2026-07-28 task (see docs/protocol.md), so it
-        // has no outstanding request.
-        fields.insert("inputRequests".into(), json!({}));
+        fields.insert(
+            "inputRequests".into(),
+            input_requests.unwrap_or_else(|| json!({})),
+        );
     }
     task
 }
@@ -221,6 +227,20 @@ struct Entry {
     bytes: usize,
     cancel: CancellationToken,
     done: watch::Receiver<Option<Arc<Finished>>>,
+    /// Questions its call asked through `inputRequests` (2026-07-28): each one's key is
+    /// `q<n>`, never used twice in one task.
+    asked: usize,
+    /// The question open now (2026-07-28), until answered or withdrawn.
+    question: Option<OpenQuestion>,
+}
+
+/// A question of a 2026-07-28 task's call, surfaced as `inputRequests` in `tasks/get`
+/// and answered by `tasks/update`.
+struct OpenQuestion {
+    key: String,
+    /// `{method, params}`, as `inputRequests` carries it.
+    request: Value,
+    answer: tokio::sync::oneshot::Sender<Value>,
 }
 
 impl Entry {
@@ -451,6 +471,8 @@ impl TaskStore {
             bytes: 0,
             cancel: token.clone(),
             done,
+            asked: 0,
+            question: None,
         };
         let task = entry.json(&id);
         store.next_seq += 1;
@@ -563,7 +585,92 @@ impl TaskStore {
         store.sweep(Instant::now());
         let entry = store.owned(owner, id)?;
         let finished = entry.done.borrow().clone();
-        Some(published(entry.json(id), finished.as_deref()))
+        let input_requests = entry.question.as_ref().map(|question| {
+            let mut requests = serde_json::Map::new();
+            requests.insert(question.key.clone(), question.request.clone());
+            Value::Object(requests)
+        });
+        Some(published(
+            entry.json(id),
+            finished.as_deref(),
+            input_requests,
+        ))
+    }
+
+    /// 2026-07-28: task `id`'s call asks `request` (`{method, params}`, as
+    /// `inputRequests` carries it): the task is `input_required` with it, under a key
+    /// not used before in this task, until [`respond`](Self::respond) hands it its
+    /// answer (the receiver) or [`settle`](Self::settle) withdraws it. `None` when the
+    /// task is not working (ended, cancelled, forgotten) or already has a question open.
+    pub(crate) fn ask(
+        &self,
+        id: &str,
+        request: Value,
+    ) -> Option<tokio::sync::oneshot::Receiver<Value>> {
+        let mut store = self.lock();
+        let entry = store.tasks.get_mut(id)?;
+        if entry.status != Status::Working || entry.question.is_some() {
+            return None;
+        }
+        let key = format!("q{}", entry.asked);
+        entry.asked += 1;
+        let (answer, receiver) = tokio::sync::oneshot::channel();
+        entry.question = Some(OpenQuestion {
+            key,
+            request,
+            answer,
+        });
+        entry.status = Status::InputRequired;
+        entry.updated_at = SystemTime::now();
+        Some(receiver)
+    }
+
+    /// Task `id`'s open question (2026-07-28) is over (answered, withdrawn, its call
+    /// ended): none is open, and a task waiting for it works again.
+    pub(crate) fn settle(&self, id: &str) {
+        let mut store = self.lock();
+        let Some(entry) = store.tasks.get_mut(id) else {
+            return;
+        };
+        entry.question = None;
+        if entry.status == Status::InputRequired {
+            entry.status = Status::Working;
+            entry.updated_at = SystemTime::now();
+        }
+    }
+
+    /// 2026-07-28's `tasks/update`: hands the caller's task `id` the response in
+    /// `responses` under its open question's key, if there is one (the task then works
+    /// again); every other response is ignored and none is kept. `None` when `id` is
+    /// not one of the caller's tasks; else whether a response was taken.
+    pub(crate) fn respond(
+        &self,
+        owner: &str,
+        id: &str,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Option<bool> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let entry = store
+            .tasks
+            .get_mut(id)
+            .filter(|entry| entry.owner == owner)?;
+        let response = entry
+            .question
+            .as_ref()
+            .and_then(|question| responses.get(&question.key))
+            .cloned();
+        let Some(response) = response else {
+            return Some(false);
+        };
+        let Some(question) = entry.question.take() else {
+            return Some(false);
+        };
+        entry.status = Status::Working;
+        entry.updated_at = SystemTime::now();
+        // The call may have stopped meanwhile: then nobody takes it.
+        let _ = question.answer.send(response);
+        Some(true)
     }
 
     /// What tells when the caller's task `id` ends (2026-07-28's `subscriptions/listen`
@@ -576,13 +683,6 @@ impl TaskStore {
         let mut store = self.lock();
         store.sweep(Instant::now());
         store.owned(owner, id).map(|entry| entry.done.clone())
-    }
-
-    /// Whether the caller has task `id` (2026-07-28's `tasks/update`).
-    pub(crate) fn has(&self, owner: &str, id: &str) -> bool {
-        let mut store = self.lock();
-        store.sweep(Instant::now());
-        store.owned(owner, id).is_some()
     }
 
     /// `tasks/result`: how the caller's task `id` ended, or a receiver to wait on.

@@ -1415,3 +1415,190 @@ async fn modern_listens_for_tasks_are_bounded_and_need_the_extension() {
         );
     }
 }
+
+/// The `_meta` of a 2026-07-28 request from a client declaring the tasks extension and
+/// form elicitation.
+const ASKS: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#;
+
+/// `greet` (optional): asks its user's name and greets them.
+fn asking_registry() -> Arc<Registry> {
+    let registry = Registry::new().with_call_timeout(Duration::from_secs(60));
+    registry
+        .register(
+            ToolDefinition::new("greet", "Greet.", json!({"type": "object"}))
+                .with_task_support(TaskSupport::Optional),
+            |ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                let Some(interaction) = ctx.interaction() else {
+                    return Ok(ToolResult::new("nobody to ask"));
+                };
+                let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+                match interaction.ask("Your name?".into(), schema).await {
+                    Ok(Some(answer)) => Ok(ToolResult::new(format!(
+                        "Hello, {}!",
+                        answer["name"].as_str().unwrap_or_default()
+                    ))),
+                    Ok(None) => Ok(ToolResult::new("declined")),
+                    Err(err) => Err(ToolError::Failed {
+                        tool: "greet".into(),
+                        message: err.to_string(),
+                    }),
+                }
+            },
+        )
+        .unwrap();
+    Arc::new(registry)
+}
+
+/// A 2026-07-28 task's question, as the published extension has it: `input_required`
+/// with `inputRequests` (`q0`: the `elicitation/create`) in `tasks/get`, answered by
+/// `tasks/update`; the call goes on with the answer. Responses to other keys, and a
+/// second response to an answered key, are ignored. Hostile: another owner's update is
+/// answered as an unknown id and answers nothing.
+#[tokio::test]
+async fn a_modern_task_asks_through_input_requests_and_tasks_update() {
+    let registry = asking_registry();
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let session = modern_session(&registry, &store, "s");
+    let other = modern_session(&registry, &store, "mallory");
+    let id = created_id(&reply(
+        &session,
+        &modern(
+            ASKS,
+            1,
+            "tools/call",
+            json!({"name": "greet", "arguments": {}}),
+        ),
+    ));
+    let waiting = until_status(&session, &id, "input_required").await;
+    let question = json!({"q0": {"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    }}});
+    assert_eq!(waiting["result"]["inputRequests"], question, "{waiting}");
+    let update = |session: &Session, n: u64, responses: Value| {
+        reply(
+            session,
+            &modern(
+                ASKS,
+                n,
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": responses}),
+            ),
+        )
+    };
+    let forged = update(
+        &other,
+        2,
+        json!({"q0": {"action": "accept", "content": {"name": "Mallory"}}}),
+    );
+    assert_eq!(forged["error"]["message"], super::NO_SUCH_TASK_PUBLISHED);
+    let elsewhere = update(
+        &session,
+        3,
+        json!({"q1": {"action": "accept", "content": {"name": "Nobody"}}}),
+    );
+    assert_eq!(elsewhere["result"]["resultType"], "complete");
+    let still = reply(
+        &session,
+        &modern(ASKS, 4, "tasks/get", json!({"taskId": id})),
+    );
+    assert_eq!(still["result"]["status"], "input_required");
+    assert_eq!(still["result"]["inputRequests"], question);
+    let answered = update(
+        &session,
+        5,
+        json!({"q0": {"action": "accept", "content": {"name": "Luca"}}}),
+    );
+    assert_eq!(answered["result"]["resultType"], "complete");
+    let done = until_status(&session, &id, "completed").await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        "Hello, Luca!"
+    );
+    assert_eq!(done["result"].get("inputRequests"), None);
+    let again = update(
+        &session,
+        6,
+        json!({"q0": {"action": "accept", "content": {"name": "Again"}}}),
+    );
+    assert_eq!(again["result"]["resultType"], "complete");
+    let after = reply(
+        &session,
+        &modern(ASKS, 7, "tasks/get", json!({"taskId": id})),
+    );
+    assert_eq!(after["result"]["result"], done["result"]["result"]);
+}
+
+/// Hostile: an answer that does not match the question's schema, or one over the answer
+/// limit, is refused to the call (its task completes with the error result), never
+/// handed to the tool; a client that did not declare elicitation is not asked.
+#[tokio::test]
+async fn a_modern_task_refuses_forged_answers_and_asks_only_declaring_clients() {
+    let registry = asking_registry();
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let session = modern_session(&registry, &store, "s");
+    for (n, answer, why) in [
+        (
+            1,
+            json!({"action": "accept", "content": {"name": 5}}),
+            "does not match the question's schema",
+        ),
+        (
+            2,
+            json!({"action": "accept", "content": {"name": "x".repeat(70_000)}}),
+            "over the 65536-byte limit for one answer",
+        ),
+        (
+            3,
+            json!({"action": "maybe"}),
+            "no \"action\" of accept, decline or cancel",
+        ),
+    ] {
+        let id = created_id(&reply(
+            &session,
+            &modern(
+                ASKS,
+                n,
+                "tools/call",
+                json!({"name": "greet", "arguments": {}}),
+            ),
+        ));
+        until_status(&session, &id, "input_required").await;
+        let acked = reply(
+            &session,
+            &modern(
+                ASKS,
+                10 + n,
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": {"q0": answer}}),
+            ),
+        );
+        assert_eq!(acked["result"]["resultType"], "complete");
+        let done = until_status(&session, &id, "completed").await;
+        assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+        let text = done["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert!(text.contains(why), "{text}");
+    }
+    let id = created_id(&reply(
+        &session,
+        &modern(
+            DECLARED,
+            20,
+            "tools/call",
+            json!({"name": "greet", "arguments": {}}),
+        ),
+    ));
+    let done = until_status(&session, &id, "completed").await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        "nobody to ask"
+    );
+    assert_eq!(
+        store.counts().places,
+        1,
+        "the one completed task keeps its result"
+    );
+}
