@@ -233,8 +233,8 @@ impl Subscription {
         let mut sources = Vec::new();
         let stop = CancellationToken::new();
         let _stop = stop.clone().drop_guard();
-        // The tasks listened to: each one's end comes through `ended` (one message per
-        // task at most, so the channel never fills).
+        // The tasks listened to: each one's changes come through `ended` (its state now
+        // first), each forwarder waiting for room.
         let (task_ended, mut ended) = tokio::sync::mpsc::channel::<String>(
             self.tasks
                 .as_ref()
@@ -243,19 +243,24 @@ impl Subscription {
         if let Some(tasks) = &self.tasks {
             let ids: Vec<&str> = tasks.ids.iter().map(|(id, _)| id.as_str()).collect();
             acknowledged["taskIds"] = json!(ids);
-            for (id, done) in &tasks.ids {
-                let (id, mut done, stop, task_ended) =
-                    (id.clone(), done.clone(), stop.clone(), task_ended.clone());
+            for (id, changes) in &tasks.ids {
+                let (id, mut changes, stop, task_ended) = (
+                    id.clone(),
+                    changes.clone(),
+                    stop.clone(),
+                    task_ended.clone(),
+                );
                 tokio::spawn(async move {
-                    // Ended, or forgotten (then nothing is sent of it).
-                    let end = async {
-                        let _ = done.wait_for(Option::is_some).await.map(drop);
-                    };
-                    tokio::select! {
-                        () = end => {
-                            let _ = task_ended.send(id).await;
+                    loop {
+                        tokio::select! {
+                            changed = changes.changed() => {
+                                // Closed: the task was forgotten.
+                                if changed.is_err() || task_ended.send(id.clone()).await.is_err() {
+                                    break;
+                                }
+                            }
+                            () = stop.cancelled() => break,
                         }
-                        () = stop.cancelled() => {}
                     }
                 });
             }

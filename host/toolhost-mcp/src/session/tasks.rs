@@ -112,12 +112,12 @@ fn tasks_not_declared(id: &RequestId, why: &str) -> RpcError {
 }
 
 /// The tasks a 2026-07-28 `subscriptions/listen` asked to hear of (`taskIds`): those
-/// that are the caller's, each with what tells when it ends.
+/// that are the caller's, each with what tells when it changes.
 pub(crate) struct ListenTasks {
     store: Option<Arc<TaskStore>>,
     owner: String,
-    /// The task ids acknowledged, each with its end's receiver.
-    pub(super) ids: Vec<(String, watch::Receiver<Option<Arc<Finished>>>)>,
+    /// The task ids acknowledged, each with what tells of its changes.
+    pub(super) ids: Vec<(String, watch::Receiver<u64>)>,
 }
 
 impl std::fmt::Debug for ListenTasks {
@@ -130,7 +130,8 @@ impl std::fmt::Debug for ListenTasks {
 
 impl ListenTasks {
     /// The `notifications/tasks` for task `id` now (its `DetailedTask`, as `tasks/get`
-    /// gives it, tagged with `tag`), unless it was forgotten meanwhile.
+    /// gives it, tagged with `tag`), unless it was forgotten meanwhile. Changes that
+    /// come faster than they are sent are told once, as the task is then.
     pub(super) fn notification(&self, id: &str, tag: &Value) -> Option<Message> {
         let mut task = self.store.as_ref()?.detailed(&self.owner, id)?;
         task["_meta"] = tag.clone();
@@ -309,7 +310,7 @@ impl Session {
             }));
         };
         let owner = home.owner.key().into_owned();
-        let mut listened: Vec<(String, watch::Receiver<Option<Arc<Finished>>>)> = Vec::new();
+        let mut listened: Vec<(String, watch::Receiver<u64>)> = Vec::new();
         for task_id in ids.iter().filter_map(Value::as_str) {
             if task_id.len() > MAX_TASK_ID_CHARS
                 || listened.iter().any(|(known, _)| known == task_id)

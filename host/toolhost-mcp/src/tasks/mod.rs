@@ -232,6 +232,9 @@ struct Entry {
     asked: usize,
     /// The question open now (2026-07-28), until answered or withdrawn.
     question: Option<OpenQuestion>,
+    /// Counts its changes (2026-07-28's `subscriptions/listen` with `taskIds` waits on
+    /// it); dropped with the entry, which ends the waits.
+    changes: watch::Sender<u64>,
 }
 
 /// A question of a 2026-07-28 task's call, surfaced as `inputRequests` in `tasks/get`
@@ -244,6 +247,13 @@ struct OpenQuestion {
 }
 
 impl Entry {
+    /// Its status (or open question) changed now.
+    fn touch(&mut self) {
+        self.updated_at = SystemTime::now();
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
     fn json(&self, id: &str) -> Value {
         let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut task = json!({
@@ -473,6 +483,7 @@ impl TaskStore {
             done,
             asked: 0,
             question: None,
+            changes: watch::Sender::new(0),
         };
         let task = entry.json(&id);
         store.next_seq += 1;
@@ -540,7 +551,7 @@ impl TaskStore {
         let bytes = if fits { result.len() } else { 0 };
         entry.status = status;
         entry.message = message;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         entry.bytes = bytes;
         let task = entry.json(&created.id);
         store.bytes += bytes;
@@ -567,7 +578,7 @@ impl TaskStore {
             _ => return None,
         };
         entry.status = status;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         Some(entry.json(id))
     }
 
@@ -621,7 +632,7 @@ impl TaskStore {
             answer,
         });
         entry.status = Status::InputRequired;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         Some(receiver)
     }
 
@@ -635,7 +646,7 @@ impl TaskStore {
         entry.question = None;
         if entry.status == Status::InputRequired {
             entry.status = Status::Working;
-            entry.updated_at = SystemTime::now();
+            entry.touch();
         }
     }
 
@@ -667,22 +678,24 @@ impl TaskStore {
             return Some(false);
         };
         entry.status = Status::Working;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         // The call may have stopped meanwhile: then nobody takes it.
         let _ = question.answer.send(response);
         Some(true)
     }
 
-    /// What tells when the caller's task `id` ends (2026-07-28's `subscriptions/listen`
-    /// with `taskIds`), when it is one of the caller's tasks.
-    pub(crate) fn watch(
-        &self,
-        owner: &str,
-        id: &str,
-    ) -> Option<watch::Receiver<Option<Arc<Finished>>>> {
+    /// What tells when the caller's task `id` changes (2026-07-28's
+    /// `subscriptions/listen` with `taskIds`), when it is one of the caller's tasks:
+    /// marked changed at once, so that its state now is told first. It closes when the
+    /// task is forgotten.
+    pub(crate) fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<u64>> {
         let mut store = self.lock();
         store.sweep(Instant::now());
-        store.owned(owner, id).map(|entry| entry.done.clone())
+        store.owned(owner, id).map(|entry| {
+            let mut changes = entry.changes.subscribe();
+            changes.mark_changed();
+            changes
+        })
     }
 
     /// `tasks/result`: how the caller's task `id` ended, or a receiver to wait on.
@@ -713,7 +726,7 @@ impl TaskStore {
         entry.cancel.cancel();
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         let task = entry.json(id);
         store.release(id, self.per_session, self.max_tasks);
         Ok(task)
@@ -741,7 +754,7 @@ impl TaskStore {
         }
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         store.release(id, self.per_session, self.max_tasks);
         true
     }

@@ -1288,31 +1288,31 @@ fn listening(session: &Session, line: &str) -> (Arc<Told>, tokio::task::JoinHand
 
 /// The published extension's status notifications: a 2026-07-28 `subscriptions/listen`
 /// naming `taskIds` is acknowledged with the caller's own tasks only (another owner's
-/// and unknown ids are left out alike), and each one's end comes as
-/// `notifications/tasks`, the task as `tasks/get` gives it then. Another owner's task
-/// ending tells this listener nothing.
+/// and unknown ids are left out alike); each one's state now comes first, then each
+/// change, as `notifications/tasks` with the task as `tasks/get` gives it then.
+/// Another owner's task changing tells this listener nothing.
 #[tokio::test]
-async fn a_modern_listen_hears_of_its_own_tasks_ending() {
+async fn a_modern_listen_hears_of_its_own_tasks() {
     let spinning = Arc::default();
     let registry = task_registry(&spinning);
     let store = Arc::new(TaskStore::new(&McpLimits::default()));
     let owner = modern_session(&registry, &store, "a");
     let other = modern_session(&registry, &store, "b");
-    let call = |session: &Session, id: u64, tool: &str| {
+    let call = |session: &Session, id: u64| {
         created_id(&reply(
             session,
             &modern(
                 DECLARED,
                 id,
                 "tools/call",
-                json!({"name": tool, "arguments": {}}),
+                json!({"name": "spin", "arguments": {}}),
             ),
         ))
     };
-    let spun = call(&owner, 1, "spin");
-    let napped = call(&owner, 2, "nap");
-    let foreign = call(&other, 3, "spin");
-    until("spinning", || spinning.0.load(Ordering::SeqCst) == 2).await;
+    let first = call(&owner, 1);
+    let second = call(&owner, 2);
+    let foreign = call(&other, 3);
+    until("spinning", || spinning.0.load(Ordering::SeqCst) == 3).await;
     let unknown = "00000000-0000-4000-8000-000000000000";
     let (told, running) = listening(
         &owner,
@@ -1320,17 +1320,19 @@ async fn a_modern_listen_hears_of_its_own_tasks_ending() {
             DECLARED,
             5,
             "subscriptions/listen",
-            json!({"notifications": {"taskIds": [spun, napped, foreign, unknown, spun]}}),
+            json!({"notifications": {"taskIds": [first, second, foreign, unknown, first]}}),
         ),
     );
-    until("acknowledged", || !told.messages.lock().unwrap().is_empty()).await;
+    until("acknowledged and told", || {
+        told.messages.lock().unwrap().len() == 3
+    })
+    .await;
     let tag = json!({"io.modelcontextprotocol/subscriptionId": 5});
+    let mut got = told.taken();
     assert_eq!(
-        told.taken(),
-        [
-            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                "params": {"_meta": tag, "notifications": {"taskIds": [spun, napped]}}})
-        ]
+        got.remove(0),
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": tag, "notifications": {"taskIds": [first, second]}}})
     );
     let as_noted = |got: &Value| {
         let mut task = got["result"].clone();
@@ -1338,35 +1340,105 @@ async fn a_modern_listen_hears_of_its_own_tasks_ending() {
         task["_meta"] = tag.clone();
         json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": task})
     };
-    until("the nap noted", || {
-        !told.messages.lock().unwrap().is_empty()
-    })
-    .await;
-    let got = until_status(&owner, &napped, "completed").await;
-    assert_eq!(told.taken(), [as_noted(&got)]);
-    assert_eq!(got["result"]["result"]["content"][0]["text"], "rested");
+    let now = |id: &str| {
+        as_noted(&reply(
+            &owner,
+            &modern(DECLARED, 6, "tasks/get", json!({"taskId": id})),
+        ))
+    };
+    got.sort_by_key(|note| note["params"]["taskId"] != json!(first));
+    assert_eq!(got, [now(&first), now(&second)]);
     reply(
         &other,
-        &modern(DECLARED, 6, "tasks/cancel", json!({"taskId": foreign})),
+        &modern(DECLARED, 7, "tasks/cancel", json!({"taskId": foreign})),
     );
     reply(
         &owner,
-        &modern(DECLARED, 7, "tasks/cancel", json!({"taskId": spun})),
+        &modern(DECLARED, 8, "tasks/cancel", json!({"taskId": second})),
     );
-    until("the spin noted", || {
+    until("the cancel noted", || {
         !told.messages.lock().unwrap().is_empty()
     })
     .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let got = reply(
+    let cancelled = now(&second);
+    assert_eq!(cancelled["params"]["status"], "cancelled");
+    assert_eq!(told.taken(), [cancelled], "nothing of the other's task");
+    reply(
         &owner,
-        &modern(DECLARED, 8, "tasks/get", json!({"taskId": spun})),
+        &modern(DECLARED, 9, "tasks/cancel", json!({"taskId": first})),
     );
-    assert_eq!(got["result"]["status"], "cancelled");
+    until("every call stopped", || {
+        spinning.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    running.abort();
+}
+
+/// A task that asks, listened to: its question comes as `notifications/tasks` with
+/// `input_required` and `inputRequests`, and its end with the result inline.
+#[tokio::test]
+async fn a_modern_listen_hears_a_task_ask_and_end() {
+    let registry = asking_registry();
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let session = modern_session(&registry, &store, "s");
+    let id = created_id(&reply(
+        &session,
+        &modern(
+            ASKS,
+            1,
+            "tools/call",
+            json!({"name": "greet", "arguments": {}}),
+        ),
+    ));
+    let (told, running) = listening(
+        &session,
+        &modern(
+            ASKS,
+            2,
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+        ),
+    );
+    let heard = |status: &'static str| {
+        let told = Arc::clone(&told);
+        move || {
+            told.messages
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|note| note["params"]["status"] == status)
+        }
+    };
+    until("told it asks", heard("input_required")).await;
+    let asking = told
+        .taken()
+        .into_iter()
+        .find(|note| note["params"]["status"] == "input_required")
+        .unwrap();
+    assert_eq!(asking["method"], "notifications/tasks");
     assert_eq!(
-        told.taken(),
-        [as_noted(&got)],
-        "nothing of the other's task"
+        asking["params"]["inputRequests"]["q0"]["params"]["message"],
+        "Your name?"
+    );
+    reply(
+        &session,
+        &modern(
+            ASKS,
+            3,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"q0": {"action": "accept", "content": {"name": "Ada"}}}}),
+        ),
+    );
+    until("told it ended", heard("completed")).await;
+    let ended = told
+        .taken()
+        .into_iter()
+        .find(|note| note["params"]["status"] == "completed")
+        .unwrap();
+    assert_eq!(
+        ended["params"]["result"]["content"][0]["text"],
+        "Hello, Ada!"
     );
     running.abort();
 }
