@@ -215,6 +215,10 @@ impl Client {
                 let name = match method {
                     "tools/call" => params["name"].as_str().unwrap_or_default().to_owned(),
                     "resources/read" => params["uri"].as_str().unwrap_or_default().to_owned(),
+                    // The tasks extension routes a task's requests on its id.
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                        params["taskId"].as_str().unwrap_or_default().to_owned()
+                    }
                     _ => String::new(),
                 };
                 let session_id = session.clone();

@@ -196,10 +196,13 @@ async fn modern_request(
     mut params: Value,
 ) -> Value {
     params["_meta"] = modern_meta();
-    let name = params["name"]
-        .as_str()
-        .filter(|_| method == "tools/call")
-        .map(str::to_owned);
+    // Mcp-Name mirrors the tool's name, or (the tasks extension) the task's id.
+    let name = match method {
+        "tools/call" => params["name"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params["taskId"].as_str(),
+        _ => None,
+    }
+    .map(str::to_owned);
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
     let bearer = token.map(|token| format!("Bearer {token}"));
     let mut headers = vec![(PROTOCOL_HEADER, "2026-07-28"), ("mcp-method", method)];
@@ -355,6 +358,73 @@ async fn modern_http_tasks_belong_to_their_token() {
         json!([{"type": "text", "text": "rested"}]),
         "{done}"
     );
+    server.stop().await;
+}
+
+/// The published extension over Streamable HTTP: `tasks/get`, `tasks/update` and
+/// `tasks/cancel` carry the task's id in `Mcp-Name` (intermediaries route on it), and a
+/// request whose header is missing or names another task is refused (-32020) before
+/// anything acts on it: the task is untouched.
+#[tokio::test]
+async fn modern_http_task_requests_mirror_the_task_id_in_mcp_name() {
+    let spinning: Arc<Spinning> = Arc::default();
+    let server = start_tasks_with(stateful().with_tokens(Some(tokens())), &spinning).await;
+    let created = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tools/call",
+        json!({"name": "spin", "arguments": {}}),
+    )
+    .await;
+    let task = created_id(&created);
+    let bearer = format!("Bearer {TOKEN_A}");
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": {
+            "taskId": task, "inputResponses": {}, "_meta": modern_meta()}})
+        .to_string();
+        for (name, why) in [
+            (None, "Header mismatch: no Mcp-Name header; send the task's id in Mcp-Name"),
+            (
+                Some("00000000-0000-4000-8000-000000000000"),
+                "Header mismatch: Mcp-Name header value \"00000000-0000-4000-8000-000000000000\" does not match body value",
+            ),
+        ] {
+            let mut headers = vec![
+                (PROTOCOL_HEADER, "2026-07-28"),
+                ("mcp-method", method),
+                ("authorization", bearer.as_str()),
+            ];
+            if let Some(name) = name {
+                headers.push(("mcp-name", name));
+            }
+            let reply = post(server.addr, &headers, &body).await;
+            let answer: Value = serde_json::from_str(reply.body.trim())
+                .unwrap_or_else(|_| panic!("not JSON: {}", reply.body));
+            assert_eq!(answer["error"]["code"], -32020, "{method}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.starts_with(why), "{method}: {message}");
+        }
+    }
+    let got = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/get",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    assert_eq!(spinning.0.load(Ordering::SeqCst), 1);
+    modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/cancel",
+        json!({"taskId": task}),
+    )
+    .await;
+    until("the call stopped", || {
+        spinning.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
     server.stop().await;
 }
 
