@@ -484,10 +484,17 @@ impl Session {
             Ok(created) => created,
             Err(err) => {
                 debug!(target: LOG_TARGET, request = %id, "task refused: {err}");
+                let message = match err {
+                    // The published extension has no tasks/result to name.
+                    crate::tasks::CreateError::SessionFull(most) if meta.modern => format!(
+                        "this caller already holds {most} tasks, the most allowed; cancel one (tasks/cancel) or wait until one expires"
+                    ),
+                    err => err.to_string(),
+                };
                 return Err(self.error(&RpcError::new(
                     id.clone(),
                     TASK_LIMIT,
-                    format!("Task refused: {err}"),
+                    format!("Task refused: {message}"),
                 )));
             }
         };

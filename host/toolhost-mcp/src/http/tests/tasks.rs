@@ -514,7 +514,7 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
             assert_eq!(answer["error"]["code"], -32000, "{answer}");
             assert_eq!(
                 answer["error"]["message"],
-                "Task refused: this session already holds 4 tasks, the most allowed; fetch or cancel one (tasks/result, tasks/cancel) or wait until one expires"
+                "Task refused: this caller already holds 4 tasks, the most allowed; cancel one (tasks/cancel) or wait until one expires"
             );
             refused += 1;
         }
