@@ -193,9 +193,20 @@ async fn modern_request(
     addr: SocketAddr,
     token: Option<&str>,
     method: &str,
-    mut params: Value,
+    params: Value,
 ) -> Value {
-    params["_meta"] = modern_meta();
+    modern_request_with(addr, token, method, params, modern_meta()).await
+}
+
+/// [`modern_request`] with `meta` as the request's `_meta`.
+async fn modern_request_with(
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    mut params: Value,
+    meta: Value,
+) -> Value {
+    params["_meta"] = meta;
     // Mcp-Name mirrors the tool's name, or (the tasks extension) the task's id.
     let name = match method {
         "tools/call" => params["name"].as_str(),
@@ -854,4 +865,72 @@ async fn another_session_neither_sees_nor_answers_a_tasks_question() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+/// A 2026-07-28 task asking its user over HTTP without a session, as the published
+/// extension has it: `tasks/get` shows the question (`inputRequests`), the token that
+/// started the task answers it with `tasks/update` and the call goes on. Hostile:
+/// another token's update is answered as an unknown id and answers nothing.
+#[tokio::test]
+async fn a_modern_http_task_asks_through_input_requests() {
+    let server = HttpServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        stateful().with_tokens(Some(tokens())),
+        Registries::shared(asking_registry()),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    let request = |token: &'static str, method: &'static str, params: Value| {
+        modern_request_with(addr, Some(token), method, params, meta.clone())
+    };
+    let created = request(
+        TOKEN_A,
+        "tools/call",
+        json!({"name": "confirm_me", "arguments": {}}),
+    )
+    .await;
+    let task = created_id(&created);
+    let mut waiting = Value::Null;
+    for _ in 0..500 {
+        waiting = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+        if waiting["result"]["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let asked = &waiting["result"]["inputRequests"]["q0"];
+    assert_eq!(asked["method"], "elicitation/create", "{waiting}");
+    assert_eq!(asked["params"]["message"], "Go on?");
+    let accept = json!({"taskId": task, "inputResponses": {"q0": {"action": "accept"}}});
+    let foreign = request(TOKEN_B, "tasks/update", accept.clone()).await;
+    assert_eq!(foreign, no_such_published_task_for(7));
+    let still = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(
+        still["result"]["inputRequests"],
+        waiting["result"]["inputRequests"]
+    );
+    let acked = request(TOKEN_A, "tasks/update", accept).await;
+    assert_eq!(acked["result"]["resultType"], "complete", "{acked}");
+    let mut ended = Value::Null;
+    for _ in 0..500 {
+        ended = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+        if ended["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        ended["result"]["result"]["content"][0]["text"], "confirmed",
+        "{ended}"
+    );
+    let _ = stop.send(());
+    done.await.unwrap().unwrap();
 }
