@@ -59,8 +59,12 @@
 //!   as an MCP *task*: `tools/call` with `task` is answered at once with a random task id,
 //!   the call runs in the background under its own time limit, and `tasks/get`,
 //!   `tasks/result`, `tasks/list` and `tasks/cancel` reach the caller's session's tasks
-//!   only. How many tasks, how long, and how many result bytes are kept are
-//!   [`McpLimits`] (docs/protocol.md, "Tasks").
+//!   only. 2026-07-28 follows the extension as published (ext-tasks e434597): the
+//!   client declares it in its request's capabilities, the result comes inline from
+//!   `tasks/get`, a task's questions are `inputRequests` answered by `tasks/update`,
+//!   changes come as `notifications/tasks` through `subscriptions/listen`, and there is
+//!   no `tasks/result` nor `tasks/list`. How many tasks, how long, and how many result
+//!   bytes are kept are [`McpLimits`] (docs/protocol.md, "Tasks").
 //! - Tool calls run concurrently, each in its own task with a fresh turn id; over stdio,
 //!   responses go out through one writer, so lines never interleave, and the session id
 //!   is fixed per server.

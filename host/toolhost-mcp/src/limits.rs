@@ -20,6 +20,12 @@ pub const MAX_SUBSCRIPTIONS: usize = 16;
 /// so the cap also bounds the reading a session causes.
 pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
 
+/// The most task ids one 2026-07-28 `subscriptions/listen` may name
+/// (`notifications.taskIds`, the tasks extension): one naming more is refused (-32602)
+/// before any is looked up. Only the caller's own tasks are listened to, so what one
+/// subscription watches is bounded by the caller's tasks too.
+pub(crate) const MAX_LISTEN_TASKS: usize = 256;
+
 /// How often subscribed files are checked for changes: every second.
 pub const RESOURCE_POLL_INTERVAL: Duration = Duration::from_secs(1);
 

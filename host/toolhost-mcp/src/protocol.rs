@@ -87,6 +87,11 @@ pub(crate) struct RequestMeta {
     /// its call may answer `input_required` with a `sampling/createMessage`. Always
     /// false for legacy requests.
     pub client_samples: bool,
+    /// Whether the request's client capabilities (modern `_meta`) declare the tasks
+    /// extension (`extensions["io.modelcontextprotocol/tasks"]`), so its `tools/call`
+    /// may be answered with a task and it may use `tasks/*`. Always false for legacy
+    /// requests (their `task` param and session capabilities say).
+    pub client_tasks: bool,
 }
 
 impl RequestMeta {
@@ -99,6 +104,7 @@ impl RequestMeta {
             log_level: None,
             client_asks: false,
             client_samples: false,
+            client_tasks: false,
         }
     }
 }
@@ -220,6 +226,12 @@ pub(crate) fn read_meta(
             .get(META_CLIENT_CAPABILITIES)
             .and_then(|capabilities| capabilities.get("sampling"))
             .is_some_and(Value::is_object);
+    let client_tasks = revision.is_modern()
+        && meta
+            .get(META_CLIENT_CAPABILITIES)
+            .and_then(|capabilities| capabilities.get("extensions"))
+            .and_then(|extensions| extensions.get(crate::tasks::TASKS_EXTENSION))
+            .is_some_and(Value::is_object);
     Ok(RequestMeta {
         revision,
         modern: revision.is_modern(),
@@ -227,6 +239,7 @@ pub(crate) fn read_meta(
         log_level,
         client_asks,
         client_samples,
+        client_tasks,
     })
 }
 

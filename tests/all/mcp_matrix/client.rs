@@ -139,7 +139,7 @@ impl Client {
     }
 
     /// The capabilities this client declares.
-    fn client_capabilities(&self) -> Value {
+    pub(super) fn client_capabilities(&self) -> Value {
         if self.samples {
             json!({"elicitation": {}, "sampling": {}})
         } else {
@@ -215,6 +215,10 @@ impl Client {
                 let name = match method {
                     "tools/call" => params["name"].as_str().unwrap_or_default().to_owned(),
                     "resources/read" => params["uri"].as_str().unwrap_or_default().to_owned(),
+                    // The tasks extension routes a task's requests on its id.
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                        params["taskId"].as_str().unwrap_or_default().to_owned()
+                    }
                     _ => String::new(),
                 };
                 let session_id = session.clone();
@@ -393,6 +397,8 @@ pub(super) fn result_def(method: &str, tasked: bool, result: &Value) -> &'static
         "logging/setLevel" | "resources/subscribe" => "EmptyResult",
         "tools/list" => "ListToolsResult",
         "tools/call" if tasked && result.get("task").is_some() => "CreateTaskResult",
+        // The published tasks extension (2026-07-28): its types are not in the schema.
+        "tools/call" if result["resultType"] == "task" => "CreateTaskResult",
         "tools/call" | "tasks/result" => "CallToolResult",
         "tasks/get" => "GetTaskResult",
         "prompts/list" => "ListPromptsResult",

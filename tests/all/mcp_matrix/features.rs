@@ -323,6 +323,9 @@ pub(super) async fn answered_rounds(c: &mut Client, call: Value, tool: &str) -> 
 }
 
 pub(super) async fn tasks(c: &mut Client) -> String {
+    if c.revision.is_modern() {
+        return published_tasks(c).await;
+    }
     let start = c.received.len();
     let created = c
         .request_meta(
@@ -360,6 +363,56 @@ pub(super) async fn tasks(c: &mut Client) -> String {
         "{result}"
     );
     format!("served: {}, {}", text(&result), progress_since(c, start))
+}
+
+/// 2026-07-28's tasks, as the published extension (ext-tasks e434597) has them: the
+/// client declares the extension in its request's capabilities and the server decides;
+/// the result comes inline from `tasks/get`; `tasks/result` is not there.
+async fn published_tasks(c: &mut Client) -> String {
+    let start = c.received.len();
+    let mut capabilities = c.client_capabilities();
+    capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let declaring = json!({"io.modelcontextprotocol/clientCapabilities": capabilities});
+    let mut with_progress = declaring.clone();
+    with_progress["progressToken"] = json!("t1");
+    let created = c
+        .request_meta(
+            "tools/call",
+            json!({"name": "count", "arguments": {}}),
+            with_progress,
+        )
+        .await;
+    let offered = declared(c, "/extensions/io.modelcontextprotocol~1tasks");
+    assert_eq!(
+        offered,
+        created["result"]["resultType"] == "task",
+        "{created}"
+    );
+    let Some(task) = created["result"]["taskId"].as_str().map(str::to_owned) else {
+        return format!("call ran plainly ({})", text(&created));
+    };
+    let mut got = Value::Null;
+    for _ in 0..200 {
+        got = c
+            .request_meta("tasks/get", json!({"taskId": task}), declaring.clone())
+            .await;
+        if got["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(got["result"]["resultType"], "complete", "{got}");
+    let inline = json!({"result": got["result"]["result"]});
+    let removed = c
+        .request_meta("tasks/result", json!({"taskId": task}), declaring)
+        .await;
+    format!(
+        "task, {}: {}, {}, tasks/result {}",
+        got["result"]["status"].as_str().unwrap_or_default(),
+        text(&inline),
+        progress_since(c, start),
+        code(&removed)
+    )
 }
 
 /// Whether progress came since the `start`th message.

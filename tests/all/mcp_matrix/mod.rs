@@ -327,9 +327,10 @@ fn expected(feature: Feature, revision: Revision, _transport: Transport) -> Stri
         Feature::Approval if asks => "asked, ran".into(),
         Feature::Approval => "guarded: not run (isError)".into(),
         // A task's call sends no progress; a plain call does.
-        Feature::Tasks if revision == V2025_11_25 || modern => {
-            "served: counted, no progress".into()
+        Feature::Tasks if modern => {
+            "task, completed: counted, no progress, tasks/result error -32601".into()
         }
+        Feature::Tasks if revision == V2025_11_25 => "served: counted, no progress".into(),
         Feature::Tasks => {
             "call ran plainly (counted, with progress), tasks/get error -32601".into()
         }

@@ -254,7 +254,9 @@ pub(super) fn body_version(params: &Params) -> Option<String> {
 
 /// 2026-07-28 mirrors body fields into headers for intermediaries (a load balancer may
 /// route on them): for a request of that era, `MCP-Protocol-Version`, `Mcp-Method` and
-/// (for `tools/call` and `resources/read`) `Mcp-Name` (the tool's name, the URI) must be there and match the body, else the request is
+/// (for `tools/call`, `resources/read`, and the tasks extension's `tasks/get`,
+/// `tasks/update`, `tasks/cancel`) `Mcp-Name` (the tool's name, the URI, the task's id)
+/// must be there and match the body, else the request is
 /// refused with `HeaderMismatch` (-32020), so no part of the path acts on a value the
 /// server does not. Requests of the legacy era are not checked (they have no such
 /// headers but the version).
@@ -311,6 +313,9 @@ pub(super) fn check_mirrored_headers(
     let mirrored = match method {
         "tools/call" => Some(("name", "the tool's name")),
         "resources/read" => Some(("uri", "the resource's URI")),
+        // The tasks extension (ext-tasks e434597): the task's id, so that a load
+        // balancer routes a task's requests to the instance holding it.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(("taskId", "the task's id")),
         _ => None,
     };
     if let Some((member, what)) = mirrored {

@@ -27,6 +27,7 @@ mod notifier;
 mod offer;
 mod state;
 mod task_asking;
+mod task_inputs;
 mod tasks;
 
 use calls::Work;
@@ -35,6 +36,7 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
+use tasks::ListenTasks;
 pub(crate) use tasks::TaskOwner;
 
 use std::collections::HashMap;
@@ -334,8 +336,9 @@ impl Session {
                     },
                     ("subscriptions/listen", true) => {
                         let listened = self.listen_resources(&id, &params).and_then(|watch| {
+                            let tasks = self.listen_tasks(&id, &params, &meta)?;
                             conn.listen(&id, &params, &meta, list_changed)
-                                .map(|subscription| subscription.watching(watch))
+                                .map(|subscription| subscription.watching(watch).hearing(tasks))
                         });
                         match listened {
                             Ok(subscription) => {
@@ -347,7 +350,10 @@ impl Session {
                             Err(err) => Err(err),
                         }
                     }
-                    (task_method, _) if crate::tasks::TASK_METHODS.contains(&task_method) => {
+                    (task_method, modern)
+                        if crate::tasks::TASK_METHODS.contains(&task_method)
+                            || (modern && task_method == crate::tasks::UPDATE_METHOD) =>
+                    {
                         if let Some(home) = self.tasks_for(&meta) {
                             return self.task_request(home, id, task_method, &params, meta);
                         }

@@ -16,6 +16,7 @@ use toolhost::registry::{ProgressHook, TaskSupport, ToolDefinition};
 use super::message::Message;
 use super::notifier::Notifier;
 use super::offer::ListenResources;
+use super::ListenTasks;
 use crate::convert::{tool_json, tool_json_with_execution};
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::{MAX_SUBSCRIPTIONS, PROGRESS_INTERVAL};
@@ -149,6 +150,7 @@ impl SessionState {
             prompts,
             resources,
             watch: None,
+            tasks: None,
             meta: meta.clone(),
             closing: self.closing.clone(),
             _held: held,
@@ -175,6 +177,8 @@ pub(crate) struct Subscription {
     resources: bool,
     /// The resources it watches (`resourceSubscriptions`), when it asked for some.
     watch: Option<ListenResources>,
+    /// The tasks it hears of (`taskIds`, 2026-07-28's tasks extension), when it asked.
+    tasks: Option<ListenTasks>,
     meta: RequestMeta,
     closing: CancellationToken,
     _held: SubscriptionCount,
@@ -189,6 +193,13 @@ impl Subscription {
     /// The subscription also watching `watch` (`notifications.resourceSubscriptions`).
     pub(super) fn watching(mut self, watch: Option<ListenResources>) -> Self {
         self.watch = watch;
+        self
+    }
+
+    /// The subscription also hearing of `tasks` (`notifications.taskIds`): each
+    /// acknowledged task's end is sent as `notifications/tasks`.
+    pub(super) fn hearing(mut self, tasks: Option<ListenTasks>) -> Self {
+        self.tasks = tasks;
         self
     }
 
@@ -222,6 +233,39 @@ impl Subscription {
         let mut sources = Vec::new();
         let stop = CancellationToken::new();
         let _stop = stop.clone().drop_guard();
+        // The tasks listened to: each one's changes come through `ended` (its state now
+        // first), each forwarder waiting for room.
+        let (task_ended, mut ended) = tokio::sync::mpsc::channel::<String>(
+            self.tasks
+                .as_ref()
+                .map_or(1, |tasks| tasks.ids.len().max(1)),
+        );
+        if let Some(tasks) = &self.tasks {
+            let ids: Vec<&str> = tasks.ids.iter().map(|(id, _)| id.as_str()).collect();
+            acknowledged["taskIds"] = json!(ids);
+            for (id, changes) in &tasks.ids {
+                let (id, mut changes, stop, task_ended) = (
+                    id.clone(),
+                    changes.clone(),
+                    stop.clone(),
+                    task_ended.clone(),
+                );
+                tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            changed = changes.changed() => {
+                                // Closed: the task was forgotten.
+                                if changed.is_err() || task_ended.send(id.clone()).await.is_err() {
+                                    break;
+                                }
+                            }
+                            () = stop.cancelled() => break,
+                        }
+                    }
+                });
+            }
+        }
+        drop(task_ended);
         if let Some(watch) = self.watch {
             acknowledged["resourceSubscriptions"] = json!(watch.uris);
             sources = watch.subscribed.source_uris();
@@ -258,6 +302,12 @@ impl Subscription {
                 () = self.closing.cancelled() => break,
                 Some(uri) = updated.recv() => {
                     notifier.send(resource_updated(&uri)).await;
+                }
+                Some(task_id) = ended.recv() => {
+                    let note = self.tasks.as_ref().and_then(|tasks| tasks.notification(&task_id, &tag));
+                    if let Some(note) = note {
+                        notifier.send(note).await;
+                    }
                 }
                 changed = catalog_changes.changed() => {
                     if changed.is_err() {

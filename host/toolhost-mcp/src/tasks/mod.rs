@@ -2,7 +2,10 @@
 //! a task id, runs in the background, and its result is fetched later (`tasks/get`,
 //! `tasks/result`, `tasks/list`, `tasks/cancel`). Revision 2025-11-25 defines them (the
 //! `tasks` capability, `execution.taskSupport` on a tool); 2026-07-28 moved them to the
-//! extension `io.modelcontextprotocol/tasks`, offered under the same methods.
+//! extension `io.modelcontextprotocol/tasks`, served as published (ext-tasks commit
+//! e434597): a `tools/call` of a client declaring the extension may be answered with
+//! `resultType: "task"`, `tasks/get` gives the result inline, `tasks/update` answers a
+//! task's questions, and there is no `tasks/result` nor `tasks/list` ([`published`]).
 //!
 //! A [`TaskStore`] keeps the tasks of every session of one server, each owned by the
 //! session that started it (over HTTP without a session: by the bearer token of the
@@ -50,6 +53,10 @@ pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 pub(crate) const TASK_METHODS: &[&str] =
     &["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"];
 
+/// 2026-07-28's extension's method answering a task's questions (`inputResponses`);
+/// unknown to 2025-11-25.
+pub(crate) const UPDATE_METHOD: &str = "tasks/update";
+
 /// Tasks per `tasks/list` page.
 pub(crate) const TASK_PAGE_SIZE: usize = 100;
 
@@ -58,6 +65,63 @@ pub(crate) const TASK_PAGE_SIZE: usize = 100;
 /// nothing of other sessions' tasks.
 pub(crate) const NO_SUCH_TASK: &str =
     "Invalid params: no such task (unknown, expired, or not started by this session); tasks/list gives this session's tasks";
+
+/// The one answer to a task id that is not one of the caller's tasks, for 2026-07-28's
+/// extension (which has no `tasks/list`): as [`NO_SUCH_TASK`], the same whatever the
+/// reason.
+pub(crate) const NO_SUCH_TASK_PUBLISHED: &str =
+    "Invalid params: no such task (unknown, expired, or not started by this caller); use the taskId of a tools/call result whose resultType is \"task\"";
+
+/// `task` (2025-11-25's `Task`, as [`TaskStore::get`] gives it) in the shape of the
+/// published tasks extension (`DetailedTask`): `ttlMs` and `pollIntervalMs`, and for an
+/// ended task (`finished`) its `tools/call` result inline as `result`, for one waiting
+/// for its user its open question (`input_requests`) as `inputRequests`. The extension
+/// keeps `failed` for JSON-RPC errors, so a task whose tool failed (a result with
+/// `isError: true`: the tool's error, its time limit, the result budget) is
+/// `completed` with that result there.
+pub(crate) fn published(
+    mut task: Value,
+    finished: Option<&Finished>,
+    input_requests: Option<Value>,
+) -> Value {
+    let Value::Object(fields) = &mut task else {
+        return task;
+    };
+    if let Some(ttl) = fields.remove("ttl") {
+        fields.insert("ttlMs".into(), ttl);
+    }
+    if let Some(poll) = fields.remove("pollInterval") {
+        fields.insert("pollIntervalMs".into(), poll);
+    }
+    let ended = matches!(
+        fields.get("status").and_then(Value::as_str),
+        Some("completed" | "failed")
+    );
+    let result = finished
+        .filter(|_| ended)
+        .and_then(|finished| finished.result.as_ref())
+        .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    if let Some(result) = result {
+        fields.insert("status".into(), json!("completed"));
+        fields.insert("result".into(), result);
+    } else if fields.get("status").and_then(Value::as_str) == Some("failed") {
+        // Never so (a failed task keeps its result), but a failed task must say why.
+        let message = fields
+            .get("statusMessage")
+            .cloned()
+            .unwrap_or_else(|| json!("the task failed"));
+        fields.insert(
+            "error".into(),
+            json!({ "code": -32603, "message": message }),
+        );
+    } else if fields.get("status").and_then(Value::as_str) == Some("input_required") {
+        fields.insert(
+            "inputRequests".into(),
+            input_requests.unwrap_or_else(|| json!({})),
+        );
+    }
+    task
+}
 
 /// A task's state (MCP `TaskStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,9 +227,33 @@ struct Entry {
     bytes: usize,
     cancel: CancellationToken,
     done: watch::Receiver<Option<Arc<Finished>>>,
+    /// Questions its call asked through `inputRequests` (2026-07-28): each one's key is
+    /// `q<n>`, never used twice in one task.
+    asked: usize,
+    /// The question open now (2026-07-28), until answered or withdrawn.
+    question: Option<OpenQuestion>,
+    /// Counts its changes (2026-07-28's `subscriptions/listen` with `taskIds` waits on
+    /// it); dropped with the entry, which ends the waits.
+    changes: watch::Sender<u64>,
+}
+
+/// A question of a 2026-07-28 task's call, surfaced as `inputRequests` in `tasks/get`
+/// and answered by `tasks/update`.
+struct OpenQuestion {
+    key: String,
+    /// `{method, params}`, as `inputRequests` carries it.
+    request: Value,
+    answer: tokio::sync::oneshot::Sender<Value>,
 }
 
 impl Entry {
+    /// Its status (or open question) changed now.
+    fn touch(&mut self) {
+        self.updated_at = SystemTime::now();
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
     fn json(&self, id: &str) -> Value {
         let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut task = json!({
@@ -393,6 +481,9 @@ impl TaskStore {
             bytes: 0,
             cancel: token.clone(),
             done,
+            asked: 0,
+            question: None,
+            changes: watch::Sender::new(0),
         };
         let task = entry.json(&id);
         store.next_seq += 1;
@@ -460,7 +551,7 @@ impl TaskStore {
         let bytes = if fits { result.len() } else { 0 };
         entry.status = status;
         entry.message = message;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         entry.bytes = bytes;
         let task = entry.json(&created.id);
         store.bytes += bytes;
@@ -487,7 +578,7 @@ impl TaskStore {
             _ => return None,
         };
         entry.status = status;
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         Some(entry.json(id))
     }
 
@@ -496,6 +587,115 @@ impl TaskStore {
         let mut store = self.lock();
         store.sweep(Instant::now());
         store.owned(owner, id).map(|entry| entry.json(id))
+    }
+
+    /// 2026-07-28's `tasks/get`: the caller's task `id` in the published extension's
+    /// shape ([`published`]), its result inline once it ended.
+    pub(crate) fn detailed(&self, owner: &str, id: &str) -> Option<Value> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let entry = store.owned(owner, id)?;
+        let finished = entry.done.borrow().clone();
+        let input_requests = entry.question.as_ref().map(|question| {
+            let mut requests = serde_json::Map::new();
+            requests.insert(question.key.clone(), question.request.clone());
+            Value::Object(requests)
+        });
+        Some(published(
+            entry.json(id),
+            finished.as_deref(),
+            input_requests,
+        ))
+    }
+
+    /// 2026-07-28: task `id`'s call asks `request` (`{method, params}`, as
+    /// `inputRequests` carries it): the task is `input_required` with it, under a key
+    /// not used before in this task, until [`respond`](Self::respond) hands it its
+    /// answer (the receiver) or [`settle`](Self::settle) withdraws it. `None` when the
+    /// task is not working (ended, cancelled, forgotten) or already has a question open.
+    pub(crate) fn ask(
+        &self,
+        id: &str,
+        request: Value,
+    ) -> Option<tokio::sync::oneshot::Receiver<Value>> {
+        let mut store = self.lock();
+        let entry = store.tasks.get_mut(id)?;
+        if entry.status != Status::Working || entry.question.is_some() {
+            return None;
+        }
+        let key = format!("q{}", entry.asked);
+        entry.asked += 1;
+        let (answer, receiver) = tokio::sync::oneshot::channel();
+        entry.question = Some(OpenQuestion {
+            key,
+            request,
+            answer,
+        });
+        entry.status = Status::InputRequired;
+        entry.touch();
+        Some(receiver)
+    }
+
+    /// Task `id`'s open question (2026-07-28) is over (answered, withdrawn, its call
+    /// ended): none is open, and a task waiting for it works again.
+    pub(crate) fn settle(&self, id: &str) {
+        let mut store = self.lock();
+        let Some(entry) = store.tasks.get_mut(id) else {
+            return;
+        };
+        entry.question = None;
+        if entry.status == Status::InputRequired {
+            entry.status = Status::Working;
+            entry.touch();
+        }
+    }
+
+    /// 2026-07-28's `tasks/update`: hands the caller's task `id` the response in
+    /// `responses` under its open question's key, if there is one (the task then works
+    /// again); every other response is ignored and none is kept. `None` when `id` is
+    /// not one of the caller's tasks; else whether a response was taken.
+    pub(crate) fn respond(
+        &self,
+        owner: &str,
+        id: &str,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Option<bool> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        let entry = store
+            .tasks
+            .get_mut(id)
+            .filter(|entry| entry.owner == owner)?;
+        let response = entry
+            .question
+            .as_ref()
+            .and_then(|question| responses.get(&question.key))
+            .cloned();
+        let Some(response) = response else {
+            return Some(false);
+        };
+        let Some(question) = entry.question.take() else {
+            return Some(false);
+        };
+        entry.status = Status::Working;
+        entry.touch();
+        // The call may have stopped meanwhile: then nobody takes it.
+        let _ = question.answer.send(response);
+        Some(true)
+    }
+
+    /// What tells when the caller's task `id` changes (2026-07-28's
+    /// `subscriptions/listen` with `taskIds`), when it is one of the caller's tasks:
+    /// marked changed at once, so that its state now is told first. It closes when the
+    /// task is forgotten.
+    pub(crate) fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<u64>> {
+        let mut store = self.lock();
+        store.sweep(Instant::now());
+        store.owned(owner, id).map(|entry| {
+            let mut changes = entry.changes.subscribe();
+            changes.mark_changed();
+            changes
+        })
     }
 
     /// `tasks/result`: how the caller's task `id` ended, or a receiver to wait on.
@@ -526,7 +726,7 @@ impl TaskStore {
         entry.cancel.cancel();
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         let task = entry.json(id);
         store.release(id, self.per_session, self.max_tasks);
         Ok(task)
@@ -554,7 +754,7 @@ impl TaskStore {
         }
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
-        entry.updated_at = SystemTime::now();
+        entry.touch();
         store.release(id, self.per_session, self.max_tasks);
         true
     }

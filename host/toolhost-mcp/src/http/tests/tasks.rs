@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::tasks::tests::{task_registry, Spinning};
-use crate::tasks::NO_SUCH_TASK;
+use crate::tasks::{NO_SUCH_TASK, NO_SUCH_TASK_PUBLISHED};
 
 const INIT_TASKS: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
@@ -193,13 +193,27 @@ async fn modern_request(
     addr: SocketAddr,
     token: Option<&str>,
     method: &str,
-    mut params: Value,
+    params: Value,
 ) -> Value {
-    params["_meta"] = modern_meta();
-    let name = params["name"]
-        .as_str()
-        .filter(|_| method == "tools/call")
-        .map(str::to_owned);
+    modern_request_with(addr, token, method, params, modern_meta()).await
+}
+
+/// [`modern_request`] with `meta` as the request's `_meta`.
+async fn modern_request_with(
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    mut params: Value,
+    meta: Value,
+) -> Value {
+    params["_meta"] = meta;
+    // Mcp-Name mirrors the tool's name, or (the tasks extension) the task's id.
+    let name = match method {
+        "tools/call" => params["name"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params["taskId"].as_str(),
+        _ => None,
+    }
+    .map(str::to_owned);
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
     let bearer = token.map(|token| format!("Bearer {token}"));
     let mut headers = vec![(PROTOCOL_HEADER, "2026-07-28"), ("mcp-method", method)];
@@ -238,9 +252,25 @@ fn no_such_task_for(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": NO_SUCH_TASK}})
 }
 
+/// The published extension's answer to a task id that is not the caller's.
+fn no_such_published_task_for(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": NO_SUCH_TASK_PUBLISHED}})
+}
+
+/// The task id of a published extension's `CreateTaskResult` (`resultType: "task"`).
+fn created_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["status"], "working", "{created}");
+    created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a task: {created}"))
+        .to_owned()
+}
+
 /// 2026-07-28 over HTTP has no session: a task belongs to the token that started it.
 /// Its later requests (each alone, on a new connection) find it; another token's
-/// requests get exactly the answer to an unknown id, and list nothing of it.
+/// requests get exactly the answer to an unknown id (the published extension has no
+/// tasks/list to leak it).
 #[tokio::test]
 async fn modern_http_tasks_belong_to_their_token() {
     let spinning = Arc::default();
@@ -258,15 +288,10 @@ async fn modern_http_tasks_belong_to_their_token() {
         server.addr,
         Some(TOKEN_A),
         "tools/call",
-        json!({"name": "nap", "arguments": {}, "task": {}}),
+        json!({"name": "nap", "arguments": {}}),
     )
     .await;
-    assert_eq!(created["result"]["task"]["status"], "working", "{created}");
-    assert_eq!(created["result"]["resultType"], "complete", "{created}");
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task = created_id(&created);
     // The request that created it is over: a later one from the same token finds it.
     let got = modern_request(
         server.addr,
@@ -278,15 +303,24 @@ async fn modern_http_tasks_belong_to_their_token() {
     assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
     // Bob (another named token) and the two unnamed tokens: as an id never given.
     for token in [TOKEN_B, "token-cccccccccccccccc", "token-dddddddddddddddd"] {
-        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-            let answer =
-                modern_request(server.addr, Some(token), method, json!({"taskId": task})).await;
-            assert_eq!(answer, no_such_task_for(7), "{method} with another token");
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let answer = modern_request(
+                server.addr,
+                Some(token),
+                method,
+                json!({"taskId": task, "inputResponses": {}}),
+            )
+            .await;
+            assert_eq!(
+                answer,
+                no_such_published_task_for(7),
+                "{method} with another token"
+            );
             let unknown = modern_request(
                 server.addr,
                 Some(token),
                 method,
-                json!({"taskId": "00000000-0000-4000-8000-000000000000"}),
+                json!({"taskId": "00000000-0000-4000-8000-000000000000", "inputResponses": {}}),
             )
             .await;
             assert_eq!(
@@ -295,20 +329,17 @@ async fn modern_http_tasks_belong_to_their_token() {
             );
         }
         let listed = modern_request(server.addr, Some(token), "tasks/list", json!({})).await;
-        assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+        assert_eq!(listed["error"]["code"], -32601, "{listed}");
     }
     // An unnamed token's task is its own, not the other unnamed token's.
     let unnamed = modern_request(
         server.addr,
         Some("token-cccccccccccccccc"),
         "tools/call",
-        json!({"name": "echo", "arguments": {}, "task": {}}),
+        json!({"name": "echo", "arguments": {}}),
     )
     .await;
-    let unnamed = unnamed["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let unnamed = created_id(&unnamed);
     let foreign = modern_request(
         server.addr,
         Some("token-dddddddddddddddd"),
@@ -316,32 +347,95 @@ async fn modern_http_tasks_belong_to_their_token() {
         json!({"taskId": unnamed}),
     )
     .await;
-    assert_eq!(foreign, no_such_task_for(7));
-    // Alice's list has hers only; her result comes, the task untouched by the others.
-    let listed = modern_request(server.addr, Some(TOKEN_A), "tasks/list", json!({})).await;
-    let ids: Vec<&str> = listed["result"]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|task| task["taskId"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, [task.as_str()]);
-    let done = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/result",
-        json!({"taskId": task}),
-    )
-    .await;
+    assert_eq!(foreign, no_such_published_task_for(7));
+    // Alice's result comes inline, the task untouched by the others.
+    let mut done = Value::Null;
+    for _ in 0..500 {
+        done = modern_request(
+            server.addr,
+            Some(TOKEN_A),
+            "tasks/get",
+            json!({"taskId": task}),
+        )
+        .await;
+        if done["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(
-        done["result"]["content"],
+        done["result"]["result"]["content"],
         json!([{"type": "text", "text": "rested"}]),
         "{done}"
     );
-    assert_eq!(
-        done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
-        task.as_str()
-    );
+    server.stop().await;
+}
+
+/// The published extension over Streamable HTTP: `tasks/get`, `tasks/update` and
+/// `tasks/cancel` carry the task's id in `Mcp-Name` (intermediaries route on it), and a
+/// request whose header is missing or names another task is refused (-32020) before
+/// anything acts on it: the task is untouched.
+#[tokio::test]
+async fn modern_http_task_requests_mirror_the_task_id_in_mcp_name() {
+    let spinning: Arc<Spinning> = Arc::default();
+    let server = start_tasks_with(stateful().with_tokens(Some(tokens())), &spinning).await;
+    let created = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tools/call",
+        json!({"name": "spin", "arguments": {}}),
+    )
+    .await;
+    let task = created_id(&created);
+    let bearer = format!("Bearer {TOKEN_A}");
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": {
+            "taskId": task, "inputResponses": {}, "_meta": modern_meta()}})
+        .to_string();
+        for (name, why) in [
+            (None, "Header mismatch: no Mcp-Name header; send the task's id in Mcp-Name"),
+            (
+                Some("00000000-0000-4000-8000-000000000000"),
+                "Header mismatch: Mcp-Name header value \"00000000-0000-4000-8000-000000000000\" does not match body value",
+            ),
+        ] {
+            let mut headers = vec![
+                (PROTOCOL_HEADER, "2026-07-28"),
+                ("mcp-method", method),
+                ("authorization", bearer.as_str()),
+            ];
+            if let Some(name) = name {
+                headers.push(("mcp-name", name));
+            }
+            let reply = post(server.addr, &headers, &body).await;
+            let answer: Value = serde_json::from_str(reply.body.trim())
+                .unwrap_or_else(|_| panic!("not JSON: {}", reply.body));
+            assert_eq!(answer["error"]["code"], -32020, "{method}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.starts_with(why), "{method}: {message}");
+        }
+    }
+    let got = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/get",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    assert_eq!(spinning.0.load(Ordering::SeqCst), 1);
+    modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/cancel",
+        json!({"taskId": task}),
+    )
+    .await;
+    until("the call stopped", || {
+        spinning.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
     server.stop().await;
 }
 
@@ -355,13 +449,10 @@ async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
         server.addr,
         Some(TOKEN_A),
         "tools/call",
-        json!({"name": "spin", "arguments": {}, "task": {}}),
+        json!({"name": "spin", "arguments": {}}),
     )
     .await;
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task = created_id(&created);
     until("the task's call runs", || {
         spinning.0.load(Ordering::SeqCst) == 1
     })
@@ -382,11 +473,21 @@ async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
         json!({"taskId": task}),
     )
     .await;
-    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    // Acknowledged empty, as the published extension has it.
+    assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+    assert_eq!(cancelled["result"].get("status"), None, "{cancelled}");
     until("the call stopped", || {
         spinning.0.load(Ordering::SeqCst) == 0
     })
     .await;
+    let got = modern_request(
+        server.addr,
+        Some(TOKEN_A),
+        "tasks/get",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
     server.stop().await;
 }
 
@@ -407,7 +508,7 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
     // Over a few connections' worth of requests, each alone (as a client would send).
     for round in 0..10_000u64 {
         let body = json!({"jsonrpc": "2.0", "id": round, "method": "tools/call", "params": {
-            "name": "spin", "arguments": {}, "task": {}, "_meta": modern_meta()}})
+            "name": "spin", "arguments": {}, "_meta": modern_meta()}})
         .to_string();
         let bearer = format!("Bearer {TOKEN_A}");
         let headers = [
@@ -419,12 +520,12 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
         let reply = post(server.addr, &headers, &body).await;
         let answer: Value = serde_json::from_str(reply.body.trim()).unwrap();
         if round < 4 {
-            assert_eq!(answer["result"]["task"]["status"], "working", "{answer}");
+            created_id(&answer);
         } else {
             assert_eq!(answer["error"]["code"], -32000, "{answer}");
             assert_eq!(
                 answer["error"]["message"],
-                "Task refused: this session already holds 4 tasks, the most allowed; fetch or cancel one (tasks/result, tasks/cancel) or wait until one expires"
+                "Task refused: this caller already holds 4 tasks, the most allowed; cancel one (tasks/cancel) or wait until one expires"
             );
             refused += 1;
         }
@@ -437,11 +538,11 @@ async fn ten_thousand_modern_http_task_creations_are_bounded_per_caller() {
             server.addr,
             Some(TOKEN_B),
             "tools/call",
-            json!({"name": "spin", "arguments": {}, "task": {}}),
+            json!({"name": "spin", "arguments": {}}),
         )
         .await;
         if n < 2 {
-            assert_eq!(answer["result"]["task"]["status"], "working", "{answer}");
+            created_id(&answer);
         } else {
             assert_eq!(
                 answer["error"]["message"],
@@ -764,4 +865,72 @@ async fn another_session_neither_sees_nor_answers_a_tasks_question() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+/// A 2026-07-28 task asking its user over HTTP without a session, as the published
+/// extension has it: `tasks/get` shows the question (`inputRequests`), the token that
+/// started the task answers it with `tasks/update` and the call goes on. Hostile:
+/// another token's update is answered as an unknown id and answers nothing.
+#[tokio::test]
+async fn a_modern_http_task_asks_through_input_requests() {
+    let server = HttpServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        stateful().with_tokens(Some(tokens())),
+        Registries::shared(asking_registry()),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    let request = |token: &'static str, method: &'static str, params: Value| {
+        modern_request_with(addr, Some(token), method, params, meta.clone())
+    };
+    let created = request(
+        TOKEN_A,
+        "tools/call",
+        json!({"name": "confirm_me", "arguments": {}}),
+    )
+    .await;
+    let task = created_id(&created);
+    let mut waiting = Value::Null;
+    for _ in 0..500 {
+        waiting = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+        if waiting["result"]["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let asked = &waiting["result"]["inputRequests"]["q0"];
+    assert_eq!(asked["method"], "elicitation/create", "{waiting}");
+    assert_eq!(asked["params"]["message"], "Go on?");
+    let accept = json!({"taskId": task, "inputResponses": {"q0": {"action": "accept"}}});
+    let foreign = request(TOKEN_B, "tasks/update", accept.clone()).await;
+    assert_eq!(foreign, no_such_published_task_for(7));
+    let still = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(
+        still["result"]["inputRequests"],
+        waiting["result"]["inputRequests"]
+    );
+    let acked = request(TOKEN_A, "tasks/update", accept).await;
+    assert_eq!(acked["result"]["resultType"], "complete", "{acked}");
+    let mut ended = Value::Null;
+    for _ in 0..500 {
+        ended = request(TOKEN_A, "tasks/get", json!({"taskId": task})).await;
+        if ended["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        ended["result"]["result"]["content"][0]["text"], "confirmed",
+        "{ended}"
+    );
+    let _ = stop.send(());
+    done.await.unwrap().unwrap();
 }
