@@ -121,19 +121,12 @@ impl SessionInteraction {
         revision: Revision,
         task: String,
     ) -> Self {
-        Self(Arc::new(Asker {
-            questions,
-            notifier,
-            token,
-            timeout,
-            revision,
-            busy: AtomicBool::new(false),
-            asked: AtomicUsize::new(0),
-            sampled: AtomicUsize::new(0),
-            elicits: true,
-            samples: false,
-            task: Some(task),
-        }))
+        let mut interaction = Self::new(questions, notifier, token, timeout, revision, true, false);
+        // Just made, so not shared yet: always found.
+        if let Some(asker) = Arc::get_mut(&mut interaction.0) {
+            asker.task = Some(task);
+        }
+        interaction
     }
 }
 

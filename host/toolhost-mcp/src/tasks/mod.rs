@@ -24,8 +24,6 @@
 //! - every task is forgotten `ttl` after its creation (`task_ttl`, or less when the
 //!   client asks for less).
 
-mod time;
-
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -259,8 +257,8 @@ impl Entry {
         let mut task = json!({
             "taskId": id,
             "status": self.status.as_str(),
-            "createdAt": time::iso8601(self.created_at),
-            "lastUpdatedAt": time::iso8601(self.updated_at),
+            "createdAt": toolhost::registry::format_utc_time(self.created_at),
+            "lastUpdatedAt": toolhost::registry::format_utc_time(self.updated_at),
             "ttl": ttl,
             "pollInterval": TASK_POLL_INTERVAL_MS,
         });

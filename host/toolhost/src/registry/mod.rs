@@ -84,6 +84,7 @@ mod names;
 mod observe;
 mod panic;
 mod sampling;
+mod timestamp;
 mod types;
 
 pub use arguments::{json_type, Arguments};
@@ -105,6 +106,7 @@ pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinit
 
 pub(crate) use dispatch::encoded_len;
 pub use error::{format_bytes, format_duration};
+pub use timestamp::format_utc_time;
 
 /// Default per-call time limit: a call still running after this is stopped with
 /// [`ToolError::TimedOut`].

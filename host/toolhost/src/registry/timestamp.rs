@@ -1,9 +1,19 @@
-//! Timestamps as MCP's tasks give them: ISO 8601 in UTC, to the millisecond.
+//! Instants as the host prints them in results and records: RFC 3339 / ISO 8601 in UTC,
+//! to the millisecond (MCP task timestamps, audit records).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// `at` as `2026-07-28T09:30:00.123Z` (a time before 1970 as the epoch).
-pub(crate) fn iso8601(at: SystemTime) -> String {
+/// `at` as `2026-07-28T09:30:00.123Z`: UTC, to the millisecond; an instant before 1970
+/// prints as the epoch.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use toolhost::registry::format_utc_time;
+///
+/// let at = UNIX_EPOCH + Duration::from_millis(951_782_400_123);
+/// assert_eq!(format_utc_time(at), "2000-02-29T00:00:00.123Z");
+/// ```
+pub fn format_utc_time(at: SystemTime) -> String {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
@@ -45,14 +55,22 @@ mod tests {
 
     #[test]
     fn known_instants() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_utc_time(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert_eq!(
-            iso8601(UNIX_EPOCH + Duration::from_millis(951_782_400_123)),
+            format_utc_time(UNIX_EPOCH + Duration::from_millis(951_782_400_123)),
             "2000-02-29T00:00:00.123Z"
         );
         assert_eq!(
-            iso8601(UNIX_EPOCH + Duration::from_secs(1_785_231_000)),
+            format_utc_time(UNIX_EPOCH + Duration::from_secs(1_785_231_000)),
             "2026-07-28T09:30:00.000Z"
+        );
+        assert_eq!(
+            format_utc_time(UNIX_EPOCH + Duration::from_millis(1_796_413_826_123)),
+            "2026-12-04T19:50:26.123Z"
+        );
+        assert_eq!(
+            format_utc_time(UNIX_EPOCH - Duration::from_secs(1)),
+            "1970-01-01T00:00:00.000Z"
         );
     }
 }
