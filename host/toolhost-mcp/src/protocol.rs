@@ -87,6 +87,9 @@ pub(crate) struct RequestMeta {
     /// its call may answer `input_required` with a `sampling/createMessage`. Always
     /// false for legacy requests.
     pub client_samples: bool,
+    /// The client's W3C trace context (`_meta.traceparent`), when well formed; a
+    /// malformed one is ignored (tracing never refuses a request).
+    pub trace_parent: Option<toolhost::registry::TraceParent>,
 }
 
 impl RequestMeta {
@@ -99,6 +102,7 @@ impl RequestMeta {
             log_level: None,
             client_asks: false,
             client_samples: false,
+            trace_parent: None,
         }
     }
 }
@@ -151,6 +155,12 @@ pub(crate) fn read_meta(
             )))
         }
     };
+    // Any version's envelope may carry it; strict parsing, so a huge or malformed value
+    // costs a length check and is dropped.
+    let trace_parent = meta
+        .get("traceparent")
+        .and_then(Value::as_str)
+        .and_then(toolhost::registry::TraceParent::parse);
     let modern = meta.contains_key(META_PROTOCOL_VERSION)
         || meta.contains_key(META_CLIENT_CAPABILITIES)
         || MODERN_ONLY.contains(&method);
@@ -158,6 +168,7 @@ pub(crate) fn read_meta(
         let revision = negotiated.unwrap_or(Revision::NEWEST_LEGACY);
         return Ok(RequestMeta {
             progress_token,
+            trace_parent,
             ..RequestMeta::legacy(revision)
         });
     }
@@ -227,6 +238,7 @@ pub(crate) fn read_meta(
         log_level,
         client_asks,
         client_samples,
+        trace_parent,
     })
 }
 
@@ -465,6 +477,26 @@ mod tests {
                 "Invalid params: \"_meta\" must be an object, got number"
             )
         );
+    }
+
+    #[test]
+    fn a_well_formed_traceparent_is_kept_and_a_malformed_one_ignored() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let p = params(json!({"name": "t", "_meta": {"traceparent": good}}));
+        let meta = read_meta(&RequestId::from(1), "tools/call", &p, None).unwrap();
+        assert_eq!(meta.trace_parent.map(|t| t.to_string()).as_deref(), Some(good));
+        let huge = format!("{good}{}", "f".repeat(1 << 20));
+        for bad in [
+            json!(huge),
+            json!("00-xyz"),
+            json!(42),
+            json!({"traceparent": good}),
+            json!(null),
+        ] {
+            let p = params(json!({"name": "t", "_meta": {"traceparent": bad, "tracestate": "k=".repeat(100_000)}}));
+            let meta = read_meta(&RequestId::from(2), "tools/call", &p, None).unwrap();
+            assert_eq!(meta.trace_parent, None);
+        }
     }
 
     #[test]

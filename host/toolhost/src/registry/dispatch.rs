@@ -57,7 +57,11 @@ impl Registry {
                 .map_err(|err| cap_error(err, self.result_cap));
         };
         let started = Instant::now();
-        if let Err(refusal) = observer.admit(&CallStart { env, call }) {
+        if let Err(refusal) = observer.admit(&CallStart {
+            env,
+            call,
+            trace_parent: ctx.trace_parent(),
+        }) {
             return Err(cap_error(
                 ToolError::Failed {
                     tool: call.name.clone(),
@@ -74,6 +78,7 @@ impl Registry {
             started,
             ran: &ran,
             done: false,
+            trace_parent: ctx.trace_parent(),
         };
         let outcome = self
             .run(ctx, call, env, &size, &ran)
@@ -92,6 +97,7 @@ impl Registry {
             } else {
                 0
             },
+            trace_parent: ctx.trace_parent(),
         });
         outcome
     }
@@ -209,6 +215,7 @@ struct Watch<'a> {
     started: Instant,
     ran: &'a AtomicBool,
     done: bool,
+    trace_parent: Option<super::TraceParent>,
 }
 
 impl Drop for Watch<'_> {
@@ -227,6 +234,7 @@ impl Drop for Watch<'_> {
             outcome: Err(&cancelled),
             duration: self.started.elapsed(),
             bytes_out: 0,
+            trace_parent: self.trace_parent,
         });
     }
 }

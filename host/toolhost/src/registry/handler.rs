@@ -44,6 +44,7 @@ pub struct CallContext {
     result_cap: Option<usize>,
     interaction: Option<InteractionHandle>,
     time_limit: Option<Duration>,
+    trace_parent: Option<super::TraceParent>,
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -144,6 +145,18 @@ impl CallContext {
     /// none (no client, or a client that cannot ask), which a tool must read as "no".
     pub fn interaction(&self) -> Option<&std::sync::Arc<dyn Interaction>> {
         self.interaction.as_ref().map(|handle| &handle.0)
+    }
+
+    /// This context carrying the caller's trace context (a client's `traceparent`): the
+    /// [`CallObserver`](super::CallObserver) sees it, to parent the call's span.
+    pub fn with_trace_parent(mut self, parent: super::TraceParent) -> Self {
+        self.trace_parent = Some(parent);
+        self
+    }
+
+    /// The caller's trace context, if it sent a well-formed one.
+    pub fn trace_parent(&self) -> Option<super::TraceParent> {
+        self.trace_parent
     }
 
     /// Whether anyone listens to progress reports: a tool may skip counting when not.

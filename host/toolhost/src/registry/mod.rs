@@ -84,6 +84,7 @@ mod names;
 mod observe;
 mod panic;
 mod sampling;
+mod trace;
 mod types;
 
 pub use arguments::{json_type, Arguments};
@@ -101,6 +102,7 @@ pub use sampling::{
     SamplingMessage, SamplingRequest, SamplingResponse, MAX_SAMPLING_REQUEST_BYTES,
     MAX_SAMPLING_RESPONSE_BYTES,
 };
+pub use trace::{TraceParent, TRACEPARENT_LEN};
 pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
 pub(crate) use dispatch::encoded_len;
@@ -219,6 +221,7 @@ impl Registry {
                 outcome: Err(error),
                 duration: Duration::ZERO,
                 bytes_out: 0,
+                trace_parent: None,
             });
         }
     }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{Environment, Limit, ToolCall, ToolError, ToolResult};
+use super::{Environment, Limit, ToolCall, ToolError, ToolResult, TraceParent};
 
 /// Sees every call of a registry: asked before it runs (and may refuse it), told when it
 /// ends. Refusals before a call (an unknown tool, arguments without a required field, an
@@ -83,6 +83,8 @@ pub struct CallStart<'a> {
     pub env: &'a Environment,
     /// The call as asked (name and arguments' JSON text as sent).
     pub call: &'a ToolCall,
+    /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
+    pub trace_parent: Option<TraceParent>,
 }
 
 /// A call that ended, for [`CallObserver::finished`].
@@ -104,6 +106,8 @@ pub struct CallEnd<'a> {
     pub duration: Duration,
     /// The result's size as the result cap measures it (0 for an error).
     pub bytes_out: usize,
+    /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
+    pub trace_parent: Option<TraceParent>,
 }
 
 impl CallEnd<'_> {
