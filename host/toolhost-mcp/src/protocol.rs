@@ -484,7 +484,10 @@ mod tests {
         let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let p = params(json!({"name": "t", "_meta": {"traceparent": good}}));
         let meta = read_meta(&RequestId::from(1), "tools/call", &p, None).unwrap();
-        assert_eq!(meta.trace_parent.map(|t| t.to_string()).as_deref(), Some(good));
+        assert_eq!(
+            meta.trace_parent.map(|t| t.to_string()).as_deref(),
+            Some(good)
+        );
         let huge = format!("{good}{}", "f".repeat(1 << 20));
         for bad in [
             json!(huge),
@@ -493,7 +496,9 @@ mod tests {
             json!({"traceparent": good}),
             json!(null),
         ] {
-            let p = params(json!({"name": "t", "_meta": {"traceparent": bad, "tracestate": "k=".repeat(100_000)}}));
+            let p = params(
+                json!({"name": "t", "_meta": {"traceparent": bad, "tracestate": "k=".repeat(100_000)}}),
+            );
             let meta = read_meta(&RequestId::from(2), "tools/call", &p, None).unwrap();
             assert_eq!(meta.trace_parent, None);
         }
