@@ -78,6 +78,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (&args.confirm, args.confirm_timeout),
         )
         .await?;
+        crate::observe::flush_traces();
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;

@@ -268,6 +268,12 @@ fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
 pub(crate) fn flush_traces() {
     if let Some(tracer) = get().and_then(|observers| observers.tracer.as_ref()) {
         tracer.flush(std::time::Duration::from_secs(2));
+        tracing::info!(
+            exported = tracer.exported(),
+            dropped = tracer.dropped(),
+            failed_exports = tracer.failures(),
+            "trace export at exit"
+        );
     }
 }
 

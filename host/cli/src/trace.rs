@@ -212,11 +212,10 @@ impl TraceConfig {
 
 /// `http://host[:port][/path]` into `host:port` and the path (`""` for none).
 fn split_http_url(url: &str) -> Result<(String, String), String> {
-    let rest = if let Some(rest) = url.strip_prefix("http://") {
-        rest
-    } else if url.starts_with("https://") {
+    if url.starts_with("https://") {
         return Err("https is not supported by the built-in exporter; give an http:// URL of a collector near the host (it may forward over TLS)".to_owned());
-    } else {
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
         return Err("not an http:// URL; give e.g. http://127.0.0.1:4318".to_owned());
     };
     let (authority, path) = match rest.find('/') {

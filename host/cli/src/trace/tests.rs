@@ -302,11 +302,11 @@ async fn call(registry: &Registry, name: &str, id: &str, parent: Option<&str>) {
     let _ = registry.dispatch(&ctx, &call, &env).await;
 }
 
-/// Every span the collector receives within `wait`, until `count` are in.
-fn received(
-    bodies: &mpsc::Receiver<(String, String, Vec<u8>)>,
-    count: usize,
-) -> (Vec<(String, Value)>, Vec<Span>, Vec<Vec<u8>>) {
+/// The last resource's attributes, the spans, and the raw bodies a collector got.
+type Received = (Vec<(String, Value)>, Vec<Span>, Vec<Vec<u8>>);
+
+/// Every span the collector receives within 10 s, until `count` are in.
+fn received(bodies: &mpsc::Receiver<(String, String, Vec<u8>)>, count: usize) -> Received {
     let until = Instant::now() + Duration::from_secs(10);
     let (mut resource, mut spans, mut raw) = (Vec::new(), Vec::new(), Vec::new());
     while spans.len() < count {

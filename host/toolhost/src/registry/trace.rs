@@ -102,7 +102,10 @@ mod tests {
     #[test]
     fn parses_a_good_one_and_prints_it_back() {
         let parent = TraceParent::parse(GOOD).unwrap();
-        assert_eq!(parent.span_id, [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]);
+        assert_eq!(
+            parent.span_id,
+            [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]
+        );
         assert!(parent.sampled());
         assert_eq!(parent.to_string(), GOOD);
     }
