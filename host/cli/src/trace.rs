@@ -244,6 +244,8 @@ pub(crate) struct SpanRecord {
     pub(crate) span_id: [u8; 8],
     pub(crate) parent_span_id: Option<[u8; 8]>,
     pub(crate) name: String,
+    /// OTLP `SpanKind`: 1 internal, 2 server.
+    pub(crate) kind: u64,
     pub(crate) start_unix_nanos: u64,
     pub(crate) end_unix_nanos: u64,
     pub(crate) attributes: Vec<(&'static str, AttrValue)>,
@@ -376,8 +378,7 @@ impl Tracer {
             return;
         }
         let end_nanos = unix_nanos(SystemTime::now());
-        let duration = u64::try_from(end.duration.as_nanos()).unwrap_or(u64::MAX);
-        let start_nanos = end_nanos.saturating_sub(duration);
+        let start_nanos = end_nanos.saturating_sub(nanos_of(end.duration));
         let tool = cut(&end.call.name);
         let mut attributes = vec![
             ("mcp.method.name", AttrValue::Str("tools/call".to_owned())),
@@ -423,21 +424,46 @@ impl Tracer {
                 }
             }
         }
-        let mut span_id = self.random_u64().to_be_bytes();
-        if span_id == [0; 8] {
-            span_id[7] = 1;
+        let span_id = self.random_u64().to_be_bytes();
+        // The handler's run (for a plugin tool: instantiation and the guest call), a child.
+        if let Some(handler) = end.handler {
+            let start = start_nanos.saturating_add(nanos_of(handler.after));
+            self.queue_span(SpanRecord {
+                trace_id,
+                span_id: self.random_u64().to_be_bytes(),
+                parent_span_id: Some(span_id),
+                name: format!("execute_tool {tool}"),
+                kind: 1,
+                start_unix_nanos: start,
+                end_unix_nanos: start.saturating_add(nanos_of(handler.took)).min(end_nanos),
+                attributes: vec![
+                    (
+                        "gen_ai.operation.name",
+                        AttrValue::Str("execute_tool".to_owned()),
+                    ),
+                    ("gen_ai.tool.name", AttrValue::Str(tool.to_owned())),
+                ],
+                events: Vec::new(),
+                error: end.outcome.is_err(),
+            });
         }
         let span = SpanRecord {
             trace_id,
             span_id,
             parent_span_id: parent.map(|p| p.span_id),
             name: format!("tools/call {tool}"),
+            kind: 2,
             start_unix_nanos: start_nanos,
             end_unix_nanos: end_nanos,
             attributes,
             events,
             error: end.outcome.is_err(),
         };
+        self.queue_span(span);
+    }
+
+    /// Puts `span` on the export queue, or drops and counts it when the queue is full.
+    fn queue_span(&self, span: SpanRecord) {
         self.shared.pending.fetch_add(1, Relaxed);
         match self.queue.try_send(span) {
             Ok(()) => {}
@@ -500,6 +526,10 @@ pub(crate) fn cut(text: &str) -> &str {
         at -= 1;
     }
     &text[..at]
+}
+
+fn nanos_of(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn unix_nanos(time: SystemTime) -> u64 {

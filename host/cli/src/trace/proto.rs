@@ -98,7 +98,7 @@ fn event(event: &SpanEvent) -> Message {
 
 fn span(span: &SpanRecord) -> Message {
     // Span { bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4;
-    //   string name = 5; SpanKind kind = 6 (SERVER = 2); fixed64 start = 7; fixed64 end = 8;
+    //   string name = 5; SpanKind kind = 6 (INTERNAL = 1, SERVER = 2); fixed64 start = 7; fixed64 end = 8;
     //   repeated KeyValue attributes = 9; repeated Event events = 11; Status status = 15 }
     let mut m = Message::default();
     m.bytes(1, &span.trace_id);
@@ -107,7 +107,7 @@ fn span(span: &SpanRecord) -> Message {
         m.bytes(4, parent);
     }
     m.string(5, &span.name);
-    m.uint(6, 2);
+    m.uint(6, span.kind);
     m.fixed64(7, span.start_unix_nanos);
     m.fixed64(8, span.end_unix_nanos);
     for (key, value) in &span.attributes {

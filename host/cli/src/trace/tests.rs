@@ -330,13 +330,14 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
     let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
     call(&registry, "greet", "7", Some(PARENT)).await;
     call(&registry, "hog", r#""req-8""#, None).await;
-    let (resource, spans, raw) = received(&bodies, 2);
-    assert_eq!(spans.len(), 2, "{spans:?}");
+    let (resource, all_spans, raw) = received(&bodies, 4);
+    assert_eq!(all_spans.len(), 4, "{all_spans:?}");
+    let (spans, children): (Vec<&Span>, Vec<&Span>) = all_spans.iter().partition(|s| s.kind == 2);
     assert!(resource.contains(&("service.name".to_owned(), Value::from("toolhost-test"))));
     assert!(resource.contains(&("deployment.environment".to_owned(), Value::from("ci"))));
     assert!(resource.contains(&("team".to_owned(), Value::from("tools"))));
 
-    let greet = &spans[0];
+    let greet = spans[0];
     let parent = TraceParent::parse(PARENT).unwrap();
     assert_eq!(greet.name, "tools/call greet");
     assert_eq!(greet.kind, 2, "SERVER");
@@ -360,7 +361,7 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
     assert_eq!(greet.attr("error.type"), None);
     assert!(greet.events.is_empty());
 
-    let hog = &spans[1];
+    let hog = spans[1];
     assert_eq!(hog.name, "tools/call hog");
     assert_eq!(hog.parent, None, "no traceparent: a root span");
     assert_eq!(hog.trace_id.len(), 16);
@@ -378,6 +379,25 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
             ]
         )]
     );
+    // The handler's run is a child of each: INTERNAL, within its parent.
+    for (child, parent) in children.iter().zip([greet, hog]) {
+        assert_eq!(child.kind, 1, "INTERNAL");
+        assert_eq!(
+            child.name,
+            parent.name.replace("tools/call", "execute_tool")
+        );
+        assert_eq!(child.trace_id, parent.trace_id);
+        assert_eq!(child.parent.as_deref(), Some(&parent.span_id[..]));
+        assert!(
+            parent.start <= child.start && child.end <= parent.end,
+            "{child:?} {parent:?}"
+        );
+        assert_eq!(child.status_code, parent.status_code);
+        assert_eq!(
+            child.attr("gen_ai.tool.name"),
+            parent.attr("gen_ai.tool.name")
+        );
+    }
     // Neither the arguments nor the error's text are sent.
     for body in raw {
         let text = String::from_utf8_lossy(&body);
@@ -400,9 +420,9 @@ async fn a_malformed_or_huge_traceparent_gives_a_root_span_and_the_call_runs() {
         Some("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"),
     )
     .await;
-    let (_, spans, _) = received(&bodies, 2);
-    assert_eq!(spans.len(), 2);
-    for span in spans {
+    let (_, spans, _) = received(&bodies, 4);
+    assert_eq!(spans.len(), 4);
+    for span in spans.iter().filter(|s| s.kind == 2) {
         assert_eq!(span.parent, None);
         assert_ne!(span.trace_id, TraceParent::parse(PARENT).unwrap().trace_id);
         assert_eq!(span.attr("toolhost.outcome"), Some(&Value::from("ok")));
@@ -449,9 +469,9 @@ async fn an_unsampled_parent_or_always_off_sends_nothing() {
     call(&off_registry, "greet", "1", Some(PARENT)).await;
     // A sampled call after them shows the exporter ran.
     call(&registry, "greet", "2", Some(PARENT)).await;
-    let (_, spans, _) = received(&bodies, 1);
-    assert_eq!(spans.len(), 1);
-    assert_eq!(spans[0].attr("jsonrpc.request.id"), Some(&Value::from("2")));
+    let (_, spans, _) = received(&bodies, 2);
+    assert_eq!(spans.len(), 2, "the sampled call and its handler's child");
+    assert_eq!(spans[1].attr("jsonrpc.request.id"), Some(&Value::from("2")));
     tracer(&off_observers).flush(Duration::from_secs(2));
     assert!(off_bodies.recv_timeout(Duration::from_millis(500)).is_err());
     assert_eq!(tracer(&observers).dropped(), 0);
@@ -489,14 +509,14 @@ async fn a_collector_answering_500_is_a_counted_failure_and_calls_go_on() {
     let (url, bodies) = collector(Answer::Status500);
     let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
     call(&registry, "greet", "1", None).await;
-    let (_, spans, _) = received(&bodies, 1);
-    assert_eq!(spans.len(), 1);
+    let (_, spans, _) = received(&bodies, 2);
+    assert_eq!(spans.len(), 2);
     let tracer = tracer(&observers);
     tracer.flush(Duration::from_secs(5));
     assert_eq!(tracer.failures(), 1);
     assert_eq!(tracer.exported(), 0);
     call(&registry, "greet", "2", None).await;
-    assert_eq!(received(&bodies, 1).1.len(), 1);
+    assert_eq!(received(&bodies, 2).1.len(), 2);
 }
 
 #[test]

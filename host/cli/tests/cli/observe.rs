@@ -374,6 +374,12 @@ fn host_run_exports_a_span_per_call_parented_by_the_clients_traceparent() {
         2,
         "one span per call"
     );
+    let child = b"execute_tool list_files";
+    assert_eq!(
+        all.windows(child.len()).filter(|w| *w == child).count(),
+        2,
+        "a child span per handler run"
+    );
     assert!(
         contains(&all, &trace_id),
         "the span carries the client's trace id"

@@ -95,7 +95,8 @@ pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use observe::{
-    CallEnd, CallObserver, CallStart, ObserverAlreadySet, ObserverRefusal, OUTCOME_CLASSES,
+    CallEnd, CallObserver, CallStart, HandlerRun, ObserverAlreadySet, ObserverRefusal,
+    OUTCOME_CLASSES,
 };
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use sampling::{
@@ -222,6 +223,7 @@ impl Registry {
                 duration: Duration::ZERO,
                 bytes_out: 0,
                 trace_parent: None,
+                handler: None,
             });
         }
     }

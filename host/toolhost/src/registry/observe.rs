@@ -108,6 +108,18 @@ pub struct CallEnd<'a> {
     pub bytes_out: usize,
     /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
     pub trace_parent: Option<TraceParent>,
+    /// When the tool's handler ran (for a plugin tool: its instantiation and the guest
+    /// call), if it ran.
+    pub handler: Option<HandlerRun>,
+}
+
+/// When a call's handler ran, within the call ([`CallEnd::handler`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandlerRun {
+    /// From the call's admission to the handler's start (the argument checks).
+    pub after: Duration,
+    /// How long the handler ran (to its result, the timeout or the cancellation).
+    pub took: Duration,
 }
 
 impl CallEnd<'_> {
