@@ -283,7 +283,7 @@ fn an_audit_log_where_the_file_tools_reach_is_refused_at_start() {
 }
 
 /// A loopback OTLP receiver answering 200: (its URL, the request bodies it got).
-fn otlp_receiver() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
+pub(crate) fn otlp_receiver() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
     use std::io::BufRead;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -318,7 +318,7 @@ fn otlp_receiver() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
     (url, receiver)
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle)
