@@ -150,7 +150,8 @@ impl TraceConfig {
     /// and wins over `OTEL_EXPORTER_OTLP_ENDPOINT`; the flag wins over both.
     ///
     /// # Errors
-    /// An endpoint that is not an `http://` URL, a bad sampler, a malformed
+    /// An endpoint that is not an `http://` URL, a protocol other than `http/protobuf`
+    /// (`OTEL_EXPORTER_OTLP_PROTOCOL`), a bad sampler, a malformed
     /// `OTEL_RESOURCE_ATTRIBUTES`.
     pub(crate) fn from_env(
         flag: Option<&str>,
@@ -175,6 +176,12 @@ impl TraceConfig {
             split_http_url(url.trim()).map_err(|why| format!("{origin}={url}: {why}"))?;
         if base {
             path = format!("{}/v1/traces", path.trim_end_matches('/'));
+        }
+        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .filter(|v| !v.trim().is_empty());
+        if let Some(protocol) = protocol.filter(|p| p.trim() != "http/protobuf") {
+            return Err(format!("OTLP protocol \"{protocol}\" is not supported: this host exports http/protobuf only; unset OTEL_EXPORTER_OTLP_PROTOCOL or set it to http/protobuf (and use the collector's HTTP port, 4318 by default)"));
         }
         let sampler = match var("OTEL_TRACES_SAMPLER").filter(|v| !v.is_empty()) {
             Some(name) => Sampler::parse(&name, var("OTEL_TRACES_SAMPLER_ARG").as_deref())?,

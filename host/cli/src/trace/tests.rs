@@ -602,6 +602,20 @@ fn the_configuration_comes_from_the_flag_and_the_otel_variables() {
         sampler.contains("\"sometimes\" is not a sampler"),
         "{sampler}"
     );
+    let grpc = TraceConfig::from_env(
+        Some("http://127.0.0.1:4317"),
+        env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
+        "pipe",
+    )
+    .unwrap_err();
+    assert!(grpc.contains("\"grpc\" is not supported"), "{grpc}");
+    assert!(TraceConfig::from_env(
+        Some("http://127.0.0.1:4318"),
+        env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")]),
+        "pipe",
+    )
+    .unwrap()
+    .is_some());
     let ratio = Sampler::parse("traceidratio", Some("1.5")).unwrap_err();
     assert!(ratio.contains("outside 0..1"), "{ratio}");
 }
