@@ -122,6 +122,9 @@ pub(crate) async fn start(
     roots: &[std::path::PathBuf],
     transport: &'static str,
 ) -> anyhow::Result<()> {
+    if args.no_trace_propagation {
+        toolhost_plugin::http_policy::set_trace_propagation(false);
+    }
     let tracer = match crate::trace::TraceConfig::from_env(
         args.otlp_endpoint.as_deref(),
         |name| std::env::var(name).ok(),

@@ -431,7 +431,10 @@ impl Tracer {
                 }
             }
         }
-        let span_id = self.random_u64().to_be_bytes();
+        // The id the call's outgoing requests named as their parent, when it has one.
+        let span_id = end
+            .trace_span_id
+            .unwrap_or_else(|| self.random_u64().to_be_bytes());
         // The handler's run (for a plugin tool: instantiation and the guest call), a child.
         if let Some(handler) = end.handler {
             let start = start_nanos.saturating_add(nanos_of(handler.after));

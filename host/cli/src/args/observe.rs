@@ -45,6 +45,11 @@ pub struct ObserveArgs {
     /// See docs/operations.md.
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// Do not add the calling client's W3C traceparent to a plugin's outgoing HTTP
+    /// requests (by default a call whose client sent one passes it on, naming the
+    /// call's own span, so the servers a plugin reaches join the client's trace).
+    #[arg(long)]
+    pub no_trace_propagation: bool,
 }
 
 /// `--audit-log-keep`: 1 to 1000.

@@ -393,3 +393,115 @@ fn host_run_exports_a_span_per_call_parented_by_the_clients_traceparent() {
         "no arguments or results in spans"
     );
 }
+
+/// A server on 127.0.0.1 answering every request with `hello`, recording each request's
+/// `traceparent` header (empty when none).
+fn traceparent_server() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Bounded: the test makes two requests.
+        for stream in listener.incoming().take(10) {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut traceparent = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("traceparent") {
+                        value.trim().clone_into(&mut traceparent);
+                    }
+                }
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+            );
+            if sender.send(traceparent).is_err() {
+                return;
+            }
+        }
+    });
+    (origin, receiver)
+}
+
+/// `host run` with webfetch and a collector; one fetch with the client's `traceparent`:
+/// (what the server behind the plugin saw as `traceparent`, the collector's bytes).
+fn fetch_with_traceparent(extra: &[&str], parent: &str) -> (String, Vec<u8>) {
+    let (origin, seen) = traceparent_server();
+    let (collector, bodies) = otlp_receiver();
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
+    std::fs::write(
+        plugins.path().join("webfetch.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--no-builtins",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--cache-dir",
+        cache.path().to_str().unwrap(),
+        "--plugin-http",
+        &origin,
+        "--plugin-http-allow-net",
+        "127.0.0.1",
+        "--otlp-endpoint",
+        &collector,
+    ];
+    args.extend(extra);
+    let mut server = Server::start(root.path(), &args);
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    let reply = server.request(
+        2,
+        "tools/call",
+        json!({"name": "fetch", "arguments": {"url": format!("{origin}/x")}, "_meta": {"traceparent": parent}}),
+    );
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let header = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut all = Vec::new();
+    while let Ok(body) = bodies.recv_timeout(Duration::from_secs(2)) {
+        all.extend(body);
+    }
+    (header, all)
+}
+
+#[test]
+fn a_plugins_request_carries_the_calls_traceparent_unless_turned_off() {
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (header, spans) = fetch_with_traceparent(&[], parent);
+    // The client's trace, with the call's own span as parent.
+    assert_eq!(header.len(), 55, "{header:?}");
+    assert_eq!(&header[..36], &parent[..36], "{header}");
+    assert_eq!(&header[52..], "-01");
+    assert_ne!(
+        &header[36..52],
+        &parent[36..52],
+        "the call's span, not the client's"
+    );
+    let own: Vec<u8> = (0..8)
+        .map(|i| u8::from_str_radix(&header[36 + 2 * i..38 + 2 * i], 16).unwrap())
+        .collect();
+    // span_id (field 2, 8 bytes) of the exported call span is the header's parent.
+    assert!(
+        contains(&spans, &[&[0x12, 0x08][..], &own].concat()),
+        "the exported span has the id the request named"
+    );
+    let (header, _) = fetch_with_traceparent(&["--no-trace-propagation"], parent);
+    assert_eq!(header, "", "no traceparent with --no-trace-propagation");
+}

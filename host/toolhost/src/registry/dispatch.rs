@@ -61,6 +61,7 @@ impl Registry {
             env,
             call,
             trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
         }) {
             return Err(cap_error(
                 ToolError::Failed {
@@ -80,6 +81,7 @@ impl Registry {
             ran: &ran,
             done: false,
             trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
             times: Some(&times),
         };
         let outcome = self
@@ -100,6 +102,7 @@ impl Registry {
                 0
             },
             trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
             handler: times.read(),
         });
         outcome
@@ -228,6 +231,7 @@ struct Watch<'a> {
     ran: &'a AtomicBool,
     done: bool,
     trace_parent: Option<super::TraceParent>,
+    trace_span_id: Option<[u8; 8]>,
     times: Option<&'a HandlerTimes>,
 }
 
@@ -248,6 +252,7 @@ impl Drop for Watch<'_> {
             duration: self.started.elapsed(),
             bytes_out: 0,
             trace_parent: self.trace_parent,
+            trace_span_id: self.trace_span_id,
             handler: self.times.and_then(HandlerTimes::read),
         });
     }

@@ -223,6 +223,7 @@ impl Registry {
                 duration: Duration::ZERO,
                 bytes_out: 0,
                 trace_parent: None,
+                trace_span_id: None,
                 handler: None,
             });
         }

@@ -85,6 +85,8 @@ pub struct CallStart<'a> {
     pub call: &'a ToolCall,
     /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
     pub trace_parent: Option<TraceParent>,
+    /// The call's own span id ([`CallContext::trace_span_id`](super::CallContext::trace_span_id)).
+    pub trace_span_id: Option<[u8; 8]>,
 }
 
 /// A call that ended, for [`CallObserver::finished`].
@@ -108,6 +110,8 @@ pub struct CallEnd<'a> {
     pub bytes_out: usize,
     /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
     pub trace_parent: Option<TraceParent>,
+    /// The call's own span id ([`CallContext::trace_span_id`](super::CallContext::trace_span_id)).
+    pub trace_span_id: Option<[u8; 8]>,
     /// When the tool's handler ran (for a plugin tool: its instantiation and the guest
     /// call), if it ran.
     pub handler: Option<HandlerRun>,
