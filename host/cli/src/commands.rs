@@ -61,7 +61,12 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let base = template.split('{').next().unwrap_or(template);
         roots.push(std::path::PathBuf::from(base));
     }
-    crate::observe::start(&args.observe, &roots).await?;
+    let transport = if args.http.http.is_some() {
+        "tcp"
+    } else {
+        "pipe"
+    };
+    crate::observe::start(&args.observe, &roots, transport).await?;
     if let Some(addr) = args.http.http {
         http::serve(
             &args.registry,
@@ -73,6 +78,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (&args.confirm, args.confirm_timeout),
         )
         .await?;
+        crate::observe::flush_traces();
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
@@ -109,6 +115,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(watching) = watching {
         watching.abort();
     }
+    crate::observe::flush_traces();
     served?;
     // The end of input is the client's way to stop the server: it waits for the exit.
     toolset.finish_optimizing(FINISH_OPTIMIZING).await;

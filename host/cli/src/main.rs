@@ -46,6 +46,7 @@ mod scaffold;
 mod secret_file;
 pub mod setup;
 mod signing;
+mod trace;
 
 use args::{Cli, Command};
 use commands::{EXIT_SETUP, EXIT_USAGE};

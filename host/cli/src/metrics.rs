@@ -60,6 +60,8 @@ pub(crate) struct Metrics {
     cache_misses: AtomicU64,
     /// Reads the server's own figures at each scrape ([`Metrics::set_server`]).
     server: std::sync::OnceLock<ServerFigures>,
+    /// Trace spans dropped because the export queue was full ([`Metrics::count_dropped_spans`]).
+    spans_dropped: std::sync::OnceLock<Arc<AtomicU64>>,
 }
 
 /// Reads what the MCP server holds now.
@@ -132,6 +134,12 @@ impl Metrics {
     /// Sets how to read the server's figures (once; later calls are ignored).
     pub(crate) fn set_server(&self, figures: ServerFigures) {
         let _ = self.server.set(figures);
+    }
+
+    /// Reads the trace exporter's dropped-spans counter at each scrape
+    /// (`toolhost_trace_spans_dropped_total`, shown only when traces are exported).
+    pub(crate) fn count_dropped_spans(&self, counter: Arc<AtomicU64>) {
+        let _ = self.spans_dropped.set(counter);
     }
 
     /// A plugin's component came from the compile cache (`hit`) or was compiled.
@@ -267,6 +275,15 @@ impl Metrics {
             "Plugin components compiled (not found in the compile cache, or no cache).",
             self.cache_misses.load(Ordering::Relaxed).to_string(),
         );
+        if let Some(dropped) = self.spans_dropped.get() {
+            gauge(
+                &mut out,
+                "toolhost_trace_spans_dropped_total",
+                "counter",
+                "Trace spans dropped because the export queue was full (the collector slow or down).",
+                dropped.load(Ordering::Relaxed).to_string(),
+            );
+        }
         if let Some(figures) = self.server.get() {
             let now = (figures.0)();
             gauge(

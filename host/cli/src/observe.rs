@@ -16,6 +16,8 @@ pub(crate) struct Observers {
     pub(crate) audit: Option<AuditLog>,
     /// `--metrics`.
     pub(crate) metrics: Option<Arc<Metrics>>,
+    /// `--otlp-endpoint` / `OTEL_EXPORTER_OTLP_*`.
+    pub(crate) tracer: Option<crate::trace::Tracer>,
 }
 
 impl CallObserver for Observers {
@@ -47,6 +49,9 @@ impl Observers {
         }
         if let Some(audit) = &self.audit {
             audit.finished(end, principal);
+        }
+        if let Some(tracer) = &self.tracer {
+            tracer.finished(end);
         }
     }
 }
@@ -86,7 +91,7 @@ static OBSERVERS: OnceLock<Arc<Observers>> = OnceLock::new();
 
 /// Sets the process's observers (once, at start); nothing when both are off.
 pub(crate) fn set(observers: Observers) {
-    if observers.audit.is_some() || observers.metrics.is_some() {
+    if observers.audit.is_some() || observers.metrics.is_some() || observers.tracer.is_some() {
         let _ = OBSERVERS.set(Arc::new(observers));
     }
 }
@@ -104,17 +109,38 @@ pub(crate) fn install(registry: &Registry) {
     }
 }
 
-/// Opens `--audit-log`, binds `--metrics` (serving it on a task), and sets the process's
-/// observers. Call before building the registries.
+/// Opens `--audit-log`, binds `--metrics` (serving it on a task), starts the trace
+/// exporter (`--otlp-endpoint`, `OTEL_*`; calls reach the host over `transport`, `pipe`
+/// or `tcp`), and sets the process's observers. Call before building the registries.
 ///
 /// # Errors
 /// When the audit log cannot be opened or is inside one of `roots` (where the file tools
-/// reach), or the metrics address is not loopback (without
-/// `--metrics-public`) or cannot be bound.
+/// reach), the metrics address is not loopback (without
+/// `--metrics-public`) or cannot be bound, or the trace settings are wrong.
 pub(crate) async fn start(
     args: &crate::args::observe::ObserveArgs,
     roots: &[std::path::PathBuf],
+    transport: &'static str,
 ) -> anyhow::Result<()> {
+    if args.no_trace_propagation {
+        toolhost_plugin::http_policy::set_trace_propagation(false);
+    }
+    let tracer = match crate::trace::TraceConfig::from_env(
+        args.otlp_endpoint.as_deref(),
+        |name| std::env::var(name).ok(),
+        transport,
+    )
+    .map_err(anyhow::Error::msg)?
+    {
+        Some(config) => {
+            tracing::info!(collector = %config.authority, path = %config.path, "exporting traces over OTLP/HTTP");
+            Some(crate::trace::Tracer::start(
+                config,
+                crate::trace::QUEUE_SPANS,
+            )?)
+        }
+        None => None,
+    };
     let audit = match &args.audit_log {
         Some(path) => {
             crate::audit::check_outside(path, roots)?;
@@ -143,7 +169,14 @@ pub(crate) async fn start(
         }
         None => None,
     };
-    set(Observers { audit, metrics });
+    if let (Some(metrics), Some(tracer)) = (&metrics, &tracer) {
+        metrics.count_dropped_spans(tracer.dropped_counter());
+    }
+    set(Observers {
+        audit,
+        metrics,
+        tracer,
+    });
     Ok(())
 }
 
@@ -232,6 +265,19 @@ fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
         plugin.compile,
         toolhost_plugin::cache::CompileSource::CacheHit(_)
     )
+}
+
+/// At the host's exit: gives the trace exporter up to 2 seconds to send what is queued.
+pub(crate) fn flush_traces() {
+    if let Some(tracer) = get().and_then(|observers| observers.tracer.as_ref()) {
+        tracer.flush(std::time::Duration::from_secs(2));
+        tracing::info!(
+            exported = tracer.exported(),
+            dropped = tracer.dropped(),
+            failed_exports = tracer.failures(),
+            "trace export at exit"
+        );
+    }
 }
 
 /// Lets the metrics read the server's own figures at each scrape.

@@ -92,6 +92,9 @@ pub(crate) struct RequestMeta {
     /// may be answered with a task and it may use `tasks/*`. Always false for legacy
     /// requests (their `task` param and session capabilities say).
     pub client_tasks: bool,
+    /// The client's W3C trace context (`_meta.traceparent`), when well formed; a
+    /// malformed one is ignored (tracing never refuses a request).
+    pub trace_parent: Option<toolhost::registry::TraceParent>,
 }
 
 impl RequestMeta {
@@ -105,6 +108,7 @@ impl RequestMeta {
             client_asks: false,
             client_samples: false,
             client_tasks: false,
+            trace_parent: None,
         }
     }
 }
@@ -157,6 +161,12 @@ pub(crate) fn read_meta(
             )))
         }
     };
+    // Any version's envelope may carry it; strict parsing, so a huge or malformed value
+    // costs a length check and is dropped.
+    let trace_parent = meta
+        .get("traceparent")
+        .and_then(Value::as_str)
+        .and_then(toolhost::registry::TraceParent::parse);
     let modern = meta.contains_key(META_PROTOCOL_VERSION)
         || meta.contains_key(META_CLIENT_CAPABILITIES)
         || MODERN_ONLY.contains(&method);
@@ -164,6 +174,7 @@ pub(crate) fn read_meta(
         let revision = negotiated.unwrap_or(Revision::NEWEST_LEGACY);
         return Ok(RequestMeta {
             progress_token,
+            trace_parent,
             ..RequestMeta::legacy(revision)
         });
     }
@@ -240,6 +251,7 @@ pub(crate) fn read_meta(
         client_asks,
         client_samples,
         client_tasks,
+        trace_parent,
     })
 }
 
@@ -478,6 +490,31 @@ mod tests {
                 "Invalid params: \"_meta\" must be an object, got number"
             )
         );
+    }
+
+    #[test]
+    fn a_well_formed_traceparent_is_kept_and_a_malformed_one_ignored() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let p = params(json!({"name": "t", "_meta": {"traceparent": good}}));
+        let meta = read_meta(&RequestId::from(1), "tools/call", &p, None).unwrap();
+        assert_eq!(
+            meta.trace_parent.map(|t| t.to_string()).as_deref(),
+            Some(good)
+        );
+        let huge = format!("{good}{}", "f".repeat(1 << 20));
+        for bad in [
+            json!(huge),
+            json!("00-xyz"),
+            json!(42),
+            json!({"traceparent": good}),
+            json!(null),
+        ] {
+            let p = params(
+                json!({"name": "t", "_meta": {"traceparent": bad, "tracestate": "k=".repeat(100_000)}}),
+            );
+            let meta = read_meta(&RequestId::from(2), "tools/call", &p, None).unwrap();
+            assert_eq!(meta.trace_parent, None);
+        }
     }
 
     #[test]

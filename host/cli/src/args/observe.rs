@@ -1,5 +1,5 @@
-//! The flags that let an operator see and account for every call: the audit log and
-//! the metrics listener, shared by `host run` and `host serve`.
+//! The flags that let an operator see and account for every call: the audit log, the
+//! metrics listener and the trace export, shared by `host run` and `host serve`.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -38,6 +38,18 @@ pub struct ObserveArgs {
     /// the calls: expose them only to a network you trust).
     #[arg(long, requires = "metrics")]
     pub metrics_public: bool,
+    /// Export a trace span per tool call over OTLP/HTTP protobuf to the collector at URL
+    /// (http://HOST:PORT; spans go to URL/v1/traces). Overrides
+    /// OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_SERVICE_NAME,
+    /// OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER apply. Off when neither is set.
+    /// See docs/operations.md.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// Do not add the calling client's W3C traceparent to a plugin's outgoing HTTP
+    /// requests (by default a call whose client sent one passes it on, naming the
+    /// call's own span, so the servers a plugin reaches join the client's trace).
+    #[arg(long)]
+    pub no_trace_propagation: bool,
 }
 
 /// `--audit-log-keep`: 1 to 1000.

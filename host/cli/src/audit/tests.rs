@@ -54,6 +54,7 @@ fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Registry {
     let observers = Observers {
         audit: Some(AuditLog::open(path, max_bytes, keep, false).unwrap()),
         metrics: None,
+        tracer: None,
     };
     registry
         .set_observer(Arc::new(observers) as Arc<dyn CallObserver>)
@@ -160,6 +161,7 @@ async fn a_tool_name_or_arguments_cannot_forge_a_record() {
     let observers = Observers {
         audit: Some(AuditLog::open(&path, None, 1, true).unwrap()),
         metrics: None,
+        tracer: None,
     };
     let registry2 = Registry::new();
     registry2

@@ -26,6 +26,7 @@ fn measured() -> (Registry, Arc<Metrics>) {
     let observers = Observers {
         audit: None,
         metrics: Some(Arc::clone(&metrics)),
+        tracer: None,
     };
     registry
         .set_observer(Arc::new(observers) as Arc<dyn CallObserver>)

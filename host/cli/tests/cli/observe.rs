@@ -282,6 +282,118 @@ fn an_audit_log_where_the_file_tools_reach_is_refused_at_start() {
     }
 }
 
+/// A loopback OTLP receiver answering 200: (its URL, the request bodies it got).
+pub(crate) fn otlp_receiver() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Bounded: the test makes a few exports.
+        for stream in listener.incoming().take(50) {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end().to_ascii_lowercase();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(value) = line.strip_prefix("content-length: ") {
+                    length = value.parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            if sender.send(body).is_err() {
+                return;
+            }
+        }
+    });
+    (url, receiver)
+}
+
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+#[test]
+fn host_run_exports_a_span_per_call_parented_by_the_clients_traceparent() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "hello").unwrap();
+    let (url, bodies) = otlp_receiver();
+    let mut server = Server::start(root.path(), &["--otlp-endpoint", &url]);
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let reply = server.request(
+        2,
+        "tools/call",
+        json!({"name": "list_files", "arguments": {"path": "."}, "_meta": {"traceparent": parent}}),
+    );
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    // A malformed, huge traceparent is ignored: the call runs.
+    let huge = format!("{parent}{}", "0".repeat(100_000));
+    let reply = server.request(
+        3,
+        "tools/call",
+        json!({"name": "list_files", "arguments": {"path": "."}, "_meta": {"traceparent": huge}}),
+    );
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    // The end of input flushes what is queued.
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut all = Vec::new();
+    while let Ok(body) = bodies.recv_timeout(Duration::from_secs(5)) {
+        all.extend(body);
+        let name = b"tools/call list_files";
+        if all.windows(name.len()).filter(|w| *w == name).count() >= 2 {
+            break;
+        }
+    }
+    let trace_id = [
+        0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47,
+        0x36,
+    ];
+    let span_id = [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7];
+    let name = b"tools/call list_files";
+    assert_eq!(
+        all.windows(name.len()).filter(|w| *w == name).count(),
+        2,
+        "one span per call"
+    );
+    let child = b"execute_tool list_files";
+    assert_eq!(
+        all.windows(child.len()).filter(|w| *w == child).count(),
+        2,
+        "a child span per handler run"
+    );
+    assert!(
+        contains(&all, &trace_id),
+        "the span carries the client's trace id"
+    );
+    // parent_span_id is field 4, 8 bytes long: 0x22 0x08.
+    assert!(contains(&all, &[&[0x22, 0x08][..], &span_id].concat()));
+    assert!(contains(&all, b"network.transport"));
+    assert!(contains(&all, b"pipe"));
+    assert!(
+        !contains(&all, b"a.txt"),
+        "no arguments or results in spans"
+    );
+}
+
 /// A server on 127.0.0.1 answering every request with `hello`, recording each request's
 /// `traceparent` header (empty when none).
 fn traceparent_server() -> (String, std::sync::mpsc::Receiver<String>) {

@@ -722,3 +722,57 @@ fn half_open_floods_meet_the_flags_and_the_file_limit() {
     drop(flood);
     assert_eq!(server.terminate().0, 0);
 }
+
+#[test]
+fn serve_parents_a_calls_span_on_the_http_traceparent_header() {
+    use crate::observe::{contains, otlp_receiver};
+    let root = tempfile::tempdir().unwrap();
+    let (collector, bodies) = otlp_receiver();
+    let server = Server::start(&[
+        "serve",
+        "--http",
+        "0",
+        "--root",
+        dir_str(root.path()),
+        "--otlp-endpoint",
+        &collector,
+    ]);
+    let session = initialize(server.addr, &[]);
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("traceparent", parent),
+    ];
+    let result = call(server.addr, &headers, "list_files", json!({"path": "."}));
+    assert_eq!(result["isError"], false, "{result}");
+    // A malformed header is ignored: the call runs.
+    let bad = [
+        ("Mcp-Session-Id", session.as_str()),
+        (
+            "traceparent",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+        ),
+    ];
+    let result = call(server.addr, &bad, "list_files", json!({"path": "."}));
+    assert_eq!(result["isError"], false, "{result}");
+    let trace_id = [
+        0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31,
+        0x9c,
+    ];
+    let span_id = [0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31];
+    let mut all = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !contains(&all, &trace_id) && Instant::now() < until {
+        if let Ok(body) = bodies.recv_timeout(Duration::from_millis(500)) {
+            all.extend(body);
+        }
+    }
+    assert!(
+        contains(&all, &trace_id),
+        "the span carries the header's trace id"
+    );
+    // parent_span_id (field 4, 8 bytes): the header's span.
+    assert!(contains(&all, &[&[0x22, 0x08][..], &span_id].concat()));
+    assert!(contains(&all, b"tools/call list_files"));
+    assert!(contains(&all, b"tcp"), "network.transport");
+}

@@ -140,7 +140,10 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
             }
         }
     }
-    let mut response = match session.receive(message) {
+    // W3C trace context of the HTTP request, strictly parsed (a malformed one is ignored).
+    let trace_parent = header_str(headers, "traceparent")
+        .and_then(|value| toolhost::registry::TraceParent::parse(value.trim()));
+    let mut response = match session.receive_traced(message, trace_parent) {
         Step::Nothing => StatusCode::ACCEPTED.into_response(),
         // 2026-07-28: an unknown method is 404 with its JSON-RPC error, so a client tells
         // it from a server without the endpoint.

@@ -177,6 +177,9 @@ impl PendingCall {
             arguments: call.arguments,
         };
         let mut ctx = CallContext::new().with_cancellation(token.clone());
+        if let Some(parent) = meta.trace_parent {
+            ctx = ctx.with_trace_parent(parent);
+        }
         if let Some((hook, _)) = &progress {
             ctx = ctx.with_progress(hook.clone());
         }

@@ -269,6 +269,16 @@ impl Session {
     /// Handles one incoming message (or the error its parsing gave): what to send, or the
     /// call to run. Never waits.
     pub(crate) fn receive(&self, message: Result<Incoming, RpcError>) -> Step {
+        self.receive_traced(message, None)
+    }
+
+    /// [`Session::receive`] with the trace context the transport carried (the HTTP
+    /// `traceparent` header): a request's own `_meta.traceparent` wins over it.
+    pub(crate) fn receive_traced(
+        &self,
+        message: Result<Incoming, RpcError>,
+        transport_parent: Option<toolhost::registry::TraceParent>,
+    ) -> Step {
         let message = match message {
             Ok(message) => message,
             Err(err) => {
@@ -280,10 +290,13 @@ impl Session {
             Incoming::Request { id, method, params } => {
                 debug!(%id, %method, "request");
                 let conn = &self.0.state;
-                let meta = match protocol::read_meta(&id, &method, &params, conn.negotiated()) {
+                let mut meta = match protocol::read_meta(&id, &method, &params, conn.negotiated()) {
                     Ok(meta) => meta,
                     Err(err) => return Step::Reply(self.error(&err)),
                 };
+                if meta.trace_parent.is_none() {
+                    meta.trace_parent = transport_parent;
+                }
                 if let Some(step) = self.catalog_step(&id, &method, &params, &meta) {
                     return step;
                 }

@@ -521,6 +521,7 @@ impl Session {
             self.0.state.sink_id()
         };
         let revision = meta.revision;
+        let trace_parent = meta.trace_parent;
         // 2026-07-28's extension tells of status changes its own way (see docs/protocol.md).
         let tells = !meta.modern;
         // A 2025-11-25 client that declared elicitation can be asked (`input_required`,
@@ -545,6 +546,9 @@ impl Session {
                 .with_cancellation(token.clone())
                 .with_time_limit(limit)
                 .deadline_at(deadline);
+            if let Some(parent) = trace_parent {
+                ctx = ctx.with_trace_parent(parent);
+            }
             let home = session.0.tasks.get();
             if inputs {
                 ctx = ctx.with_interaction(Arc::new(TaskInputs::new(

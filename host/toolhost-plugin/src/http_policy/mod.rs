@@ -69,6 +69,26 @@ pub use address::{forbidden_address, parse_allowed_net, unmap};
 pub use limits::HttpLimits;
 pub use pattern::{HostPattern, HostPatternError};
 
+/// Whether a plugin's outgoing HTTP requests carry the calling client's trace context.
+static TRACE_PROPAGATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns trace propagation on (the default) or off for every plugin of the process.
+///
+/// On, an outgoing request of a call whose client sent a W3C `traceparent` carries a
+/// `traceparent` header naming the same trace and the call's own span
+/// ([`CallContext::outgoing_trace_parent`](toolhost::registry::CallContext::outgoing_trace_parent)),
+/// replacing any the plugin set; a call without trace context sends none of its own.
+/// Off (`host run --no-trace-propagation`), requests go as the plugin made them: the
+/// servers a plugin reaches do not learn the client's trace id.
+pub fn set_trace_propagation(on: bool) {
+    TRACE_PROPAGATION.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`set_trace_propagation`] left propagation on.
+pub fn trace_propagation() -> bool {
+    TRACE_PROPAGATION.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Looks up the addresses of a host name. The host's own lookups go through this, so a
 /// test (or an embedder with its own DNS) can replace it.
 pub trait Resolve: Send + Sync + 'static {

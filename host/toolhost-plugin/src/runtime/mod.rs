@@ -377,7 +377,9 @@ impl Instance {
         let state = self.store.data_mut();
         state.limiter.reset();
         state.imports.begin_call(tool, ctx.clone());
-        state.http_hooks.begin_call(tool, deadline);
+        state
+            .http_hooks
+            .begin_call(tool, deadline, ctx.outgoing_trace_parent());
         // A plugin with a fuel limit runs on the engine that meters fuel
         // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.
         if let Some(fuel) = limits.fuel {

@@ -3,15 +3,15 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
 use super::cap::cap_error;
 use super::{
-    Arguments, CallContext, CallEnd, CallStart, Environment, Registry, ToolCall, ToolError,
-    ToolResult,
+    Arguments, CallContext, CallEnd, CallStart, Environment, HandlerRun, Registry, ToolCall,
+    ToolError, ToolResult,
 };
 
 #[cfg(test)]
@@ -52,12 +52,17 @@ impl Registry {
         let Some(observer) = self.observer.get() else {
             // The one exit of every call: no error reaches the caller uncapped.
             return self
-                .run(ctx, call, env, &size, &ran)
+                .run(ctx, call, env, &size, &ran, None)
                 .await
                 .map_err(|err| cap_error(err, self.result_cap));
         };
         let started = Instant::now();
-        if let Err(refusal) = observer.admit(&CallStart { env, call }) {
+        if let Err(refusal) = observer.admit(&CallStart {
+            env,
+            call,
+            trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
+        }) {
             return Err(cap_error(
                 ToolError::Failed {
                     tool: call.name.clone(),
@@ -66,6 +71,7 @@ impl Registry {
                 self.result_cap,
             ));
         }
+        let times = HandlerTimes::default();
         // Told of the end even when the caller drops this future first.
         let mut watch = Watch {
             observer: &**observer,
@@ -74,9 +80,12 @@ impl Registry {
             started,
             ran: &ran,
             done: false,
+            trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
+            times: Some(&times),
         };
         let outcome = self
-            .run(ctx, call, env, &size, &ran)
+            .run(ctx, call, env, &size, &ran, Some((started, &times)))
             .await
             .map_err(|err| cap_error(err, self.result_cap));
         watch.done = true;
@@ -92,6 +101,9 @@ impl Registry {
             } else {
                 0
             },
+            trace_parent: ctx.trace_parent(),
+            trace_span_id: ctx.trace_span_id(),
+            handler: times.read(),
         });
         outcome
     }
@@ -104,6 +116,9 @@ impl Registry {
         env: &Environment,
         size_out: &AtomicUsize,
         ran: &AtomicBool,
+        // With an observer: when the call was admitted, and where to note when its
+        // handler ran (no clock read, no store without one).
+        timed: Option<(Instant, &HandlerTimes)>,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
@@ -134,6 +149,11 @@ impl Registry {
         // A panic may happen while the handler builds its future or while it runs: catch both.
         let handler = &entry.handler;
         ran.store(true, Relaxed);
+        // Notes how long the handler ran, however this function returns.
+        let timing = timed.map(|(admitted, times)| {
+            times.after.store(nanos(started - admitted), Relaxed);
+            HandlerTiming { started, times }
+        });
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
             handler.call(handler_ctx, arguments, env.clone())
         }))
@@ -150,6 +170,7 @@ impl Registry {
                 return Err(ToolError::Cancelled { tool: name.to_owned() });
             }
         };
+        drop(timing);
         let mut result =
             outcome
                 .map_err(|panic| panicked(name, &*panic))?
@@ -209,6 +230,9 @@ struct Watch<'a> {
     started: Instant,
     ran: &'a AtomicBool,
     done: bool,
+    trace_parent: Option<super::TraceParent>,
+    trace_span_id: Option<[u8; 8]>,
+    times: Option<&'a HandlerTimes>,
 }
 
 impl Drop for Watch<'_> {
@@ -227,8 +251,55 @@ impl Drop for Watch<'_> {
             outcome: Err(&cancelled),
             duration: self.started.elapsed(),
             bytes_out: 0,
+            trace_parent: self.trace_parent,
+            trace_span_id: self.trace_span_id,
+            handler: self.times.and_then(HandlerTimes::read),
         });
     }
+}
+
+/// When a call's handler ran, in nanoseconds: from the admission to its start, and how
+/// long it took (`u64::MAX`: it did not run, or has not ended).
+struct HandlerTimes {
+    after: AtomicU64,
+    took: AtomicU64,
+}
+
+impl Default for HandlerTimes {
+    fn default() -> Self {
+        Self {
+            after: AtomicU64::new(u64::MAX),
+            took: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl HandlerTimes {
+    fn read(&self) -> Option<HandlerRun> {
+        let (after, took) = (self.after.load(Relaxed), self.took.load(Relaxed));
+        (after != u64::MAX && took != u64::MAX).then(|| HandlerRun {
+            after: Duration::from_nanos(after),
+            took: Duration::from_nanos(took),
+        })
+    }
+}
+
+/// Notes the handler's run time when dropped (its result, a timeout, a cancellation).
+struct HandlerTiming<'a> {
+    started: Instant,
+    times: &'a HandlerTimes,
+}
+
+impl Drop for HandlerTiming<'_> {
+    fn drop(&mut self) {
+        self.times
+            .took
+            .store(nanos(self.started.elapsed()), Relaxed);
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
 /// Length of `value` as compact JSON (what the result cap measures), without building

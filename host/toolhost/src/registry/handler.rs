@@ -44,6 +44,8 @@ pub struct CallContext {
     result_cap: Option<usize>,
     interaction: Option<InteractionHandle>,
     time_limit: Option<Duration>,
+    trace_parent: Option<super::TraceParent>,
+    trace_span_id: Option<[u8; 8]>,
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -144,6 +146,39 @@ impl CallContext {
     /// none (no client, or a client that cannot ask), which a tool must read as "no".
     pub fn interaction(&self) -> Option<&std::sync::Arc<dyn Interaction>> {
         self.interaction.as_ref().map(|handle| &handle.0)
+    }
+
+    /// This context carrying the caller's trace context (a client's `traceparent`): the
+    /// [`CallObserver`](super::CallObserver) sees it, to parent the call's span, and
+    /// the call gets a random span id of its own ([`CallContext::trace_span_id`]) that
+    /// the call's outgoing requests name as their parent.
+    pub fn with_trace_parent(mut self, parent: super::TraceParent) -> Self {
+        self.trace_parent = Some(parent);
+        let mut span_id = [0u8; 8];
+        span_id.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..8]);
+        if span_id == [0; 8] {
+            span_id[7] = 1;
+        }
+        self.trace_span_id = Some(span_id);
+        self
+    }
+
+    /// The call's own span id, set with [`CallContext::with_trace_parent`]: the span an
+    /// exporter records for the call should have it.
+    pub fn trace_span_id(&self) -> Option<[u8; 8]> {
+        self.trace_span_id
+    }
+
+    /// The `traceparent` the call's outgoing requests carry: the caller's trace, with
+    /// the call's own span as parent. `None` when the caller sent no trace context.
+    pub fn outgoing_trace_parent(&self) -> Option<super::TraceParent> {
+        let (parent, span_id) = (self.trace_parent?, self.trace_span_id?);
+        Some(super::TraceParent { span_id, ..parent })
+    }
+
+    /// The caller's trace context, if it sent a well-formed one.
+    pub fn trace_parent(&self) -> Option<super::TraceParent> {
+        self.trace_parent
     }
 
     /// Whether anyone listens to progress reports: a tool may skip counting when not.

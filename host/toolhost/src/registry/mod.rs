@@ -85,6 +85,7 @@ mod observe;
 mod panic;
 mod sampling;
 mod timestamp;
+mod trace;
 mod types;
 
 pub use arguments::{json_type, Arguments};
@@ -95,13 +96,15 @@ pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use observe::{
-    CallEnd, CallObserver, CallStart, ObserverAlreadySet, ObserverRefusal, OUTCOME_CLASSES,
+    CallEnd, CallObserver, CallStart, HandlerRun, ObserverAlreadySet, ObserverRefusal,
+    OUTCOME_CLASSES,
 };
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
 pub use sampling::{
     SamplingMessage, SamplingRequest, SamplingResponse, MAX_SAMPLING_REQUEST_BYTES,
     MAX_SAMPLING_RESPONSE_BYTES,
 };
+pub use trace::{TraceParent, TRACEPARENT_LEN};
 pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinition, ToolResult};
 
 pub(crate) use dispatch::encoded_len;
@@ -221,6 +224,9 @@ impl Registry {
                 outcome: Err(error),
                 duration: Duration::ZERO,
                 bytes_out: 0,
+                trace_parent: None,
+                trace_span_id: None,
+                handler: None,
             });
         }
     }

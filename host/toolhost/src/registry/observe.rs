@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{Environment, Limit, ToolCall, ToolError, ToolResult};
+use super::{Environment, Limit, ToolCall, ToolError, ToolResult, TraceParent};
 
 /// Sees every call of a registry: asked before it runs (and may refuse it), told when it
 /// ends. Refusals before a call (an unknown tool, arguments without a required field, an
@@ -83,6 +83,10 @@ pub struct CallStart<'a> {
     pub env: &'a Environment,
     /// The call as asked (name and arguments' JSON text as sent).
     pub call: &'a ToolCall,
+    /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
+    pub trace_parent: Option<TraceParent>,
+    /// The call's own span id ([`CallContext::trace_span_id`](super::CallContext::trace_span_id)).
+    pub trace_span_id: Option<[u8; 8]>,
 }
 
 /// A call that ended, for [`CallObserver::finished`].
@@ -104,6 +108,22 @@ pub struct CallEnd<'a> {
     pub duration: Duration,
     /// The result's size as the result cap measures it (0 for an error).
     pub bytes_out: usize,
+    /// The caller's trace context ([`CallContext::with_trace_parent`](super::CallContext::with_trace_parent)).
+    pub trace_parent: Option<TraceParent>,
+    /// The call's own span id ([`CallContext::trace_span_id`](super::CallContext::trace_span_id)).
+    pub trace_span_id: Option<[u8; 8]>,
+    /// When the tool's handler ran (for a plugin tool: its instantiation and the guest
+    /// call), if it ran.
+    pub handler: Option<HandlerRun>,
+}
+
+/// When a call's handler ran, within the call ([`CallEnd::handler`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandlerRun {
+    /// From the call's admission to the handler's start (the argument checks).
+    pub after: Duration,
+    /// How long the handler ran (to its result, the timeout or the cancellation).
+    pub took: Duration,
 }
 
 impl CallEnd<'_> {

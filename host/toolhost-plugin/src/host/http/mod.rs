@@ -57,6 +57,8 @@ pub(crate) struct HttpHooks {
     redactor: Arc<Redactor>,
     requests: u32,
     deadline: Option<Instant>,
+    /// The `traceparent` the current call's requests carry, if any.
+    traceparent: Option<toolhost::registry::TraceParent>,
 }
 
 /// Where a checked request goes.
@@ -103,14 +105,22 @@ impl HttpHooks {
             redactor,
             requests: 0,
             deadline: None,
+            traceparent: None,
         }
     }
 
-    /// Resets the per-call count for a call of `tool` ending at `deadline`.
-    pub(crate) fn begin_call(&mut self, tool: &str, deadline: Instant) {
+    /// Resets the per-call count for a call of `tool` ending at `deadline`, whose
+    /// requests carry `traceparent` (when trace propagation is on).
+    pub(crate) fn begin_call(
+        &mut self,
+        tool: &str,
+        deadline: Instant,
+        traceparent: Option<toolhost::registry::TraceParent>,
+    ) {
         tool.clone_into(&mut self.tool);
         self.requests = 0;
         self.deadline = Some(deadline);
+        self.traceparent = traceparent.filter(|_| crate::http_policy::trace_propagation());
     }
 
     /// What a refusal of the current call is logged with.
@@ -235,10 +245,17 @@ fn content_length(headers: &http::HeaderMap) -> Option<u64> {
 impl WasiHttpHooks for HttpHooks {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
+        if let Some(parent) = self.traceparent {
+            // Ours replaces any the plugin set: the trace is the client's, not the plugin's.
+            if let Ok(value) = http::HeaderValue::from_str(&parent.to_string()) {
+                request.headers_mut().insert("traceparent", value);
+            }
+            request.headers_mut().remove("tracestate");
+        }
         let checked = self.check(&request);
         let grant = Arc::clone(&self.grant);
         let deadline = self.deadline;

@@ -27,7 +27,7 @@ fn hooks(allow: &[&str], limits: HttpLimits) -> HttpHooks {
         crate::limits::ImportLimits::default(),
     ));
     let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter, Arc::default());
-    hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
     hooks
 }
 
@@ -107,7 +107,7 @@ fn the_request_count_and_declared_body_size_are_limited() {
         Err("ConnectionLimitReached".into())
     );
     // Denied requests count too, so a loop of them stops early.
-    hooks.begin_call("t", Instant::now() + Duration::from_secs(5));
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
     assert!(checked(&mut hooks, "https://evil.test/", None).is_err());
     assert!(checked(&mut hooks, "https://api.test/", None).is_ok());
     assert_eq!(
