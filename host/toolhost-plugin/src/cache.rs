@@ -154,11 +154,11 @@ impl CompileCache {
     /// The entry's key for a component of these bytes.
     #[cfg(test)]
     fn key(&self, bytes: &[u8]) -> [u8; 32] {
-        self.key_of(&Sha256::digest(bytes).into())
+        self.key_of(blake3::hash(bytes).as_bytes())
     }
 
-    /// The entry's key for a component whose bytes have this SHA-256: the engine's
-    /// fingerprint and the digest, hashed.
+    /// The entry's key for a component whose bytes have this BLAKE3 hash
+    /// ([`content_hash`]): the engine's fingerprint and the hash, hashed.
     fn key_of(&self, digest: &[u8; 32]) -> [u8; 32] {
         let mut key = Sha256::new();
         key.update(self.fingerprint);
@@ -194,13 +194,11 @@ impl CompileCache {
         path: &Path,
         bytes: &[u8],
     ) -> Result<(Component, CompileSource), PluginError> {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
-        self.load_into(engine, path, bytes, &digest, None)
+        self.load_into(engine, path, bytes, &content_hash(bytes), None)
     }
 
     /// [`load`](Self::load) into `engine`: compiled, or read from the cache. `digest` is
-    /// the SHA-256 of `bytes` (the one the loader checked against the lock file): the
-    /// entry's key is made from it. (The other engine shards of a backend load the
+    /// the [`content_hash`] of `bytes`: the entry's key is made from it. (The other engine shards of a backend load the
     /// component from its artifact when a call first needs it there.)
     ///
     /// With a `quick` engine ([`crate::engine::build_quick`]), a miss is compiled there
@@ -282,6 +280,15 @@ impl CompileCache {
         }
         Ok((component, compiled))
     }
+}
+
+/// The hash a component's bytes are known by in the cache (its entry's key) and within a
+/// load (one component under several names is compiled once): BLAKE3, collision-resistant
+/// as SHA-256 is (128 bits) and several times faster, so a warm start over hundreds of
+/// plugins does not spend its time hashing. (The lock file's pins stay SHA-256, the OCI
+/// digest; they are computed only when there is a lock to check.)
+pub(crate) fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    *blake3::hash(bytes).as_bytes()
 }
 
 fn entry_path(dir: &Path, key: &[u8; 32]) -> PathBuf {
