@@ -40,7 +40,7 @@ const ROUNDS: usize = 3;
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// A running `host run` on a generated directory.
-struct Host {
+pub(crate) struct Host {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -49,13 +49,20 @@ struct Host {
 
 impl Host {
     fn spawn(dir: &Path, cache: &Path) -> Result<Host> {
-        let mut child = Command::new(HOST)
+        let mut command = Command::new(HOST);
+        command
             .arg("run")
             .arg("--plugins")
             .arg(dir)
             .arg("--cache-dir")
             .arg(cache)
-            .arg("--no-builtins")
+            .arg("--no-builtins");
+        Self::spawn_command(command)
+    }
+
+    /// `host run` with these arguments (stdin and stdout piped, stderr dropped).
+    pub(crate) fn spawn_command(mut command: Command) -> Result<Host> {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -80,7 +87,7 @@ impl Host {
         Ok(())
     }
 
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Result<Value> {
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Result<Value> {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         loop {
             self.line.clear();
@@ -95,7 +102,7 @@ impl Host {
     }
 
     /// initialize, initialized and the first tools/list page; returns that page.
-    fn handshake(&mut self) -> Result<Value> {
+    pub(crate) fn handshake(&mut self) -> Result<Value> {
         self.request(
             1,
             "initialize",
@@ -133,12 +140,17 @@ impl Host {
     }
 
     fn rss(&self) -> Result<u64> {
+        self.status_bytes("VmRSS:")
+    }
+
+    /// A byte count of `/proc/PID/status`, by its label (`VmRSS:`, `VmHWM:`).
+    pub(crate) fn status_bytes(&self, label: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let kib: u64 = status
             .lines()
-            .find(|line| line.starts_with("VmRSS:"))
+            .find(|line| line.starts_with(label))
             .and_then(|line| line.split_whitespace().nth(1))
-            .context("no VmRSS in /proc/PID/status")?
+            .with_context(|| format!("no {label} in /proc/PID/status"))?
             .parse()?;
         Ok(kib * 1024)
     }
@@ -167,7 +179,7 @@ impl Host {
 
     /// Closes stdin and waits for the exit (`host run` first finishes the optimized
     /// compiles of a cold start, at most 30 s); kills it after `patience`.
-    fn stop(mut self, patience: Duration) -> Result<()> {
+    pub(crate) fn stop(mut self, patience: Duration) -> Result<()> {
         drop(self.stdin.take());
         let deadline = Instant::now() + patience;
         while Instant::now() < deadline {
