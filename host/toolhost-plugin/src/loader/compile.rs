@@ -275,19 +275,15 @@ impl PluginHost {
         // other shards get it from its artifact when a call first lands there.
         let engine = &backend.shards[0].engine;
         // The same bytes on the same backend: the same code, compiled once per load.
-        let key = (
-            digest,
-            Arc::as_ptr(&backend.shards).cast::<u8>() as usize,
-        );
+        let key = (digest, Arc::as_ptr(&backend.shards).cast::<u8>() as usize);
         let started = std::time::Instant::now();
         let (component, compile) = match shared.and_then(|shared| shared.get(&key)) {
             Some((component, true)) => (component, CompileSource::Quick(started.elapsed())),
             Some((component, false)) => (component, CompileSource::CacheHit(started.elapsed())),
             None => {
-                let (component, compile) =
-                    backend
-                        .cache
-                        .load_into(engine, path, &bytes, &digest, quick)?;
+                let (component, compile) = backend
+                    .cache
+                    .load_into(engine, path, &bytes, &digest, quick)?;
                 if let Some(shared) = shared {
                     let quick = matches!(compile, CompileSource::Quick(_));
                     shared.put(key, component.clone(), quick);

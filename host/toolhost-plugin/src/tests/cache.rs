@@ -437,11 +437,7 @@ fn an_entry_of_the_hmac_format_is_recompiled_not_trusted() {
     mac.update(&entry_key);
     mac.update(artifact);
     let tag = mac.finalize().into_bytes();
-    std::fs::write(
-        &alpha_entry,
-        entry_of(b"wthc\0\0\0\x01", &tag, artifact),
-    )
-    .unwrap();
+    std::fs::write(&alpha_entry, entry_of(b"wthc\0\0\0\x01", &tag, artifact)).unwrap();
     let (source, tools) = load(cache.path(), &alpha);
     assert!(matches!(source, CompileSource::Compiled(_)), "{source:?}");
     assert_eq!(tools, ["alpha"]);
