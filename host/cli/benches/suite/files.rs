@@ -6,7 +6,7 @@
 //! tools' result caps), [`RUNS`] times each after one warm-up: the p50 per file, and the
 //! host's peak RSS (VmHWM) after the handshake and after the calls.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
