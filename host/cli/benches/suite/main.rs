@@ -48,6 +48,8 @@ fn main() {
                 Some(10)
             } else if arg == "files" {
                 Some(11)
+            } else if arg == "reload" {
+                Some(12)
             } else {
                 arg.parse().ok()
             }
@@ -119,6 +121,9 @@ fn main() {
     });
     run(11, "file tools over 10^3 to 10^5 files", &mut || {
         files::files(&fixtures)
+    });
+    run(12, "hot reload of 1 of 500 plugins", &mut || {
+        scale::reload(&fixtures)
     });
 
     println!();
