@@ -16,7 +16,7 @@
 //!    key file) owned by another user, or a directory writable by its group or by others,
 //!    is refused: another user could plant an entry. A key file readable by others is
 //!    refused too.
-//! 3. **Authentication.** Every entry carries an HMAC-SHA256 of its artifact and its
+//! 3. **Authentication.** Every entry carries a keyed BLAKE3 tag of its artifact and its
 //!    cache key, under a random key kept in the directory ([`KEY_FILE`], `0600`). An entry
 //!    is read into memory once, its tag checked over those bytes, and only then
 //!    deserialised from the same buffer: an entry that does not verify (tampered,
@@ -37,11 +37,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The key file's name in the cache directory.
+/// The key file's name in the cache directory (named when entries were tagged with
+/// HMAC-SHA256; the name stays so an existing cache keeps its key).
 pub(crate) const KEY_FILE: &str = "hmac-key";
 
-/// Bytes of the key: the output size of SHA-256, the key length RFC 2104 recommends for
-/// HMAC-SHA256 (shorter weakens it, longer adds nothing).
+/// Bytes of the key: the key length of keyed BLAKE3 (exactly 32 bytes, 256 bits).
 pub(crate) const KEY_LEN: usize = 32;
 
 /// A temporary file of the cache older than this was left by a host that died while

@@ -29,7 +29,7 @@ pub(crate) struct OptimizeJob {
     pub path: PathBuf,
     /// The component's bytes, as checked against the pins and compiled quickly.
     pub bytes: Vec<u8>,
-    /// Their SHA-256: the compile cache's key is made from it.
+    /// Their [`crate::cache::content_hash`]: the compile cache's key is made from it.
     pub digest: [u8; 32],
     /// The cache of the engines below.
     pub cache: CompileCache,

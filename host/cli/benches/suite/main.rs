@@ -21,6 +21,7 @@ use anyhow::Result;
 
 mod bare;
 mod calls;
+mod files;
 mod fixtures;
 mod grep;
 mod process;
@@ -45,6 +46,10 @@ fn main() {
         .filter_map(|arg| {
             if arg == "scale" {
                 Some(10)
+            } else if arg == "files" {
+                Some(11)
+            } else if arg == "reload" {
+                Some(12)
             } else {
                 arg.parse().ok()
             }
@@ -113,6 +118,12 @@ fn main() {
     });
     run(10, "scale: 1 to 500 plugins", &mut || {
         scale::scale(&fixtures)
+    });
+    run(11, "file tools over 10^3 to 10^5 files", &mut || {
+        files::files(&fixtures)
+    });
+    run(12, "hot reload of 1 of 500 plugins", &mut || {
+        scale::reload(&fixtures)
     });
 
     println!();

@@ -142,7 +142,7 @@ impl Compiled {
 #[derive(Default)]
 pub(super) struct SharedComponents(std::sync::Mutex<std::collections::HashMap<SharedKey, Shared>>);
 
-/// A component's digest and the address of the shards it was loaded for.
+/// A component's content hash (BLAKE3) and the address of the shards it was loaded for.
 type SharedKey = ([u8; 32], usize);
 
 /// The component, and whether it is quick code.
@@ -243,10 +243,17 @@ impl PluginHost {
         let manifest_file = manifest::manifest_path(path);
         let manifest_bytes = read_manifest_bytes(&manifest_file)?;
         let bytes = read_regular_file(path, "component", MAX_COMPONENT_BYTES)?;
-        let digest = Sha256Digest::of(&bytes);
+        // The lock's pins are SHA-256 (the OCI digest), hashed only when there is a lock;
+        // the cache and this load know the bytes by their faster BLAKE3 hash.
         if let Some(pins) = pins {
-            check_pins(pins, path, &digest, manifest_bytes.as_deref())?;
+            check_pins(
+                pins,
+                path,
+                &Sha256Digest::of(&bytes),
+                manifest_bytes.as_deref(),
+            )?;
         }
+        let digest = crate::cache::content_hash(&bytes);
         let resolved = if any_grant {
             manifest::resolve_bytes_with(
                 path,
@@ -268,19 +275,15 @@ impl PluginHost {
         // other shards get it from its artifact when a call first lands there.
         let engine = &backend.shards[0].engine;
         // The same bytes on the same backend: the same code, compiled once per load.
-        let key = (
-            *digest.as_bytes(),
-            Arc::as_ptr(&backend.shards).cast::<u8>() as usize,
-        );
+        let key = (digest, Arc::as_ptr(&backend.shards).cast::<u8>() as usize);
         let started = std::time::Instant::now();
         let (component, compile) = match shared.and_then(|shared| shared.get(&key)) {
             Some((component, true)) => (component, CompileSource::Quick(started.elapsed())),
             Some((component, false)) => (component, CompileSource::CacheHit(started.elapsed())),
             None => {
-                let (component, compile) =
-                    backend
-                        .cache
-                        .load_into(engine, path, &bytes, digest.as_bytes(), quick)?;
+                let (component, compile) = backend
+                    .cache
+                    .load_into(engine, path, &bytes, &digest, quick)?;
                 if let Some(shared) = shared {
                     let quick = matches!(compile, CompileSource::Quick(_));
                     shared.put(key, component.clone(), quick);
@@ -357,7 +360,7 @@ impl PluginHost {
         let optimize = matches!(compile, CompileSource::Quick(_)).then(|| OptimizeJob {
             path: path.to_owned(),
             bytes,
-            digest: *digest.as_bytes(),
+            digest,
             cache: backend.cache.clone(),
             shards,
             version,

@@ -406,3 +406,94 @@ fn a_key_of_the_wrong_size_is_replaced_and_every_entry_recompiles() {
         CompileSource::CacheHit(_)
     ));
 }
+
+/// The parts of a forged entry of `artifact` in alpha's place: the cache's own key (read
+/// from its key file) and alpha's entry key.
+fn cache_and_entry_keys(cache: &Path) -> ([u8; 32], [u8; 32]) {
+    let key: [u8; 32] = std::fs::read(cache.canonicalize().unwrap().join("hmac-key"))
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let host = PluginHost::new(caching(cache)).unwrap();
+    (key, host.plain.cache.entry_key(&one_tool("alpha")))
+}
+
+/// `magic`, `tag` and `artifact`: an entry as the cache lays it out.
+fn entry_of(magic: &[u8], tag: &[u8], artifact: &[u8]) -> Vec<u8> {
+    [magic, tag, artifact].concat()
+}
+
+#[test]
+fn an_entry_of_the_hmac_format_is_recompiled_not_trusted() {
+    use hmac::Mac;
+    let cache = tempfile::tempdir().unwrap();
+    let (_dir, alpha, _beta, alpha_entry, _) = alpha_and_beta(cache.path());
+    let (key, entry_key) = cache_and_entry_keys(cache.path());
+    let artifact = &std::fs::read(&alpha_entry).unwrap()[8 + 32..];
+    // A genuine entry of the former format (an HMAC-SHA256 tag under this cache's key):
+    // the format is no longer trusted at all, so it is compiled again, and rewritten.
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(b"wasm-toolhost compile cache entry v1\0");
+    mac.update(&entry_key);
+    mac.update(artifact);
+    let tag = mac.finalize().into_bytes();
+    std::fs::write(&alpha_entry, entry_of(b"wthc\0\0\0\x01", &tag, artifact)).unwrap();
+    let (source, tools) = load(cache.path(), &alpha);
+    assert!(matches!(source, CompileSource::Compiled(_)), "{source:?}");
+    assert_eq!(tools, ["alpha"]);
+    assert_eq!(
+        &std::fs::read(&alpha_entry).unwrap()[..8],
+        b"wthc\0\0\0\x02",
+        "rewritten in the current format"
+    );
+}
+
+#[test]
+fn an_entry_tagged_without_the_cache_key_is_not_loaded() {
+    let cache = tempfile::tempdir().unwrap();
+    let (_dir, alpha, _beta, alpha_entry, beta_entry) = alpha_and_beta(cache.path());
+    let (key, entry_key) = cache_and_entry_keys(cache.path());
+    // Beta's code in alpha's place, tagged as the cache tags, by a writer who lacks the
+    // key: with an unkeyed BLAKE3 hash, and under another key.
+    let beta_artifact = std::fs::read(&beta_entry).unwrap()[8 + 32..].to_vec();
+    let tagged = |hasher: blake3::Hasher| {
+        let mut hasher = hasher;
+        hasher.update(b"wasm-toolhost compile cache entry v2\0");
+        hasher.update(&entry_key);
+        hasher.update(&beta_artifact);
+        hasher.finalize()
+    };
+    let mut other_key = key;
+    other_key[0] ^= 1;
+    for forged in [
+        tagged(blake3::Hasher::new()),
+        tagged(blake3::Hasher::new_keyed(&other_key)),
+    ] {
+        std::fs::write(
+            &alpha_entry,
+            entry_of(b"wthc\0\0\0\x02", forged.as_bytes(), &beta_artifact),
+        )
+        .unwrap();
+        let (source, tools) = load(cache.path(), &alpha);
+        assert!(matches!(source, CompileSource::Compiled(_)), "{source:?}");
+        assert_eq!(tools, ["alpha"], "the forged entry ran");
+    }
+    // The same layout tagged under the cache's key is what the cache writes: it loads
+    // (so the forgeries above fail only for want of the key).
+    let alpha_artifact = std::fs::read(&alpha_entry).unwrap()[8 + 32..].to_vec();
+    let mut genuine = blake3::Hasher::new_keyed(&key);
+    genuine.update(b"wasm-toolhost compile cache entry v2\0");
+    genuine.update(&entry_key);
+    genuine.update(&alpha_artifact);
+    assert_eq!(
+        std::fs::read(&alpha_entry).unwrap(),
+        entry_of(
+            b"wthc\0\0\0\x02",
+            genuine.finalize().as_bytes(),
+            &alpha_artifact
+        )
+    );
+    let (source, tools) = load(cache.path(), &alpha);
+    assert!(matches!(source, CompileSource::CacheHit(_)), "{source:?}");
+    assert_eq!(tools, ["alpha"]);
+}

@@ -1,0 +1,226 @@
+//! Figure 11: the file tools over roots of 10^3, 10^4 and 10^5 files. Each root is a
+//! generated tree (kept in `target/bench-data/files-N`, made once and reused: 100 files
+//! of ~60 bytes per directory; every thousandth file is a `.md` holding the word
+//! `needle`, the others `.txt`). Per size, a fresh `host run --root ROOT` is asked
+//! `glob "**/*.md"` and `grep "needle"` (both walk every file; N/1000 match, under both
+//! tools' result caps), [`RUNS`] times each after one warm-up: the p50 per file, and the
+//! host's peak RSS (VmHWM) after the handshake and after the calls.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use super::fixtures::Fixtures;
+use super::report::{bytes, time, Row, Samples, Target};
+use super::scale::Host;
+
+const HOST: &str = env!("CARGO_BIN_EXE_host");
+/// Root sizes, in files.
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// Files per directory.
+const PER_DIR: usize = 100;
+/// Timed calls per tool and size.
+const RUNS: usize = 5;
+
+/// The tree of `n` files, made once (a `.complete` marker is written last, so a tree cut
+/// short by an interrupted run is made again).
+fn tree(fixtures: &Fixtures, n: usize) -> Result<PathBuf> {
+    let root = fixtures.data_dir.join(format!("files-{n}"));
+    let marker = fixtures.data_dir.join(format!("files-{n}.complete"));
+    if marker.is_file() {
+        return Ok(root);
+    }
+    if root.exists() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    println!("  generating {n} files in {}", root.display());
+    for i in 0..n {
+        let dir = root.join(format!("d{:04}", i / PER_DIR));
+        if i % PER_DIR == 0 {
+            std::fs::create_dir_all(&dir)?;
+        }
+        let (name, text) = if i % 1000 == 7 {
+            (
+                format!("f{i:07}.md"),
+                format!("file {i}: a needle in the haystack, line one\n"),
+            )
+        } else {
+            (
+                format!("f{i:07}.txt"),
+                format!("file {i}: nothing to see here, only hay and more hay\n"),
+            )
+        };
+        std::fs::write(dir.join(name), text)?;
+    }
+    std::fs::write(&marker, b"")?;
+    Ok(root)
+}
+
+/// The result of a tool call as JSON (structured content, else the first text block).
+fn result_of(answer: &Value) -> Result<Value> {
+    let result = &answer["result"];
+    if result["isError"] == true || result.is_null() {
+        bail!("the call failed: {answer}");
+    }
+    if !result["structuredContent"].is_null() {
+        return Ok(result["structuredContent"].clone());
+    }
+    let text = result["content"][0]["text"]
+        .as_str()
+        .with_context(|| format!("no text in {answer}"))?;
+    Ok(serde_json::from_str(text).unwrap_or(Value::String(text.to_owned())))
+}
+
+struct Size {
+    n: usize,
+    glob: Samples,
+    grep: Samples,
+    idle_peak: u64,
+    peak: u64,
+}
+
+/// Figure 11.
+pub(crate) fn files(fixtures: &Fixtures) -> Result<Vec<Row>> {
+    let mut sizes = Vec::new();
+    for n in SIZES {
+        let root = tree(fixtures, n)?;
+        let mut command = Command::new(HOST);
+        command.arg("run").arg("--root").arg(&root);
+        let mut host = Host::spawn_command(command)?;
+        host.handshake()?;
+        let idle_peak = host.status_bytes("VmHWM:")?;
+        let mut id = 100;
+        let mut call = |host: &mut Host, tool: &str, args: Value| -> Result<(Duration, Value)> {
+            id += 1;
+            let started = Instant::now();
+            let answer =
+                host.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
+            Ok((started.elapsed(), result_of(&answer)?))
+        };
+        let (mut glob, mut grep) = (Samples::default(), Samples::default());
+        for run in 0..=RUNS {
+            let (elapsed, found) = call(&mut host, "glob", json!({"pattern": "**/*.md"}))?;
+            let paths = found["paths"].as_array().map_or(0, Vec::len);
+            if paths != n / 1000 || found["truncated"] != false {
+                bail!(
+                    "glob over {n} files found {paths} paths, not {}: {found}",
+                    n / 1000
+                );
+            }
+            let (grep_elapsed, hits) = call(&mut host, "grep", json!({"pattern": "needle"}))?;
+            let text = hits.to_string();
+            if text.matches("needle").count() < n / 1000 {
+                bail!(
+                    "grep over {n} files found fewer than {} needles: {text:.400}",
+                    n / 1000
+                );
+            }
+            if run > 0 {
+                glob.push(elapsed);
+                grep.push(grep_elapsed);
+            }
+        }
+        let peak = host.status_bytes("VmHWM:")?;
+        host.stop(Duration::from_secs(10))?;
+        println!(
+            "  {n} files: glob p50 {} ({:.2} µs per file), grep p50 {} ({:.2} µs per file), peak RSS {} after the handshake, {} after the calls",
+            time(glob.p50()),
+            glob.p50() / n as f64 * 1e6,
+            time(grep.p50()),
+            grep.p50() / n as f64 * 1e6,
+            bytes(idle_peak),
+            bytes(peak)
+        );
+        sizes.push(Size {
+            n,
+            glob,
+            grep,
+            idle_peak,
+            peak,
+        });
+    }
+    Ok(rows_of(&sizes))
+}
+
+fn rows_of(sizes: &[Size]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for size in sizes {
+        rows.push(Row::judged(
+            format!("11 file tools, {} files", size.n),
+            format!(
+                "glob p50 {} ({:.2} µs/file); grep p50 {} ({:.2} µs/file); peak RSS {} -> {}",
+                time(size.glob.p50()),
+                size.glob.p50() / size.n as f64 * 1e6,
+                time(size.grep.p50()),
+                size.grep.p50() / size.n as f64 * 1e6,
+                bytes(size.idle_peak),
+                bytes(size.peak)
+            ),
+            0.0,
+            "-",
+            Target::Report,
+        ));
+    }
+    let (first, last) = (&sizes[0], &sizes[sizes.len() - 1]);
+    // Time per file must not grow: the per-file time at the largest root over the
+    // smallest's (1 or less is linear or better).
+    for (tool, of) in [
+        ("glob", (|s: &Size| s.glob.p50()) as fn(&Size) -> f64),
+        ("grep", |s: &Size| s.grep.p50()),
+    ] {
+        let ratio = (of(last) / last.n as f64) / (of(first) / first.n as f64);
+        rows.push(Row::judged(
+            format!("11 {tool} time per file, {} / {} files", last.n, first.n),
+            format!(
+                "{:.2} vs {:.2} µs per file",
+                of(last) / last.n as f64 * 1e6,
+                of(first) / first.n as f64 * 1e6
+            ),
+            ratio,
+            format!("{ratio:.2}"),
+            Target::AtMost(1.0),
+        ));
+    }
+    // The last step alone (reported): past the smallest root, whose files and
+    // directory entries fit in the CPU's caches, the curve's own slope.
+    if sizes.len() > 2 {
+        let before = &sizes[sizes.len() - 2];
+        for (tool, of) in [
+            ("glob", (|s: &Size| s.glob.p50()) as fn(&Size) -> f64),
+            ("grep", |s: &Size| s.grep.p50()),
+        ] {
+            let ratio = (of(last) / last.n as f64) / (of(before) / before.n as f64);
+            rows.push(Row::judged(
+                format!("11 {tool} time per file, {} / {} files", last.n, before.n),
+                format!(
+                    "{:.2} vs {:.2} µs per file",
+                    of(last) / last.n as f64 * 1e6,
+                    of(before) / before.n as f64 * 1e6
+                ),
+                ratio,
+                format!("{ratio:.2}"),
+                Target::Report,
+            ));
+        }
+    }
+    // Memory bounded: the peak over the calls grows by less than the root (100 times
+    // the files) would make it; judged as the growth of the calls' own peak (above the
+    // idle host's) at most 2x from the smallest root to the largest.
+    let own = |s: &Size| s.peak.saturating_sub(s.idle_peak).max(1) as f64;
+    let growth = own(last) / own(first);
+    rows.push(Row::judged(
+        format!("11 file tools' peak memory, {} / {} files", last.n, first.n),
+        format!(
+            "calls' peak above the idle host: {} vs {}",
+            bytes(own(last) as u64),
+            bytes(own(first) as u64)
+        ),
+        growth,
+        format!("{growth:.2}"),
+        Target::AtMost(2.0),
+    ));
+    rows
+}
