@@ -82,7 +82,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
-    crate::observe::install_toolset(&toolset);
+    crate::observe::install_toolset(&toolset.registry, toolset.load_report());
     let mut server = McpServer::new(Arc::clone(&toolset.registry))
         .with_max_in_flight(args.max_in_flight)
         .with_max_queued_calls(args.max_queued_calls)

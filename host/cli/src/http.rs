@@ -77,7 +77,7 @@ pub(crate) async fn serve(
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
             let toolset = build_server_registry(registry_args)?;
-            crate::observe::install_toolset(&toolset);
+            crate::observe::install_toolset(&toolset.registry, toolset.load_report());
             let registry = Arc::clone(&toolset.registry);
             let registries = match &toolset.files {
                 Some(files) => {
@@ -112,7 +112,7 @@ pub(crate) async fn serve(
             let toolset = build_server_registry(&shared)?;
             // The observers watch each session's registry (below), not the shared
             // plugins' one its calls go on to: one record per call.
-            crate::observe::note_plugins(&toolset);
+            crate::observe::note_plugins(toolset.load_report());
             info!(base = %template.base().display(), template = %template.as_str(), "one storage root per session");
             // Each session's registry: the same set-up as the shared one (over its own
             // root), and the plugins' tools, loaded once, shared (they get no file

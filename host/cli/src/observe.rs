@@ -180,10 +180,14 @@ pub(crate) async fn start(
     Ok(())
 }
 
-/// Installs the observers on the toolset's registry, and [`note_plugins`].
-pub(crate) fn install_toolset(toolset: &crate::setup::Toolset) {
-    install(&toolset.registry);
-    note_plugins(toolset);
+/// Installs the observers on a toolset's `registry`, and [`note_plugins`] of its
+/// plugins' load `report`.
+pub(crate) fn install_toolset(
+    registry: &toolhost::registry::Registry,
+    report: Option<&toolhost_plugin::LoadReport>,
+) {
+    install(registry);
+    note_plugins(report);
 }
 
 /// Tells the observers of a `--watch` event: counts it, and records a new version's
@@ -221,8 +225,8 @@ pub(crate) fn watch_event(event: &toolhost_plugin::watch::WatchEvent) {
 
 /// Tells the observers which plugin each plugin tool comes from (file and SHA-256, read
 /// now) and how loading went.
-pub(crate) fn note_plugins(toolset: &crate::setup::Toolset) {
-    let (Some(observers), Some(report)) = (get(), toolset.load_report()) else {
+pub(crate) fn note_plugins(report: Option<&toolhost_plugin::LoadReport>) {
+    let (Some(observers), Some(report)) = (get(), report) else {
         return;
     };
     if let Some(metrics) = &observers.metrics {

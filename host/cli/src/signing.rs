@@ -133,7 +133,7 @@ pub(crate) async fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     let key = SigningKey::from_pem(&text, passphrase.as_deref())
         .map_err(|err| anyhow::anyhow!("--key {}: {err}", args.key.display()))?;
     let reference = OciReference::parse(&args.reference)?;
-    let options = crate::oci::client_options(&args.registry, &reference)?;
+    let options = crate::registry_client::client_options(&args.registry, &reference)?;
     let client = RegistryClient::new(&reference, options)?;
     let resolved = client.resolve().await?;
     let signed = client.push_signature(&resolved.digest, &key).await?;

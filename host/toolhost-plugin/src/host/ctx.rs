@@ -42,7 +42,7 @@ pub(crate) struct ImportCtx {
     pub questions: u32,
     /// How much the plugin may sample (`sampling`): its grant, when its manifest asked
     /// for it and the operator allowed it; `None` otherwise.
-    pub sampling: Option<crate::manifest::SamplingGrant>,
+    pub sampling: Option<super::sampling_grant::SamplingGrant>,
     /// Sampling requests the current call has made.
     pub samples: u32,
 }

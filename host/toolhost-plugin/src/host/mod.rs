@@ -20,6 +20,7 @@ pub(crate) mod interaction;
 pub(crate) mod log;
 pub(crate) mod quota;
 pub(crate) mod sampling;
+pub(crate) mod sampling_grant;
 
 use crate::v0_2::toolhost::plugin::types;
 pub(crate) use ctx::{ImportCtx, Imports};

@@ -162,3 +162,14 @@ mod tests {
         );
     }
 }
+
+/// Who says a message: of a prompt ([`catalog::PromptMessage`](super::catalog::PromptMessage))
+/// or of a sampling request ([`SamplingMessage`](super::SamplingMessage)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}

@@ -21,8 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::catalog::Role;
 use super::content::ContentBlock;
+use super::content::Role;
 
 /// The largest sampling request: 64 KiB of payload (every message's text or media as
 /// base64, the system prompt, the stop sequences and the model hints). A larger one is

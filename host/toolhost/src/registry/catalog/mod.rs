@@ -21,6 +21,7 @@ use crate::registry::{CallContext, ContentBlock, Environment, ResourceBody, Tool
 
 mod store;
 
+pub use super::content::Role;
 pub use store::{Catalog, CatalogError};
 
 /// The future a source returns.
@@ -53,16 +54,6 @@ pub struct PromptDefinition {
     /// The arguments it takes.
     #[serde(default)]
     pub arguments: Vec<PromptArgument>,
-}
-
-/// Who says a prompt message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The user.
-    User,
-    /// The assistant.
-    Assistant,
 }
 
 /// One message of a filled-in prompt.
