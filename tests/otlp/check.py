@@ -1,0 +1,179 @@
+"""Traces as an independent OTLP receiver decodes them: the official
+`opentelemetry-proto` package (PyPI) parses what `host run --otlp-endpoint` exports.
+
+    python check.py HOST WEBFETCH.wasm
+
+Starts, on 127.0.0.1: an OTLP/HTTP receiver (POST /v1/traces, protobuf) and a web server
+that records each request's `traceparent`; runs `host run` with the webfetch plugin
+allowed to reach that server and the receiver as its collector; makes one `tools/call`
+with `_meta.traceparent`; closes the input (the host flushes its spans as it ends); then
+checks the decoded span tree: the SERVER span `tools/call fetch` in the client's trace
+with the client's span as parent and the MCP/GenAI attributes, its `execute_tool fetch`
+child, the service name, and that the request behind the plugin carried the same trace
+with an exported span as parent. Prints one line per check; exits 1 on the first failure.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CLIENT_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"
+
+exports = []
+seen_traceparents = []
+
+
+class Collector(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(min(length, 16 << 20))
+        if self.path == "/v1/traces" and self.headers.get("Content-Type") == "application/x-protobuf":
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            exports.append(request)
+            answer = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+        else:
+            self.send_response(400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class Origin(BaseHTTPRequestHandler):
+    def do_GET(self):
+        seen_traceparents.append(self.headers.get("traceparent", ""))
+        body = b"hello"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def serve(handler):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def check(what, ok, detail=""):
+    if not ok:
+        print(f"otlp-check: FAILED: {what} {detail}", file=sys.stderr)
+        sys.exit(1)
+    print(f"otlp-check: ok   {what}")
+
+
+def attributes(span):
+    out = {}
+    for kv in span.attributes:
+        value = kv.value
+        kind = value.WhichOneof("value")
+        out[kv.key] = getattr(value, kind) if kind else None
+    return out
+
+
+def main(host, webfetch):
+    collector, collector_url = serve(Collector)
+    origin, origin_url = serve(Origin)
+    work = tempfile.mkdtemp()
+    try:
+        plugins = os.path.join(work, "plugins")
+        os.mkdir(plugins)
+        shutil.copy(webfetch, os.path.join(plugins, "webfetch.wasm"))
+        with open(os.path.join(plugins, "webfetch.toml"), "w") as f:
+            f.write(f'[grants]\nhttp = ["{origin_url}"]\n')
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "otlp-check", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "fetch", "arguments": {"url": f"{origin_url}/page?secret=s3cr3t"},
+                        "_meta": {"traceparent": TRACEPARENT}}},
+        ]
+        env = dict(os.environ, OTEL_SERVICE_NAME="otlp-check",
+                   OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
+        done = subprocess.run(
+            [host, "run", "--no-builtins", "--plugins", plugins,
+             "--cache-dir", os.path.join(work, "cache"),
+             "--plugin-http", origin_url, "--plugin-http-allow-net", "127.0.0.1",
+             "--otlp-endpoint", collector_url],
+            input="".join(json.dumps(line) + "\n" for line in lines),
+            capture_output=True, text=True, timeout=120, env=env,
+        )
+        check("host run ended cleanly", done.returncode == 0, done.stderr[-2000:])
+        answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+        call = next((a for a in answers if a.get("id") == 2), None)
+        check("the fetch answered", call is not None and call["result"]["isError"] is False,
+              json.dumps(call)[:500])
+    finally:
+        collector.shutdown()
+        origin.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+    spans = []
+    services = set()
+    for request in exports:
+        for resource_spans in request.resource_spans:
+            resource = {kv.key: kv.value.string_value for kv in resource_spans.resource.attributes}
+            services.add(resource.get("service.name"))
+            check("the resource carries OTEL_RESOURCE_ATTRIBUTES",
+                  resource.get("deployment.environment") == "test", str(resource))
+            for scope_spans in resource_spans.scope_spans:
+                spans.extend(scope_spans.spans)
+    check("the service name is OTEL_SERVICE_NAME", services == {"otlp-check"}, str(services))
+    by_name = {span.name: span for span in spans}
+    server = by_name.get("tools/call fetch")
+    check("one SERVER span tools/call fetch",
+          server is not None and server.kind == Span.SPAN_KIND_SERVER,
+          str([(s.name, s.kind) for s in spans]))
+    check("in the client's trace", server.trace_id.hex() == CLIENT_TRACE, server.trace_id.hex())
+    check("with the client's span as parent", server.parent_span_id.hex() == CLIENT_SPAN,
+          server.parent_span_id.hex())
+    attrs = attributes(server)
+    expected = {"mcp.method.name": "tools/call", "gen_ai.tool.name": "fetch",
+                "jsonrpc.request.id": "2", "network.transport": "pipe"}
+    for key, value in expected.items():
+        check(f"attribute {key} = {value}", attrs.get(key) == value, str(attrs))
+    check("no argument (the URL's query) in any attribute",
+          all("s3cr3t" not in str(attributes(s)) for s in spans))
+    child = by_name.get("execute_tool fetch")
+    check("execute_tool fetch is the server span's child",
+          child is not None and child.parent_span_id == server.span_id
+          and child.trace_id == server.trace_id)
+    check("the span ended after it started", server.end_time_unix_nano >= server.start_time_unix_nano > 0)
+    check("the plugin's request reached the web server", len(seen_traceparents) == 1,
+          str(seen_traceparents))
+    header = seen_traceparents[0]
+    parts = header.split("-")
+    ids = {s.span_id.hex() for s in spans}
+    check("the plugin's request carried the client's trace",
+          len(parts) == 4 and parts[1] == CLIENT_TRACE, header)
+    check("with an exported span of the call as parent", parts[2] in ids, header)
+    print(f"otlp-check: all passed ({len(spans)} spans in {len(exports)} exports)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
