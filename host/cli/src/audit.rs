@@ -3,8 +3,11 @@
 //!
 //! - Written in the order calls end, under one lock; each record is one `write` of one
 //!   line to a file opened for appending (flushed to the OS per record; not fsynced).
-//! - The file is opened again for each record, so a log rotated or replaced from outside
-//!   is followed, and a file that became unwritable is noticed at the next record.
+//! - The file stays open between records; before each one the path is looked at (one
+//!   `lstat`) and the file opened again when the path no longer names the open file, so
+//!   a log rotated or replaced from outside is followed, and a file that became
+//!   unwritable is noticed at the next record. (Opening it for every record cost more
+//!   than the rest of the record: figure 13.)
 //! - The path's last component must not be a symbolic link (refused at start and at each
 //!   open): whoever can plant a link in the log's directory must not make the host append
 //!   to another file.
@@ -97,6 +100,17 @@ struct State {
     lost: u64,
     /// Why the last write failed.
     reason: String,
+    /// The file as last opened, with its device and inode and its size as written since.
+    open: Option<OpenLog>,
+}
+
+/// The audit file, open for appending.
+#[derive(Debug)]
+struct OpenLog {
+    file: File,
+    dev: u64,
+    ino: u64,
+    size: u64,
 }
 
 /// One line of the log.
@@ -184,7 +198,7 @@ impl AuditLog {
             lost: state.lost,
             reason: state.reason.clone(),
         });
-        match self.write_line(&line) {
+        match self.write_line(&mut state, &line) {
             Ok(()) => {
                 state.lost = 0;
                 state.reason.clear();
@@ -247,7 +261,7 @@ impl AuditLog {
         // Stamped under the lock: the times go up with the lines.
         record.time = now_rfc3339();
         let line = line_of(&record);
-        if let Err(reason) = self.write_line(&line) {
+        if let Err(reason) = self.write_line(&mut state, &line) {
             error!(path = %self.path.display(), tool = %end.call.name, session = %end.env.session_id, "cannot write the audit log ({reason}): this call's record is lost, and calls are refused until it can be written");
             state.lost += 1;
             state.reason = reason;
@@ -262,22 +276,63 @@ impl AuditLog {
     }
 
     /// Appends `line` (the lock held), rotating first when it would pass the size.
-    fn write_line(&self, line: &[u8]) -> Result<(), String> {
-        let mut file = open_append(&self.path).map_err(|err| match err {
+    fn write_line(&self, state: &mut State, line: &[u8]) -> Result<(), String> {
+        let result = self.append(state, line);
+        if result.is_err() {
+            // Opened again (and checked again) at the next record.
+            state.open = None;
+        }
+        result
+    }
+
+    fn append(&self, state: &mut State, line: &[u8]) -> Result<(), String> {
+        use std::os::unix::fs::MetadataExt;
+        // The path still names the open file: not rotated, replaced or removed outside.
+        let current = std::fs::symlink_metadata(&self.path).ok();
+        let same = match (&state.open, &current) {
+            (Some(open), Some(meta)) => {
+                meta.file_type().is_file() && meta.dev() == open.dev && meta.ino() == open.ino
+            }
+            _ => false,
+        };
+        if !same {
+            state.open = Some(self.open_log()?);
+        }
+        if let (Some(max), Some(open)) = (self.max_bytes, &state.open) {
+            if open.size > 0 && open.size.saturating_add(line.len() as u64) > max {
+                state.open = None;
+                self.rotate()
+                    .map_err(|err| format!("cannot rotate: {err}"))?;
+                state.open = Some(self.open_log()?);
+            }
+        }
+        let open = state
+            .open
+            .as_mut()
+            .ok_or_else(|| "the audit log is not open".to_owned())?;
+        open.file.write_all(line).map_err(|err| err.to_string())?;
+        open.size = open.size.saturating_add(line.len() as u64);
+        Ok(())
+    }
+
+    /// Opens the file (never through a symbolic link) and notes what it is.
+    fn open_log(&self) -> Result<OpenLog, String> {
+        use std::os::unix::fs::MetadataExt;
+        let file = open_append(&self.path).map_err(|err| match err {
             AuditError::Symlink { .. } => "it is a symbolic link".to_owned(),
             AuditError::Open { source, .. } => source.to_string(),
             other => other.to_string(),
         })?;
-        if let Some(max) = self.max_bytes {
-            let size = file.metadata().map_err(|err| err.to_string())?.len();
-            if size > 0 && size.saturating_add(line.len() as u64) > max {
-                drop(file);
-                self.rotate()
-                    .map_err(|err| format!("cannot rotate: {err}"))?;
-                file = open_append(&self.path).map_err(|err| err.to_string())?;
-            }
+        let meta = file.metadata().map_err(|err| err.to_string())?;
+        if !meta.file_type().is_file() {
+            return Err("it is not a regular file".to_owned());
         }
-        file.write_all(line).map_err(|err| err.to_string())
+        Ok(OpenLog {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            file,
+        })
     }
 
     /// `FILE.(keep-1)` to `FILE.keep`, ..., `FILE` to `FILE.1`.

@@ -1,4 +1,4 @@
-//! The benchmark suite: ten figures measured side by side in one run,
+//! The benchmark suite: thirteen figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
@@ -24,6 +24,7 @@ mod calls;
 mod files;
 mod fixtures;
 mod grep;
+mod observe;
 mod process;
 mod read_file;
 mod report;
@@ -50,6 +51,8 @@ fn main() {
                 Some(11)
             } else if arg == "reload" {
                 Some(12)
+            } else if arg == "observe" {
+                Some(13)
             } else {
                 arg.parse().ok()
             }
@@ -124,6 +127,9 @@ fn main() {
     });
     run(12, "hot reload of 1 of 500 plugins", &mut || {
         scale::reload(&fixtures)
+    });
+    run(13, "audit, metrics and traces on vs off", &mut || {
+        observe::observe(&fixtures)
     });
 
     println!();

@@ -23,10 +23,10 @@ use super::calls::greet_registry;
 use super::fixtures::Fixtures;
 use super::report::{latency, time, Row, Samples, Target};
 
-const HOST: &str = env!("CARGO_BIN_EXE_host");
+pub(crate) const HOST: &str = env!("CARGO_BIN_EXE_host");
 const GREETING: &str = "Hello, Ada!";
 /// Calls of each timed phase.
-const CALLS: usize = 2000;
+pub(crate) const CALLS: usize = 2000;
 /// Timed phases of each kind (sequential, in flight), interleaved with the baseline's.
 const ROUNDS: usize = 2;
 /// Requests kept outstanding in the concurrent phase.
@@ -39,7 +39,7 @@ const SPACED_CALLS: usize = 2000;
 const SPACING: Duration = Duration::from_micros(100);
 
 /// `host run` with greet only, warm compile cache.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -48,6 +48,15 @@ struct Server {
 
 impl Server {
     fn spawn(binary: &Path, fixtures: &Fixtures) -> Result<Server> {
+        Self::spawn_with(binary, fixtures, &[])
+    }
+
+    /// [`Server::spawn`] with `extra` flags.
+    pub(crate) fn spawn_with(
+        binary: &Path,
+        fixtures: &Fixtures,
+        extra: &[std::ffi::OsString],
+    ) -> Result<Server> {
         let mut child = Command::new(binary)
             .arg("run")
             .arg("--plugins")
@@ -55,6 +64,7 @@ impl Server {
             .arg("--cache-dir")
             .arg(&fixtures.cache_dir)
             .arg("--no-builtins")
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -145,7 +155,7 @@ impl Server {
             .sum())
     }
 
-    fn stop(mut self) -> Result<()> {
+    pub(crate) fn stop(mut self) -> Result<()> {
         drop(self.stdin);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -169,7 +179,7 @@ fn request(id: u64) -> Vec<u8> {
 
 /// One phase: `CALLS` calls, `in_flight` outstanding at a time. Adds the latencies to
 /// `samples` and returns the host's CPU seconds spent.
-fn phase(
+pub(crate) fn phase(
     server: &mut Server,
     first_id: u64,
     in_flight: usize,
