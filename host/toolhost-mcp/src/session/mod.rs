@@ -28,6 +28,7 @@ mod offer;
 mod state;
 mod task_asking;
 mod task_inputs;
+mod task_published;
 mod tasks;
 
 use calls::Work;
@@ -36,7 +37,7 @@ pub(crate) use catalog::Catalog;
 pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
-use tasks::ListenTasks;
+use task_published::ListenTasks;
 pub(crate) use tasks::TaskOwner;
 
 use std::collections::HashMap;
