@@ -3,19 +3,8 @@
 //! pulled by oras with the expected media types and file names.
 
 use super::registry::{oras, Registry};
-use super::support::{host, outputs};
+use super::support::ok;
 use crate::text;
-
-fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = host(args, env);
-    let (stdout, stderr) = outputs(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "host {args:?}:\n{stdout}\n{stderr}"
-    );
-    stdout
-}
 
 fn call_greet(plugins: &std::path::Path) -> String {
     ok(

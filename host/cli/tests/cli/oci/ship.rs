@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::registry::{Registry, PASSWORD, USER};
-use super::support::{host, outputs, EXIT_SETUP};
+use super::support::{fails, host, ok, outputs};
 use crate::text;
 
 /// A directory like plugins/dist holding copies of the named built plugins (with their
@@ -13,30 +13,6 @@ fn dist(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     toolhost_tests::install(dir.path(), names).unwrap();
     dir
-}
-
-/// Runs host and asserts it succeeded; returns stdout.
-fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = host(args, env);
-    let (stdout, stderr) = outputs(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "host {args:?}:\n{stdout}\n{stderr}"
-    );
-    stdout
-}
-
-/// Runs host and asserts it failed with a set-up error; returns stderr.
-fn fails(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = host(args, env);
-    let (stdout, stderr) = outputs(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(EXIT_SETUP),
-        "host {args:?}:\n{stdout}\n{stderr}"
-    );
-    stderr
 }
 
 /// No docker config: an empty DOCKER_CONFIG directory (never the user's own).

@@ -7,30 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::registry::{oras_python, Registry};
-use super::support::{host, outputs, EXIT_SETUP};
+use super::support::{fails, host, ok, outputs};
 use crate::text;
-
-fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = host(args, env);
-    let (stdout, stderr) = outputs(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "host {args:?}:\n{stdout}\n{stderr}"
-    );
-    stdout
-}
-
-fn fails(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = host(args, env);
-    let (stdout, stderr) = outputs(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(EXIT_SETUP),
-        "host {args:?}:\n{stdout}\n{stderr}"
-    );
-    stderr
-}
 
 /// Runs `cosign_format.py ARGS` with the test venv's Python; (success, stdout).
 fn cosign_py(args: &[&str]) -> (bool, String) {

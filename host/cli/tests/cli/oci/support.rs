@@ -30,3 +30,27 @@ pub(crate) fn outputs(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Runs host and asserts it succeeded; returns stdout.
+pub(crate) fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = host(args, env);
+    let (stdout, stderr) = outputs(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "host {args:?}:\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// Runs host and asserts it failed with a set-up error; returns stderr.
+pub(crate) fn fails(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = host(args, env);
+    let (stdout, stderr) = outputs(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_SETUP),
+        "host {args:?}:\n{stdout}\n{stderr}"
+    );
+    stderr
+}
