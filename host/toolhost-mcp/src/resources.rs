@@ -596,4 +596,4 @@ pub(crate) mod catalog;
 pub(crate) mod subscribe;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,8 +15,9 @@ use crate::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::McpServer;
 
 /// Serves `requests` (each given an id from 1 on) followed by a ping, and gives the
-/// answers by id; asserts the ping was answered (the server kept serving).
-async fn serve(server: McpServer, requests: &[Value]) -> Vec<Value> {
+/// answers by id; asserts the ping was answered (the server kept serving). The catalog
+/// tests serve through it too.
+pub(crate) async fn serve(server: McpServer, requests: &[Value]) -> Vec<Value> {
     let mut input = String::new();
     for (at, request) in requests.iter().enumerate() {
         let mut message = json!({"jsonrpc": "2.0", "id": at + 1});

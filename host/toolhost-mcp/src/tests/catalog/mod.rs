@@ -25,6 +25,7 @@ use toolhost::vfs::{MemoryStorage, Storage};
 
 use super::{serve_client, Client};
 use crate::jsonrpc::INVALID_PARAMS;
+use crate::resources::tests::serve;
 use crate::{FileResources, McpServer};
 
 const INTERNAL_ERROR: i64 = -32603;
@@ -310,37 +311,6 @@ fn registry_timed(
             .unwrap();
     }
     (Arc::new(registry), cancelled)
-}
-
-/// Serves `requests` (each given an id from 1 on) followed by a ping, and gives the
-/// answers in id order; asserts the ping was answered (the server kept serving).
-async fn serve(server: McpServer, requests: &[Value]) -> Vec<Value> {
-    let mut input = String::new();
-    for (at, request) in requests.iter().enumerate() {
-        let mut message = json!({"jsonrpc": "2.0", "id": at + 1});
-        for (key, value) in request.as_object().unwrap() {
-            message[key] = value.clone();
-        }
-        input.push_str(&message.to_string());
-        input.push('\n');
-    }
-    input.push_str(r#"{"jsonrpc":"2.0","id":"alive","method":"ping"}"#);
-    input.push('\n');
-    let mut output = Vec::new();
-    server.serve(input.as_bytes(), &mut output).await.unwrap();
-    let mut answers: Vec<Value> = std::str::from_utf8(&output)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    let alive = answers
-        .iter()
-        .position(|answer| answer["id"] == "alive")
-        .expect("the ping after the requests is answered");
-    assert_eq!(answers.remove(alive)["result"], json!({}));
-    answers.sort_by_key(|answer| answer["id"].as_u64());
-    assert_eq!(answers.len(), requests.len(), "{answers:?}");
-    answers
 }
 
 fn request(method: &str, params: Value) -> Value {
