@@ -19,6 +19,7 @@ use crate::revision::Revision;
 use crate::session::Session;
 
 use super::guard::{host_name, normalize_origin};
+use super::oauth::Denial;
 use super::sessions::Refusal;
 use super::LOG_TARGET;
 use super::{
@@ -27,18 +28,41 @@ use super::{
 };
 
 /// Who sent a request that passed the checks ([`App::admit`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Caller {
-    /// The name its token was given, if any.
+    /// The name its static token was given, if any; for an OAuth token, its `sub`.
     pub(super) client: Option<String>,
-    /// Which token it presented (its place in the token file), `None` on a server
-    /// without tokens: whom the tasks it starts without a session belong to.
+    /// Which static token it presented (its place in the token file), `None` on a
+    /// server without tokens or for an OAuth token: whom the tasks it starts without a
+    /// session belong to.
     pub(super) token: Option<usize>,
+    /// The scopes its bearer token granted (OAuth); empty for a static token.
+    pub(super) scopes: Vec<String>,
+    /// The issuer of its OAuth token; `None` for a static token (or none).
+    pub(super) issuer: Option<String>,
+}
+
+impl Caller {
+    /// What its session ids are bound to ([`super::SessionKey::issue`]): a static
+    /// token's client name (as before OAuth), or for an OAuth principal its issuer and
+    /// `sub` joined by NUL, which no client name has: the two never meet, and the same
+    /// `sub` from two issuers is two principals.
+    pub(super) fn binding(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match (&self.issuer, &self.client) {
+            (Some(issuer), Some(sub)) => Some(std::borrow::Cow::Owned(format!(
+                "oauth\0{issuer}\0{sub}"
+            ))),
+            (_, client) => client.as_deref().map(std::borrow::Cow::Borrowed),
+        }
+    }
 }
 
 impl App {
-    /// The Host, Origin and token checks; the caller when they pass.
-    pub(super) fn admit(
+    /// The Host, Origin and token checks (static tokens, then OAuth access tokens);
+    /// the caller when they pass. Waits only when an OAuth token needs its issuer's
+    /// keys fetched (`oauth.rs`); a malformed token, or one whose key is held, is
+    /// answered without waiting.
+    pub(super) async fn admit(
         &self,
         headers: &HeaderMap,
         uri: &axum::http::Uri,
@@ -73,65 +97,111 @@ impl App {
                 ));
             }
         }
-        let Some(tokens) = &self.tokens else {
+        if self.tokens.is_none() && self.oauth.is_none() {
             // The connection now holds a slot a flood of new ones only takes when idle.
             conn.admitted(false);
-            return Ok(Caller {
-                client: None,
-                token: None,
-            });
-        };
+            return Ok(Caller::default());
+        }
         let presented = header_str(headers, "authorization").and_then(|value| {
             let (scheme, token) = value.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-        // 401 with `WWW-Authenticate: Bearer`, naming the `error` when there is one.
-        let unauthorized = |message: &str, error: Option<&str>| {
-            let mut challenge = r#"Bearer realm="wasm-toolhost""#.to_owned();
-            if let Some(error) = error {
-                challenge.push_str(&format!(r#", error="{error}""#));
-            }
-            let challenge =
-                HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"));
-            let mut response = refuse(StatusCode::UNAUTHORIZED, message);
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, challenge);
-            Err(Box::new(response))
+        let Some(token) = presented else {
+            debug!(target: LOG_TARGET, peer = %conn.peer, "refused a request without a bearer token");
+            return Err(self.unauthorized(
+                "Unauthorized: send the token as `Authorization: Bearer TOKEN`",
+                None,
+            ));
         };
-        match presented {
-            None => {
-                debug!(target: LOG_TARGET, peer = %conn.peer, "refused a request without a bearer token");
-                unauthorized(
-                    "Unauthorized: send the token as `Authorization: Bearer TOKEN`",
-                    None,
-                )
-            }
-            Some(token) => match tokens.identify(token) {
-                Some((index, client)) => {
-                    // Authenticated: no connection without a token can take its slot.
-                    conn.admitted(true);
-                    Ok(Caller {
-                        client: client.name,
-                        token: Some(index),
-                    })
-                }
-                None => {
-                    warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
-                    unauthorized(
-                        "Unauthorized: the bearer token is not valid; check the token you were given",
-                        Some("invalid_token"),
-                    )
-                }
-            },
+        if let Some((index, client)) = self.tokens.as_ref().and_then(|tokens| tokens.identify(token)) {
+            // Authenticated: no connection without a token can take its slot.
+            conn.admitted(true);
+            return Ok(Caller {
+                client: client.name,
+                token: Some(index),
+                ..Caller::default()
+            });
         }
+        let Some(oauth) = &self.oauth else {
+            warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a wrong bearer token");
+            return Err(self.unauthorized(
+                "Unauthorized: the bearer token is not valid; check the token you were given",
+                Some("invalid_token"),
+            ));
+        };
+        match oauth.verify(token).await {
+            Ok(subject) => {
+                conn.admitted(true);
+                Ok(Caller {
+                    client: Some(subject.sub),
+                    token: None,
+                    scopes: subject.scopes,
+                    issuer: Some(subject.issuer),
+                })
+            }
+            Err(Denial::Invalid(why)) => {
+                warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request with a bearer token that is not valid: {why}");
+                Err(self.unauthorized(
+                    &format!("Unauthorized: the bearer token is not valid: {why}"),
+                    Some("invalid_token"),
+                ))
+            }
+            Err(Denial::InsufficientScope) => {
+                warn!(target: LOG_TARGET, peer = %conn.peer, "refused a request whose token lacks a required scope");
+                let mut response = refuse(
+                    StatusCode::FORBIDDEN,
+                    format!("Forbidden: the bearer token does not grant the scope this server requires ({}); ask the authorization server for a token with it", oauth.required),
+                );
+                let challenge = format!(
+                    r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{}""#,
+                    oauth.required,
+                    oauth.config().resource_metadata_url()
+                );
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+                }
+                Err(Box::new(response))
+            }
+            Err(Denial::Unavailable(why)) => {
+                let mut response = refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("Service Unavailable: the bearer token cannot be checked now: {why}; retry later"),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+                Err(Box::new(response))
+            }
+        }
+    }
+
+    /// `401` with `WWW-Authenticate: Bearer`, naming the `error` when there is one and,
+    /// with OAuth, where the protected resource metadata is (`resource_metadata`).
+    fn unauthorized(&self, message: &str, error: Option<&str>) -> Rejection {
+        let mut challenge = r#"Bearer realm="wasm-toolhost""#.to_owned();
+        if let Some(oauth) = &self.oauth {
+            challenge.push_str(&format!(
+                r#", resource_metadata="{}""#,
+                oauth.config().resource_metadata_url()
+            ));
+        }
+        if let Some(error) = error {
+            challenge.push_str(&format!(r#", error="{error}""#));
+        }
+        let challenge =
+            HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"));
+        let mut response = refuse(StatusCode::UNAUTHORIZED, message);
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+        Box::new(response)
     }
 
     /// The session a request names: `Err` with the refusal to send.
     pub(super) async fn session_of(
         &self,
         headers: &HeaderMap,
-        client: Option<&str>,
+        caller: &Caller,
     ) -> Result<(Session, String), Rejection> {
         let Some(id) = header_str(headers, SESSION_HEADER) else {
             return Err(reject(
@@ -139,7 +209,7 @@ impl App {
                 "Bad Request: no Mcp-Session-Id header; send initialize first, then the session id its answer carried with every request",
             ));
         };
-        match self.sessions.find(id, client).await {
+        match self.sessions.find(id, caller).await {
             Ok(session) => Ok((session, id.to_owned())),
             Err(refusal) => Err(Box::new(session_refusal(refusal))),
         }
@@ -157,15 +227,15 @@ impl App {
     ) -> Result<(Session, String), Response> {
         let (parts, _body) = request.into_parts();
         let headers = &parts.headers;
-        let client = self
+        let caller = self
             .admit(headers, &parts.uri, conn)
-            .map_err(|response| *response)?
-            .client;
+            .await
+            .map_err(|response| *response)?;
         if !self.sessions.stateful() {
             return Err(no_sessions(method));
         }
         checks(headers).map_err(|response| *response)?;
-        self.session_of(headers, client.as_deref())
+        self.session_of(headers, &caller)
             .await
             .map_err(|response| *response)
     }

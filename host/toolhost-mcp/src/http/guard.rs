@@ -191,6 +191,11 @@ impl Tokens {
         self.tokens.is_empty()
     }
 
+    /// The client names the file gives.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.tokens.iter().filter_map(|t| t.client.clone()).collect()
+    }
+
     /// Whether every token names its client.
     pub fn all_named(&self) -> bool {
         self.tokens.iter().all(|t| t.client.is_some())

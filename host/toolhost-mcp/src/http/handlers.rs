@@ -31,8 +31,8 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let conn = HttpConnection::of(request.extensions_mut());
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let (client, token) = match app.admit(headers, &parts.uri, &conn) {
-        Ok(caller) => (caller.client, caller.token),
+    let caller = match app.admit(headers, &parts.uri, &conn).await {
+        Ok(caller) => caller,
         Err(response) => return *response,
     };
     let content_type = header_str(headers, "content-type").unwrap_or_default();
@@ -93,12 +93,12 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let modern =
         revision.is_some_and(Revision::is_modern) && header_str(headers, SESSION_HEADER).is_none();
     let (session, new_id) = if !app.sessions.stateful() || modern {
-        match app.sessions.ephemeral(client.as_deref(), token).await {
+        match app.sessions.ephemeral(&caller).await {
             Ok(session) => (session, None),
             Err(refusal) => return session_refusal(refusal),
         }
     } else if initialize {
-        match app.sessions.create(client.as_deref()).await {
+        match app.sessions.create(&caller).await {
             Ok(session) => {
                 let id = session.environment().session_id.clone();
                 (session, Some(id))
@@ -106,7 +106,7 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
             Err(refusal) => return session_refusal(refusal),
         }
     } else {
-        match app.session_of(headers, client.as_deref()).await {
+        match app.session_of(headers, &caller).await {
             Ok((session, _)) => (session, None),
             Err(response) => return *response,
         }

@@ -27,6 +27,7 @@ use tracing::{debug, info, warn};
 use super::conns::{self, Answering, Peer, Receiving, Table, Tracked, HEADER_TIME_LIMIT};
 use super::service::McpService;
 use super::LOG_TARGET;
+use super::oauth::RESOURCE_METADATA_PATH;
 use super::{HttpConfig, HttpConnection, HttpError, CONTROL_STREAMS, KEEP_ALIVE, MCP_PATH};
 
 /// The connection table `config` describes; [`HttpError::Config`] for a setting out of
@@ -94,12 +95,14 @@ pub(super) async fn run(
         %addr,
         path = MCP_PATH,
         auth = app.tokens.is_some(),
+        oauth = app.oauth.is_some(),
         sessions = app.sessions.stateful(),
         max_connections = settings.max_connections,
         max_pending_per_peer = settings.max_pending_per_peer,
         "MCP server ready: Streamable HTTP on http://{addr}{MCP_PATH}"
     );
     let mut warned: Option<Instant> = None;
+    let metadata = service.resource_metadata().map(bytes::Bytes::from);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -137,6 +140,7 @@ pub(super) async fn run(
             slot: Some(slot.handle.clone()),
         };
         let mcp = service.clone();
+        let metadata = metadata.clone();
         let slot_handle = slot.handle.clone();
         let service =
             hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
@@ -153,12 +157,29 @@ pub(super) async fn run(
                 });
                 // Straight to the service, whose methods answer at MCP_PATH only (one
                 // routing step fewer than an axum router in front of it).
-                let answer = (request.uri().path() == MCP_PATH)
+                let path = request.uri().path();
+                // With OAuth, the protected resource metadata (RFC 9728): at the
+                // well-known path, and suffixed with the MCP path, as clients of the
+                // MCP authorization spec look for it.
+                let document = metadata.as_ref().filter(|_| {
+                    path == RESOURCE_METADATA_PATH
+                        || path.strip_prefix(RESOURCE_METADATA_PATH) == Some(MCP_PATH)
+                });
+                let document = document.map(|document| {
+                    if request.method() == axum::http::Method::GET {
+                        super::json(StatusCode::OK, document.clone())
+                    } else {
+                        (StatusCode::METHOD_NOT_ALLOWED, [(axum::http::header::ALLOW, "GET")])
+                            .into_response()
+                    }
+                });
+                let answer = (document.is_none() && path == MCP_PATH)
                     .then(|| tower_service::Service::call(&mut mcp.clone(), request));
                 async move {
-                    let response = match answer {
-                        Some(answer) => answer.await?,
-                        None => StatusCode::NOT_FOUND.into_response(),
+                    let response = match (answer, document) {
+                        (Some(answer), _) => answer.await?,
+                        (None, Some(document)) => document,
+                        (None, None) => StatusCode::NOT_FOUND.into_response(),
                     };
                     Ok::<_, std::convert::Infallible>(response.map(|body| {
                         Body::new(Tracked::<_, Answering> {

@@ -33,7 +33,11 @@
 //! 2. `Origin`, when sent (browsers), must be an allowed origin (by default the server's
 //!    own, `http://HOST:PORT` for each allowed host), else `403`.
 //! 3. With tokens ([`HttpConfig::tokens`]), `Authorization: Bearer TOKEN` must carry one,
-//!    compared in constant time, else `401` with `WWW-Authenticate: Bearer`.
+//!    compared in constant time, else `401` with `WWW-Authenticate: Bearer`. With OAuth
+//!    ([`HttpConfig::with_oauth`]), a bearer token that is not a static one must be an
+//!    access token of a trusted issuer for this server ([`OAuthConfig`]), else `401`
+//!    (`error="invalid_token"`, and `resource_metadata` naming the protected resource
+//!    metadata), or `403` (`error="insufficient_scope"`) without a required scope.
 //!
 //! [`HttpServer::bind`] refuses an address that is not loopback unless tokens are set or
 //! [`HttpConfig::insecure_public`] says so.
@@ -74,6 +78,7 @@ mod conns;
 mod guard;
 mod handlers;
 mod listener;
+mod oauth;
 mod roots;
 mod server;
 mod service;
@@ -82,6 +87,10 @@ mod streams;
 
 pub use guard::{
     valid_client_name, Client, TokenFileError, Tokens, MAX_CLIENT_NAME_LEN, MIN_TOKEN_LEN,
+};
+pub use oauth::{
+    FetchFuture, Fetcher, OAuthConfig, FETCH_TIMEOUT, LEEWAY_SECS, MAX_FETCH_BYTES,
+    MAX_TOKEN_BYTES, REFETCH_INTERVAL, RESOURCE_METADATA_PATH,
 };
 pub use roots::{SessionRootTemplate, TemplateError, CLIENT_PLACEHOLDER, SESSION_PLACEHOLDER};
 pub use server::HttpServer;
@@ -191,6 +200,7 @@ pub struct HttpConfig {
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) tokens: Option<Tokens>,
+    pub(crate) oauth: Option<OAuthConfig>,
     pub(crate) insecure_public: bool,
     pub(crate) limits: McpLimits,
     pub(crate) max_body_bytes: usize,
@@ -212,6 +222,7 @@ impl HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             tokens: None,
+            oauth: None,
             insecure_public: false,
             limits: McpLimits::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -250,6 +261,16 @@ impl HttpConfig {
     #[must_use]
     pub fn with_tokens(mut self, tokens: Option<Tokens>) -> Self {
         self.tokens = tokens;
+        self
+    }
+
+    /// OAuth 2.1 access tokens (JWTs) accepted beside the static tokens, and the
+    /// protected resource metadata [`HttpServer`] serves at
+    /// [`RESOURCE_METADATA_PATH`] (see [`OAuthConfig`]); `None` (the default): none.
+    /// Counts as authentication for a public address.
+    #[must_use]
+    pub fn with_oauth(mut self, oauth: Option<OAuthConfig>) -> Self {
+        self.oauth = oauth;
         self
     }
 
@@ -385,6 +406,11 @@ impl HttpConfig {
     /// The bearer tokens ([`HttpConfig::with_tokens`]).
     pub fn tokens(&self) -> Option<&Tokens> {
         self.tokens.as_ref()
+    }
+
+    /// The OAuth settings ([`HttpConfig::with_oauth`]).
+    pub fn oauth(&self) -> Option<&OAuthConfig> {
+        self.oauth.as_ref()
     }
 
     /// Whether a public address may be served without tokens
@@ -548,6 +574,8 @@ struct App {
     hosts: Option<Vec<String>>,
     origins: Option<Vec<String>>,
     tokens: Option<Tokens>,
+    /// The OAuth access token checks, with each issuer's keys.
+    oauth: Option<Arc<oauth::Verifier>>,
     max_body_bytes: usize,
     per_connection: usize,
     sessions: Sessions,

@@ -265,6 +265,7 @@ mod tests {
         SessionInfo {
             id: id.map(str::to_owned),
             client: client.map(str::to_owned),
+            scopes: Vec::new(),
         }
     }
 

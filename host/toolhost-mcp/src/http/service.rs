@@ -26,7 +26,8 @@ use tracing::{info, warn};
 use crate::limits::McpStats;
 use crate::session::{CallLimiter, Counters};
 
-use super::guard::{host_name, normalize_origin};
+use super::guard::{host_name, normalize_origin, Tokens};
+use super::oauth::Verifier;
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
 use super::sessions::{Registries, Sessions};
 use super::LOG_TARGET;
@@ -133,9 +134,16 @@ impl McpService {
             origins
         });
         let counters: Arc<Counters> = Arc::default();
+        let oauth = config.oauth.map(|oauth| {
+            let names = config.tokens.as_ref().map(Tokens::names).unwrap_or_default();
+            let verifier = Arc::new(Verifier::new(oauth, names));
+            verifier.prefetch();
+            verifier
+        });
         let app = Arc::new(App {
             hosts,
             origins,
+            oauth,
             tokens: config.tokens,
             max_body_bytes: config.max_body_bytes,
             per_connection: config.max_in_flight_per_connection,
@@ -159,6 +167,17 @@ impl McpService {
                 .with_state(Arc::clone(&app)),
         );
         Ok(Self { app, router })
+    }
+
+    /// The protected resource metadata document (RFC 9728) with OAuth
+    /// ([`HttpConfig::with_oauth`]), as JSON: an application that mounts the service
+    /// serves it at [`OAuthConfig::resource_metadata_url`](super::OAuthConfig::resource_metadata_url)'s
+    /// path ([`HttpServer`](super::HttpServer) does so itself). `None` without OAuth.
+    pub fn resource_metadata(&self) -> Option<String> {
+        self.app
+            .oauth
+            .as_ref()
+            .map(|oauth| oauth.config().resource_metadata().to_string())
     }
 
     /// A handle on the service's counters, readable while it serves.
@@ -233,8 +252,15 @@ where
 
 /// The settings the service needs in range, and no public address without tokens.
 pub(super) fn check(config: &HttpConfig, addr: SocketAddr) -> Result<(), HttpError> {
-    if !is_loopback(addr.ip()) && config.tokens.is_none() && !config.insecure_public {
+    if !is_loopback(addr.ip())
+        && config.tokens.is_none()
+        && config.oauth.is_none()
+        && !config.insecure_public
+    {
         return Err(HttpError::PublicWithoutAuth { addr });
+    }
+    if let Some(oauth) = &config.oauth {
+        oauth.check().map_err(HttpError::Config)?;
     }
     for (value, what) in [
         (config.max_body_bytes, "the request body limit"),

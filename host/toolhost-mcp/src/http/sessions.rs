@@ -29,6 +29,8 @@ use crate::resources::FileResources;
 use crate::session::{Catalog, Counters, Session, TaskOwner};
 use crate::tasks::TaskStore;
 
+use super::admit::Caller;
+
 /// The length of a session id: 64 hex digits.
 pub const SESSION_ID_LEN: usize = 64;
 
@@ -150,8 +152,14 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 pub struct SessionInfo {
     /// The session id; `None` in stateless mode, where every request stands alone.
     pub id: Option<String>,
-    /// The name of the client whose token opened it, if the token has one.
+    /// The name of the client whose token opened it, if the token has one: a static
+    /// token's name from the token file, or an OAuth access token's `sub` (never the
+    /// same: a token whose `sub` is a token file's name is refused). Both are
+    /// `A-Za-z0-9_-`, at most 64 characters.
     pub client: Option<String>,
+    /// The scopes its bearer token granted (OAuth); empty for a static token. Those of
+    /// the token that opened the session (or with which this process first saw it).
+    pub scopes: Vec<String>,
 }
 
 /// Builds a session's registry (e.g. the file tools over a storage root of its own).
@@ -423,35 +431,40 @@ impl Sessions {
     /// A session for one request standing alone (a stateless server's, or a
     /// 2026-07-28 request without a session), whose tasks belong to the bearer token it
     /// presented (`token`, its place in the token file; `None` without tokens).
-    pub(crate) async fn ephemeral(
-        &self,
-        client: Option<&str>,
-        token: Option<usize>,
-    ) -> Result<Session, Refusal> {
+    pub(crate) async fn ephemeral(&self, caller: &Caller) -> Result<Session, Refusal> {
+        // An OAuth principal's tasks are its own (by issuer and subject), as a static
+        // token's are its token's.
+        let owner = match caller.binding() {
+            Some(binding) if caller.issuer.is_some() => TaskOwner::Principal(binding.into_owned()),
+            _ => TaskOwner::Caller(caller.token),
+        };
         self.build(
             SessionInfo {
                 id: None,
-                client: client.map(str::to_owned),
+                client: caller.client.clone(),
+                scopes: caller.scopes.clone(),
             },
-            Some(TaskOwner::Caller(token)),
+            Some(owner),
         )
         .await
     }
 
     /// A new session for `client` (stateful mode).
-    pub(crate) async fn create(&self, client: Option<&str>) -> Result<Session, Refusal> {
+    pub(crate) async fn create(&self, caller: &Caller) -> Result<Session, Refusal> {
         let Some(key) = &self.settings.key else {
-            return self.ephemeral(client, None).await;
+            return self.ephemeral(caller).await;
         };
+        let client = caller.client.as_deref();
         self.make_room()?;
         let id = key
-            .issue(client)
+            .issue(caller.binding().as_deref())
             .map_err(|err| Refusal::Setup(err.to_string()))?;
         let session = self
             .build(
                 SessionInfo {
                     id: Some(id.clone()),
                     client: client.map(str::to_owned),
+                    scopes: caller.scopes.clone(),
                 },
                 None,
             )
@@ -462,11 +475,11 @@ impl Sessions {
     }
 
     /// The session `id` names, rebuilt from the id if this process does not hold it.
-    pub(crate) async fn find(&self, id: &str, client: Option<&str>) -> Result<Session, Refusal> {
+    pub(crate) async fn find(&self, id: &str, caller: &Caller) -> Result<Session, Refusal> {
         let Some(key) = &self.settings.key else {
             return Err(Refusal::NotFound);
         };
-        if !key.verify(id, client) || self.is_terminated(id) {
+        if !key.verify(id, caller.binding().as_deref()) || self.is_terminated(id) {
             return Err(Refusal::NotFound);
         }
         if let Some(live) = self.lock().get_mut(id) {
@@ -478,7 +491,8 @@ impl Sessions {
             .build(
                 SessionInfo {
                     id: Some(id.to_owned()),
-                    client: client.map(str::to_owned),
+                    client: caller.client.clone(),
+                    scopes: caller.scopes.clone(),
                 },
                 None,
             )
@@ -622,6 +636,13 @@ mod tests {
         );
     }
 
+    fn named(name: &str) -> Caller {
+        Caller {
+            client: Some(name.to_owned()),
+            ..Caller::default()
+        }
+    }
+
     fn sessions(max: usize) -> Sessions {
         Sessions::new(
             SessionSettings {
@@ -637,23 +658,23 @@ mod tests {
     #[tokio::test]
     async fn sessions_come_back_from_their_id_and_stay_terminated() {
         let sessions = sessions(2);
-        let a = sessions.create(None).await.unwrap();
+        let a = sessions.create(&Caller::default()).await.unwrap();
         let id = a.environment().session_id.clone();
-        assert!(sessions.find(&id, None).await.is_ok());
+        assert!(sessions.find(&id, &Caller::default()).await.is_ok());
         assert_eq!(
-            sessions.find(&id, Some("x")).await.unwrap_err(),
+            sessions.find(&id, &named("x")).await.unwrap_err(),
             Refusal::NotFound
         );
         // Forgotten to make room (idle), then found again from its id.
-        sessions.create(None).await.unwrap();
-        sessions.create(None).await.unwrap();
+        sessions.create(&Caller::default()).await.unwrap();
+        sessions.create(&Caller::default()).await.unwrap();
         assert_eq!(sessions.len(), 2);
-        let again = sessions.find(&id, None).await.unwrap();
+        let again = sessions.find(&id, &Caller::default()).await.unwrap();
         assert_eq!(again.environment().session_id, id);
         sessions.terminate(&id);
         assert!(again.is_closed());
         assert_eq!(
-            sessions.find(&id, None).await.unwrap_err(),
+            sessions.find(&id, &Caller::default()).await.unwrap_err(),
             Refusal::NotFound
         );
     }
@@ -661,15 +682,15 @@ mod tests {
     #[tokio::test]
     async fn busy_sessions_are_never_forgotten() {
         let sessions = sessions(1);
-        let a = sessions.create(None).await.unwrap();
+        let a = sessions.create(&Caller::default()).await.unwrap();
         let id = a.environment().session_id.clone();
         assert!(sessions.set_streaming(&id, true));
         assert!(
             !sessions.set_streaming(&id, true),
             "one GET stream at a time"
         );
-        assert_eq!(sessions.create(None).await.unwrap_err(), Refusal::Full);
+        assert_eq!(sessions.create(&Caller::default()).await.unwrap_err(), Refusal::Full);
         assert!(sessions.set_streaming(&id, false));
-        assert!(sessions.create(None).await.is_ok());
+        assert!(sessions.create(&Caller::default()).await.is_ok());
     }
 }

@@ -128,6 +128,14 @@ pub(crate) enum TaskOwner {
         allow(dead_code, reason = "made by the HTTP transport")
     )]
     Caller(Option<usize>),
+    /// The OAuth principal of an HTTP request without a session: its issuer and
+    /// subject (`oauth\0ISSUER\0SUB`), so one principal's requests find its tasks
+    /// whatever token of its issuer they carry, and no other principal's.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "made by the HTTP transport")
+    )]
+    Principal(String),
 }
 
 impl TaskOwner {
@@ -140,6 +148,7 @@ impl TaskOwner {
             TaskOwner::Caller(Some(token)) => {
                 std::borrow::Cow::Owned(format!("caller:token#{token}"))
             }
+            TaskOwner::Principal(binding) => std::borrow::Cow::Owned(format!("caller:{binding}")),
         }
     }
 }
