@@ -303,6 +303,7 @@ mod calls;
 mod catalog;
 mod elicit;
 mod mount;
+mod oauth;
 mod resources;
 mod sessions;
 mod storms;
