@@ -95,8 +95,13 @@ pub(crate) async fn serve(
             if template.per_session() && http.stateless {
                 bail!("--session-root-template with {SESSION_PLACEHOLDER} needs sessions; drop --stateless, or use {CLIENT_PLACEHOLDER} alone");
             }
-            if template.per_client() && !tokens.as_ref().is_some_and(Tokens::all_named) {
-                bail!("--session-root-template with {CLIENT_PLACEHOLDER} needs --auth-token-file whose every line names its client (TOKEN NAME)");
+            // Every principal needs a name: each static token's, an OAuth token's `sub`.
+            let named = match &tokens {
+                Some(tokens) => tokens.all_named(),
+                None => !http.oauth_issuer.is_empty(),
+            };
+            if template.per_client() && !named {
+                bail!("--session-root-template with {CLIENT_PLACEHOLDER} needs --auth-token-file whose every line names its client (TOKEN NAME), or --oauth-issuer");
             }
             if registry_args.plugin_files != PluginFiles::None {
                 bail!("--plugin-files {:?} cannot be combined with --session-root-template: a plugin's file access would be over the process's --root, shared by every session; drop one of them", registry_args.plugin_files);
@@ -135,6 +140,7 @@ pub(crate) async fn serve(
     };
     let config = HttpConfig::new(key)
         .with_tokens(tokens)
+        .with_oauth(crate::oauth::config(http))
         .with_insecure_public(http.insecure_public)
         .with_allowed_hosts(http.allow_host.clone())
         .with_allowed_origins(http.allow_origin.clone())

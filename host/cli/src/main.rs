@@ -38,6 +38,7 @@ mod audit;
 mod commands;
 mod http;
 mod metrics;
+mod oauth;
 mod observe;
 mod oci;
 mod output;
