@@ -49,9 +49,9 @@ impl Caller {
     /// `sub` from two issuers is two principals.
     pub(super) fn binding(&self) -> Option<std::borrow::Cow<'_, str>> {
         match (&self.issuer, &self.client) {
-            (Some(issuer), Some(sub)) => Some(std::borrow::Cow::Owned(format!(
-                "oauth\0{issuer}\0{sub}"
-            ))),
+            (Some(issuer), Some(sub)) => {
+                Some(std::borrow::Cow::Owned(format!("oauth\0{issuer}\0{sub}")))
+            }
             (_, client) => client.as_deref().map(std::borrow::Cow::Borrowed),
         }
     }
@@ -113,7 +113,11 @@ impl App {
                 None,
             ));
         };
-        if let Some((index, client)) = self.tokens.as_ref().and_then(|tokens| tokens.identify(token)) {
+        if let Some((index, client)) = self
+            .tokens
+            .as_ref()
+            .and_then(|tokens| tokens.identify(token))
+        {
             // Authenticated: no connection without a token can take its slot.
             conn.admitted(true);
             return Ok(Caller {
@@ -158,7 +162,9 @@ impl App {
                     oauth.config().resource_metadata_url()
                 );
                 if let Ok(value) = HeaderValue::from_str(&challenge) {
-                    response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+                    response
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, value);
                 }
                 Err(Box::new(response))
             }

@@ -193,7 +193,10 @@ impl Tokens {
 
     /// The client names the file gives.
     pub(crate) fn names(&self) -> Vec<String> {
-        self.tokens.iter().filter_map(|t| t.client.clone()).collect()
+        self.tokens
+            .iter()
+            .filter_map(|t| t.client.clone())
+            .collect()
     }
 
     /// Whether every token names its client.

@@ -25,9 +25,9 @@ use tokio::sync::Semaphore;
 use tracing::{debug, info, warn};
 
 use super::conns::{self, Answering, Peer, Receiving, Table, Tracked, HEADER_TIME_LIMIT};
+use super::oauth::RESOURCE_METADATA_PATH;
 use super::service::McpService;
 use super::LOG_TARGET;
-use super::oauth::RESOURCE_METADATA_PATH;
 use super::{HttpConfig, HttpConnection, HttpError, CONTROL_STREAMS, KEEP_ALIVE, MCP_PATH};
 
 /// The connection table `config` describes; [`HttpError::Config`] for a setting out of
@@ -169,7 +169,10 @@ pub(super) async fn run(
                     if request.method() == axum::http::Method::GET {
                         super::json(StatusCode::OK, document.clone())
                     } else {
-                        (StatusCode::METHOD_NOT_ALLOWED, [(axum::http::header::ALLOW, "GET")])
+                        (
+                            StatusCode::METHOD_NOT_ALLOWED,
+                            [(axum::http::header::ALLOW, "GET")],
+                        )
                             .into_response()
                     }
                 });

@@ -27,8 +27,8 @@ use crate::limits::McpStats;
 use crate::session::{CallLimiter, Counters};
 
 use super::guard::{host_name, normalize_origin, Tokens};
-use super::oauth::Verifier;
 use super::handlers::{delete_mcp, get_mcp, post_mcp};
+use super::oauth::Verifier;
 use super::sessions::{Registries, Sessions};
 use super::LOG_TARGET;
 use super::{App, HttpConfig, HttpError};
@@ -135,7 +135,11 @@ impl McpService {
         });
         let counters: Arc<Counters> = Arc::default();
         let oauth = config.oauth.map(|oauth| {
-            let names = config.tokens.as_ref().map(Tokens::names).unwrap_or_default();
+            let names = config
+                .tokens
+                .as_ref()
+                .map(Tokens::names)
+                .unwrap_or_default();
             let verifier = Arc::new(Verifier::new(oauth, names));
             verifier.prefetch();
             verifier

@@ -689,7 +689,10 @@ mod tests {
             !sessions.set_streaming(&id, true),
             "one GET stream at a time"
         );
-        assert_eq!(sessions.create(&Caller::default()).await.unwrap_err(), Refusal::Full);
+        assert_eq!(
+            sessions.create(&Caller::default()).await.unwrap_err(),
+            Refusal::Full
+        );
         assert!(sessions.set_streaming(&id, false));
         assert!(sessions.create(&Caller::default()).await.is_ok());
     }

@@ -5,9 +5,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
-use jsonwebtoken::jwk::{
-    AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse,
-};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 use tracing::{info, warn};
@@ -84,9 +82,7 @@ impl Key {
         }
         let kind = match &jwk.algorithm {
             AlgorithmParameters::RSA(_) => Kind::Rsa,
-            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
-                Kind::P256
-            }
+            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => Kind::P256,
             AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
                 Kind::Ed25519
             }
@@ -104,9 +100,8 @@ impl Key {
     /// Whether it may check a signature of `alg`: its kind is the algorithm's, and
     /// its own `alg`, if any, is the same.
     fn fits(&self, alg: Algorithm) -> bool {
-        Kind::of(alg).is_some_and(|kind| {
-            kind == self.kind && self.alg.is_none_or(|own| own == kind.alg())
-        })
+        Kind::of(alg)
+            .is_some_and(|kind| kind == self.kind && self.alg.is_none_or(|own| own == kind.alg()))
     }
 }
 
@@ -165,7 +160,11 @@ impl IssuerKeys {
         let set = self.held();
         match kid {
             Some(kid) => {
-                let mut named = set.keys.iter().filter(|key| key.kid.as_deref() == Some(kid)).peekable();
+                let mut named = set
+                    .keys
+                    .iter()
+                    .filter(|key| key.kid.as_deref() == Some(kid))
+                    .peekable();
                 if named.peek().is_none() {
                     return Lookup::Unknown;
                 }
@@ -174,7 +173,11 @@ impl IssuerKeys {
                     if key.fits(alg) {
                         return Lookup::Found(Arc::clone(&key.decoding));
                     }
-                    kinds.push(format!("{:?}{}", key.kind, key.alg.map(|a| format!(" for {a:?}")).unwrap_or_default()));
+                    kinds.push(format!(
+                        "{:?}{}",
+                        key.kind,
+                        key.alg.map(|a| format!(" for {a:?}")).unwrap_or_default()
+                    ));
                 }
                 Lookup::Refused(format!(
                     "the issuer's key {kid:?} is a {} key, which may not check {alg:?}",
@@ -293,8 +296,8 @@ impl IssuerKeys {
                     continue;
                 }
             };
-            let metadata: Value = serde_json::from_slice(&body)
-                .map_err(|err| format!("{url} is not JSON: {err}"))?;
+            let metadata: Value =
+                serde_json::from_slice(&body).map_err(|err| format!("{url} is not JSON: {err}"))?;
             let named = metadata.get("issuer").and_then(Value::as_str);
             if named != Some(self.issuer.as_str()) {
                 return Err(format!(
@@ -305,7 +308,8 @@ impl IssuerKeys {
             let Some(jwks_uri) = metadata.get("jwks_uri").and_then(Value::as_str) else {
                 return Err(format!("{url} has no jwks_uri"));
             };
-            check_url(jwks_uri, self.insecure).map_err(|why| format!("its jwks_uri {jwks_uri}: {why}"))?;
+            check_url(jwks_uri, self.insecure)
+                .map_err(|why| format!("its jwks_uri {jwks_uri}: {why}"))?;
             return Ok(jwks_uri.to_owned());
         }
         Err(failures.join("; "))

@@ -196,9 +196,8 @@ impl OAuthConfig {
             return Err("OAuth needs at least one issuer (--oauth-issuer URL)".into());
         }
         for issuer in &self.issuers {
-            keys::check_url(issuer, self.insecure_issuer).map_err(|why| {
-                format!("--oauth-issuer {issuer}: {why}")
-            })?;
+            keys::check_url(issuer, self.insecure_issuer)
+                .map_err(|why| format!("--oauth-issuer {issuer}: {why}"))?;
         }
         let audience = self.audience.as_str();
         let valid_audience = audience
@@ -208,7 +207,9 @@ impl OAuthConfig {
             return Err(format!("--oauth-audience {audience:?} is not an absolute URI; give this server's resource URI, e.g. https://mcp.example.com/mcp"));
         }
         if let Some(bad) = self.scopes.iter().find(|scope| !valid_scope(scope)) {
-            return Err(format!("--oauth-scope {bad:?} is not a scope (visible ASCII but `\"` and `\\`, no space)"));
+            return Err(format!(
+                "--oauth-scope {bad:?} is not a scope (visible ASCII but `\"` and `\\`, no space)"
+            ));
         }
         Ok(())
     }
@@ -311,7 +312,9 @@ impl Verifier {
             return invalid("the token has no `iss`".into());
         };
         let Some(issuer) = self.issuers.iter().find(|keys| keys.issuer == iss) else {
-            return invalid(format!("the token's issuer {iss:?} is not one this server trusts"));
+            return invalid(format!(
+                "the token's issuer {iss:?} is not one this server trusts"
+            ));
         };
         let kid = header.kid.as_deref();
         let key = match issuer.lookup(kid, alg) {
@@ -327,8 +330,12 @@ impl Verifier {
                     Lookup::Refused(why) => return invalid(why),
                     Lookup::Unknown => {
                         return invalid(match kid {
-                            Some(kid) => format!("the issuer's keys have no key {kid:?} for {alg:?}"),
-                            None => format!("the token has no `kid`, and the issuer has no single key for {alg:?}"),
+                            Some(kid) => {
+                                format!("the issuer's keys have no key {kid:?} for {alg:?}")
+                            }
+                            None => format!(
+                            "the token has no `kid`, and the issuer has no single key for {alg:?}"
+                        ),
                         })
                     }
                 }
@@ -355,7 +362,12 @@ impl Verifier {
             return invalid(format!("the token's `sub` {sub:?} is a static token's client name; one principal cannot be both"));
         }
         let scopes = scopes(&claims);
-        if !self.config.scopes.iter().all(|needed| scopes.contains(needed)) {
+        if !self
+            .config
+            .scopes
+            .iter()
+            .all(|needed| scopes.contains(needed))
+        {
             return Err(Denial::InsufficientScope);
         }
         Ok(Subject {

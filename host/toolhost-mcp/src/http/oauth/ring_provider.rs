@@ -19,7 +19,11 @@ pub(super) static RING: CryptoProvider = CryptoProvider {
     jwk_utils: JwkUtils {
         extract_rsa_public_key_components: |_| Err(ErrorKind::InvalidKeyFormat.into()),
         extract_ec_public_key_coordinates: |_, _| Err(ErrorKind::InvalidKeyFormat.into()),
-        compute_digest: |data, _| ring::digest::digest(&ring::digest::SHA256, data).as_ref().to_vec(),
+        compute_digest: |data, _| {
+            ring::digest::digest(&ring::digest::SHA256, data)
+                .as_ref()
+                .to_vec()
+        },
     },
 };
 
@@ -30,11 +34,19 @@ pub(super) fn install() {
     let _ = RING.install_default();
 }
 
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "the signature jsonwebtoken's CryptoProvider takes"
+)]
 fn no_signer(_: &Algorithm, _: &EncodingKey) -> Result<Box<dyn JwtSigner>, Error> {
     Err(ErrorKind::Signing("this server verifies tokens, it does not sign them".into()).into())
 }
 
 /// A verifier for `algorithm` over `key`, when the key's family is the algorithm's.
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "the signature jsonwebtoken's CryptoProvider takes"
+)]
 fn verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {
     let family = match algorithm {
         Algorithm::RS256 => AlgorithmFamily::Rsa,

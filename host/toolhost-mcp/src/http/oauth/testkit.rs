@@ -44,8 +44,7 @@ impl Signer {
 
     pub(crate) fn ec() -> Self {
         let rng = SystemRandom::new();
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
         Self::Ec(
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
                 .unwrap(),
@@ -103,7 +102,11 @@ impl Signer {
                     .unwrap();
                 sig
             }
-            Self::Ec(key) => key.sign(&rng, message.as_bytes()).unwrap().as_ref().to_vec(),
+            Self::Ec(key) => key
+                .sign(&rng, message.as_bytes())
+                .unwrap()
+                .as_ref()
+                .to_vec(),
             Self::Ed(key) => key.sign(message.as_bytes()).as_ref().to_vec(),
         };
         format!("{message}.{}", b64(&signature))
@@ -160,7 +163,12 @@ impl Issuers {
         let issuers = Arc::clone(self);
         Arc::new(move |url: String, _limit: usize| -> FetchFuture {
             issuers.calls.fetch_add(1, Ordering::SeqCst);
-            *issuers.fetched.lock().unwrap().entry(url.clone()).or_default() += 1;
+            *issuers
+                .fetched
+                .lock()
+                .unwrap()
+                .entry(url.clone())
+                .or_default() += 1;
             let body = issuers.bodies.lock().unwrap().get(&url).cloned();
             Box::pin(async move {
                 body.map(|body| body.to_string().into_bytes())

@@ -89,7 +89,10 @@ async fn alg_none_and_hmac_are_refused() {
             b64(json!({"alg": alg, "kid": "k0"}).to_string().as_bytes())
         );
         let why = invalid(verifier.verify(&token).await);
-        assert!(why.starts_with(&format!("the token is signed with {alg}")), "{why}");
+        assert!(
+            why.starts_with(&format!("the token is signed with {alg}")),
+            "{why}"
+        );
     }
     assert_eq!(issuers.jwks_fetches(ISSUER), 0, "refused before any fetch");
 }
@@ -122,31 +125,70 @@ async fn a_key_never_checks_another_algorithm() {
     );
 }
 
+/// A change made to a token's claims.
+type Change = dyn Fn(&mut serde_json::Value);
+
 #[tokio::test]
 async fn time_audience_issuer_and_signature_are_checked() {
     let ec = Signer::ec();
     let (verifier, issuers) = verifier(&[&ec], &[]);
-    let with = |change: &dyn Fn(&mut serde_json::Value)| {
+    let with = |change: &Change| {
         let mut claims = claims("svc");
         change(&mut claims);
         ec.sign(json!({"kid": "k0"}), &claims)
     };
-    let cases: [(&dyn Fn(&mut serde_json::Value), &str); 8] = [
-        (&|c| c["exp"] = json!(now() - 120), "the token has expired (`exp`)"),
-        (&|c| c["nbf"] = json!(now() + 120), "the token is not valid yet (`nbf`)"),
-        (&|c| c["aud"] = json!("https://mcp.example.com/other"), "the token is not for this server (`aud`)"),
-        (&|c| c["aud"] = json!(["https://x.example.com"]), "the token is not for this server (`aud`)"),
-        (&|c| { c.as_object_mut().unwrap().remove("exp"); }, "the token has no `exp`"),
-        (&|c| { c.as_object_mut().unwrap().remove("aud"); }, "the token has no `aud`"),
-        (&|c| c["iss"] = json!("https://evil.example.com"), "the token's issuer \"https://evil.example.com\" is not one this server trusts"),
-        (&|c| { c.as_object_mut().unwrap().remove("iss"); }, "the token has no `iss`"),
+    let cases: [(&Change, &str); 8] = [
+        (
+            &|c| c["exp"] = json!(now() - 120),
+            "the token has expired (`exp`)",
+        ),
+        (
+            &|c| c["nbf"] = json!(now() + 120),
+            "the token is not valid yet (`nbf`)",
+        ),
+        (
+            &|c| c["aud"] = json!("https://mcp.example.com/other"),
+            "the token is not for this server (`aud`)",
+        ),
+        (
+            &|c| c["aud"] = json!(["https://x.example.com"]),
+            "the token is not for this server (`aud`)",
+        ),
+        (
+            &|c| {
+                c.as_object_mut().unwrap().remove("exp");
+            },
+            "the token has no `exp`",
+        ),
+        (
+            &|c| {
+                c.as_object_mut().unwrap().remove("aud");
+            },
+            "the token has no `aud`",
+        ),
+        (
+            &|c| c["iss"] = json!("https://evil.example.com"),
+            "the token's issuer \"https://evil.example.com\" is not one this server trusts",
+        ),
+        (
+            &|c| {
+                c.as_object_mut().unwrap().remove("iss");
+            },
+            "the token has no `iss`",
+        ),
     ];
     for (change, expected) in cases {
         assert_eq!(invalid(verifier.verify(&with(change)).await), expected);
     }
     // Within the 60 s leeway: taken.
-    assert!(verifier.verify(&with(&|c| c["exp"] = json!(now() - 30))).await.is_ok());
-    assert!(verifier.verify(&with(&|c| c["nbf"] = json!(now() + 30))).await.is_ok());
+    assert!(verifier
+        .verify(&with(&|c| c["exp"] = json!(now() - 30)))
+        .await
+        .is_ok());
+    assert!(verifier
+        .verify(&with(&|c| c["nbf"] = json!(now() + 30)))
+        .await
+        .is_ok());
     // A signature that does not match (the claims changed after signing).
     let token = with(&|_| {});
     let (rest, signature) = token.rsplit_once('.').unwrap();
@@ -221,10 +263,17 @@ async fn oversized_and_malformed_tokens_are_refused_unread() {
     big["pad"] = json!("x".repeat(8 * 1024));
     let token = ec.sign(json!({"kid": "k0"}), &big);
     assert!(invalid(verifier.verify(&token).await).starts_with("the token is "));
-    for bad in ["", "a.b", "a.b.c", "!!!.???.###", "eyJhbGciOiJFUzI1NiJ9.%%%.x"] {
+    for bad in [
+        "",
+        "a.b",
+        "a.b.c",
+        "!!!.???.###",
+        "eyJhbGciOiJFUzI1NiJ9.%%%.x",
+    ] {
         let why = invalid(verifier.verify(bad).await);
         assert!(
-            why.starts_with("the token is not a JWT") || why.starts_with("the token's claims do not decode"),
+            why.starts_with("the token is not a JWT")
+                || why.starts_with("the token's claims do not decode"),
             "{bad}: {why}"
         );
     }
@@ -256,11 +305,19 @@ async fn subjects_are_client_names_and_never_a_static_tokens() {
 async fn a_missing_required_scope_is_insufficient_scope() {
     let ec = Signer::ec();
     let (verifier, _) = verifier(&[&ec], &[]);
-    for scope in [json!("mcp:read"), json!(""), json!(null), json!("mcp:toolsX")] {
+    for scope in [
+        json!("mcp:read"),
+        json!(""),
+        json!(null),
+        json!("mcp:toolsX"),
+    ] {
         let mut claims = claims("svc");
         claims["scope"] = scope;
         let token = ec.sign(json!({"kid": "k0"}), &claims);
-        assert_eq!(verifier.verify(&token).await, Err(Denial::InsufficientScope));
+        assert_eq!(
+            verifier.verify(&token).await,
+            Err(Denial::InsufficientScope)
+        );
     }
     assert_eq!(verifier.required, "mcp:tools");
 }
@@ -280,9 +337,15 @@ async fn keys_that_cannot_be_had_are_unavailable_and_not_fetched_per_token() {
     );
     let calls = issuers.calls.load(std::sync::atomic::Ordering::SeqCst);
     for _ in 0..100 {
-        assert!(matches!(verifier.verify(&token).await, Err(Denial::Unavailable(_))));
+        assert!(matches!(
+            verifier.verify(&token).await,
+            Err(Denial::Unavailable(_))
+        ));
     }
-    assert_eq!(issuers.calls.load(std::sync::atomic::Ordering::SeqCst), calls);
+    assert_eq!(
+        issuers.calls.load(std::sync::atomic::Ordering::SeqCst),
+        calls
+    );
     // Metadata naming another issuer, or a plain-HTTP JWKS of a public host: refused.
     let issuers = Arc::new(Issuers::default());
     issuers.bodies.lock().unwrap().insert(
@@ -303,7 +366,12 @@ async fn keys_that_cannot_be_had_are_unavailable_and_not_fetched_per_token() {
     let Err(Denial::Unavailable(why)) = verifier.verify(&token).await else {
         panic!("not unavailable");
     };
-    assert!(why.contains("its jwks_uri http://keys.example.com/jwks: plain HTTP is only for a loopback address"), "{why}");
+    assert!(
+        why.contains(
+            "its jwks_uri http://keys.example.com/jwks: plain HTTP is only for a loopback address"
+        ),
+        "{why}"
+    );
 }
 
 #[test]
@@ -315,8 +383,15 @@ fn settings_are_checked() {
     assert_eq!(config(ISSUER, AUDIENCE).check(), Ok(()));
     assert_eq!(config("http://127.0.0.1:9000", AUDIENCE).check(), Ok(()));
     assert_eq!(config("http://[::1]:9000/realm", AUDIENCE).check(), Ok(()));
-    let err = config("http://auth.example.com", AUDIENCE).check().unwrap_err();
-    assert!(err.starts_with("--oauth-issuer http://auth.example.com: plain HTTP is only for a loopback address"), "{err}");
+    let err = config("http://auth.example.com", AUDIENCE)
+        .check()
+        .unwrap_err();
+    assert!(
+        err.starts_with(
+            "--oauth-issuer http://auth.example.com: plain HTTP is only for a loopback address"
+        ),
+        "{err}"
+    );
     assert_eq!(
         config("http://auth.example.com", AUDIENCE)
             .with_insecure_issuer(true)
@@ -325,24 +400,41 @@ fn settings_are_checked() {
     );
     assert!(config("ftp://auth.example.com", AUDIENCE).check().is_err());
     let err = config(ISSUER, "/mcp").check().unwrap_err();
-    assert!(err.starts_with("--oauth-audience \"/mcp\" is not an absolute URI"), "{err}");
+    assert!(
+        err.starts_with("--oauth-audience \"/mcp\" is not an absolute URI"),
+        "{err}"
+    );
     let err = config(ISSUER, AUDIENCE)
         .with_scopes(vec!["a\"b".into()])
         .check()
         .unwrap_err();
-    assert!(err.starts_with("--oauth-scope \"a\\\"b\" is not a scope"), "{err}");
+    assert!(
+        err.starts_with("--oauth-scope \"a\\\"b\" is not a scope"),
+        "{err}"
+    );
     let none = OAuthConfig::new(vec![], AUDIENCE, issuers.fetcher());
     assert!(none.check().is_err());
     // The metadata URL: the well-known path between the authority and the path.
     for (audience, url) in [
-        (AUDIENCE, "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"),
-        ("https://mcp.example.com", "https://mcp.example.com/.well-known/oauth-protected-resource"),
-        ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/.well-known/oauth-protected-resource"),
+        (
+            AUDIENCE,
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        ),
+        (
+            "https://mcp.example.com",
+            "https://mcp.example.com/.well-known/oauth-protected-resource",
+        ),
+        (
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8080/.well-known/oauth-protected-resource",
+        ),
     ] {
         assert_eq!(config(ISSUER, audience).resource_metadata_url(), url);
     }
     assert_eq!(
-        config(ISSUER, AUDIENCE).with_scopes(vec!["mcp:tools".into()]).resource_metadata(),
+        config(ISSUER, AUDIENCE)
+            .with_scopes(vec!["mcp:tools".into()])
+            .resource_metadata(),
         json!({
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],

@@ -32,7 +32,11 @@ async fn open_stream(addr: SocketAddr, app: &Arc<super::super::App>, session: &s
         .unwrap();
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    let found = app.sessions.find(session, &crate::http::admit::Caller::default()).await.unwrap();
+    let found = app
+        .sessions
+        .find(session, &crate::http::admit::Caller::default())
+        .await
+        .unwrap();
     until("the stream is attached", || found.notifier().is_connected()).await;
     response.into_body()
 }

@@ -144,7 +144,12 @@ async fn a_question_goes_out_on_the_calls_stream_and_forged_or_foreign_answers_a
         !ran.0.load(Ordering::SeqCst),
         "a forged answer must not run the tool"
     );
-    let session = server.app.sessions.find(&alice, &crate::http::admit::Caller::default()).await.unwrap();
+    let session = server
+        .app
+        .sessions
+        .find(&alice, &crate::http::admit::Caller::default())
+        .await
+        .unwrap();
     assert_eq!(session.questions().open_count(), 1);
     assert_eq!(session.questions().ignored(), 3);
     // Alice declines: the call ends, unrun, on its stream.

@@ -31,13 +31,21 @@ async fn refusals_carry_the_challenge_and_the_metadata_url() {
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         reply.header("www-authenticate"),
-        Some(format!(r#"Bearer realm="wasm-toolhost", resource_metadata="{METADATA_URL}""#).as_str())
+        Some(
+            format!(r#"Bearer realm="wasm-toolhost", resource_metadata="{METADATA_URL}""#).as_str()
+        )
     );
     let mut expired = claims("svc");
     expired["exp"] = json!(1);
     for (token, message) in [
-        (key.sign(json!({"kid": "k0"}), &expired), "Unauthorized: the bearer token is not valid: the token has expired (`exp`)"),
-        ("not-a-jwt-at-all-here".to_owned(), "Unauthorized: the bearer token is not valid: the token is not a JWT (InvalidToken)"),
+        (
+            key.sign(json!({"kid": "k0"}), &expired),
+            "Unauthorized: the bearer token is not valid: the token has expired (`exp`)",
+        ),
+        (
+            "not-a-jwt-at-all-here".to_owned(),
+            "Unauthorized: the bearer token is not valid: the token is not a JWT (InvalidToken)",
+        ),
     ] {
         let reply = post(server.addr, &[("authorization", &bearer(&token))], INIT).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
@@ -74,12 +82,22 @@ async fn the_protected_resource_metadata_is_served() {
         "scopes_supported": ["mcp:tools"],
         "bearer_methods_supported": ["header"],
     });
-    for path in [RESOURCE_METADATA_PATH, "/.well-known/oauth-protected-resource/mcp"] {
+    for path in [
+        RESOURCE_METADATA_PATH,
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
         let reply = send_to(server.addr, path, Method::GET, &[], Full::new(Bytes::new())).await;
         assert_eq!(reply.status, StatusCode::OK, "{path}");
         assert_eq!(reply.header("content-type"), Some("application/json"));
         assert_eq!(reply.json(), expected, "{path}");
-        let reply = send_to(server.addr, path, Method::POST, &[], Full::new(Bytes::new())).await;
+        let reply = send_to(
+            server.addr,
+            path,
+            Method::POST,
+            &[],
+            Full::new(Bytes::new()),
+        )
+        .await;
         assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
     }
     let reply = send_to(
@@ -94,7 +112,14 @@ async fn the_protected_resource_metadata_is_served() {
     server.stop().await;
     // Without OAuth there is no such document.
     let server = start(stateful(), &Arc::default()).await;
-    let reply = send_to(server.addr, RESOURCE_METADATA_PATH, Method::GET, &[], Full::new(Bytes::new())).await;
+    let reply = send_to(
+        server.addr,
+        RESOURCE_METADATA_PATH,
+        Method::GET,
+        &[],
+        Full::new(Bytes::new()),
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     server.stop().await;
 }
@@ -114,22 +139,52 @@ async fn a_session_stays_with_the_principal_that_opened_it() {
     let id = reply.session();
     // Another token of the same principal continues it.
     let again = token(ISSUER, "carol");
-    let reply = post(server.addr, &[("authorization", &again), (SESSION_HEADER, &id)], LIST).await;
+    let reply = post(
+        server.addr,
+        &[("authorization", &again), (SESSION_HEADER, &id)],
+        LIST,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     // Another subject, the same subject from another issuer, and static tokens
     // (alice's, and an OAuth `sub` that cannot be a static name): 404.
-    for other in [token(ISSUER, "dave"), token(OTHER_ISSUER, "carol"), bearer(TOKEN_A), bearer(TOKEN_B)] {
-        let reply = post(server.addr, &[("authorization", &other), (SESSION_HEADER, &id)], LIST).await;
-        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{other}: {}", reply.body);
+    for other in [
+        token(ISSUER, "dave"),
+        token(OTHER_ISSUER, "carol"),
+        bearer(TOKEN_A),
+        bearer(TOKEN_B),
+    ] {
+        let reply = post(
+            server.addr,
+            &[("authorization", &other), (SESSION_HEADER, &id)],
+            LIST,
+        )
+        .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::NOT_FOUND,
+            "{other}: {}",
+            reply.body
+        );
     }
     // A static token's session is not an OAuth principal's either.
     let reply = post(server.addr, &[("authorization", &bearer(TOKEN_A))], INIT).await;
     assert_eq!(reply.status, StatusCode::OK);
     let alices = reply.session();
-    let reply = post(server.addr, &[("authorization", &carol), (SESSION_HEADER, &alices)], LIST).await;
+    let reply = post(
+        server.addr,
+        &[("authorization", &carol), (SESSION_HEADER, &alices)],
+        LIST,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     // An OAuth token naming alice (a static token's client) is refused outright.
-    let reply = post(server.addr, &[("authorization", &token(ISSUER, "alice"))], INIT).await;
+    let reply = post(
+        server.addr,
+        &[("authorization", &token(ISSUER, "alice"))],
+        INIT,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     server.stop().await;
 }
@@ -144,7 +199,10 @@ async fn keys_that_cannot_be_fetched_answer_503() {
     let reply = post(server.addr, &[("authorization", &bearer(&token))], INIT).await;
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(reply.header("retry-after"), Some("30"));
-    let message = reply.json()["error"]["message"].as_str().unwrap().to_owned();
+    let message = reply.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
         message.starts_with("Service Unavailable: the bearer token cannot be checked now: cannot get the signing keys of the OAuth issuer https://auth.example.com: "),
         "{message}"

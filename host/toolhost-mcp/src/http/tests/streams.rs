@@ -45,7 +45,12 @@ async fn the_session_stream_carries_the_servers_own_messages() {
     .await;
     assert_eq!(reply.status, StatusCode::CONFLICT);
 
-    let session = server.app.sessions.find(&id, &crate::http::admit::Caller::default()).await.unwrap();
+    let session = server
+        .app
+        .sessions
+        .find(&id, &crate::http::admit::Caller::default())
+        .await
+        .unwrap();
     until("the stream is attached", || {
         session.notifier().is_connected()
     })

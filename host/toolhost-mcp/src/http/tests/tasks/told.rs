@@ -25,7 +25,12 @@ async fn task_status_comes_on_the_sessions_get_stream() {
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let mut body = response.into_body();
-    let held = server.app.sessions.find(&session, &crate::http::admit::Caller::default()).await.unwrap();
+    let held = server
+        .app
+        .sessions
+        .find(&session, &crate::http::admit::Caller::default())
+        .await
+        .unwrap();
     until("the stream is attached", || held.notifier().is_connected()).await;
     let created = server.request(&session, &task_call(2, "nap")).await;
     let task = created["result"]["task"]["taskId"]
