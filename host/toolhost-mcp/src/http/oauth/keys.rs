@@ -254,9 +254,14 @@ impl IssuerKeys {
                 uri
             }
         };
-        let body = fetcher(jwks_uri.clone(), MAX_FETCH_BYTES)
-            .await
-            .map_err(|why| format!("{jwks_uri}: {why}"))?;
+        let body = match fetcher(jwks_uri.clone(), MAX_FETCH_BYTES).await {
+            Ok(body) => body,
+            Err(why) => {
+                // The metadata is read again next time: the issuer may have moved its keys.
+                fetching.jwks_uri = None;
+                return Err(format!("{jwks_uri}: {why}"));
+            }
+        };
         let jwks: Value = serde_json::from_slice(&body)
             .map_err(|err| format!("{jwks_uri} is not JSON: {err}"))?;
         let Some(Value::Array(entries)) = jwks.get("keys") else {
