@@ -479,3 +479,70 @@ fn audit_and_metrics_flags_parse_and_are_in_the_help_of_run_and_serve() {
         );
     }
 }
+
+#[test]
+fn oauth_flags_parse_and_need_an_audience_and_http() {
+    let Command::Serve(serve) = parse(&[
+        "serve",
+        "--http",
+        "8080",
+        "--oauth-issuer",
+        "https://a.example.com",
+        "--oauth-issuer",
+        "http://127.0.0.1:9000",
+        "--oauth-audience",
+        "https://mcp.example.com/mcp",
+        "--oauth-scope",
+        "mcp:tools",
+        "--oauth-insecure-issuer",
+    ])
+    .command
+    else {
+        panic!("serve")
+    };
+    assert_eq!(
+        serve.http.oauth_issuer,
+        ["https://a.example.com", "http://127.0.0.1:9000"]
+    );
+    assert_eq!(
+        serve.http.oauth_audience.as_deref(),
+        Some("https://mcp.example.com/mcp")
+    );
+    assert_eq!(serve.http.oauth_scope, ["mcp:tools"]);
+    assert!(serve.http.oauth_insecure_issuer);
+    for flags in [
+        // An issuer without the audience its tokens must name.
+        &[
+            "serve",
+            "--http",
+            "8080",
+            "--oauth-issuer",
+            "https://a.example.com",
+        ][..],
+        // The audience or a scope without an issuer.
+        &[
+            "serve",
+            "--http",
+            "8080",
+            "--oauth-audience",
+            "https://m/mcp",
+        ][..],
+        &["serve", "--http", "8080", "--oauth-scope", "s"][..],
+        // OAuth without --http.
+        &[
+            "serve",
+            "--oauth-issuer",
+            "https://a",
+            "--oauth-audience",
+            "https://m",
+        ][..],
+    ] {
+        let err =
+            Cli::try_parse_from(std::iter::once("host").chain(flags.iter().copied())).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "{flags:?}"
+        );
+    }
+}

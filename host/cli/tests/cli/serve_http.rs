@@ -776,3 +776,64 @@ fn serve_parents_a_calls_span_on_the_http_traceparent_header() {
     assert!(contains(&all, b"tools/call list_files"));
     assert!(contains(&all, b"tcp"), "network.transport");
 }
+
+#[test]
+fn oauth_set_ups_are_checked_before_serving() {
+    let run = |args: &[&str]| {
+        let output = host().args(args).stdin(Stdio::null()).output().unwrap();
+        (
+            output.status.code().unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    let serve = ["serve", "--http", "127.0.0.1:0", "--no-builtins"];
+    // Keys over plain HTTP from a host that is not loopback: anyone on the way could
+    // swap them.
+    let (code, stderr) = run(&[
+        &serve[..],
+        &[
+            "--oauth-issuer",
+            "http://auth.example.com",
+            "--oauth-audience",
+            "https://mcp.example.com/mcp",
+        ],
+    ]
+    .concat());
+    assert_eq!(code, EXIT_SETUP, "{stderr}");
+    assert!(
+        stderr.contains("--oauth-issuer http://auth.example.com: plain HTTP is only for a loopback address (anyone on the way could swap the keys); use https, or --oauth-insecure-issuer on a network you trust"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&[
+        &serve[..],
+        &[
+            "--oauth-issuer",
+            "https://auth.example.com",
+            "--oauth-audience",
+            "/mcp",
+        ],
+    ]
+    .concat());
+    assert_eq!(code, EXIT_SETUP, "{stderr}");
+    assert!(
+        stderr.contains("--oauth-audience \"/mcp\" is not an absolute URI"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&[
+        &serve[..],
+        &[
+            "--oauth-issuer",
+            "https://auth.example.com",
+            "--oauth-audience",
+            "https://mcp.example.com/mcp",
+            "--oauth-scope",
+            "a\"b",
+        ],
+    ]
+    .concat());
+    assert_eq!(code, EXIT_SETUP, "{stderr}");
+    assert!(
+        stderr.contains("--oauth-scope \"a\\\"b\" is not a scope"),
+        "{stderr}"
+    );
+}
