@@ -7,6 +7,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
@@ -23,7 +24,7 @@ use super::admit::{
 use super::streams::{answer_one, event, event_stream, finished, sse_response, ChannelOutlet};
 use super::LOG_TARGET;
 use super::{
-    header_str, json, refuse, reject, App, HttpConnection, KEEP_ALIVE, PROTOCOL_HEADER,
+    header_str, json, refuse, reject, App, HttpConnection, Rejection, KEEP_ALIVE, PROTOCOL_HEADER,
     SERVER_ERROR, SESSION_HEADER, STREAM_QUEUE,
 };
 
@@ -31,28 +32,10 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let conn = HttpConnection::of(request.extensions_mut());
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let caller = match app.admit(headers, &parts.uri, &conn).await {
-        Ok(caller) => caller,
-        Err(response) => return *response,
+    let (caller, accepts) = match admit_post(&app, &parts, &conn).await {
+        Ok(admitted) => admitted,
+        Err(response) => return refused_unread(*response, body, parts.version).await,
     };
-    let content_type = header_str(headers, "content-type").unwrap_or_default();
-    let media = content_type.split(';').next().unwrap_or_default().trim();
-    if !media.eq_ignore_ascii_case("application/json") {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("Unsupported Media Type: {content_type:?}; send one JSON-RPC message with Content-Type: application/json"),
-        );
-    }
-    let accepts = accept(headers);
-    if !accepts.json && !accepts.sse {
-        return refuse(
-            StatusCode::NOT_ACCEPTABLE,
-            "Not Acceptable: this server answers with application/json or text/event-stream; accept both",
-        );
-    }
-    if let Err(response) = check_protocol(headers) {
-        return *response;
-    }
     let body = match read_body(body, headers, app.max_body_bytes).await {
         Ok(body) => body,
         Err(response) => return *response,
@@ -265,6 +248,68 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
 /// concurrently (each taking its place among the calls in flight, or answered busy), and
 /// one JSON array of the answers; `202` when there is none (notifications only).
 /// Notifications about the calls are not sent: a batch is answered with JSON.
+/// The checks of a `POST` that come before its body is read: who sends it, its media
+/// type, what it accepts and its protocol version.
+async fn admit_post(
+    app: &App,
+    parts: &axum::http::request::Parts,
+    conn: &HttpConnection,
+) -> Result<(super::admit::Caller, super::admit::Accept), Rejection> {
+    let headers = &parts.headers;
+    let caller = app.admit(headers, &parts.uri, conn).await?;
+    let content_type = header_str(headers, "content-type").unwrap_or_default();
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    if !media.eq_ignore_ascii_case("application/json") {
+        return Err(reject(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Unsupported Media Type: {content_type:?}; send one JSON-RPC message with Content-Type: application/json"),
+        ));
+    }
+    let accepts = accept(headers);
+    if !accepts.json && !accepts.sse {
+        return Err(reject(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: this server answers with application/json or text/event-stream; accept both",
+        ));
+    }
+    check_protocol(headers)?;
+    Ok((caller, accepts))
+}
+
+/// The most of a refused request's body that is read (and dropped) so its HTTP/1.1
+/// connection can serve the client's next request.
+const DRAIN_BYTES: usize = 64 * 1024;
+/// How long reading a refused request's body may take.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `response`, a refusal sent before the request's `body` was read. Over HTTP/1.x the
+/// connection can only serve another request once the body is off it: a small body that
+/// arrives quickly (at most [`DRAIN_BYTES`] within [`DRAIN_TIME`], as every real first
+/// request is: an OAuth client's unauthenticated `initialize`, say) is read and dropped,
+/// so the client's next request (with its token) goes on the same connection; any other
+/// gets `Connection: close`, so the client opens a new connection instead of sending a
+/// request on one the server is about to drop. HTTP/2 resets the one stream itself.
+async fn refused_unread(
+    mut response: Response,
+    body: axum::body::Body,
+    version: axum::http::Version,
+) -> Response {
+    if version > axum::http::Version::HTTP_11 {
+        return response;
+    }
+    let drained = tokio::time::timeout(
+        DRAIN_TIME,
+        http_body_util::Limited::new(body, DRAIN_BYTES).collect(),
+    )
+    .await;
+    if !matches!(drained, Ok(Ok(_))) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
 pub(super) async fn post_batch(
     app: &App,
     conn: &HttpConnection,

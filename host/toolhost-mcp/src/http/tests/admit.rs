@@ -360,3 +360,69 @@ async fn modern_requests_must_match_their_headers() {
     assert!(body.get("id").is_none(), "{body}");
     server.stop().await;
 }
+
+/// A client that sends its body with a request that is refused before the body is read
+/// (no token: an OAuth client's first request) either reuses the connection for the next
+/// request or is told to close it: never a connection the server drops under a request
+/// the client thought it could send.
+#[tokio::test]
+async fn a_refusal_before_the_body_is_read_keeps_or_closes_the_connection_cleanly() {
+    let probe = Arc::default();
+    let mut config = stateful();
+    config.tokens = Some(tokens());
+    let server = start(config, &probe).await;
+    let port = server.addr.port();
+    // Small bodies (every real first request) and one bigger than any refusal drains.
+    for size in [INIT.len(), 200_000] {
+        let stream = TcpStream::connect(server.addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        let body = if size == INIT.len() {
+            INIT.to_owned()
+        } else {
+            format!("{INIT}{}", " ".repeat(size - INIT.len()))
+        };
+        let request = hyper::Request::post(format!("http://127.0.0.1:{port}{MCP_PATH}"))
+            .header("host", format!("127.0.0.1:{port}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        let closes = response
+            .headers()
+            .get("connection")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+        let _ = response.into_body().collect().await.unwrap();
+        if closes {
+            assert!(
+                size > INIT.len(),
+                "a small refused body is drained, not a reason to close"
+            );
+            continue;
+        }
+        // Kept alive: the next request on the same connection is answered.
+        sender.ready().await.unwrap();
+        let auth = format!("Bearer {TOKEN_A}");
+        let request = hyper::Request::post(format!("http://127.0.0.1:{port}{MCP_PATH}"))
+            .header("host", format!("127.0.0.1:{port}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", auth)
+            .body(Full::new(Bytes::from(INIT)))
+            .unwrap();
+        let response = sender.send_request(request).await;
+        assert!(
+            response
+                .as_ref()
+                .is_ok_and(|r| r.status() == StatusCode::OK),
+            "size {size}: the kept-alive connection was dropped: {response:?}"
+        );
+        drop(sender);
+        let _ = connection.await;
+    }
+    server.stop().await;
+}
