@@ -35,6 +35,20 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
         Ok(caller) => (caller.client, caller.token),
         Err(response) => return *response,
     };
+    // The principal's quotas, when a policy is in force (refused: 403).
+    let quota = match &app.policy {
+        None => None,
+        Some(policy) => {
+            // Static tokens grant no scopes.
+            match policy.quota_of(&crate::policy::Principal::new(client.as_deref(), &[])) {
+                Ok(quota) => Some(quota),
+                Err(refusal) => {
+                    warn!(target: LOG_TARGET, peer = %conn.peer, client = client.as_deref().unwrap_or("-"), "refused a client the policy gives no profile");
+                    return refuse(StatusCode::FORBIDDEN, refusal.to_string());
+                }
+            }
+        }
+    };
     let content_type = header_str(headers, "content-type").unwrap_or_default();
     let media = content_type.split(';').next().unwrap_or_default().trim();
     if !media.eq_ignore_ascii_case("application/json") {
@@ -137,6 +151,22 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
                     StatusCode::BAD_REQUEST,
                     session.error_message(&err).to_bytes(),
                 );
+            }
+        }
+    }
+    // A call over its principal's quota is refused before it reaches the session: 429.
+    if let (Some(quota), Ok(Incoming::Request { method, .. })) = (&quota, &message) {
+        if method == "tools/call" {
+            if let Err(exceeded) = quota.check_call() {
+                debug!(target: LOG_TARGET, peer = %conn.peer, client = client.as_deref().unwrap_or("-"), quota = exceeded.quota.name(), "refused a call over its quota");
+                let mut response = refuse(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("Too Many Requests: {exceeded}"),
+                );
+                if let Ok(value) = HeaderValue::from_str(&exceeded.retry_after_secs().to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, value);
+                }
+                return response;
             }
         }
     }

@@ -152,6 +152,8 @@ pub struct SessionInfo {
     pub id: Option<String>,
     /// The name of the client whose token opened it, if the token has one.
     pub client: Option<String>,
+    /// The scopes its bearer token granted (OAuth); empty for a static token.
+    pub scopes: Vec<String>,
 }
 
 /// Builds a session's registry (e.g. the file tools over a storage root of its own).
@@ -316,6 +318,9 @@ pub(crate) struct Sessions {
     /// Where a session's catalog comes from.
     source: Source,
     counters: Arc<Counters>,
+    /// Whether sessions are told of tool changes (per-session catalogs too: a policy
+    /// reload changes what a session is offered).
+    list_changed: bool,
     live: Mutex<HashMap<String, Live>>,
     /// Cancelled at shutdown: every session's calls stop, held here or not.
     stop: CancellationToken,
@@ -346,6 +351,7 @@ impl Sessions {
             settings,
             source,
             counters,
+            list_changed,
             live: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             terminated: Mutex::new((HashSet::new(), VecDeque::new())),
@@ -406,6 +412,7 @@ impl Sessions {
                     .map_err(Refusal::Setup)?;
                 Arc::new(
                     Catalog::new(registry, Arc::clone(&self.counters))
+                        .with_list_changed(self.list_changed)
                         .with_resources(files)
                         .with_asking(self.asking.clone()),
                 )
@@ -432,6 +439,7 @@ impl Sessions {
             SessionInfo {
                 id: None,
                 client: client.map(str::to_owned),
+                scopes: Vec::new(),
             },
             Some(TaskOwner::Caller(token)),
         )
@@ -452,6 +460,7 @@ impl Sessions {
                 SessionInfo {
                     id: Some(id.clone()),
                     client: client.map(str::to_owned),
+                    scopes: Vec::new(),
                 },
                 None,
             )
@@ -479,6 +488,7 @@ impl Sessions {
                 SessionInfo {
                     id: Some(id.to_owned()),
                     client: client.map(str::to_owned),
+                    scopes: Vec::new(),
                 },
                 None,
             )

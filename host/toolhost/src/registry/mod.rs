@@ -304,6 +304,31 @@ impl Registry {
         Ok(())
     }
 
+    /// Takes away the tools named `names` that are registered, built-in ones too, in
+    /// one step, and returns how many went. A server narrowing what one session is
+    /// offered (a per-principal policy reloaded) uses it; taking a tool away cannot let
+    /// anything stand in for a built-in (adding one back goes through
+    /// [`Registry::register_builtin`]). Calls already running finish.
+    pub fn withdraw(&self, names: &[String]) -> usize {
+        let mut registered = self.write();
+        let before = registered.entries.len();
+        let kept: Vec<Arc<Entry>> = registered
+            .entries
+            .iter()
+            .filter(|entry| !names.contains(&entry.definition.name))
+            .cloned()
+            .collect();
+        let gone = before - kept.len();
+        if gone > 0 {
+            *registered = Tools::from_entries(kept);
+        }
+        drop(registered);
+        if gone > 0 {
+            self.changed();
+        }
+        gone
+    }
+
     /// Raises the generation and wakes the watchers.
     fn changed(&self) {
         self.changes.send_modify(|generation| *generation += 1);
