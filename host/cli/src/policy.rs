@@ -19,7 +19,7 @@ use anyhow::bail;
 use tracing::{info, warn};
 
 use toolhost::registry::{
-    Arguments, CallContext, Environment, Handler, HandlerFuture, Registry, ToolCall, ToolDefinition, ToolError,
+    Arguments, CallContext, Environment, Handler, HandlerFuture, OutgoingGate, Registry, ToolCall, ToolDefinition, ToolError,
     RESERVED_TOOL_NAMES,
 };
 use toolhost_mcp::http::{Registries, SessionInfo, SessionRootTemplate};
@@ -455,10 +455,23 @@ struct Guarded {
     from: Arc<Registry>,
     name: String,
     quota: Arc<PrincipalQuota>,
+    /// The principal's outgoing-HTTP quota, given to each call's plugin requests.
+    gate: OutgoingGate,
 }
 
 fn guarded(from: Arc<Registry>, name: String, quota: Arc<PrincipalQuota>) -> Guarded {
-    Guarded { from, name, quota }
+    let counted = Arc::clone(&quota);
+    let gate = OutgoingGate::new(move || {
+        counted
+            .take_http_request()
+            .map_err(|exceeded| exceeded.to_string())
+    });
+    Guarded {
+        from,
+        name,
+        quota,
+        gate,
+    }
 }
 
 impl Handler for Guarded {
@@ -468,6 +481,7 @@ impl Handler for Guarded {
             self.name.clone(),
             Arc::clone(&self.quota),
         );
+        let ctx = ctx.with_outgoing_gate(self.gate.clone());
         Box::pin(async move {
             let refused = |exceeded: toolhost_mcp::policy::QuotaExceeded| {
                 ToolError::failed(exceeded.to_string()).with_tool(&name)

@@ -776,3 +776,5 @@ fn serve_parents_a_calls_span_on_the_http_traceparent_header() {
     assert!(contains(&all, b"tools/call list_files"));
     assert!(contains(&all, b"tcp"), "network.transport");
 }
+
+mod policy;

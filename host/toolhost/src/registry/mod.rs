@@ -91,7 +91,7 @@ mod types;
 pub use arguments::{json_type, Arguments};
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
-pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
+pub use handler::{CallContext, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook};
 pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
