@@ -474,3 +474,44 @@ fn outgoing_plugin_http_is_counted_per_principal() {
     assert_eq!(bob["answered"], 3, "{bob}");
     assert_eq!(server.terminate().0, 0);
 }
+
+#[test]
+fn plugin_state_never_passes_between_principals() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN} alice\n{BOB_TOKEN} bob\n")).unwrap();
+    let plugins = plugins_with(&["hostile_state"]);
+    let policy = dir.path().join("policy.toml");
+    // Both in one profile: they share its loaded plugins, the closest they come.
+    std::fs::write(&policy, "[profile.default]\nfiles = \"none\"\n").unwrap();
+    let template = format!("{}/{{client}}", dir.path().display());
+    let mut server = Server::start(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth-token-file",
+        dir_str(&tokens),
+        "--session-root-template",
+        &template,
+        "--plugins",
+        dir_str(plugins.path()),
+        "--policy",
+        dir_str(&policy),
+    ]);
+    let addr = server.addr;
+    let remember = |token: &str, value: &str| {
+        let auth = bearer(token);
+        let session = initialize(addr, &[("Authorization", &auth)]);
+        let result = call(
+            addr,
+            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            "hostile_state",
+            json!({"value": value}),
+        );
+        text(&result).to_owned()
+    };
+    assert_eq!(remember(TOKEN, "alice's secret"), "nothing kept");
+    assert_eq!(remember(BOB_TOKEN, "bob's"), "nothing kept", "alice's value never reaches bob");
+    assert_eq!(remember(TOKEN, "again"), "nothing kept", "nor outlives her call");
+    assert_eq!(server.terminate().0, 0);
+}
