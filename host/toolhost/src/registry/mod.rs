@@ -677,6 +677,35 @@ mod replace_tests {
     }
 
     #[tokio::test]
+    async fn withdraw_takes_away_built_ins_too_and_they_come_back_only_as_built_ins() {
+        let registry = Registry::new();
+        registry
+            .register_builtin(
+                tool("read_file", "builtin").0,
+                |_ctx: CallContext, _a: Arguments, _e: Environment| async move {
+                    Ok(ToolResult::new("builtin"))
+                },
+            )
+            .unwrap();
+        registry.register_all(vec![tool("p1", "p")]).unwrap();
+        let generation = registry.generation();
+        assert_eq!(registry.withdraw(&["nope".into()]), 0);
+        assert_eq!(registry.generation(), generation, "nothing gone: no change");
+        assert_eq!(registry.withdraw(&["read_file".into(), "nope".into()]), 1);
+        assert_eq!(registry.generation(), generation + 1);
+        assert_eq!(registry.names(), ["p1"]);
+        assert!(matches!(
+            call(&registry, "read_file").await,
+            Err(ToolError::UnknownTool { .. })
+        ));
+        // Its name is still the host's: an outside tool cannot take it.
+        assert!(matches!(
+            registry.register_all(vec![tool("read_file", "impostor")]),
+            Err(RegisterError::Reserved { .. })
+        ));
+    }
+
+    #[tokio::test]
     async fn a_refused_replacement_changes_nothing() {
         let registry = Registry::new();
         registry

@@ -388,6 +388,14 @@ fn a_policy_naming_what_the_server_lacks_is_refused_at_start() {
     let (code, stderr) = start("[profile.p]\nquota = { calls_per_minute = 99999999999 }\n", &[]);
     assert_eq!(code, EXIT_SETUP, "{stderr}");
     assert!(stderr.contains("99999999999 is out of bounds"), "{stderr}");
+    // A principal is a token's name: every token must have one.
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    let (code, stderr) = start("[profile.default]\n", &[]);
+    assert_eq!(code, EXIT_SETUP, "{stderr}");
+    assert!(
+        stderr.contains("--policy needs --auth-token-file whose every line names its client"),
+        "{stderr}"
+    );
 }
 
 /// A server on 127.0.0.1 answering every request with `hello`, until the test ends.
