@@ -19,8 +19,8 @@ use anyhow::bail;
 use tracing::{info, warn};
 
 use toolhost::registry::{
-    Arguments, CallContext, Environment, Handler, HandlerFuture, OutgoingGate, Registry, ToolCall, ToolDefinition, ToolError,
-    RESERVED_TOOL_NAMES,
+    Arguments, CallContext, Environment, Handler, HandlerFuture, OutgoingGate, Registry, ToolCall,
+    ToolDefinition, ToolError, RESERVED_TOOL_NAMES,
 };
 use toolhost_mcp::http::{Registries, SessionInfo, SessionRootTemplate};
 use toolhost_mcp::policy::quota::PrincipalQuota;
@@ -102,7 +102,9 @@ impl Policed {
             }
         }
         let policed = Self {
-            live: Arc::new(LivePolicy::new(Policy::parse("[profile.none]\nfiles = \"none\"")?)),
+            live: Arc::new(LivePolicy::new(Policy::parse(
+                "[profile.none]\nfiles = \"none\"",
+            )?)),
             path: path.to_owned(),
             args: args.clone(),
             template,
@@ -134,7 +136,8 @@ impl Policed {
         for profile in policy.profiles() {
             self.narrowed(profile)?;
             if let Some(root) = profile.root() {
-                let template = SessionRootTemplate::parse(root).map_err(|err| invalid(profile, "root", &err.to_string()))?;
+                let template = SessionRootTemplate::parse(root)
+                    .map_err(|err| invalid(profile, "root", &err.to_string()))?;
                 if !template.base().starts_with(self.template.base()) {
                     return Err(invalid(
                         profile,
@@ -160,12 +163,17 @@ impl Policed {
         if let Some(hosts) = &ceilings.http {
             let mut kept = Vec::new();
             for host in hosts {
-                let pattern: toolhost_plugin::http_policy::HostPattern = host
-                    .parse()
-                    .map_err(|err: toolhost_plugin::http_policy::HostPatternError| {
+                let pattern: toolhost_plugin::http_policy::HostPattern = host.parse().map_err(
+                    |err: toolhost_plugin::http_policy::HostPatternError| {
                         invalid(profile, "plugin.http", &err.to_string())
-                    })?;
-                if !self.args.plugin_http.iter().any(|allowed| allowed.to_string() == pattern.to_string()) {
+                    },
+                )?;
+                if !self
+                    .args
+                    .plugin_http
+                    .iter()
+                    .any(|allowed| allowed.to_string() == pattern.to_string())
+                {
                     return Err(invalid(
                         profile,
                         "plugin.http",
@@ -236,7 +244,10 @@ impl Policed {
     }
 
     /// A session's registry and files.
-    fn session(&self, info: &SessionInfo) -> anyhow::Result<(Arc<Registry>, Option<FileResources>)> {
+    fn session(
+        &self,
+        info: &SessionInfo,
+    ) -> anyhow::Result<(Arc<Registry>, Option<FileResources>)> {
         let principal = Principal::new(info.client.as_deref(), &info.scopes);
         let (profile, quota) = self.live.admit(&principal)?;
         let template = match profile.root() {
@@ -316,9 +327,25 @@ impl Policed {
             };
             let replaced = !Arc::ptr_eq(&plugins, &session.plugins);
             session.plugins = Arc::clone(&plugins);
-            sync(&registry, &session.files, &plugins, &profile, &session.quota, replaced);
+            sync(
+                &registry,
+                &session.files,
+                &plugins,
+                &profile,
+                &session.quota,
+                replaced,
+            );
         }
-        info!(policy = %self.path.display(), sessions = sessions.len(), "policy reloaded");
+        let live_sessions = sessions.len();
+        drop(sessions);
+        // Plugins no profile and no live session uses any more are let go.
+        let used: std::collections::HashSet<String> = policy
+            .profiles()
+            .map(|profile| format!("{:?}", profile.plugin()))
+            .collect();
+        lock(&self.plugins)
+            .retain(|key, loaded| used.contains(key) || Arc::strong_count(loaded) > 1);
+        info!(policy = %self.path.display(), sessions = live_sessions, "policy reloaded");
     }
 
     /// Reloads the policy whenever its file changes (`--watch`), until aborted.
@@ -385,14 +412,15 @@ fn sync(
         }
     }
     for definition in plugin_registry.definitions() {
-        let plugin = plugins.plugin_of.get(&definition.name).map_or("", String::as_str);
+        let plugin = plugins
+            .plugin_of
+            .get(&definition.name)
+            .map_or("", String::as_str);
         if profile.offers(&definition.name, ToolKind::Plugin(plugin)) {
             outside.push(definition);
         }
     }
-    let wanted = |name: &str| {
-        builtins.iter().chain(&outside).any(|d| d.name == name)
-    };
+    let wanted = |name: &str| builtins.iter().chain(&outside).any(|d| d.name == name);
     let remove: Vec<String> = served
         .names()
         .into_iter()
@@ -401,7 +429,11 @@ fn sync(
     served.withdraw(&remove);
     for definition in builtins {
         if !served.has(&definition.name) {
-            let handler = guarded(Arc::clone(files), definition.name.clone(), Arc::clone(quota));
+            let handler = guarded(
+                Arc::clone(files),
+                definition.name.clone(),
+                Arc::clone(quota),
+            );
             if let Err(err) = served.register_builtin(definition, handler) {
                 warn!("cannot offer a built-in tool to a session: {err}");
             }
@@ -430,7 +462,9 @@ fn sync(
 /// text given; a failed write still counts).
 fn written_bytes(tool: &str, args: &Arguments) -> u64 {
     let text = |value: Option<&serde_json::Value>| {
-        value.and_then(serde_json::Value::as_str).map_or(0, str::len) as u64
+        value
+            .and_then(serde_json::Value::as_str)
+            .map_or(0, str::len) as u64
     };
     match tool {
         "write_file" => text(args.get("content")),

@@ -161,6 +161,13 @@ impl App {
             .admit(headers, &parts.uri, conn)
             .map_err(|response| *response)?
             .client;
+        if let Some(policy) = &self.policy {
+            if let Err(refusal) =
+                policy.quota_of(&crate::policy::Principal::new(client.as_deref(), &[]))
+            {
+                return Err(refuse(StatusCode::FORBIDDEN, refusal.to_string()));
+            }
+        }
         if !self.sessions.stateful() {
             return Err(no_sessions(method));
         }

@@ -154,22 +154,21 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
     let mut rules = Vec::with_capacity(raw.principal.len());
     for (index, rule) in raw.principal.into_iter().enumerate() {
         let place = format!("principal {}", index + 1);
-        let matched = match (rule.token, rule.sub, rule.scope) {
-            (Some(name), None, None) | (None, Some(name), None) => {
-                check_name(&place, &name)?;
-                Match::Client(name)
-            }
-            (None, None, Some(scope)) => {
-                check_name(&place, &scope)?;
-                Match::Scope(scope)
-            }
-            _ => {
-                return Err(invalid(
+        let matched =
+            match (rule.token, rule.sub, rule.scope) {
+                (Some(name), None, None) | (None, Some(name), None) => {
+                    check_name(&place, &name)?;
+                    Match::Client(name)
+                }
+                (None, None, Some(scope)) => {
+                    check_name(&place, &scope)?;
+                    Match::Scope(scope)
+                }
+                _ => return Err(invalid(
                     &place,
                     "give exactly one of token = \"NAME\", sub = \"SUBJECT\" or scope = \"SCOPE\"",
-                ))
-            }
-        };
+                )),
+            };
         if !profiles.contains_key(&rule.profile) {
             return Err(invalid(
                 &place,
@@ -197,7 +196,10 @@ fn check_name(place: &str, name: &str) -> Result<(), PolicyError> {
     if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
         return Err(invalid(
             place,
-            format!("{:?} is not a valid name: use 1 to {MAX_NAME} printable characters", name.chars().take(40).collect::<String>()),
+            format!(
+                "{:?} is not a valid name: use 1 to {MAX_NAME} printable characters",
+                name.chars().take(40).collect::<String>()
+            ),
         ));
     }
     Ok(())
@@ -215,7 +217,12 @@ fn check_list(place: &str, list: &[String]) -> Result<(), PolicyError> {
 
 /// `value` as a count within 1..=`max` (0 is refused: a quota of 0 would refuse
 /// everything; leave the quota out for none).
-fn bounded(place: &str, value: Option<i64>, min: u64, max: u64) -> Result<Option<u64>, PolicyError> {
+fn bounded(
+    place: &str,
+    value: Option<i64>,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, PolicyError> {
     let Some(value) = value else { return Ok(None) };
     match u64::try_from(value) {
         Ok(value) if (min..=max).contains(&value) => Ok(Some(value)),
@@ -250,7 +257,9 @@ fn profile_of(name: &str, raw: RawProfile) -> Result<Profile, PolicyError> {
         Some(other) => {
             return Err(invalid(
                 &place("files"),
-                format!("{other:?} is not a file access; write \"none\", \"read-only\" or \"read-write\""),
+                format!(
+                "{other:?} is not a file access; write \"none\", \"read-only\" or \"read-write\""
+            ),
             ))
         }
     };
@@ -273,13 +282,33 @@ fn profile_of(name: &str, raw: RawProfile) -> Result<Profile, PolicyError> {
     let plugin = PluginCeilings {
         http: ceilings.http,
         config: ceilings.config,
-        memory_bytes: bounded(&place("plugin.memory_bytes"), ceilings.memory_bytes, 1 << 16, MAX_MEMORY)?,
-        timeout: bounded(&place("plugin.timeout_ms"), ceilings.timeout_ms, 1, MAX_TIMEOUT_MS)?
-            .map(Duration::from_millis),
+        memory_bytes: bounded(
+            &place("plugin.memory_bytes"),
+            ceilings.memory_bytes,
+            1 << 16,
+            MAX_MEMORY,
+        )?,
+        timeout: bounded(
+            &place("plugin.timeout_ms"),
+            ceilings.timeout_ms,
+            1,
+            MAX_TIMEOUT_MS,
+        )?
+        .map(Duration::from_millis),
     };
     let quota = QuotaLimits {
-        calls_per_minute: bounded(&place("quota.calls_per_minute"), raw.quota.calls_per_minute, 1, MAX_PER_MINUTE)?,
-        concurrent_calls: bounded(&place("quota.concurrent_calls"), raw.quota.concurrent_calls, 1, MAX_CONCURRENT)?,
+        calls_per_minute: bounded(
+            &place("quota.calls_per_minute"),
+            raw.quota.calls_per_minute,
+            1,
+            MAX_PER_MINUTE,
+        )?,
+        concurrent_calls: bounded(
+            &place("quota.concurrent_calls"),
+            raw.quota.concurrent_calls,
+            1,
+            MAX_CONCURRENT,
+        )?,
         bytes_written_per_day: bounded(
             &place("quota.bytes_written_per_day"),
             raw.quota.bytes_written_per_day,

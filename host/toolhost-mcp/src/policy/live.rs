@@ -88,7 +88,10 @@ impl LivePolicy {
     ///
     /// # Errors
     /// [`PolicyRefusal::NoProfile`] when the policy gives it none.
-    pub fn quota_of(&self, principal: &Principal<'_>) -> Result<Arc<PrincipalQuota>, PolicyRefusal> {
+    pub fn quota_of(
+        &self,
+        principal: &Principal<'_>,
+    ) -> Result<Arc<PrincipalQuota>, PolicyRefusal> {
         let policy = self.current();
         let limits: QuotaLimits = *policy
             .profile_for(principal)

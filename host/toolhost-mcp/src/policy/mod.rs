@@ -192,7 +192,11 @@ impl Profile {
     /// lists (a file tool still only within its file access) and the tools of the
     /// plugins it names.
     pub fn offers(&self, tool: &str, kind: ToolKind<'_>) -> bool {
-        let listed = || self.tools.as_ref().map(|tools| tools.iter().any(|t| t == tool));
+        let listed = || {
+            self.tools
+                .as_ref()
+                .map(|tools| tools.iter().any(|t| t == tool))
+        };
         match kind {
             ToolKind::File { writes } => match self.files {
                 FileAccess::None => false,

@@ -4,7 +4,7 @@
 //! map): one principal at its limit never waits on another's.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -278,7 +278,11 @@ impl PrincipalQuota {
 }
 
 /// Takes one token from `bucket`, sized by `limit`.
-fn take(bucket: &Mutex<Option<Bucket>>, limit: &AtomicU64, quota: Quota) -> Result<(), QuotaExceeded> {
+fn take(
+    bucket: &Mutex<Option<Bucket>>,
+    limit: &AtomicU64,
+    quota: Quota,
+) -> Result<(), QuotaExceeded> {
     let limit = limit.load(Ordering::Acquire);
     if limit == UNLIMITED {
         return Ok(());
@@ -318,9 +322,7 @@ impl Default for Quotas {
 
 impl Quotas {
     fn shard(&self, key: &str) -> &RwLock<HashMap<String, Arc<PrincipalQuota>>> {
-        let mut hasher = self.hasher.build_hasher();
-        key.hash(&mut hasher);
-        let index = usize::try_from(hasher.finish() % SHARDS as u64).unwrap_or(0);
+        let index = usize::try_from(self.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
         &self.shards[index]
     }
 

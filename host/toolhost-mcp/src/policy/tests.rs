@@ -43,15 +43,22 @@ fn principals_map_to_profiles_first_match_in_file_order() {
     };
     assert_eq!(of(Some("alice"), &[]).as_deref(), Some("editor"));
     // alice's own rule comes first, whatever her scopes.
-    assert_eq!(of(Some("alice"), &["tools:read"]).as_deref(), Some("editor"));
+    assert_eq!(
+        of(Some("alice"), &["tools:read"]).as_deref(),
+        Some("editor")
+    );
     assert_eq!(of(Some("bob"), &["tools:read"]).as_deref(), Some("reader"));
     // The scope rule comes before user-7's own rule.
-    assert_eq!(of(Some("user-7"), &["x", "tools:read"]).as_deref(), Some("reader"));
+    assert_eq!(
+        of(Some("user-7"), &["x", "tools:read"]).as_deref(),
+        Some("reader")
+    );
     assert_eq!(of(Some("user-7"), &[]).as_deref(), Some("editor"));
     // A scope is matched whole, not as a prefix.
     assert_eq!(of(Some("bob"), &["tools:rea", "tools:read:all"]), None);
     assert_eq!(of(None, &[]), None, "no default profile: refused");
-    let with_default = Policy::parse(&format!("{TWO}\n[profile.default]\nfiles = \"none\"\n")).unwrap();
+    let with_default =
+        Policy::parse(&format!("{TWO}\n[profile.default]\nfiles = \"none\"\n")).unwrap();
     assert_eq!(
         with_default
             .profile_for(&Principal::new(Some("carol"), &[]))
@@ -74,7 +81,10 @@ fn a_profile_offers_only_what_it_names() {
     let reader = policy.profile("reader").unwrap();
     assert!(reader.offers("read_file", ToolKind::File { writes: false }));
     assert!(!reader.offers("write_file", ToolKind::File { writes: true }));
-    assert!(reader.offers("divide", ToolKind::Plugin("divide")), "no list: every plugin");
+    assert!(
+        reader.offers("divide", ToolKind::Plugin("divide")),
+        "no list: every plugin"
+    );
     assert_eq!(reader.plugin().timeout, Some(Duration::from_millis(500)));
     assert_eq!(reader.plugin().memory_bytes, Some(1 << 20));
     assert_eq!(editor.root(), Some("/srv/{client}"));
@@ -131,8 +141,10 @@ fn huge_and_negative_numbers_are_refused() {
         err("[profile.a]\nquota = { bytes_written_per_day = 99999999999999999999999 }\n")
             .starts_with("policy line 2: "),
     );
-    assert!(err("[profile.a]\nplugin = { memory_bytes = 9223372036854775807 }\n")
-        .contains("is out of bounds; give a whole number from 65536 to 4294967296"));
+    assert!(
+        err("[profile.a]\nplugin = { memory_bytes = 9223372036854775807 }\n")
+            .contains("is out of bounds; give a whole number from 65536 to 4294967296")
+    );
 }
 
 #[test]
@@ -188,7 +200,10 @@ fn quotas_refuse_naming_the_quota_and_when_it_resets() {
     // One at a time.
     let refused = alice.begin_call().unwrap_err();
     assert_eq!(refused.quota, Quota::ConcurrentCalls);
-    assert_eq!(alice.check_call().unwrap_err().quota, Quota::ConcurrentCalls);
+    assert_eq!(
+        alice.check_call().unwrap_err().quota,
+        Quota::ConcurrentCalls
+    );
     drop(first);
     assert_eq!(alice.running(), 0, "a refused call gives its place back");
     drop(alice.begin_call().unwrap());
@@ -217,7 +232,8 @@ fn quotas_refuse_naming_the_quota_and_when_it_resets() {
     assert!(over.retry_after <= Duration::from_secs(86_400));
     // Refused principal.
     assert_eq!(
-        live.admit(&Principal::new(Some("mallory"), &[])).unwrap_err(),
+        live.admit(&Principal::new(Some("mallory"), &[]))
+            .unwrap_err(),
         PolicyRefusal::NoProfile {
             principal: "mallory".into()
         }
@@ -256,7 +272,10 @@ fn the_quota_map_is_sharded_by_principal() {
         ..QuotaLimits::default()
     };
     let a = quotas.principal("a", &[], &limits);
-    assert!(Arc::ptr_eq(&a, &quotas.principal("a", &[], &QuotaLimits::default())));
+    assert!(Arc::ptr_eq(
+        &a,
+        &quotas.principal("a", &[], &QuotaLimits::default())
+    ));
     a.begin_call().unwrap();
     assert!(a.begin_call().is_err());
     assert!(quotas.principal("b", &[], &limits).begin_call().is_ok());

@@ -621,7 +621,11 @@ async fn reused_instances_carry_a_plugins_state_from_call_to_call_fresh_ones_do_
         let second = call(&registry, "hostile_state", r#"{"value":"bob's"}"#)
             .await
             .unwrap();
-        let expected = if fresh { "nothing kept" } else { "alice's secret" };
+        let expected = if fresh {
+            "nothing kept"
+        } else {
+            "alice's secret"
+        };
         assert_eq!(second.content, expected, "fresh={fresh}");
     }
 }

@@ -128,7 +128,10 @@ fn each_principal_gets_its_profile_and_quotas() {
         ("Authorization", &alice_auth),
         ("Mcp-Session-Id", &alice_session),
     ];
-    let bob: &[(&str, &str)] = &[("Authorization", &bob_auth), ("Mcp-Session-Id", &bob_session)];
+    let bob: &[(&str, &str)] = &[
+        ("Authorization", &bob_auth),
+        ("Mcp-Session-Id", &bob_session),
+    ];
     // Each sees exactly its profile's tools.
     assert_eq!(
         tool_names(addr, alice),
@@ -144,28 +147,57 @@ fn each_principal_gets_its_profile_and_quotas() {
         unknown.body.replace("no_such_tool", "X"),
         "refused exactly as an unknown tool"
     );
-    assert!(reply.body.contains(r#"unknown tool \"divide\""#), "{}", reply.body);
+    assert!(
+        reply.body.contains(r#"unknown tool \"divide\""#),
+        "{}",
+        reply.body
+    );
     // Bob's root is his profile's, and read-only even for a tool he names by force.
-    let write = call_reply(addr, bob, "write_file", json!({"path": "x.md", "content": "b"}));
-    assert!(write.body.contains(r#"unknown tool \"write_file\""#), "{}", write.body);
-    let alice_write = call(addr, alice, "write_file", json!({"path": "a.md", "content": "0123456789"}));
+    let write = call_reply(
+        addr,
+        bob,
+        "write_file",
+        json!({"path": "x.md", "content": "b"}),
+    );
+    assert!(
+        write.body.contains(r#"unknown tool \"write_file\""#),
+        "{}",
+        write.body
+    );
+    let alice_write = call(
+        addr,
+        alice,
+        "write_file",
+        json!({"path": "a.md", "content": "0123456789"}),
+    );
     assert_eq!(alice_write["isError"], false, "{alice_write}");
     assert_eq!(
         std::fs::read_to_string(t.base().join("alice").join("a.md")).unwrap(),
         "0123456789"
     );
-    assert!(t.base().join("readers").join("bob").is_dir(), "bob's own root");
+    assert!(
+        t.base().join("readers").join("bob").is_dir(),
+        "bob's own root"
+    );
     let bob_read = call(addr, bob, "read_file", json!({"path": "../../alice/a.md"}));
     assert_eq!(bob_read["isError"], true, "{bob_read}");
     // Bob presenting alice's session id: no such session for him.
     let stolen = post(
         addr,
-        &[("Authorization", &bob_auth), ("Mcp-Session-Id", &alice_session)],
+        &[
+            ("Authorization", &bob_auth),
+            ("Mcp-Session-Id", &alice_session),
+        ],
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
     );
     assert_eq!(stolen.status, 404, "{}", stolen.body);
     // Bytes written per day (20): 10 written, 15 more refused, the file as it was.
-    let over = call(addr, alice, "write_file", json!({"path": "a.md", "content": "fifteen bytes.."}));
+    let over = call(
+        addr,
+        alice,
+        "write_file",
+        json!({"path": "a.md", "content": "fifteen bytes.."}),
+    );
     assert_eq!(over["isError"], true, "{over}");
     assert!(
         text(&over).contains("quota exceeded: bytes_written_per_day (limit 20)"),
@@ -183,7 +215,10 @@ fn each_principal_gets_its_profile_and_quotas() {
     let refused = call_reply(addr, alice, "greet", json!({"name": "Ada"}));
     assert_eq!(refused.status, 429, "{}", refused.body);
     let retry: u64 = refused.header("retry-after").unwrap().parse().unwrap();
-    assert!((1..=20).contains(&retry), "a token comes back every 20 s: {retry}");
+    assert!(
+        (1..=20).contains(&retry),
+        "a token comes back every 20 s: {retry}"
+    );
     assert!(
         refused
             .body
@@ -203,7 +238,8 @@ fn each_principal_gets_its_profile_and_quotas() {
     );
     assert_eq!(dave.status, 403, "{}", dave.body);
     assert!(
-        dave.body.contains(r#"the server's policy gives the client \"dave\" no profile"#),
+        dave.body
+            .contains(r#"the server's policy gives the client \"dave\" no profile"#),
         "{}",
         dave.body
     );
@@ -258,12 +294,20 @@ fn concurrent_calls_quota_and_plugin_time_ceiling() {
         text(&first).starts_with("hostile_loop: timed out after 1500ms"),
         "{first}"
     );
-    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(t.server.terminate().0, 0);
 }
 
 /// Reads an event stream (GET) until a line contains `text` (at most 20 s).
-fn stream_until(addr: SocketAddr, headers: &[(&str, &str)], text: &str) -> thread::JoinHandle<bool> {
+fn stream_until(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    text: &str,
+) -> thread::JoinHandle<bool> {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
@@ -296,7 +340,8 @@ fn stream_until(addr: SocketAddr, headers: &[(&str, &str)], text: &str) -> threa
 
 #[test]
 fn a_policy_reload_changes_live_sessions_and_a_broken_one_is_kept_out() {
-    let v1 = "[[principal]]\ntoken = \"alice\"\nprofile = \"p\"\n[profile.p]\ntools = [\"read_file\"]\n";
+    let v1 =
+        "[[principal]]\ntoken = \"alice\"\nprofile = \"p\"\n[profile.p]\ntools = [\"read_file\"]\n";
     let mut t = serve(v1, &["--watch"]);
     let addr = t.server.addr;
     let auth = bearer(TOKEN);
@@ -312,8 +357,14 @@ fn a_policy_reload_changes_live_sessions_and_a_broken_one_is_kept_out() {
     )
     .unwrap();
     t.server.wait_for("policy reloaded");
-    assert!(notified.join().unwrap(), "notifications/tools/list_changed on the stream");
-    assert_eq!(tool_names(addr, alice), ["read_file", "list_files", "greet"]);
+    assert!(
+        notified.join().unwrap(),
+        "notifications/tools/list_changed on the stream"
+    );
+    assert_eq!(
+        tool_names(addr, alice),
+        ["read_file", "list_files", "greet"]
+    );
     let greet = call(addr, alice, "greet", json!({"name": "Bo"}));
     assert_eq!(text(&greet), "Hello, Bo!");
     // A broken file: logged with its line, the last good policy stays.
@@ -333,13 +384,19 @@ fn a_policy_reload_changes_live_sessions_and_a_broken_one_is_kept_out() {
     thread::sleep(Duration::from_millis(1500));
     let logged = t.server.wait_for("no tool is named");
     assert!(logged.contains("read_fil"), "{logged}");
-    assert_eq!(tool_names(addr, alice), ["read_file", "list_files", "greet"]);
+    assert_eq!(
+        tool_names(addr, alice),
+        ["read_file", "list_files", "greet"]
+    );
     let greet = call(addr, alice, "greet", json!({"name": "Cy"}));
     assert_eq!(text(&greet), "Hello, Cy!");
     // An oversized file: refused unread.
     std::fs::write(t.policy(), "#".repeat(2 << 20)).unwrap();
     t.server.wait_for("bytes; at most 1048576 (1 MiB) are read");
-    assert_eq!(tool_names(addr, alice), ["read_file", "list_files", "greet"]);
+    assert_eq!(
+        tool_names(addr, alice),
+        ["read_file", "list_files", "greet"]
+    );
     assert_eq!(t.server.terminate().0, 0);
 }
 
@@ -373,10 +430,15 @@ fn a_policy_naming_what_the_server_lacks_is_refused_at_start() {
     let (code, stderr) = start("[profile.p]\nplugins = [\"greet\"]\n", &[]);
     assert_eq!(code, EXIT_SETUP, "{stderr}");
     assert!(
-        stderr.contains("policy profile.p.plugins: no plugin is named \"greet\"; the server has: none"),
+        stderr.contains(
+            "policy profile.p.plugins: no plugin is named \"greet\"; the server has: none"
+        ),
         "{stderr}"
     );
-    let (code, stderr) = start("[profile.p]\nplugin = { http = [\"api.example.org\"] }\n", &[]);
+    let (code, stderr) = start(
+        "[profile.p]\nplugin = { http = [\"api.example.org\"] }\n",
+        &[],
+    );
     assert_eq!(code, EXIT_SETUP, "{stderr}");
     assert!(
         stderr.contains("api.example.org is not a host the operator allows (--plugin-http)"),
@@ -384,8 +446,14 @@ fn a_policy_naming_what_the_server_lacks_is_refused_at_start() {
     );
     let (code, stderr) = start("[profile.p]\nroot = \"/tmp/{client}\"\n", &[]);
     assert_eq!(code, EXIT_SETUP, "{stderr}");
-    assert!(stderr.contains("is outside the operator's --session-root-template base"), "{stderr}");
-    let (code, stderr) = start("[profile.p]\nquota = { calls_per_minute = 99999999999 }\n", &[]);
+    assert!(
+        stderr.contains("is outside the operator's --session-root-template base"),
+        "{stderr}"
+    );
+    let (code, stderr) = start(
+        "[profile.p]\nquota = { calls_per_minute = 99999999999 }\n",
+        &[],
+    );
     assert_eq!(code, EXIT_SETUP, "{stderr}");
     assert!(stderr.contains("99999999999 is out of bounds"), "{stderr}");
     // A principal is a token's name: every token must have one.
@@ -519,7 +587,15 @@ fn plugin_state_never_passes_between_principals() {
         text(&result).to_owned()
     };
     assert_eq!(remember(TOKEN, "alice's secret"), "nothing kept");
-    assert_eq!(remember(BOB_TOKEN, "bob's"), "nothing kept", "alice's value never reaches bob");
-    assert_eq!(remember(TOKEN, "again"), "nothing kept", "nor outlives her call");
+    assert_eq!(
+        remember(BOB_TOKEN, "bob's"),
+        "nothing kept",
+        "alice's value never reaches bob"
+    );
+    assert_eq!(
+        remember(TOKEN, "again"),
+        "nothing kept",
+        "nor outlives her call"
+    );
     assert_eq!(server.terminate().0, 0);
 }
