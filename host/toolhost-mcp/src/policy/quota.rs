@@ -304,7 +304,7 @@ fn take(
 const SHARDS: usize = 16;
 
 /// Every principal's quota state, in a sharded map: finding one takes a read lock on
-/// one shard of [`SHARDS`], never a lock shared by all principals.
+/// one shard of 16, never a lock shared by all principals.
 #[derive(Debug)]
 pub struct Quotas {
     shards: Vec<RwLock<HashMap<String, Arc<PrincipalQuota>>>>,
