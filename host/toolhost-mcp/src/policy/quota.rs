@@ -133,6 +133,10 @@ pub struct PrincipalQuota {
     /// The scopes its token granted when it was first seen (to find its profile again
     /// on a reload).
     scopes: Vec<String>,
+    /// The policy generation its limits and `allowed` follow (see `LivePolicy`).
+    generation: AtomicU64,
+    /// Whether that policy gives it a profile.
+    allowed: std::sync::atomic::AtomicBool,
 }
 
 /// A call's place under [`QuotaLimits::concurrent_calls`], given back when dropped.
@@ -161,6 +165,8 @@ impl PrincipalQuota {
             running: AtomicU64::new(0),
             written: Mutex::new((0, 0)),
             scopes: scopes.to_vec(),
+            generation: AtomicU64::new(0),
+            allowed: std::sync::atomic::AtomicBool::new(true),
         };
         quota.set_limits(limits);
         quota
@@ -271,6 +277,19 @@ impl PrincipalQuota {
         Ok(())
     }
 
+    /// Records that policy `generation` gives it a profile (`allowed`) or none.
+    pub(crate) fn stamp(&self, generation: u64, allowed: bool) {
+        self.allowed.store(allowed, Ordering::Release);
+        self.generation.store(generation, Ordering::Release);
+    }
+
+    /// Whether policy `generation` is the one stamped, and then whether it gives this
+    /// principal a profile; `None` when stamped by another generation.
+    pub(crate) fn allowed_at(&self, generation: u64) -> Option<bool> {
+        (self.generation.load(Ordering::Acquire) == generation)
+            .then(|| self.allowed.load(Ordering::Acquire))
+    }
+
     /// Calls of this principal running now.
     pub fn running(&self) -> u64 {
         self.running.load(Ordering::Acquire)
@@ -351,12 +370,27 @@ impl Quotas {
         )
     }
 
+    /// The state of principal `key`, if it has one.
+    pub fn get(&self, key: &str) -> Option<Arc<PrincipalQuota>> {
+        self.shard(key)
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .map(Arc::clone)
+    }
+
     /// Sets every known principal's limits to what `limits_of` gives for its key and
-    /// scopes (a policy reload).
-    pub fn update(&self, limits_of: impl Fn(&str, &[String]) -> QuotaLimits) {
+    /// scopes (`None`: no profile), stamped with policy `generation` (a reload).
+    pub fn update(
+        &self,
+        generation: u64,
+        limits_of: impl Fn(&str, &[String]) -> Option<QuotaLimits>,
+    ) {
         for shard in &self.shards {
             for (key, quota) in shard.read().unwrap_or_else(PoisonError::into_inner).iter() {
-                quota.set_limits(&limits_of(key, &quota.scopes));
+                let limits = limits_of(key, &quota.scopes);
+                quota.set_limits(&limits.unwrap_or_default());
+                quota.stamp(generation, limits.is_some());
             }
         }
     }

@@ -280,3 +280,31 @@ fn the_quota_map_is_sharded_by_principal() {
     assert!(a.begin_call().is_err());
     assert!(quotas.principal("b", &[], &limits).begin_call().is_ok());
 }
+
+#[test]
+fn a_reload_that_drops_a_principal_refuses_it_at_once_and_back_again() {
+    let live = LivePolicy::new(Policy::parse(TWO).unwrap());
+    let alice = Principal::new(Some("alice"), &[]);
+    let known = live.quota_of(&alice).unwrap();
+    assert!(
+        Arc::ptr_eq(&known, &live.quota_of(&alice).unwrap()),
+        "found again, not made"
+    );
+    live.replace(Policy::parse("[profile.other]\n").unwrap());
+    assert_eq!(
+        live.quota_of(&alice).unwrap_err(),
+        PolicyRefusal::NoProfile {
+            principal: "alice".into()
+        }
+    );
+    live.replace(Policy::parse(TWO).unwrap());
+    let back = live.quota_of(&alice).unwrap();
+    assert!(
+        Arc::ptr_eq(&known, &back),
+        "the same state: usage so far still counts"
+    );
+    // Its limits are the profile's again (2 calls a minute).
+    drop(back.begin_call().unwrap());
+    drop(back.begin_call().unwrap());
+    assert_eq!(back.begin_call().unwrap_err().quota, Quota::CallsPerMinute);
+}
