@@ -541,3 +541,128 @@ pub(crate) fn check_flags(tokens_all_named: bool, template: bool) -> anyhow::Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policed(flags: &[&str]) -> (tempfile::TempDir, Policed) {
+        let base = tempfile::tempdir().unwrap();
+        let template =
+            SessionRootTemplate::parse(&format!("{}/{{client}}", base.path().display())).unwrap();
+        let policed = Policed {
+            live: Arc::new(LivePolicy::new(Policy::parse("[profile.x]\n").unwrap())),
+            path: PathBuf::from("policy.toml"),
+            args: crate::args::registry_args_from(flags).unwrap(),
+            template,
+            tools: Vec::new(),
+            plugin_names: Vec::new(),
+            plugins: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Vec::new()),
+        };
+        (base, policed)
+    }
+
+    fn profile(text: &str) -> Profile {
+        Policy::parse(text).unwrap().profile("p").unwrap().clone()
+    }
+
+    #[test]
+    fn ceilings_only_narrow_the_operators_grants() {
+        let (_base, policed) = policed(&[
+            "--plugin-http",
+            "api.example.org",
+            "--plugin-http",
+            "http://127.0.0.1:8080",
+            "--plugin-memory",
+            "32MiB",
+            "--plugin-max-timeout",
+            "20s",
+            "--plugin-config",
+            "wiki.lang=en",
+            "--plugin-config",
+            "wiki.token=s3cr3t",
+            "--plugin-config-env",
+            "wiki.key=WIKI_KEY",
+        ]);
+        let args = policed
+            .narrowed(&profile(
+                "[profile.p]\nplugin = { http = [\"api.example.org\"], memory_bytes = 1048576, timeout_ms = 15000, config = [\"wiki.lang\"] }\n",
+            ))
+            .unwrap();
+        assert_eq!(
+            args.plugin_http
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["api.example.org"]
+        );
+        assert_eq!(args.plugin_memory, Some(1 << 20));
+        assert_eq!(args.plugin_max_memory, Some(1 << 20));
+        // The default per-call limit (10 s) stays under the ceiling; the most a manifest
+        // may ask for (20 s) comes down to it.
+        assert_eq!(args.plugin_timeout, Some(Duration::from_secs(10)));
+        assert_eq!(args.plugin_max_timeout, Some(Duration::from_secs(15)));
+        assert_eq!(args.plugin_config, ["wiki.lang=en"]);
+        assert!(
+            args.plugin_config_env.is_empty(),
+            "{:?}",
+            args.plugin_config_env
+        );
+        assert!(args.no_builtins && !args.plan, "plugins only");
+        // A ceiling above the operator's is the operator's.
+        let args = policed
+            .narrowed(&profile(
+                "[profile.p]\nplugin = { memory_bytes = 1073741824 }\n",
+            ))
+            .unwrap();
+        assert_eq!(args.plugin_memory, Some(32 << 20));
+        // A host the operator does not allow, or a pattern wider than one it does.
+        for host in [
+            "other.example.org",
+            "*.example.org",
+            "http://127.0.0.1:9090",
+        ] {
+            let err = policed
+                .narrowed(&profile(&format!(
+                    "[profile.p]\nplugin = {{ http = [\"{host}\"] }}\n"
+                )))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("policy profile.p.plugin.http: ")
+                    && err.ends_with("is not a host the operator allows (--plugin-http); a profile may only narrow them"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn written_bytes_count_the_new_text() {
+        let args = |raw: &str| Arguments::parse("t", raw).unwrap();
+        assert_eq!(
+            written_bytes("write_file", &args(r#"{"path":"a","content":"héllo"}"#)),
+            6
+        );
+        assert_eq!(
+            written_bytes(
+                "edit_file",
+                &args(r#"{"path":"a","old_string":"x","new_string":"abc"}"#)
+            ),
+            3
+        );
+        assert_eq!(
+            written_bytes(
+                "multi_edit",
+                &args(
+                    r#"{"path":"a","edits":[{"old_string":"x","new_string":"ab"},{"old_string":"y","new_string":"cde"}]}"#
+                )
+            ),
+            5
+        );
+        assert_eq!(
+            written_bytes("read_file", &args(r#"{"path":"a","content":"x"}"#)),
+            0
+        );
+    }
+}
