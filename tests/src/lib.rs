@@ -129,6 +129,7 @@ mod tests {
                 "hostile_panic",
                 "hostile_resources",
                 "hostile_stack",
+                "hostile_state",
                 "hostile_stderr",
                 "hostile_vfs_escape",
                 "hostile_wasi_escape",

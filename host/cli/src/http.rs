@@ -73,6 +73,10 @@ pub(crate) async fn serve(
             None => SessionKey::random()?,
         })
     };
+    if http.policy.is_some() && http.session_root_template.is_none() {
+        crate::policy::check_flags(true, false)?;
+    }
+    let mut policy: Option<Arc<crate::policy::Policed>> = None;
     // Kept alive while serving: the plugin host runs the plugin tools.
     let (registries, toolset): (Registries, Toolset) = match &http.session_root_template {
         None => {
@@ -86,6 +90,26 @@ pub(crate) async fn serve(
                 None => Registries::shared(registry),
             };
             (registries, toolset)
+        }
+        Some(template) if http.policy.is_some() => {
+            let template = SessionRootTemplate::parse(template)?;
+            crate::policy::check_flags(tokens.as_ref().is_some_and(Tokens::all_named), true)?;
+            if registry_args.plugin_files != PluginFiles::None {
+                bail!("--plugin-files {:?} cannot be combined with --policy: a plugin's file access would be over the process's --root, shared by every principal; drop one of them", registry_args.plugin_files);
+            }
+            if let (Some(cache), false) = (&registry_args.cache_dir, registry_args.no_cache) {
+                toolhost_plugin::cache::check_cache_dir(cache, &[template.base().to_owned()])?;
+            }
+            // Every plugin as the operator's flags load it: what a policy may name.
+            let mut shared = registry_args.clone();
+            shared.no_builtins = true;
+            shared.plan = false;
+            let toolset = build_server_registry(&shared)?;
+            crate::observe::note_plugins(toolset.load_report());
+            let path = http.policy.as_deref().unwrap_or(std::path::Path::new(""));
+            let policed = crate::policy::Policed::new(path, registry_args, template, &toolset)?;
+            policy = Some(Arc::clone(&policed));
+            (policed.registries(), toolset)
         }
         Some(template) => {
             if watch {
@@ -156,6 +180,10 @@ pub(crate) async fn serve(
         .with_list_changed(watch)
         .with_approval(toolset.approval(confirm, watch)?)
         .with_confirm_timeout(confirm_timeout);
+    let config = match &policy {
+        Some(policed) => config.with_policy(policed.live()),
+        None => config,
+    };
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
@@ -164,7 +192,12 @@ pub(crate) async fn serve(
         calls_queued: 0,
         connections: Some(stats.connections()),
     });
-    let watching = start_watching(watch, registry_args, &toolset);
+    // Under a policy each profile's plugins are loaded at start; --watch reloads the
+    // policy file (not the plugins directory).
+    let watching = match &policy {
+        Some(policed) => watch.then(|| policed.watch()),
+        None => start_watching(watch, registry_args, &toolset),
+    };
     let served = server.serve(shutdown_signal()).await;
     if let Some(watching) = watching {
         watching.abort();

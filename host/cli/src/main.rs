@@ -43,6 +43,7 @@ mod observe;
 mod oci;
 mod output;
 mod plugins;
+mod policy;
 mod registry_client;
 mod scaffold;
 mod secret_file;

@@ -141,6 +141,8 @@ mod jsonrpc;
 pub mod limits;
 pub mod logging;
 mod pagination;
+#[cfg(feature = "http")]
+pub mod policy;
 mod prompts;
 mod protocol;
 pub mod resources;

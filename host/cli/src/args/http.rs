@@ -90,6 +90,14 @@ pub struct HttpArgs {
     /// Replaces --root for the file tools.
     #[arg(long, value_name = "TEMPLATE", requires = "http")]
     pub session_root_template: Option<String>,
+    /// Serve each principal (a token's client name) by a policy file (TOML,
+    /// at most 1 MiB): its profile decides the tools it is offered, its file access and
+    /// storage root, its plugins' grant ceilings and its quotas (docs/deploy.md,
+    /// "Policies and quotas"). Needs --auth-token-file naming every client and
+    /// --session-root-template; with --watch the file is reloaded when it changes (a
+    /// broken one keeps the last good policy).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub policy: Option<PathBuf>,
     /// Sign session ids with the secret in this file (at least 32 bytes), so several
     /// host processes given the same file serve each other's sessions. Default: a
     /// random key per process.

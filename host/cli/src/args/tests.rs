@@ -546,3 +546,25 @@ fn oauth_flags_parse_and_need_an_audience_and_http() {
         );
     }
 }
+
+#[test]
+fn policy_flag_is_in_the_help_of_run_and_serve_and_needs_http() {
+    let mut cli = Cli::command();
+    for name in ["run", "serve"] {
+        let help = cli
+            .find_subcommand_mut(name)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let at = help
+            .find("--policy <FILE>")
+            .unwrap_or_else(|| panic!("{name}: no --policy"));
+        assert!(help[at..].contains("at most 1 MiB"), "{name}");
+    }
+    let err = Cli::try_parse_from(["host", "run", "--policy", "p.toml"]).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        clap::error::ErrorKind::MissingRequiredArgument,
+        "{err}"
+    );
+}

@@ -837,3 +837,5 @@ fn oauth_set_ups_are_checked_before_serving() {
         "{stderr}"
     );
 }
+
+mod policy;

@@ -237,6 +237,12 @@ impl App {
             .admit(headers, &parts.uri, conn)
             .await
             .map_err(|response| *response)?;
+        if let Some(policy) = &self.policy {
+            let principal = crate::policy::Principal::new(caller.client.as_deref(), &caller.scopes);
+            if let Err(refusal) = policy.quota_of(&principal) {
+                return Err(refuse(StatusCode::FORBIDDEN, refusal.to_string()));
+            }
+        }
         if !self.sessions.stateful() {
             return Err(no_sessions(method));
         }

@@ -36,6 +36,25 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
         Ok(admitted) => admitted,
         Err(response) => return refused_unread(*response, body, parts.version).await,
     };
+    // The principal's quotas, when a policy is in force (refused: 403).
+    let quota = match &app.policy {
+        None => None,
+        Some(policy) => {
+            let principal = crate::policy::Principal::new(caller.client.as_deref(), &caller.scopes);
+            match policy.quota_of(&principal) {
+                Ok(quota) => Some(quota),
+                Err(refusal) => {
+                    warn!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), "refused a client the policy gives no profile");
+                    return refused_unread(
+                        refuse(StatusCode::FORBIDDEN, refusal.to_string()),
+                        body,
+                        parts.version,
+                    )
+                    .await;
+                }
+            }
+        }
+    };
     let body = match read_body(body, headers, app.max_body_bytes).await {
         Ok(body) => body,
         Err(response) => return *response,
@@ -120,6 +139,22 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
                     StatusCode::BAD_REQUEST,
                     session.error_message(&err).to_bytes(),
                 );
+            }
+        }
+    }
+    // A call over its principal's quota is refused before it reaches the session: 429.
+    if let (Some(quota), Ok(Incoming::Request { method, .. })) = (&quota, &message) {
+        if method == "tools/call" {
+            if let Err(exceeded) = quota.check_call() {
+                debug!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), quota = exceeded.quota.name(), "refused a call over its quota");
+                let mut response = refuse(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("Too Many Requests: {exceeded}"),
+                );
+                if let Ok(value) = HeaderValue::from_str(&exceeded.retry_after_secs().to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, value);
+                }
+                return response;
             }
         }
     }

@@ -213,6 +213,7 @@ pub struct HttpConfig {
     pub(crate) shutdown_grace: Duration,
     pub(crate) list_changed: bool,
     pub(crate) asking: crate::elicit::Asking,
+    pub(crate) policy: Option<Arc<crate::policy::LivePolicy>>,
 }
 
 impl HttpConfig {
@@ -235,6 +236,7 @@ impl HttpConfig {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             list_changed: false,
             asking: crate::elicit::Asking::default(),
+            policy: None,
         }
     }
 
@@ -371,6 +373,17 @@ impl HttpConfig {
     #[must_use]
     pub fn with_list_changed(mut self, list_changed: bool) -> Self {
         self.list_changed = list_changed;
+        self
+    }
+
+    /// Serve under a per-principal `policy` ([`crate::policy`]): a client the policy
+    /// gives no profile is refused with 403, and a `tools/call` over its principal's
+    /// calls-per-minute or concurrent-calls quota with 429 and `Retry-After`. What each
+    /// session is offered is for the [`Registries`] to build from the same policy. None
+    /// by default: every token is treated alike.
+    #[must_use]
+    pub fn with_policy(mut self, policy: Arc<crate::policy::LivePolicy>) -> Self {
+        self.policy = Some(policy);
         self
     }
 
@@ -585,6 +598,8 @@ struct App {
     shutdown_grace: Duration,
     /// Cancelled when shutdown begins: event streams end.
     stopping: CancellationToken,
+    /// The per-principal policy, if any ([`HttpConfig::with_policy`]).
+    policy: Option<Arc<crate::policy::LivePolicy>>,
 }
 
 /// A refusal on its way back (boxed: a response is large next to what passes).

@@ -152,7 +152,11 @@ impl SessionRootTemplate {
 
     /// The session's root, created (mode 0700, with what is missing above it under
     /// the base) and opened as storage.
-    fn open(&self, info: &SessionInfo) -> Result<(PathBuf, Arc<dyn Storage>), String> {
+    ///
+    /// # Errors
+    /// The message for the client when the root cannot be named ([`Self::root`]),
+    /// created or opened.
+    pub fn open(&self, info: &SessionInfo) -> Result<(PathBuf, Arc<dyn Storage>), String> {
         let root = self.root(info)?;
         create_private_dir(&root).map_err(|err| {
             format!(

@@ -163,6 +163,7 @@ impl McpService {
             counters,
             shutdown_grace: config.shutdown_grace,
             stopping: CancellationToken::new(),
+            policy: config.policy,
         });
         let router = Router::new().fallback_service(
             post(post_mcp)

@@ -324,6 +324,9 @@ pub(crate) struct Sessions {
     /// Where a session's catalog comes from.
     source: Source,
     counters: Arc<Counters>,
+    /// Whether sessions are told of tool changes (per-session catalogs too: a policy
+    /// reload changes what a session is offered).
+    list_changed: bool,
     live: Mutex<HashMap<String, Live>>,
     /// Cancelled at shutdown: every session's calls stop, held here or not.
     stop: CancellationToken,
@@ -354,6 +357,7 @@ impl Sessions {
             settings,
             source,
             counters,
+            list_changed,
             live: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             terminated: Mutex::new((HashSet::new(), VecDeque::new())),
@@ -414,6 +418,7 @@ impl Sessions {
                     .map_err(Refusal::Setup)?;
                 Arc::new(
                     Catalog::new(registry, Arc::clone(&self.counters))
+                        .with_list_changed(self.list_changed)
                         .with_resources(files)
                         .with_asking(self.asking.clone()),
                 )

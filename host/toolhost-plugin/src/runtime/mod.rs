@@ -380,6 +380,7 @@ impl Instance {
         state
             .http_hooks
             .begin_call(tool, deadline, ctx.outgoing_trace_parent());
+        state.http_hooks.set_gate(ctx.outgoing_gate().cloned());
         // A plugin with a fuel limit runs on the engine that meters fuel
         // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.
         if let Some(fuel) = limits.fuel {

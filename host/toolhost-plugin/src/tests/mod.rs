@@ -596,3 +596,36 @@ fn defaults_above_the_maximum_are_refused() {
         "the plugin host cannot start: the default timeout limit (120s) is above the maximum (10s); raise max_limits or lower default_limits"
     );
 }
+
+/// Why a server shared by several principals runs a fresh instance per call (the
+/// default, and all the CLI does): a reused instance carries a plugin's statics from
+/// one call to the next, whoever made it. An embedder that turns reuse on must give
+/// each principal a `PluginHost` (an instance pool) of its own.
+#[tokio::test]
+async fn reused_instances_carry_a_plugins_state_from_call_to_call_fresh_ones_do_not() {
+    for fresh in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        toolhost_tests::install(dir.path(), &["hostile_state"]).unwrap();
+        let host = PluginHost::new(PluginHostConfig {
+            fresh_instance_per_call: fresh,
+            ..config()
+        })
+        .unwrap();
+        let registry = Registry::new();
+        host.load_file(&dir.path().join("hostile_state.wasm"), &registry)
+            .unwrap();
+        let first = call(&registry, "hostile_state", r#"{"value":"alice's secret"}"#)
+            .await
+            .unwrap();
+        assert_eq!(first.content, "nothing kept", "fresh={fresh}");
+        let second = call(&registry, "hostile_state", r#"{"value":"bob's"}"#)
+            .await
+            .unwrap();
+        let expected = if fresh {
+            "nothing kept"
+        } else {
+            "alice's secret"
+        };
+        assert_eq!(second.content, expected, "fresh={fresh}");
+    }
+}

@@ -46,6 +46,35 @@ pub struct CallContext {
     time_limit: Option<Duration>,
     trace_parent: Option<super::TraceParent>,
     trace_span_id: Option<[u8; 8]>,
+    outgoing_gate: Option<OutgoingGate>,
+}
+
+/// What a call's outgoing network requests (a plugin's HTTP) are counted against, set
+/// by the caller with [`CallContext::with_outgoing_gate`] (a server's per-principal
+/// quota): asked once per request before it is sent; `Err` refuses the request with
+/// the message (which names the quota and when it resets). Must be cheap.
+#[derive(Clone)]
+pub struct OutgoingGate(std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl OutgoingGate {
+    /// A gate asking `admit` before each outgoing request.
+    pub fn new(admit: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(admit))
+    }
+
+    /// Whether one more request may go out now.
+    ///
+    /// # Errors
+    /// The refusal's message.
+    pub fn admit(&self) -> Result<(), String> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for OutgoingGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutgoingGate")
+    }
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -174,6 +203,17 @@ impl CallContext {
     pub fn outgoing_trace_parent(&self) -> Option<super::TraceParent> {
         let (parent, span_id) = (self.trace_parent?, self.trace_span_id?);
         Some(super::TraceParent { span_id, ..parent })
+    }
+
+    /// This context counting its outgoing requests against `gate`.
+    pub fn with_outgoing_gate(mut self, gate: OutgoingGate) -> Self {
+        self.outgoing_gate = Some(gate);
+        self
+    }
+
+    /// The gate its outgoing requests are counted against, if any.
+    pub fn outgoing_gate(&self) -> Option<&OutgoingGate> {
+        self.outgoing_gate.as_ref()
     }
 
     /// The caller's trace context, if it sent a well-formed one.

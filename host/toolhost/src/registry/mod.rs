@@ -91,7 +91,7 @@ mod types;
 pub use arguments::{json_type, Arguments};
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
-pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
+pub use handler::{CallContext, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook};
 pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
@@ -302,6 +302,31 @@ impl Registry {
         drop(registered);
         self.changed();
         Ok(())
+    }
+
+    /// Takes away the tools named `names` that are registered, built-in ones too, in
+    /// one step, and returns how many went. A server narrowing what one session is
+    /// offered (a per-principal policy reloaded) uses it; taking a tool away cannot let
+    /// anything stand in for a built-in (adding one back goes through
+    /// [`Registry::register_builtin`]). Calls already running finish.
+    pub fn withdraw(&self, names: &[String]) -> usize {
+        let mut registered = self.write();
+        let before = registered.entries.len();
+        let kept: Vec<Arc<Entry>> = registered
+            .entries
+            .iter()
+            .filter(|entry| !names.contains(&entry.definition.name))
+            .cloned()
+            .collect();
+        let gone = before - kept.len();
+        if gone > 0 {
+            *registered = Tools::from_entries(kept);
+        }
+        drop(registered);
+        if gone > 0 {
+            self.changed();
+        }
+        gone
     }
 
     /// Raises the generation and wakes the watchers.
@@ -649,6 +674,35 @@ mod replace_tests {
             .unwrap();
         assert_eq!(registry.names(), ["a", "z"]);
         assert_eq!(*changes.borrow_and_update(), 5);
+    }
+
+    #[tokio::test]
+    async fn withdraw_takes_away_built_ins_too_and_they_come_back_only_as_built_ins() {
+        let registry = Registry::new();
+        registry
+            .register_builtin(
+                tool("read_file", "builtin").0,
+                |_ctx: CallContext, _a: Arguments, _e: Environment| async move {
+                    Ok(ToolResult::new("builtin"))
+                },
+            )
+            .unwrap();
+        registry.register_all(vec![tool("p1", "p")]).unwrap();
+        let generation = registry.generation();
+        assert_eq!(registry.withdraw(&["nope".into()]), 0);
+        assert_eq!(registry.generation(), generation, "nothing gone: no change");
+        assert_eq!(registry.withdraw(&["read_file".into(), "nope".into()]), 1);
+        assert_eq!(registry.generation(), generation + 1);
+        assert_eq!(registry.names(), ["p1"]);
+        assert!(matches!(
+            call(&registry, "read_file").await,
+            Err(ToolError::UnknownTool { .. })
+        ));
+        // Its name is still the host's: an outside tool cannot take it.
+        assert!(matches!(
+            registry.register_all(vec![tool("read_file", "impostor")]),
+            Err(RegisterError::Reserved { .. })
+        ));
     }
 
     #[tokio::test]

@@ -59,6 +59,9 @@ pub(crate) struct HttpHooks {
     deadline: Option<Instant>,
     /// The `traceparent` the current call's requests carry, if any.
     traceparent: Option<toolhost::registry::TraceParent>,
+    /// What the current call's requests are counted against beyond its grant (a
+    /// server's per-principal quota), if anything.
+    gate: Option<toolhost::registry::OutgoingGate>,
 }
 
 /// Where a checked request goes.
@@ -106,6 +109,7 @@ impl HttpHooks {
             requests: 0,
             deadline: None,
             traceparent: None,
+            gate: None,
         }
     }
 
@@ -121,6 +125,12 @@ impl HttpHooks {
         self.requests = 0;
         self.deadline = Some(deadline);
         self.traceparent = traceparent.filter(|_| crate::http_policy::trace_propagation());
+    }
+
+    /// Counts the current call's requests against `gate` too (set per call: `None`
+    /// for a call without one).
+    pub(crate) fn set_gate(&mut self, gate: Option<toolhost::registry::OutgoingGate>) {
+        self.gate = gate;
     }
 
     /// What a refusal of the current call is logged with.
@@ -159,6 +169,11 @@ impl HttpHooks {
                 refused(&self.log(), &shown(), &why);
             }
             return Err(Error::ConnectionLimitReached);
+        }
+        if let Some(gate) = &self.gate {
+            if let Err(why) = gate.admit() {
+                return Err(self.refuse(&shown(), &why, Error::InternalError(Some(why.clone()))));
+            }
         }
         let Some(authority) = uri.authority() else {
             return Err(self.refuse(

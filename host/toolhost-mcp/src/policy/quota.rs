@@ -1,0 +1,397 @@
+//! Each principal's quotas: calls per minute and outgoing plugin HTTP requests per
+//! minute (token buckets refilled continuously), calls at once, and bytes written per
+//! day (UTC). A principal's state is its own (`Arc<PrincipalQuota>`, found in a sharded
+//! map): one principal at its limit never waits on another's.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The highest per-minute quota: 1 000 000.
+pub const MAX_PER_MINUTE: u64 = 1_000_000;
+/// The highest concurrent-calls quota: 65 536.
+pub const MAX_CONCURRENT: u64 = 65_536;
+/// The highest bytes-written-per-day quota: 1 TiB.
+pub const MAX_BYTES_PER_DAY: u64 = 1 << 40;
+
+/// A profile's quotas; `None`: no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QuotaLimits {
+    /// Tool calls per minute (a token bucket of that size, refilled evenly), 1 to
+    /// [`MAX_PER_MINUTE`].
+    pub calls_per_minute: Option<u64>,
+    /// Tool calls running at once, 1 to [`MAX_CONCURRENT`].
+    pub concurrent_calls: Option<u64>,
+    /// Bytes the file tools may write per day (UTC), 1 to [`MAX_BYTES_PER_DAY`].
+    pub bytes_written_per_day: Option<u64>,
+    /// Outgoing plugin HTTP requests per minute (token bucket), 1 to
+    /// [`MAX_PER_MINUTE`].
+    pub http_requests_per_minute: Option<u64>,
+}
+
+/// Which quota refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    /// `calls_per_minute`.
+    CallsPerMinute,
+    /// `concurrent_calls`.
+    ConcurrentCalls,
+    /// `bytes_written_per_day`.
+    BytesWrittenPerDay,
+    /// `http_requests_per_minute`.
+    HttpRequestsPerMinute,
+}
+
+impl Quota {
+    /// Its name in the policy file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CallsPerMinute => "calls_per_minute",
+            Self::ConcurrentCalls => "concurrent_calls",
+            Self::BytesWrittenPerDay => "bytes_written_per_day",
+            Self::HttpRequestsPerMinute => "http_requests_per_minute",
+        }
+    }
+}
+
+/// A refusal by a quota: which, its limit, and when to try again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("quota exceeded: {} (limit {limit}) is used up for this principal; it resets in {} s", quota.name(), self.retry_after_secs())]
+pub struct QuotaExceeded {
+    /// The quota.
+    pub quota: Quota,
+    /// Its limit.
+    pub limit: u64,
+    /// How long until a retry can pass.
+    pub retry_after: Duration,
+}
+
+impl QuotaExceeded {
+    /// [`QuotaExceeded::retry_after`] in whole seconds, rounded up, at least 1 (the
+    /// `Retry-After` header's value).
+    pub fn retry_after_secs(&self) -> u64 {
+        let secs = self.retry_after.as_secs();
+        let rounded = if self.retry_after.subsec_nanos() > 0 {
+            secs.saturating_add(1)
+        } else {
+            secs
+        };
+        rounded.max(1)
+    }
+}
+
+/// A token bucket holding up to `limit` tokens, refilled at `limit` per minute.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(limit: u64) -> Self {
+        Self {
+            tokens: limit as f64,
+            at: Instant::now(),
+        }
+    }
+
+    /// Refills to now; whether a token is there, and when one will be if not.
+    fn refill(&mut self, limit: u64, now: Instant) -> Result<(), Duration> {
+        let per_sec = limit as f64 / 60.0;
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * per_sec).min(limit as f64);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / per_sec))
+        }
+    }
+}
+
+/// Unset limits are kept as this.
+const UNLIMITED: u64 = u64::MAX;
+
+fn stored(limit: Option<u64>) -> u64 {
+    limit.unwrap_or(UNLIMITED)
+}
+
+/// One principal's quota state.
+#[derive(Debug)]
+pub struct PrincipalQuota {
+    calls_per_minute: AtomicU64,
+    concurrent_calls: AtomicU64,
+    bytes_written_per_day: AtomicU64,
+    http_requests_per_minute: AtomicU64,
+    calls: Mutex<Option<Bucket>>,
+    http: Mutex<Option<Bucket>>,
+    running: AtomicU64,
+    /// (day since the epoch, bytes written that day).
+    written: Mutex<(u64, u64)>,
+    /// The scopes its token granted when it was first seen (to find its profile again
+    /// on a reload).
+    scopes: Vec<String>,
+    /// The policy generation its limits and `allowed` follow (see `LivePolicy`).
+    generation: AtomicU64,
+    /// Whether that policy gives it a profile.
+    allowed: std::sync::atomic::AtomicBool,
+}
+
+/// A call's place under [`QuotaLimits::concurrent_calls`], given back when dropped.
+#[derive(Debug)]
+pub struct CallPermit(Arc<PrincipalQuota>);
+
+impl Drop for CallPermit {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PrincipalQuota {
+    fn new(limits: &QuotaLimits, scopes: &[String]) -> Self {
+        let quota = Self {
+            calls_per_minute: AtomicU64::new(UNLIMITED),
+            concurrent_calls: AtomicU64::new(UNLIMITED),
+            bytes_written_per_day: AtomicU64::new(UNLIMITED),
+            http_requests_per_minute: AtomicU64::new(UNLIMITED),
+            calls: Mutex::new(None),
+            http: Mutex::new(None),
+            running: AtomicU64::new(0),
+            written: Mutex::new((0, 0)),
+            scopes: scopes.to_vec(),
+            generation: AtomicU64::new(0),
+            allowed: std::sync::atomic::AtomicBool::new(true),
+        };
+        quota.set_limits(limits);
+        quota
+    }
+
+    /// Puts `limits` in force (a policy reload); usage so far counts against them.
+    pub fn set_limits(&self, limits: &QuotaLimits) {
+        self.calls_per_minute
+            .store(stored(limits.calls_per_minute), Ordering::Release);
+        self.concurrent_calls
+            .store(stored(limits.concurrent_calls), Ordering::Release);
+        self.bytes_written_per_day
+            .store(stored(limits.bytes_written_per_day), Ordering::Release);
+        self.http_requests_per_minute
+            .store(stored(limits.http_requests_per_minute), Ordering::Release);
+    }
+
+    /// Whether a call would pass now (the calls-per-minute and concurrent-calls
+    /// quotas), taking nothing: what the HTTP layer checks to answer 429 before a call
+    /// is read into a session.
+    ///
+    /// # Errors
+    /// [`QuotaExceeded`] naming the quota and when it frees up.
+    pub fn check_call(&self) -> Result<(), QuotaExceeded> {
+        let concurrent = self.concurrent_calls.load(Ordering::Acquire);
+        if concurrent != UNLIMITED && self.running.load(Ordering::Acquire) >= concurrent {
+            return Err(QuotaExceeded {
+                quota: Quota::ConcurrentCalls,
+                limit: concurrent,
+                retry_after: Duration::from_secs(1),
+            });
+        }
+        let limit = self.calls_per_minute.load(Ordering::Acquire);
+        if limit == UNLIMITED {
+            return Ok(());
+        }
+        let mut bucket = lock(&self.calls);
+        let bucket = bucket.get_or_insert_with(|| Bucket::full(limit));
+        bucket
+            .refill(limit, Instant::now())
+            .map_err(|retry_after| QuotaExceeded {
+                quota: Quota::CallsPerMinute,
+                limit,
+                retry_after,
+            })
+    }
+
+    /// Starts a call: takes a calls-per-minute token and a concurrent-calls place
+    /// (given back when the permit drops).
+    ///
+    /// # Errors
+    /// [`QuotaExceeded`] naming the quota and when it frees up; nothing is taken.
+    pub fn begin_call(self: &Arc<Self>) -> Result<CallPermit, QuotaExceeded> {
+        let concurrent = self.concurrent_calls.load(Ordering::Acquire);
+        let running = self.running.fetch_add(1, Ordering::AcqRel);
+        let permit = CallPermit(Arc::clone(self));
+        if concurrent != UNLIMITED && running >= concurrent {
+            return Err(QuotaExceeded {
+                quota: Quota::ConcurrentCalls,
+                limit: concurrent,
+                retry_after: Duration::from_secs(1),
+            });
+        }
+        take(&self.calls, &self.calls_per_minute, Quota::CallsPerMinute)?;
+        Ok(permit)
+    }
+
+    /// Counts one outgoing plugin HTTP request.
+    ///
+    /// # Errors
+    /// [`QuotaExceeded`] ([`Quota::HttpRequestsPerMinute`]) when none is left.
+    pub fn take_http_request(&self) -> Result<(), QuotaExceeded> {
+        take(
+            &self.http,
+            &self.http_requests_per_minute,
+            Quota::HttpRequestsPerMinute,
+        )
+    }
+
+    /// Counts `bytes` about to be written by a file tool, all or nothing.
+    ///
+    /// # Errors
+    /// [`QuotaExceeded`] ([`Quota::BytesWrittenPerDay`]) when they would go over the
+    /// day's quota; then nothing is counted (and the write must not happen).
+    pub fn charge_written(&self, bytes: u64) -> Result<(), QuotaExceeded> {
+        let limit = self.bytes_written_per_day.load(Ordering::Acquire);
+        if limit == UNLIMITED {
+            return Ok(());
+        }
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let today = since_epoch / 86_400;
+        let mut written = lock(&self.written);
+        if written.0 != today {
+            *written = (today, 0);
+        }
+        let total = written.1.saturating_add(bytes);
+        if total > limit {
+            return Err(QuotaExceeded {
+                quota: Quota::BytesWrittenPerDay,
+                limit,
+                retry_after: Duration::from_secs((today + 1) * 86_400 - since_epoch),
+            });
+        }
+        written.1 = total;
+        Ok(())
+    }
+
+    /// Records that policy `generation` gives it a profile (`allowed`) or none.
+    pub(crate) fn stamp(&self, generation: u64, allowed: bool) {
+        self.allowed.store(allowed, Ordering::Release);
+        self.generation.store(generation, Ordering::Release);
+    }
+
+    /// Whether policy `generation` is the one stamped, and then whether it gives this
+    /// principal a profile; `None` when stamped by another generation.
+    pub(crate) fn allowed_at(&self, generation: u64) -> Option<bool> {
+        (self.generation.load(Ordering::Acquire) == generation)
+            .then(|| self.allowed.load(Ordering::Acquire))
+    }
+
+    /// Calls of this principal running now.
+    pub fn running(&self) -> u64 {
+        self.running.load(Ordering::Acquire)
+    }
+}
+
+/// Takes one token from `bucket`, sized by `limit`.
+fn take(
+    bucket: &Mutex<Option<Bucket>>,
+    limit: &AtomicU64,
+    quota: Quota,
+) -> Result<(), QuotaExceeded> {
+    let limit = limit.load(Ordering::Acquire);
+    if limit == UNLIMITED {
+        return Ok(());
+    }
+    let mut bucket = lock(bucket);
+    let bucket = bucket.get_or_insert_with(|| Bucket::full(limit));
+    bucket
+        .refill(limit, Instant::now())
+        .map_err(|retry_after| QuotaExceeded {
+            quota,
+            limit,
+            retry_after,
+        })?;
+    bucket.tokens -= 1.0;
+    Ok(())
+}
+
+/// How many shards the principals' map has.
+const SHARDS: usize = 16;
+
+/// Every principal's quota state, in a sharded map: finding one takes a read lock on
+/// one shard of 16, never a lock shared by all principals.
+#[derive(Debug)]
+pub struct Quotas {
+    shards: Vec<RwLock<HashMap<String, Arc<PrincipalQuota>>>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl Quotas {
+    fn shard(&self, key: &str) -> &RwLock<HashMap<String, Arc<PrincipalQuota>>> {
+        let index = usize::try_from(self.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
+        &self.shards[index]
+    }
+
+    /// The state of principal `key`, made with `limits` (and `scopes`, its token's) if
+    /// it has none yet.
+    pub fn principal(
+        &self,
+        key: &str,
+        scopes: &[String],
+        limits: &QuotaLimits,
+    ) -> Arc<PrincipalQuota> {
+        let shard = self.shard(key);
+        if let Some(found) = shard
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+        {
+            return Arc::clone(found);
+        }
+        Arc::clone(
+            shard
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(key.to_owned())
+                .or_insert_with(|| Arc::new(PrincipalQuota::new(limits, scopes))),
+        )
+    }
+
+    /// The state of principal `key`, if it has one.
+    pub fn get(&self, key: &str) -> Option<Arc<PrincipalQuota>> {
+        self.shard(key)
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .map(Arc::clone)
+    }
+
+    /// Sets every known principal's limits to what `limits_of` gives for its key and
+    /// scopes (`None`: no profile), stamped with policy `generation` (a reload).
+    pub fn update(
+        &self,
+        generation: u64,
+        limits_of: impl Fn(&str, &[String]) -> Option<QuotaLimits>,
+    ) {
+        for shard in &self.shards {
+            for (key, quota) in shard.read().unwrap_or_else(PoisonError::into_inner).iter() {
+                let limits = limits_of(key, &quota.scopes);
+                quota.set_limits(&limits.unwrap_or_default());
+                quota.stamp(generation, limits.is_some());
+            }
+        }
+    }
+}

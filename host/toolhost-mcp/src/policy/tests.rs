@@ -1,0 +1,310 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::quota::Quotas;
+use super::*;
+
+const TWO: &str = r#"
+[[principal]]
+token = "alice"
+profile = "editor"
+
+[[principal]]
+scope = "tools:read"
+profile = "reader"
+
+[[principal]]
+sub = "user-7"
+profile = "editor"
+
+[profile.editor]
+tools = ["read_file", "write_file"]
+plugins = ["greet"]
+root = "/srv/{client}"
+quota = { calls_per_minute = 2, concurrent_calls = 1, bytes_written_per_day = 10 }
+
+[profile.reader]
+files = "read-only"
+plugin = { http = ["api.example.org"], memory_bytes = 1048576, timeout_ms = 500, config = ["wiki.lang"] }
+"#;
+
+fn scopes(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn principals_map_to_profiles_first_match_in_file_order() {
+    let policy = Policy::parse(TWO).unwrap();
+    let of = |client: Option<&str>, granted: &[&str]| {
+        let granted = scopes(granted);
+        policy
+            .profile_for(&Principal::new(client, &granted))
+            .map(|p| p.name().to_owned())
+    };
+    assert_eq!(of(Some("alice"), &[]).as_deref(), Some("editor"));
+    // alice's own rule comes first, whatever her scopes.
+    assert_eq!(
+        of(Some("alice"), &["tools:read"]).as_deref(),
+        Some("editor")
+    );
+    assert_eq!(of(Some("bob"), &["tools:read"]).as_deref(), Some("reader"));
+    // The scope rule comes before user-7's own rule.
+    assert_eq!(
+        of(Some("user-7"), &["x", "tools:read"]).as_deref(),
+        Some("reader")
+    );
+    assert_eq!(of(Some("user-7"), &[]).as_deref(), Some("editor"));
+    // A scope is matched whole, not as a prefix.
+    assert_eq!(of(Some("bob"), &["tools:rea", "tools:read:all"]), None);
+    assert_eq!(of(None, &[]), None, "no default profile: refused");
+    let with_default =
+        Policy::parse(&format!("{TWO}\n[profile.default]\nfiles = \"none\"\n")).unwrap();
+    assert_eq!(
+        with_default
+            .profile_for(&Principal::new(Some("carol"), &[]))
+            .unwrap()
+            .name(),
+        "default"
+    );
+}
+
+#[test]
+fn a_profile_offers_only_what_it_names() {
+    let policy = Policy::parse(TWO).unwrap();
+    let editor = policy.profile("editor").unwrap();
+    assert!(editor.offers("read_file", ToolKind::File { writes: false }));
+    assert!(editor.offers("write_file", ToolKind::File { writes: true }));
+    assert!(!editor.offers("delete_file", ToolKind::File { writes: true }));
+    assert!(editor.offers("greet", ToolKind::Plugin("greet")));
+    assert!(!editor.offers("divide", ToolKind::Plugin("divide")));
+    assert!(!editor.offers("todo_write", ToolKind::Other));
+    let reader = policy.profile("reader").unwrap();
+    assert!(reader.offers("read_file", ToolKind::File { writes: false }));
+    assert!(!reader.offers("write_file", ToolKind::File { writes: true }));
+    assert!(
+        reader.offers("divide", ToolKind::Plugin("divide")),
+        "no list: every plugin"
+    );
+    assert_eq!(reader.plugin().timeout, Some(Duration::from_millis(500)));
+    assert_eq!(reader.plugin().memory_bytes, Some(1 << 20));
+    assert_eq!(editor.root(), Some("/srv/{client}"));
+    assert_eq!(editor.quota().calls_per_minute, Some(2));
+    let none = Policy::parse("[profile.x]\nfiles = \"none\"").unwrap();
+    assert!(!none
+        .profile("x")
+        .unwrap()
+        .offers("read_file", ToolKind::File { writes: false }));
+}
+
+fn err(text: &str) -> String {
+    Policy::parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_broken_policy_is_refused_naming_the_line() {
+    assert_eq!(
+        err("[profile.a]\nfiles = \"read-only\"\ntols = [\"x\"]\n"),
+        "policy line 3: unknown field `tols`, expected one of `tools`, `plugins`, `files`, `root`, `plugin`, `quota`"
+    );
+    assert!(err("[profile.a]\n\nfiles = \n").starts_with("policy line 3: "));
+    assert_eq!(
+        err("[[principal]]\ntoken = \"a\"\nprofile = \"nope\"\n[profile.a]\n"),
+        "policy principal 1: it maps to the profile \"nope\", which the policy does not define; define [profile.nope] or name one of: a"
+    );
+    assert_eq!(
+        err("[[principal]]\ntoken = \"a\"\nscope = \"s\"\nprofile = \"a\"\n[profile.a]\n"),
+        "policy principal 1: give exactly one of token = \"NAME\", sub = \"SUBJECT\" or scope = \"SCOPE\""
+    );
+    assert_eq!(
+        err("[profile.a]\nfiles = \"write-only\"\n"),
+        "policy profile.a.files: \"write-only\" is not a file access; write \"none\", \"read-only\" or \"read-write\""
+    );
+    assert_eq!(
+        err(""),
+        "policy profile: the policy names no profile; add at least one [profile.NAME] table"
+    );
+}
+
+#[test]
+fn huge_and_negative_numbers_are_refused() {
+    assert_eq!(
+        err("[profile.a]\nquota = { calls_per_minute = 1000001 }\n"),
+        "policy profile.a.quota.calls_per_minute: 1000001 is out of bounds; give a whole number from 1 to 1000000, or leave it out for no limit"
+    );
+    assert_eq!(
+        err("[profile.a]\nquota = { concurrent_calls = -1 }\n"),
+        "policy profile.a.quota.concurrent_calls: -1 is out of bounds; give a whole number from 1 to 65536, or leave it out for no limit"
+    );
+    assert!(err("[profile.a]\nquota = { concurrent_calls = 0 }\n").contains("0 is out of bounds"));
+    // Past what TOML's integers hold: a syntax error on its line.
+    assert!(
+        err("[profile.a]\nquota = { bytes_written_per_day = 99999999999999999999999 }\n")
+            .starts_with("policy line 2: "),
+    );
+    assert!(
+        err("[profile.a]\nplugin = { memory_bytes = 9223372036854775807 }\n")
+            .contains("is out of bounds; give a whole number from 65536 to 4294967296")
+    );
+}
+
+#[test]
+fn an_oversized_policy_is_refused_unread() {
+    let big = format!("[profile.a]\n#{}\n", "x".repeat(MAX_POLICY_BYTES as usize));
+    assert_eq!(
+        Policy::parse(&big).unwrap_err(),
+        PolicyError::TooLarge {
+            got: big.len() as u64
+        }
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, &big).unwrap();
+    assert_eq!(
+        Policy::read(&path).unwrap_err(),
+        PolicyError::TooLarge {
+            got: MAX_POLICY_BYTES + 1
+        }
+    );
+    std::fs::write(&path, TWO).unwrap();
+    assert!(Policy::read(&path).is_ok());
+}
+
+#[test]
+fn unknown_tools_and_plugins_are_named() {
+    let policy = Policy::parse(TWO).unwrap();
+    assert_eq!(
+        policy
+            .check_names(&["read_file", "write_file", "greet"], &["greet"])
+            .map_err(|e| e.to_string()),
+        Ok(())
+    );
+    assert_eq!(
+        policy.check_names(&["read_file", "greet"], &["greet"]).unwrap_err().to_string(),
+        "policy profile.editor.tools: no tool is named \"write_file\"; the server has: read_file, greet"
+    );
+    assert_eq!(
+        policy
+            .check_names(&["read_file", "write_file"], &[])
+            .unwrap_err()
+            .to_string(),
+        "policy profile.editor.plugins: no plugin is named \"greet\"; the server has: none"
+    );
+}
+
+#[test]
+fn quotas_refuse_naming_the_quota_and_when_it_resets() {
+    let policy = Policy::parse(TWO).unwrap();
+    let live = LivePolicy::new(policy);
+    let (_, alice) = live.admit(&Principal::new(Some("alice"), &[])).unwrap();
+    let first = alice.begin_call().unwrap();
+    // One at a time.
+    let refused = alice.begin_call().unwrap_err();
+    assert_eq!(refused.quota, Quota::ConcurrentCalls);
+    assert_eq!(
+        alice.check_call().unwrap_err().quota,
+        Quota::ConcurrentCalls
+    );
+    drop(first);
+    assert_eq!(alice.running(), 0, "a refused call gives its place back");
+    drop(alice.begin_call().unwrap());
+    // Two a minute: the third waits about 30 s.
+    let over = alice.begin_call().unwrap_err();
+    assert_eq!(over.quota, Quota::CallsPerMinute);
+    assert_eq!(over.limit, 2);
+    assert!((29..=30).contains(&over.retry_after_secs()), "{over:?}");
+    assert_eq!(
+        over.to_string(),
+        format!(
+            "quota exceeded: calls_per_minute (limit 2) is used up for this principal; it resets in {} s",
+            over.retry_after_secs()
+        )
+    );
+    // Another principal of the same profile has quotas of its own.
+    let (_, user7) = live.admit(&Principal::new(Some("user-7"), &[])).unwrap();
+    assert!(!Arc::ptr_eq(&alice, &user7));
+    assert!(user7.begin_call().is_ok());
+    // Bytes written: all or nothing.
+    alice.charge_written(6).unwrap();
+    let over = alice.charge_written(5).unwrap_err();
+    assert_eq!(over.quota, Quota::BytesWrittenPerDay);
+    alice.charge_written(4).unwrap();
+    assert!(alice.charge_written(1).is_err());
+    assert!(over.retry_after <= Duration::from_secs(86_400));
+    // Refused principal.
+    assert_eq!(
+        live.admit(&Principal::new(Some("mallory"), &[]))
+            .unwrap_err(),
+        PolicyRefusal::NoProfile {
+            principal: "mallory".into()
+        }
+    );
+}
+
+#[test]
+fn a_reload_changes_every_known_principals_limits() {
+    let live = LivePolicy::new(Policy::parse(TWO).unwrap());
+    let reader_scopes = scopes(&["tools:read"]);
+    let (_, bob) = live
+        .admit(&Principal::new(Some("bob"), &reader_scopes))
+        .unwrap();
+    for _ in 0..100 {
+        bob.begin_call().unwrap();
+    }
+    live.replace(
+        Policy::parse(
+            "[[principal]]\nscope = \"tools:read\"\nprofile = \"r\"\n[profile.r]\nquota = { http_requests_per_minute = 1 }\n",
+        )
+        .unwrap(),
+    );
+    bob.take_http_request().unwrap();
+    assert_eq!(
+        bob.take_http_request().unwrap_err().quota,
+        Quota::HttpRequestsPerMinute
+    );
+    assert_eq!(live.current().profiles().count(), 1);
+}
+
+#[test]
+fn the_quota_map_is_sharded_by_principal() {
+    let quotas = Quotas::default();
+    let limits = QuotaLimits {
+        calls_per_minute: Some(1),
+        ..QuotaLimits::default()
+    };
+    let a = quotas.principal("a", &[], &limits);
+    assert!(Arc::ptr_eq(
+        &a,
+        &quotas.principal("a", &[], &QuotaLimits::default())
+    ));
+    a.begin_call().unwrap();
+    assert!(a.begin_call().is_err());
+    assert!(quotas.principal("b", &[], &limits).begin_call().is_ok());
+}
+
+#[test]
+fn a_reload_that_drops_a_principal_refuses_it_at_once_and_back_again() {
+    let live = LivePolicy::new(Policy::parse(TWO).unwrap());
+    let alice = Principal::new(Some("alice"), &[]);
+    let known = live.quota_of(&alice).unwrap();
+    assert!(
+        Arc::ptr_eq(&known, &live.quota_of(&alice).unwrap()),
+        "found again, not made"
+    );
+    live.replace(Policy::parse("[profile.other]\n").unwrap());
+    assert_eq!(
+        live.quota_of(&alice).unwrap_err(),
+        PolicyRefusal::NoProfile {
+            principal: "alice".into()
+        }
+    );
+    live.replace(Policy::parse(TWO).unwrap());
+    let back = live.quota_of(&alice).unwrap();
+    assert!(
+        Arc::ptr_eq(&known, &back),
+        "the same state: usage so far still counts"
+    );
+    // Its limits are the profile's again (2 calls a minute).
+    drop(back.begin_call().unwrap());
+    drop(back.begin_call().unwrap());
+    assert_eq!(back.begin_call().unwrap_err().quota, Quota::CallsPerMinute);
+}
