@@ -70,7 +70,11 @@ impl ImportCtx {
                 "tools can be called only while one of the plugin's tools runs (not while it loads or serves a resource or prompt)".into(),
             ));
         };
-        let result = composer.call(&name, arguments).await?;
+        // Within this call's own deadline (the plugin's time limit), not only the
+        // dispatch's.
+        let result = composer
+            .call_until(&name, arguments, self.call.deadline())
+            .await?;
         let text = if result.blocks.is_empty() {
             serde_json::to_string(&result.content)
         } else {

@@ -392,7 +392,8 @@ impl Instance {
     fn arm(&mut self, deadline: Instant, limits: &PluginLimits, tool: &str, ctx: &CallContext) {
         let state = self.store.data_mut();
         state.limiter.reset();
-        state.imports.begin_call(tool, ctx.clone());
+        // The imports see the call's own deadline (a nested tool call ends by it).
+        state.imports.begin_call(tool, ctx.clone().deadline_at(deadline));
         state
             .http_hooks
             .begin_call(tool, deadline, ctx.outgoing_trace_parent());

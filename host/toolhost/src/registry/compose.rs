@@ -33,6 +33,8 @@ pub(crate) enum Request {
     /// A call of another tool.
     Call {
         call: ToolCall,
+        /// The caller's own deadline, when earlier than the composing call's.
+        deadline: Option<std::time::Instant>,
         reply: oneshot::Sender<Result<ToolResult, ToolError>>,
     },
 }
@@ -67,7 +69,7 @@ pub(crate) enum Request {
 /// registry.register(
 ///     ToolDefinition::new("greet", "Greets someone", schema),
 ///     |_ctx: CallContext, args: Arguments, _env: Environment| async move {
-///         Ok(ToolResult::new(format!("Hello, {}!", args.get_str("name")?)))
+///         Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
 ///     },
 /// ).unwrap();
 /// registry.register_shared(
@@ -132,9 +134,25 @@ impl Composer {
         name: &str,
         arguments: impl Into<String>,
     ) -> Result<ToolResult, ToolError> {
+        self.call_until(name, arguments, None).await
+    }
+
+    /// [`Composer::call`] that must also end by `deadline` (the composing handler's own,
+    /// when it runs under a shorter limit than the call dispatch gave it: a plugin's
+    /// per-call time limit).
+    ///
+    /// # Errors
+    /// As [`Composer::call`]; [`ToolError::TimedOut`] at `deadline`.
+    pub async fn call_until(
+        &self,
+        name: &str,
+        arguments: impl Into<String>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<ToolResult, ToolError> {
         let (reply, answer) = oneshot::channel();
         let request = Request::Call {
             call: ToolCall::new(name, arguments),
+            deadline,
             reply,
         };
         let ended = || ToolError::Cancelled {

@@ -267,8 +267,18 @@ impl Registry {
             super::compose::Request::Definitions(reply) => {
                 let _ = reply.send(self.composable_definitions());
             }
-            super::compose::Request::Call { call, reply } => {
-                let outcome = self.nested_call(parent, &call, ctx, env).await;
+            super::compose::Request::Call {
+                call,
+                deadline,
+                reply,
+            } => {
+                let outcome = match deadline {
+                    Some(deadline) => {
+                        let ctx = ctx.clone().deadline_at(deadline);
+                        self.nested_call(parent, &call, &ctx, env).await
+                    }
+                    None => self.nested_call(parent, &call, ctx, env).await,
+                };
                 // The handler may have stopped waiting: nothing to answer then.
                 let _ = reply.send(outcome);
             }
