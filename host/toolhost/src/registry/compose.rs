@@ -46,7 +46,6 @@ pub(crate) enum Request {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use std::sync::Arc;
 /// use toolhost::registry::*;
 ///
 /// struct Twice;
@@ -72,9 +71,9 @@ pub(crate) enum Request {
 ///         Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
 ///     },
 /// ).unwrap();
-/// registry.register_shared(
+/// registry.register(
 ///     ToolDefinition::new("twice", "Greets two people", serde_json::json!({"type": "object"})),
-///     Arc::new(Twice),
+///     Twice,
 /// ).unwrap();
 /// let result = registry
 ///     .dispatch(&CallContext::new(), &ToolCall::new("twice", "{}"), &Environment::default())
@@ -196,5 +195,146 @@ pub(crate) fn composing_refused(name: &str) -> ToolError {
         message: format!(
             "tool {name} composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::super::*;
+    use super::*;
+
+    /// Calls each tool named in its `tools` argument, in turn, and answers what each gave.
+    struct Caller;
+
+    impl Handler for Caller {
+        fn call(&self, ctx: CallContext, arguments: Arguments, _: Environment) -> HandlerFuture {
+            Box::pin(async move {
+                let Some(composer) = ctx.composer() else {
+                    return Err(arguments.invalid("no composer"));
+                };
+                let names: Vec<String> = composer
+                    .definitions()
+                    .await
+                    .into_iter()
+                    .map(|d| d.name)
+                    .collect();
+                let mut answers = Vec::new();
+                for tool in arguments.get("tools").and_then(|t| t.as_array()).into_iter().flatten() {
+                    let tool = tool.as_str().unwrap_or_default();
+                    answers.push(match composer.call(tool, "{}").await {
+                        Ok(result) => result.content,
+                        Err(err) => json!({"error": err.kind(), "message": err.to_string()}),
+                    });
+                }
+                Ok(ToolResult::new(json!({"offered": names, "answers": answers})))
+            })
+        }
+
+        fn composes(&self) -> bool {
+            true
+        }
+    }
+
+    /// Refuses every nested call of `denied`.
+    struct Deny;
+
+    impl CallGate for Deny {
+        fn check<'a>(
+            &'a self,
+            _registry: &'a Registry,
+            parent: &'a str,
+            call: &'a ToolCall,
+            _ctx: &'a CallContext,
+        ) -> Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>> {
+            Box::pin(async move {
+                if call.name == "denied" {
+                    return Err(ToolError::Failed {
+                        tool: call.name.clone(),
+                        message: format!("not approved (called by {parent})"),
+                    });
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Records the calls it sees start.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl CallObserver for Seen {
+        fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+            self.0.lock().unwrap().push(call.call.name.clone());
+            Ok(())
+        }
+        fn finished(&self, _end: &CallEnd<'_>) {}
+    }
+
+    fn registry() -> (Registry, Arc<Seen>) {
+        let registry = Registry::new();
+        let object = json!({"type": "object"});
+        for name in ["plain", "denied"] {
+            registry
+                .register(
+                    ToolDefinition::new(name, "Answers its name.", object.clone()),
+                    move |_: CallContext, _: Arguments, _: Environment| async move {
+                        Ok(ToolResult::new(name))
+                    },
+                )
+                .unwrap();
+        }
+        for name in ["caller", "other_caller"] {
+            registry
+                .register(
+                    ToolDefinition::new(name, "Calls tools.", object.clone()),
+                    Caller,
+                )
+                .unwrap();
+        }
+        let seen = Arc::new(Seen::default());
+        registry.set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>).unwrap();
+        (registry, seen)
+    }
+
+    #[tokio::test]
+    async fn nested_calls_pass_the_gate_and_the_observer_and_never_reach_a_composing_tool() {
+        let (registry, seen) = registry();
+        let ctx = CallContext::new().with_gate(Arc::new(Deny));
+        let call = ToolCall::new(
+            "caller",
+            json!({"tools": ["plain", "denied", "other_caller", "caller", "nope"]}).to_string(),
+        );
+        let result = registry
+            .dispatch(&ctx, &call, &Environment::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            result.content,
+            json!({
+                "offered": ["plain", "denied"],
+                "answers": [
+                    "plain",
+                    {"error": "failed", "message": "denied: not approved (called by caller)"},
+                    {"error": "failed", "message": "other_caller: tool other_caller composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"},
+                    {"error": "failed", "message": "caller: tool caller composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"},
+                    {"error": "unknown_tool", "message": "unknown tool \"nope\": no tool of that name is registered; call one of the tools you were offered"},
+                ],
+            })
+        );
+        // The observer saw the composing call and the nested calls that were admitted.
+        assert_eq!(*seen.0.lock().unwrap(), ["caller", "plain", "nope"]);
+    }
+
+    #[tokio::test]
+    async fn a_composer_kept_past_its_call_answers_cancelled() {
+        let (composer, requests) = Composer::channel();
+        drop(requests);
+        let err = composer.call("plain", "{}").await.unwrap_err();
+        assert_eq!(err, ToolError::Cancelled { tool: "plain".into() });
+        assert!(composer.definitions().await.is_empty());
     }
 }
