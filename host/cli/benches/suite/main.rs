@@ -134,9 +134,11 @@ fn main() {
     run(13, "audit, metrics and traces on vs off", &mut || {
         observe::observe(&fixtures)
     });
-    run(14, "nested tool call through the registry import", &mut || {
-        compose::compose(&rt, &fixtures)
-    });
+    run(
+        14,
+        "nested tool call through the registry import",
+        &mut || compose::compose(&rt, &fixtures),
+    );
 
     println!();
     println!(

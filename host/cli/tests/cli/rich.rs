@@ -259,7 +259,12 @@ fn inspect_shows_the_tools_a_plugin_may_call() {
             command.arg("--json");
         }
         let out = command.output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let report = inspect(false);

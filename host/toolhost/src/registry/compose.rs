@@ -223,14 +223,21 @@ mod tests {
                     .map(|d| d.name)
                     .collect();
                 let mut answers = Vec::new();
-                for tool in arguments.get("tools").and_then(|t| t.as_array()).into_iter().flatten() {
+                for tool in arguments
+                    .get("tools")
+                    .and_then(|t| t.as_array())
+                    .into_iter()
+                    .flatten()
+                {
                     let tool = tool.as_str().unwrap_or_default();
                     answers.push(match composer.call(tool, "{}").await {
                         Ok(result) => result.content,
                         Err(err) => json!({"error": err.kind(), "message": err.to_string()}),
                     });
                 }
-                Ok(ToolResult::new(json!({"offered": names, "answers": answers})))
+                Ok(ToolResult::new(
+                    json!({"offered": names, "answers": answers}),
+                ))
             })
         }
 
@@ -296,7 +303,9 @@ mod tests {
                 .unwrap();
         }
         let seen = Arc::new(Seen::default());
-        registry.set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>).unwrap();
+        registry
+            .set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>)
+            .unwrap();
         (registry, seen)
     }
 
@@ -334,7 +343,12 @@ mod tests {
         let (composer, requests) = Composer::channel();
         drop(requests);
         let err = composer.call("plain", "{}").await.unwrap_err();
-        assert_eq!(err, ToolError::Cancelled { tool: "plain".into() });
+        assert_eq!(
+            err,
+            ToolError::Cancelled {
+                tool: "plain".into()
+            }
+        );
         assert!(composer.definitions().await.is_empty());
     }
 }

@@ -293,8 +293,9 @@ impl Registry {
         call: &'a ToolCall,
         ctx: &'a CallContext,
         env: &'a Environment,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send + 'a>>
-    {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send + 'a>,
+    > {
         Box::pin(async move {
             if self
                 .lookup(&call.name)

@@ -73,8 +73,8 @@ use std::time::Duration;
 
 mod arguments;
 mod cap;
-mod compose;
 pub mod catalog;
+mod compose;
 mod content;
 mod dispatch;
 mod error;
