@@ -199,6 +199,15 @@ impl Registry {
                         // and within this call's deadline and cancellation (its context's).
                         Some(request) = requests.recv() => {
                             self.serve_nested(name, request, &nested_ctx, env).await;
+                            // The nested call ran in place of the arms below: a cancellation
+                            // or the deadline it ended by ends this call too, before the
+                            // handler runs on.
+                            if cancellation.is_cancelled() {
+                                return Err(ToolError::Cancelled { tool: name.to_owned() });
+                            }
+                            if Instant::now() >= deadline {
+                                return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
+                            }
                         }
                     }
                 }
