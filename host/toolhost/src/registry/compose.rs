@@ -275,7 +275,11 @@ mod tests {
 
     impl CallObserver for Seen {
         fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
-            self.0.lock().unwrap().push(call.call.name.clone());
+            let name = &call.call.name;
+            self.0.lock().unwrap().push(match call.nested_in {
+                Some(parent) => format!("{name} in {parent}"),
+                None => name.clone(),
+            });
             Ok(())
         }
         fn finished(&self, _end: &CallEnd<'_>) {}
@@ -335,7 +339,10 @@ mod tests {
             })
         );
         // The observer saw the composing call and the nested calls that were admitted.
-        assert_eq!(*seen.0.lock().unwrap(), ["caller", "plain", "nope"]);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["caller", "plain in caller", "nope in caller"]
+        );
     }
 
     #[tokio::test]
