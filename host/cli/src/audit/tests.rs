@@ -350,7 +350,11 @@ async fn a_nested_call_is_audited_naming_the_composing_tool() {
     let registry = audited(&path, None, 1);
     registry
         .register(
-            ToolDefinition::new("script", "Runs a program.", serde_json::json!({"type": "object"})),
+            ToolDefinition::new(
+                "script",
+                "Runs a program.",
+                serde_json::json!({"type": "object"}),
+            ),
             Script,
         )
         .unwrap();

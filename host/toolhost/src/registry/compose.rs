@@ -398,7 +398,12 @@ mod tests {
             .dispatch(&ctx, &call, &Environment::default())
             .await
             .unwrap_err();
-        assert_eq!(err, ToolError::Cancelled { tool: "caller".into() });
+        assert_eq!(
+            err,
+            ToolError::Cancelled {
+                tool: "caller".into()
+            }
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         assert!(stopped.load(std::sync::atomic::Ordering::SeqCst));
         cancel.await.unwrap();
@@ -418,5 +423,4 @@ mod tests {
         );
         assert!(stopped.load(std::sync::atomic::Ordering::SeqCst));
     }
-
 }
