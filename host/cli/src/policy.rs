@@ -529,6 +529,12 @@ impl Handler for Guarded {
             from.dispatch(&ctx, &call, &env).await
         })
     }
+
+    // The session's registry then serves a composing tool's nested calls: only what the
+    // profile offers, each under the principal's quotas.
+    fn composes(&self) -> bool {
+        self.from.composes(&self.name)
+    }
 }
 
 /// Checks the flags `--policy` needs.

@@ -74,6 +74,7 @@ use std::time::Duration;
 mod arguments;
 mod cap;
 pub mod catalog;
+mod compose;
 mod content;
 mod dispatch;
 mod error;
@@ -89,6 +90,7 @@ mod trace;
 mod types;
 
 pub use arguments::{json_type, Arguments};
+pub use compose::{CallGate, Composer};
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook};
@@ -215,6 +217,17 @@ impl Registry {
     /// [`Registry::dispatch`] (an approval declined, say), with the error the caller
     /// gets. Costs nothing without an observer.
     pub fn observe_refusal(&self, call: &ToolCall, env: &Environment, error: &ToolError) {
+        self.observe_refusal_in(call, env, error, None);
+    }
+
+    /// [`Registry::observe_refusal`] of a nested call of the composing tool `nested_in`.
+    pub(crate) fn observe_refusal_in(
+        &self,
+        call: &ToolCall,
+        env: &Environment,
+        error: &ToolError,
+        nested_in: Option<&str>,
+    ) {
         if let Some(observer) = self.observer.get() {
             observer.finished(&CallEnd {
                 env,
@@ -227,6 +240,7 @@ impl Registry {
                 trace_parent: None,
                 trace_span_id: None,
                 handler: None,
+                nested_in,
             });
         }
     }
@@ -449,6 +463,18 @@ impl Registry {
             .collect()
     }
 
+    /// The definitions of the tools a composing tool may call
+    /// ([`Composer::definitions`]): every tool but the composing ones, in registration
+    /// order.
+    pub fn composable_definitions(&self) -> Vec<ToolDefinition> {
+        self.read()
+            .entries
+            .iter()
+            .filter(|entry| !entry.handler.composes())
+            .map(|entry| entry.definition.clone())
+            .collect()
+    }
+
     /// The tools' names, in registration order.
     pub fn names(&self) -> Vec<String> {
         self.read()
@@ -470,6 +496,14 @@ impl Registry {
             .by_name
             .get(name)
             .map(|&index| f(&tools.entries[index].definition))
+    }
+
+    /// Whether tool `name` is registered and composes other tools
+    /// ([`Handler::composes`]): what a handler that delegates to this registry answers
+    /// for its own `composes`, so the registry it is offered in serves its nested calls.
+    pub fn composes(&self, name: &str) -> bool {
+        self.lookup(name)
+            .is_some_and(|entry| entry.handler.composes())
     }
 
     /// Whether a tool of that name is registered.
