@@ -520,7 +520,13 @@ impl Handler for Guarded {
             let refused = |exceeded: toolhost_mcp::policy::QuotaExceeded| {
                 ToolError::failed(exceeded.to_string()).with_tool(&name)
             };
-            let _permit = quota.begin_call().map_err(refused)?;
+            // A nested call (a code tool's) runs in its caller's concurrent-calls place.
+            let _permit = if ctx.is_nested() {
+                quota.begin_nested_call().map_err(refused)?;
+                None
+            } else {
+                Some(quota.begin_call().map_err(refused)?)
+            };
             let written = written_bytes(&name, &args);
             if written > 0 {
                 quota.charge_written(written).map_err(refused)?;

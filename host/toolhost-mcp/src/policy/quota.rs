@@ -234,6 +234,16 @@ impl PrincipalQuota {
         Ok(permit)
     }
 
+    /// Starts a nested call (a code tool's call of another tool): a calls-per-minute
+    /// token only, as it runs in its caller's concurrent-calls place (a principal
+    /// allowed one call at a time can still run a code tool).
+    ///
+    /// # Errors
+    /// [`QuotaExceeded`] ([`Quota::CallsPerMinute`]) when no token is left.
+    pub fn begin_nested_call(&self) -> Result<(), QuotaExceeded> {
+        take(&self.calls, &self.calls_per_minute, Quota::CallsPerMinute)
+    }
+
     /// Counts one outgoing plugin HTTP request.
     ///
     /// # Errors

@@ -192,6 +192,21 @@ fn unknown_tools_and_plugins_are_named() {
 }
 
 #[test]
+fn a_nested_call_takes_a_calls_token_but_runs_in_its_callers_place() {
+    let policy = Policy::parse(TWO).unwrap();
+    let live = LivePolicy::new(policy);
+    let (_, alice) = live.admit(&Principal::new(Some("alice"), &[])).unwrap();
+    // One call at a time, two a minute: the code tool's call and one nested call.
+    let code_tool = alice.begin_call().unwrap();
+    alice.begin_nested_call().unwrap();
+    assert_eq!(alice.running(), 1);
+    let over = alice.begin_nested_call().unwrap_err();
+    assert_eq!(over.quota, Quota::CallsPerMinute);
+    drop(code_tool);
+    assert_eq!(alice.running(), 0);
+}
+
+#[test]
 fn quotas_refuse_naming_the_quota_and_when_it_resets() {
     let policy = Policy::parse(TWO).unwrap();
     let live = LivePolicy::new(policy);
