@@ -599,3 +599,68 @@ fn plugin_state_never_passes_between_principals() {
     );
     assert_eq!(server.terminate().0, 0);
 }
+
+const CODER: &str = r#"
+[[principal]]
+token = "alice"
+profile = "coder"
+
+[profile.coder]
+tools = ["read_file", "list", "call_once", "greet"]
+quota = { calls_per_minute = 3, concurrent_calls = 1 }
+"#;
+
+/// A composing plugin (a code tool) under a profile: its nested calls are served by the
+/// principal's own view (only what the profile offers, file tools included) and count
+/// against the principal's calls per minute, inside the caller's concurrent-calls place.
+#[test]
+fn a_composing_tools_nested_calls_see_only_the_profile_and_spend_its_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN} alice\n")).unwrap();
+    let base = dir.path().join("tenants");
+    std::fs::create_dir_all(base.join("alice")).unwrap();
+    std::fs::write(base.join("alice").join("note.md"), "hello from alice\n").unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, CODER).unwrap();
+    let plugins = plugins_with(&["greet", "hostile_loop", "hostile_compose"]);
+    let template = format!("{}/{{client}}", base.display());
+    let server = Server::start(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth-token-file",
+        dir_str(&tokens),
+        "--session-root-template",
+        &template,
+        "--plugins",
+        dir_str(plugins.path()),
+        "--plugin-tools",
+        "*",
+        "--policy",
+        dir_str(&path),
+    ]);
+    let addr = server.addr;
+    let auth = bearer(TOKEN);
+    let session = initialize(addr, &[("Authorization", &auth)]);
+    let alice: &[(&str, &str)] = &[("Authorization", &auth), ("Mcp-Session-Id", &session)];
+    // Granted by the manifest and offered by the profile: read_file and greet; not
+    // hostile_loop's spin (granted, loaded, not offered), not the composing tools.
+    let listed = call(addr, alice, "list", json!({}));
+    let listed: Value =
+        serde_json::from_str(listed["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(listed["tools"], json!(["read_file", "greet"]), "{listed}");
+    // The session's own file tool, over alice's root, with one place for both calls.
+    let read = call(
+        addr,
+        alice,
+        "call_once",
+        json!({"tool": "read_file", "arguments": r#"{"path": "note.md"}"#}),
+    );
+    assert!(read.to_string().contains("hello from alice"), "{read}");
+    // list (1) + call_once (1) + its nested read_file (1) = the 3 a minute: refused.
+    let over = call_reply(addr, alice, "greet", json!({"name": "x"}));
+    assert_eq!(over.status, 429, "{}", over.body);
+    assert!(over.body.contains("calls_per_minute"), "{}", over.body);
+    drop(server);
+}
