@@ -82,7 +82,9 @@
 //!   confirm a step or fill in a small form (manifest `[grants] ask = true`, and the
 //!   operator's `--plugin-ask`); [`sampling`] asks the client's language model for a
 //!   completion (manifest `[grants] sampling`, bounded per call and per request, and the
-//!   operator's `--plugin-sampling`).
+//!   operator's `--plugin-sampling`); [`registry`] lists and calls the other tools of the
+//!   host (manifest `[grants] tools`, at most `max_tool_calls` per call, and the
+//!   operator's `--plugin-tools`).
 //! - Resources and prompts besides the tools: [`catalog`], exported with
 //!   `export_plugin!(tools, resources = .., prompts = ..)`.
 //! - Unit-test a tool natively with [`Tool::call`] (the imports, [`files`], [`log`],
@@ -115,6 +117,8 @@ pub mod http;
 pub mod interaction;
 #[cfg(feature = "guest")]
 pub mod log;
+#[cfg(feature = "guest")]
+pub mod registry;
 #[cfg(feature = "guest")]
 pub mod sampling;
 #[cfg(feature = "guest")]

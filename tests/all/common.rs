@@ -30,6 +30,8 @@ pub(crate) struct Options {
     pub file_access: FileAccess,
     pub limits: PluginLimits,
     pub fresh_instance_per_call: bool,
+    /// The tools plugins may call (`--plugin-tools`); none by default.
+    pub plugin_tools: Option<toolhost_plugin::manifest::ToolNames>,
 }
 
 impl Default for Options {
@@ -38,6 +40,7 @@ impl Default for Options {
             file_access: FileAccess::Read,
             limits: PluginLimits::default(),
             fresh_instance_per_call: true,
+            plugin_tools: None,
         }
     }
 }
@@ -57,6 +60,7 @@ pub(crate) fn setup_with(names: &[&str], options: Options) -> Setup {
             .storage(Some(Arc::clone(&storage)))
             .max_file_access(options.file_access)
             .fresh_instance_per_call(options.fresh_instance_per_call)
+            .plugin_tools(options.plugin_tools)
             .build(),
     )
     .expect("plugin host");

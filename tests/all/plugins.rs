@@ -335,3 +335,54 @@ async fn a_plugins_progress_reports_reach_the_caller_that_asked() {
         json!("Reported progress 0, 50 and 100 of 100.")
     );
 }
+
+#[tokio::test]
+async fn a_composing_plugin_that_greps_and_reads_answers_as_the_direct_calls_do() {
+    use toolhost_plugin::manifest::ToolNames;
+    let setup = setup_with(
+        &["greet", "hostile_compose"],
+        Options {
+            plugin_tools: Some(ToolNames::only(["grep", "read_file"])),
+            ..Options::default()
+        },
+    );
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    for (path, text) in [
+        ("notes/a.md", "alpha\nneedle one\n"),
+        ("notes/b.md", "nothing here\n"),
+        ("c.txt", "a needle\nand more\n"),
+    ] {
+        setup
+            .storage
+            .write(path, text.as_bytes(), "text/plain")
+            .expect("seed");
+    }
+    let composed = setup
+        .call("find_and_read", r#"{"pattern":"needle"}"#)
+        .await
+        .expect("find_and_read");
+    let found = setup
+        .call("grep", r#"{"pattern":"needle","output_mode":"files_with_matches"}"#)
+        .await
+        .expect("grep");
+    let mut read = Vec::new();
+    for path in found["files"].as_array().expect("files") {
+        read.push(
+            setup
+                .call("read_file", &json!({"path": path}).to_string())
+                .await
+                .expect("read_file"),
+        );
+    }
+    assert_eq!(read.len(), 2);
+    assert_eq!(composed, json!({"files": found["files"], "read": read}));
+    // greet is on the host but not granted by the operator: refused, not run.
+    let refused = setup
+        .call(
+            "call_once",
+            &json!({"tool": "greet", "arguments": r#"{"name":"Ada"}"#}).to_string(),
+        )
+        .await
+        .expect("call_once");
+    assert_eq!(refused["error"], "failed");
+}

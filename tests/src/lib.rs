@@ -120,6 +120,7 @@ mod tests {
                 "greet",
                 "hostile_alloc",
                 "hostile_ask",
+                "hostile_compose",
                 "hostile_badjson",
                 "hostile_handles",
                 "hostile_http",

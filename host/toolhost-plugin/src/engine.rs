@@ -72,7 +72,10 @@ impl PoolPlan {
         // A running call holds one slot (its store is dropped before its concurrency
         // permit, and loading asks for definitions under the same permits). Reuse mode
         // also keeps up to one idle instance per call (`runtime::pool::IdleCount`).
-        let slots_per_call: u32 = if config.fresh_instance_per_call { 1 } else { 2 };
+        // A plugin allowed to call tools (`--plugin-tools`) runs a nested plugin call
+        // inside its own concurrency slot, one at a time: one more instance per call.
+        let nested = u32::from(config.plugin_tools.is_some());
+        let slots_per_call: u32 = if config.fresh_instance_per_call { 1 } else { 2 } + nested;
         let per_call = slot_memory.saturating_mul(u64::from(slots_per_call));
         let fit = config.max_pool_memory / per_call.max(1);
         if fit == 0 {

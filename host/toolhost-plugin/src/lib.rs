@@ -480,6 +480,13 @@ pub struct PluginInfo {
     /// asks and this is true, else every request is refused (`not-allowed`) and the
     /// plugin still loads.
     pub sampling_allowed: bool,
+    /// Which of its registry's tools the manifest asks to call (`[grants] tools` and
+    /// `max_tool_calls`, the 0.3.0 `registry` import); `None` when it asks none.
+    pub tools_grant: Option<manifest::ToolsGrant>,
+    /// The tools this host lets plugins call (`--plugin-tools`,
+    /// [`PluginHostConfigBuilder::plugin_tools`]); a plugin calls a tool only when both
+    /// name it, else the call is refused as not granted and the plugin still loads.
+    pub tools_allowed: Option<manifest::ToolNames>,
     /// The tools it declares.
     pub tools: Vec<ToolDefinition>,
     /// The prompts it offers (a 0.3.0 `rich-plugin`; empty otherwise).

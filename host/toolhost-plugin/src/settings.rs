@@ -68,6 +68,8 @@ pub struct PluginHostConfig {
     pub(crate) plugin_ask: bool,
     /// [`PluginHostConfigBuilder::plugin_sampling`].
     pub(crate) plugin_sampling: bool,
+    /// [`PluginHostConfigBuilder::plugin_tools`].
+    pub(crate) plugin_tools: Option<crate::manifest::ToolNames>,
     /// [`PluginHostConfigBuilder::tool_namespace`]: plugin name -> namespace.
     pub(crate) tool_namespaces: std::collections::BTreeMap<String, String>,
 }
@@ -178,6 +180,12 @@ impl PluginHostConfig {
     /// completions ([`PluginHostConfigBuilder::plugin_sampling`]).
     pub fn plugin_sampling(&self) -> bool {
         self.plugin_sampling
+    }
+
+    /// The tools plugins whose manifest asks for them may call
+    /// ([`PluginHostConfigBuilder::plugin_tools`]); `None`: none.
+    pub fn plugin_tools(&self) -> Option<&crate::manifest::ToolNames> {
+        self.plugin_tools.as_ref()
     }
 
     /// The namespace the operator gave the plugin `plugin` (its file name without
@@ -393,6 +401,24 @@ impl PluginHostConfigBuilder {
         self
     }
 
+    /// Which of its registry's tools a plugin whose manifest asks for them
+    /// (`[grants] tools`) may list and call during a call (the 0.3.0 `registry` import;
+    /// `--plugin-tools NAME`, repeatable, or `--plugin-tools '*'`). Default: `None`:
+    /// `definitions` is empty and every call is refused as not granted.
+    ///
+    /// # Sandbox
+    /// A plugin calls a tool only when both its manifest and this set name it. A nested
+    /// call gets every check of a direct call, runs under what is left of the calling
+    /// tool's time limit, and counts against the manifest's `max_tool_calls` (default and
+    /// at most 64). The tools of a plugin that asks for this grant are never offered to
+    /// another (no recursion). With a set given, the instance pool holds one more slot
+    /// per concurrent call (see [`PoolPlan`](crate::engine::PoolPlan)): the nested call's
+    /// instance, which runs inside its caller's concurrency slot.
+    pub fn plugin_tools(&mut self, tools: Option<crate::manifest::ToolNames>) -> &mut Self {
+        self.config.plugin_tools = tools;
+        self
+    }
+
     /// Offers the tools and prompts of the plugin `plugin` (its file name without
     /// `.wasm`) under `namespace`: its tool `search` becomes `NAMESPACE_search`
     /// ([`namespace`](crate::namespace)); the CLI's `--plugin-namespace NAME=PREFIX`.
@@ -492,6 +518,7 @@ impl Default for PluginHostConfig {
             compile_tiers: CompileTiers::Optimized,
             plugin_ask: false,
             plugin_sampling: false,
+            plugin_tools: None,
             tool_namespaces: std::collections::BTreeMap::new(),
         }
     }
@@ -516,6 +543,7 @@ impl fmt::Debug for PluginHostConfig {
             .field("compile_tiers", &self.compile_tiers)
             .field("plugin_ask", &self.plugin_ask)
             .field("plugin_sampling", &self.plugin_sampling)
+            .field("plugin_tools", &self.plugin_tools)
             .field("tool_namespaces", &self.tool_namespaces)
             .finish()
     }

@@ -47,6 +47,10 @@ pub(crate) struct Grants {
     /// How much the plugin may sample (`sampling`, 0.3.0): its manifest's
     /// `[grants] sampling`, when the operator allows sampling; `None` otherwise.
     pub sampling: Option<crate::manifest::SamplingGrant>,
+    /// The tools the plugin may call (`registry`, 0.3.0): what its manifest's
+    /// `[grants] tools` asks within what the operator allows (possibly none); `None`
+    /// when the manifest asks for none. `Some` makes the plugin a composing one.
+    pub tools: Option<Arc<crate::manifest::ToolsGrant>>,
 }
 
 /// A store's state with its captured stdout and stderr.
@@ -114,6 +118,8 @@ impl NewState {
                     questions: 0,
                     sampling: grants.sampling,
                     samples: 0,
+                    tools: grants.tools.clone(),
+                    tool_calls: 0,
                 },
             },
             stdout,

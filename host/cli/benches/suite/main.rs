@@ -1,4 +1,4 @@
-//! The benchmark suite: thirteen figures measured side by side in one run,
+//! The benchmark suite: fourteen figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
@@ -21,6 +21,7 @@ use anyhow::Result;
 
 mod bare;
 mod calls;
+mod compose;
 mod files;
 mod fixtures;
 mod grep;
@@ -53,6 +54,8 @@ fn main() {
                 Some(12)
             } else if arg == "observe" {
                 Some(13)
+            } else if arg == "compose" {
+                Some(14)
             } else {
                 arg.parse().ok()
             }
@@ -130,6 +133,9 @@ fn main() {
     });
     run(13, "audit, metrics and traces on vs off", &mut || {
         observe::observe(&fixtures)
+    });
+    run(14, "nested tool call through the registry import", &mut || {
+        compose::compose(&rt, &fixtures)
     });
 
     println!();

@@ -462,6 +462,14 @@ pub struct RegistryArgs {
     /// default: every request is refused (`not-allowed`).
     #[arg(long)]
     pub plugin_sampling: bool,
+    /// Let plugins whose manifest asks for `[grants] tools` list and call this tool of
+    /// the registry they are loaded into (repeatable; '*' for every tool): a code tool
+    /// running a model's program that calls them. A plugin calls a tool only when its
+    /// manifest names it too; each nested call gets every check of a direct call, under
+    /// the calling tool's time limit, at most `max_tool_calls` (default and at most 64)
+    /// per call. Off by default: every call is refused as not granted.
+    #[arg(long = "plugin-tools", value_name = "NAME")]
+    pub plugin_tools: Vec<String>,
 }
 
 /// `--plugin-namespace`: `NAME=PREFIX`, NAME a plugin's file name with or without

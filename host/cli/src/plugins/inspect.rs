@@ -66,6 +66,12 @@ pub(crate) fn info_json(info: &PluginInfo) -> Value {
             "max_tokens": grant.max_tokens,
             "allowed_by_default_host": info.sampling_allowed,
         })),
+        // `null` when the manifest asks to call no tool of its registry.
+        "registry_tools": info.tools_grant.as_ref().map(|grant| json!({
+            "tools": grant.tools.to_string(),
+            "max_tool_calls": grant.max_tool_calls,
+            "allowed_by_default_host": info.tools_allowed.as_ref().map(|allowed| grant.tools.intersect(allowed).to_string()),
+        })),
         "tools": info.tools,
         "prompts": info.prompts,
         "resources": {
@@ -247,6 +253,21 @@ pub(crate) fn grants_text(info: &PluginInfo) -> String {
                 "allowed by this host's --plugin-sampling"
             } else {
                 "the host must allow it: --plugin-sampling; else every request is refused"
+            }
+        );
+    }
+    // The same for calling the registry's tools.
+    if let Some(grant) = &info.tools_grant {
+        out += &format!(
+            "  call the registry's tools: {} (max_tool_calls = {} per call; {})\n",
+            grant.tools,
+            grant.max_tool_calls,
+            match &info.tools_allowed {
+                Some(allowed) => format!(
+                    "this host's --plugin-tools allows: {}",
+                    grant.tools.intersect(allowed)
+                ),
+                None => "the host must allow each: --plugin-tools NAME; else every call is refused".into(),
             }
         );
     }

@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use toolhost::registry::{Interaction, InteractionError, Registry, ToolError};
+use toolhost::registry::{
+    CallContext, CallGate, Interaction, InteractionError, Registry, ToolCall, ToolError,
+};
 use tracing::info;
 
 /// The most of a call's arguments (their JSON text) shown in an approval prompt: 1 KiB;
@@ -142,6 +144,13 @@ impl ApprovalPolicy {
         prompt
     }
 
+    /// The gate a composing tool's nested calls pass ([`CallGate`]): this policy, so a
+    /// tool that needs approval when called directly needs it when a composing tool
+    /// (a code tool) calls it; asked through the composing call's interaction.
+    pub(crate) fn gate(self: &Arc<Self>) -> Arc<dyn CallGate> {
+        Arc::clone(self) as Arc<dyn CallGate>
+    }
+
     /// Asks for approval of a call of `tool` with `arguments` through `interaction`
     /// (`None`: the client cannot ask its user). `Ok` only when the user accepted.
     ///
@@ -205,6 +214,26 @@ fn cut(text: &str, max: usize) -> (&str, bool) {
         end -= 1;
     }
     (&text[..end], true)
+}
+
+
+impl CallGate for ApprovalPolicy {
+    fn check<'a>(
+        &'a self,
+        registry: &'a Registry,
+        _parent: &'a str,
+        call: &'a ToolCall,
+        ctx: &'a CallContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ToolError>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if !self.needs_approval(registry, &call.name) {
+                return Ok(());
+            }
+            self.approve(registry, &call.name, &call.arguments, ctx.interaction())
+                .await
+        })
+    }
 }
 
 #[cfg(test)]

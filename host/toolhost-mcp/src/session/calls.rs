@@ -176,7 +176,10 @@ impl PendingCall {
             name: call.name,
             arguments: call.arguments,
         };
-        let mut ctx = CallContext::new().with_cancellation(token.clone());
+        // A composing tool's nested calls need approval as direct calls do.
+        let mut ctx = CallContext::new()
+            .with_cancellation(token.clone())
+            .with_gate(session.0.catalog.asking.approval.gate());
         if let Some(parent) = meta.trace_parent {
             ctx = ctx.with_trace_parent(parent);
         }

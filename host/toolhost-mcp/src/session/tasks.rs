@@ -396,7 +396,8 @@ impl Session {
             let mut ctx = CallContext::new()
                 .with_cancellation(token.clone())
                 .with_time_limit(limit)
-                .deadline_at(deadline);
+                .deadline_at(deadline)
+                .with_gate(session.0.catalog.asking.approval.gate());
             if let Some(parent) = trace_parent {
                 ctx = ctx.with_trace_parent(parent);
             }

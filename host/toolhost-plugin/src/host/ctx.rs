@@ -45,6 +45,11 @@ pub(crate) struct ImportCtx {
     pub sampling: Option<super::sampling_grant::SamplingGrant>,
     /// Sampling requests the current call has made.
     pub samples: u32,
+    /// The tools the plugin may call (`registry`): what its manifest asked within what
+    /// the operator allowed; `None` when its manifest asked for none.
+    pub tools: Option<Arc<super::tools_grant::ToolsGrant>>,
+    /// Calls the current call has made through `registry`.
+    pub tool_calls: u32,
 }
 
 impl ImportCtx {
@@ -55,6 +60,7 @@ impl ImportCtx {
         self.call = call;
         self.questions = 0;
         self.samples = 0;
+        self.tool_calls = 0;
     }
 }
 
@@ -83,6 +89,8 @@ impl ImportCtx {
             questions: 0,
             sampling: None,
             samples: 0,
+            tools: None,
+            tool_calls: 0,
         }
     }
 }

@@ -21,6 +21,8 @@ pub(crate) mod log;
 pub(crate) mod quota;
 pub(crate) mod sampling;
 pub(crate) mod sampling_grant;
+pub(crate) mod tools;
+pub(crate) mod tools_grant;
 
 use crate::v0_2::toolhost::plugin::types;
 pub(crate) use ctx::{ImportCtx, Imports};

@@ -343,6 +343,22 @@ impl PluginHost {
                 .as_ref()
                 .and_then(|m| m.grants.sampling)
                 .filter(|_| self.config.plugin_sampling),
+            // The tools it may call: what the manifest asks within what the operator
+            // allows (an empty set when they share none: still a composing plugin).
+            tools: resolved
+                .manifest
+                .as_ref()
+                .and_then(|m| m.grants.tools_grant())
+                .map(|grant| {
+                    let allowed = match &self.config.plugin_tools {
+                        Some(allowed) => grant.tools.intersect(allowed),
+                        None => crate::manifest::ToolNames::Only(Vec::new()),
+                    };
+                    Arc::new(crate::manifest::ToolsGrant {
+                        tools: allowed,
+                        max_tool_calls: grant.max_tool_calls,
+                    })
+                }),
         };
         let runtime = Arc::new(PluginRuntime::new(
             Arc::from(name.as_str()),

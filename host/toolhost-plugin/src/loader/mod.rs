@@ -249,6 +249,8 @@ impl PluginHost {
             ask_allowed: self.config.plugin_ask,
             sampling: manifest.and_then(|m| m.grants.sampling),
             sampling_allowed: self.config.plugin_sampling,
+            tools_grant: manifest.and_then(|m| m.grants.tools_grant()),
+            tools_allowed: self.config.plugin_tools.clone(),
             prompts: prepared.offer.prompts.unwrap_or_default(),
             offers_resources,
             resource_templates: prepared.offer.resources.unwrap_or_default(),

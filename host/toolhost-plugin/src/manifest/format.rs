@@ -9,6 +9,7 @@ use crate::plugin_config::{check_key, ConfigKey, MAX_CONFIG_KEYS};
 use crate::{PluginError, PluginErrorKind};
 
 pub use crate::host::sampling_grant::SamplingGrant;
+pub use crate::host::tools_grant::{ToolNames, ToolsGrant};
 
 /// The manifest as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -172,6 +173,76 @@ pub struct Grants {
     /// Default: none (`sampling = false` says the same).
     #[serde(default, deserialize_with = "sampling_grant")]
     pub sampling: Option<SamplingGrant>,
+    /// `tools = ["read_file", "grep"]` (or `tools = "*"`): the registry's tools the
+    /// plugin may list and call during a call (the 0.3.0 `registry` import), if the
+    /// operator allows them too (`--plugin-tools`,
+    /// [`PluginHostConfigBuilder::plugin_tools`](crate::PluginHostConfigBuilder::plugin_tools)).
+    /// Default: none. A plugin that asks for it composes: its own tools are never
+    /// offered to a composing plugin.
+    #[serde(default, deserialize_with = "tool_names")]
+    pub tools: Option<ToolNames>,
+    /// `max_tool_calls = N`: calls through the `registry` import per call of the plugin,
+    /// 1 to 64 (default 64: a manifest may only lower it). Needs `tools`.
+    #[serde(default, deserialize_with = "max_tool_calls")]
+    pub max_tool_calls: Option<u32>,
+}
+
+impl Grants {
+    /// The `registry` grant the manifest asks for (`tools` with `max_tool_calls`), if
+    /// any.
+    pub fn tools_grant(&self) -> Option<ToolsGrant> {
+        self.tools.clone().map(|tools| ToolsGrant {
+            tools,
+            max_tool_calls: self.max_tool_calls.unwrap_or(ToolsGrant::MAX_TOOL_CALLS),
+        })
+    }
+}
+
+/// `[grants] tools` as written: `"*"` or a list of tool names.
+fn tool_names<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ToolNames>, D::Error> {
+    use serde::de::Error as _;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        All(String),
+        Names(Vec<String>),
+    }
+
+    let wrong = || {
+        D::Error::custom(
+            "grants.tools must be \"*\" or a list of tool names, e.g. tools = [\"read_file\", \"grep\"]",
+        )
+    };
+    match Written::deserialize(deserializer).map_err(|_| wrong())? {
+        Written::All(all) if all == "*" => Ok(Some(ToolNames::All)),
+        Written::All(_) => Err(wrong()),
+        Written::Names(names) => {
+            if let Some(bad) = names
+                .iter()
+                .find(|name| toolhost::registry::check_name(name).is_err())
+            {
+                return Err(D::Error::custom(format!(
+                    "grants.tools names {bad:?}, which is not a tool name (1 to 128 characters of a-z A-Z 0-9 _ -)"
+                )));
+            }
+            Ok(Some(ToolNames::only(names)))
+        }
+    }
+}
+
+/// `[grants] max_tool_calls`: 1 to [`ToolsGrant::MAX_TOOL_CALLS`].
+fn max_tool_calls<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error as _;
+    let written = i64::deserialize(deserializer)?;
+    let max = ToolsGrant::new(ToolNames::All, Some(u64::try_from(written).unwrap_or(0)))
+        .map_err(|err| D::Error::custom(format!("grants.{err}")))?
+        .max_tool_calls;
+    Ok(Some(max))
 }
 
 /// `[grants] sampling` as written: `true`/`false`, or a table of bounds.
@@ -301,14 +372,21 @@ pub fn parse_bytes(path: &Path, bytes: Vec<u8>) -> Result<Manifest, PluginError>
 /// # Errors
 /// [`PluginErrorKind::Manifest`] naming the bad or unknown key.
 pub fn parse(path: &Path, text: &str) -> Result<Manifest, PluginError> {
-    toml::from_str(text).map_err(|err| {
+    let manifest: Manifest = toml::from_str(text).map_err(|err| {
         let line = err
             .span()
             .map(|span| format!("line {}: ", text.as_bytes()[..span.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1))
             .unwrap_or_default();
         PluginErrorKind::Manifest { message: format!(
-                "{line}{}; the keys are namespace, task_support, confirm, [grants] files, root, http, ask, sampling (true or {{ max_requests, max_tokens }}), [config] keys or [config.KEY] description, secret, required, [resources] namespace, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
+                "{line}{}; the keys are namespace, task_support, confirm, [grants] files, root, http, ask, sampling (true or {{ max_requests, max_tokens }}), tools (\"*\" or a list of tool names), max_tool_calls, [config] keys or [config.KEY] description, secret, required, [resources] namespace, and [limits] timeout_ms, task_timeout_ms, memory_mib, fuel, max_output_bytes, max_stderr_bytes, max_instances, max_tables, max_file_calls, max_read_bytes, max_write_bytes_per_call, max_files_written_per_call, max_write_bytes_total, max_files_written_total, log_lines_per_second, log_burst, max_handles, max_http_requests, max_http_request_bytes, max_http_response_bytes, http_connect_timeout_ms",
                 err.message().trim()
             ) }.at(path.to_owned())
-    })
+    })?;
+    if manifest.grants.max_tool_calls.is_some() && manifest.grants.tools.is_none() {
+        return Err(PluginErrorKind::Manifest {
+            message: "[grants] max_tool_calls bounds the calls of the tools the plugin may call, but it names none: add `tools = [\"NAME\", ...]` (or `tools = \"*\"`) or remove max_tool_calls".into(),
+        }
+        .at(path.to_owned()));
+    }
+    Ok(manifest)
 }

@@ -18,6 +18,10 @@
 //!                         # --plugin-sampling): requests per call (1 to 16) and tokens
 //!                         # per request (1 to 32768); `sampling = true` means these
 //!                         # defaults
+//! tools = ["read_file", "grep"]
+//!                         # may list and call these tools of its registry (0.3.0
+//!                         # registry; --plugin-tools), or tools = "*" for all of them
+//! max_tool_calls = 16     # tool calls per call of the plugin (1 to 64, default 64)
 //!
 //! [config]                # keys the operator gives values for (see plugin_config)
 //! keys = ["REGION"]       # short form: required, not secret
@@ -85,6 +89,7 @@ mod tests;
 
 pub use format::{
     parse, parse_bytes, read, Grants, LimitOverrides, Manifest, ResourcesTable, SamplingGrant,
+    ToolNames, ToolsGrant,
 };
 pub use resolve::{apply, resolve, resolve_bytes, resolve_for_inspection, Resolved};
 pub(crate) use resolve::{resolve_bytes_with, Check};

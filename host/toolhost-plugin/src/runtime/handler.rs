@@ -20,4 +20,10 @@ impl Handler for PluginTool {
         let tool = Arc::clone(&self.tool);
         Box::pin(async move { runtime.call(&tool, &ctx, &arguments, &env).await })
     }
+
+    /// A plugin whose manifest asks for `[grants] tools` composes (even when the
+    /// operator allows it none): its tools are never offered to another composing tool.
+    fn composes(&self) -> bool {
+        self.runtime.composes()
+    }
 }

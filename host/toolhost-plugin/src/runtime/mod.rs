@@ -122,7 +122,8 @@ pub(crate) struct PluginRuntime {
 struct Running<'r> {
     _shard: ShardGuard<'r>,
     instance: Instance,
-    _slot: SemaphorePermit<'r>,
+    /// `None` for a nested call, which runs inside its caller's slot.
+    _slot: Option<SemaphorePermit<'r>>,
     tool: &'r str,
     time_limit: Duration,
     deadline: Instant,
@@ -245,10 +246,19 @@ impl PluginRuntime {
         let own_limit = ctx.time_limit().unwrap_or(self.limits.timeout);
         let time_limit = remaining.map_or(own_limit, |r| r.min(own_limit));
         let deadline = started + time_limit;
-        // The semaphore is never closed, so an error here is the deadline.
-        let Ok(Ok(slot)) =
-            tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await
-        else {
+        // A nested call (a composing plugin's, which waits for it) runs inside its
+        // caller's slot: it never waits for one the caller may be the last holder of,
+        // and the pool holds one more instance per slot for it (`PoolPlan`).
+        let slot = if ctx.is_nested() {
+            Some(None)
+        } else {
+            // The semaphore is never closed, so an error here is the deadline.
+            match tokio::time::timeout_at(deadline.into(), self.shared.slots.acquire()).await {
+                Ok(Ok(permit)) => Some(Some(permit)),
+                _ => None,
+            }
+        };
+        let Some(slot) = slot else {
             return Err(classify::timed_out(&CallFacts {
                 tool,
                 limits: &self.limits,
@@ -319,6 +329,12 @@ impl PluginRuntime {
         true
     }
 
+    /// Whether the plugin calls its registry's tools (its manifest asks for
+    /// `[grants] tools`).
+    pub(crate) fn composes(&self) -> bool {
+        self.grants.tools.is_some()
+    }
+
     /// Whether optimized code has been swapped in.
     pub(crate) fn runs_optimized(&self) -> bool {
         self.code.runs_optimized()
@@ -376,7 +392,8 @@ impl Instance {
     fn arm(&mut self, deadline: Instant, limits: &PluginLimits, tool: &str, ctx: &CallContext) {
         let state = self.store.data_mut();
         state.limiter.reset();
-        state.imports.begin_call(tool, ctx.clone());
+        // The imports see the call's own deadline (a nested tool call ends by it).
+        state.imports.begin_call(tool, ctx.clone().deadline_at(deadline));
         state
             .http_hooks
             .begin_call(tool, deadline, ctx.outgoing_trace_parent());

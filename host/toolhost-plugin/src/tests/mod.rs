@@ -5,6 +5,7 @@ mod ask;
 mod cache;
 mod capture;
 mod catalog;
+mod compose;
 mod engines;
 mod fixture;
 mod http;

@@ -2,7 +2,8 @@
 //! and types as 0.2.0's (generated twice, once per package), so each call converts its
 //! types and delegates to the 0.2.0 implementations (`crate::host`); `interaction` is
 //! new in 0.3.0 and implemented in `crate::host::interaction`, `sampling` (added within
-//! 0.3.0) in `crate::host::sampling`.
+//! 0.3.0) in `crate::host::sampling`, `registry` (added within 0.3.0) in
+//! `crate::host::tools`.
 
 use super::bindings::toolhost::plugin as v0_3;
 use crate::host::ImportCtx;
@@ -209,6 +210,45 @@ impl v0_3::sampling::Host for ImportCtx {
             v0_3::interaction::InteractionError::Invalid(
                 "the client answered with content that is not text, an image or a sound".into(),
             )
+        })
+    }
+}
+
+impl v0_3::registry::Host for ImportCtx {
+    async fn definitions(&mut self) -> Vec<v0_3::types::ToolDefinition> {
+        self.tool_definitions()
+            .await
+            .into_iter()
+            .map(|definition| v0_3::types::ToolDefinition {
+                parameters: definition.parameters.to_string(),
+                output_schema: definition.output_schema.as_ref().map(ToString::to_string),
+                annotations: {
+                    let a = &definition.annotations;
+                    let said = [a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint];
+                    said.iter().any(Option::is_some).then_some(v0_3::types::ToolAnnotations {
+                        read_only_hint: a.read_only_hint,
+                        destructive_hint: a.destructive_hint,
+                        idempotent_hint: a.idempotent_hint,
+                        open_world_hint: a.open_world_hint,
+                    })
+                },
+                title: definition.title,
+                description: definition.description,
+                name: definition.name,
+            })
+            .collect()
+    }
+
+    async fn call(
+        &mut self,
+        name: String,
+        arguments: String,
+    ) -> Result<String, v0_3::types::ToolError> {
+        self.call_tool(name, arguments).await.map_err(|err| match err {
+            toolhost::registry::ToolError::InvalidArguments { .. } => {
+                v0_3::types::ToolError::InvalidArguments(err.to_string())
+            }
+            err => v0_3::types::ToolError::Failed(err.to_string()),
         })
     }
 }

@@ -25,11 +25,13 @@ pub(crate) mod bindings {
         path: "../../wit/plugin.wit",
         exports: { default: async },
         // `files` runs storage work on the blocking pool; `interaction` waits for the
-        // client's user, `sampling` for its model. Both are awaited, so the call's deadline still fires.
+        // client's user, `sampling` for its model, `registry` for the nested tool call.
+        // All are awaited, so the call's deadline still fires.
         imports: {
             "toolhost:plugin/files": async,
             "toolhost:plugin/interaction": async,
             "toolhost:plugin/sampling": async,
+            "toolhost:plugin/registry": async,
         },
     });
 }

@@ -140,11 +140,21 @@ impl Registry {
             None => started + call_timeout,
         };
         let limit = deadline.saturating_duration_since(started);
-        let handler_ctx = ctx
+        let mut handler_ctx = ctx
             .clone()
             .deadline_at(deadline)
             .with_result_cap(self.result_cap);
         let cancellation = ctx.cancellation().clone();
+        // A composing tool reaches the registry's other tools through a channel this
+        // dispatch serves (a plain tool pays only this check).
+        let composing = if entry.handler.composes() {
+            let nested_ctx = handler_ctx.nested();
+            let (composer, requests) = super::Composer::channel();
+            handler_ctx = handler_ctx.with_composer(composer);
+            Some((nested_ctx, requests))
+        } else {
+            None
+        };
 
         // A panic may happen while the handler builds its future or while it runs: catch both.
         let handler = &entry.handler;
@@ -160,14 +170,38 @@ impl Registry {
         .map_err(|panic| panicked(name, &*panic))?;
         let guarded = AssertUnwindSafe(future).catch_unwind();
 
-        let outcome = tokio::select! {
-            biased;
-            outcome = guarded => outcome,
-            () = tokio::time::sleep_until(deadline.into()) => {
-                return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
-            }
-            () = cancellation.cancelled() => {
-                return Err(ToolError::Cancelled { tool: name.to_owned() });
+        let outcome = match composing {
+            None => tokio::select! {
+                biased;
+                outcome = guarded => outcome,
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
+                }
+                () = cancellation.cancelled() => {
+                    return Err(ToolError::Cancelled { tool: name.to_owned() });
+                }
+            },
+            Some((nested_ctx, mut requests)) => {
+                let mut guarded = std::pin::pin!(guarded);
+                let sleep = tokio::time::sleep_until(deadline.into());
+                let mut sleep = std::pin::pin!(sleep);
+                loop {
+                    tokio::select! {
+                        biased;
+                        outcome = &mut guarded => break outcome,
+                        () = &mut sleep => {
+                            return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
+                        }
+                        () = cancellation.cancelled() => {
+                            return Err(ToolError::Cancelled { tool: name.to_owned() });
+                        }
+                        // The handler waits for the answer, so a nested call runs alone
+                        // and within this call's deadline and cancellation (its context's).
+                        Some(request) = requests.recv() => {
+                            self.serve_nested(name, request, &nested_ctx, env).await;
+                        }
+                    }
+                }
             }
         };
         drop(timing);
@@ -217,6 +251,67 @@ impl Registry {
             });
         }
         Ok(result)
+    }
+}
+
+impl Registry {
+    /// Answers one request of the composing tool `parent`'s [`Composer`](super::Composer).
+    async fn serve_nested(
+        &self,
+        parent: &str,
+        request: super::compose::Request,
+        ctx: &CallContext,
+        env: &Environment,
+    ) {
+        match request {
+            super::compose::Request::Definitions(reply) => {
+                let _ = reply.send(self.composable_definitions());
+            }
+            super::compose::Request::Call {
+                call,
+                deadline,
+                reply,
+            } => {
+                let outcome = match deadline {
+                    Some(deadline) => {
+                        let ctx = ctx.clone().deadline_at(deadline);
+                        self.nested_call(parent, &call, &ctx, env).await
+                    }
+                    None => self.nested_call(parent, &call, ctx, env).await,
+                };
+                // The handler may have stopped waiting: nothing to answer then.
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+
+    /// A nested call of `parent`: refused for a composing tool, checked by the caller's
+    /// gate, then dispatched as a direct call is.
+    fn nested_call<'a>(
+        &'a self,
+        parent: &'a str,
+        call: &'a ToolCall,
+        ctx: &'a CallContext,
+        env: &'a Environment,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if self
+                .lookup(&call.name)
+                .is_some_and(|entry| entry.handler.composes())
+            {
+                let err = super::compose::composing_refused(&call.name);
+                self.observe_refusal(call, env, &err);
+                return Err(cap_error(err, self.result_cap));
+            }
+            if let Some(gate) = ctx.gate() {
+                if let Err(err) = gate.check(self, parent, call, ctx).await {
+                    self.observe_refusal(call, env, &err);
+                    return Err(cap_error(err, self.result_cap));
+                }
+            }
+            self.dispatch(ctx, call, env).await
+        })
     }
 }
 

@@ -18,6 +18,14 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<ToolResult, ToolErro
 pub trait Handler: Send + Sync + 'static {
     /// Runs one call.
     fn call(&self, ctx: CallContext, arguments: Arguments, env: Environment) -> HandlerFuture;
+
+    /// Whether this tool calls other tools of its registry (a code tool, a plugin holding
+    /// the `tools` grant): dispatch then gives its calls a
+    /// [`Composer`](super::Composer) ([`CallContext::composer`]), and never offers it to,
+    /// nor lets it be called by, another composing tool. Default: `false`.
+    fn composes(&self) -> bool {
+        false
+    }
 }
 
 impl<F, Fut> Handler for F
@@ -46,6 +54,9 @@ pub struct CallContext {
     time_limit: Option<Duration>,
     trace_parent: Option<super::TraceParent>,
     trace_span_id: Option<[u8; 8]>,
+    composer: Option<super::Composer>,
+    gate: Option<super::compose::GateHandle>,
+    nested: bool,
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -179,6 +190,57 @@ impl CallContext {
     /// The caller's trace context, if it sent a well-formed one.
     pub fn trace_parent(&self) -> Option<super::TraceParent> {
         self.trace_parent
+    }
+
+    /// How this call reaches the other tools of its registry: set by
+    /// [`Registry::dispatch`](super::Registry::dispatch) for a tool whose handler
+    /// [composes](Handler::composes), `None` otherwise.
+    pub fn composer(&self) -> Option<&super::Composer> {
+        self.composer.as_ref()
+    }
+
+    /// This context with `composer` (dispatch sets it).
+    pub(crate) fn with_composer(mut self, composer: super::Composer) -> Self {
+        self.composer = Some(composer);
+        self
+    }
+
+    /// This context checking every nested call of a composing tool with `gate` before
+    /// it runs (the checks the caller applies to direct calls outside dispatch, such as
+    /// an approval).
+    pub fn with_gate(mut self, gate: std::sync::Arc<dyn super::CallGate>) -> Self {
+        self.gate = Some(super::compose::GateHandle(gate));
+        self
+    }
+
+    /// The gate nested calls pass ([`CallContext::with_gate`]).
+    pub(crate) fn gate(&self) -> Option<&std::sync::Arc<dyn super::CallGate>> {
+        self.gate.as_ref().map(|gate| &gate.0)
+    }
+
+    /// Whether this is a nested call, made by a composing tool through its
+    /// [`Composer`](super::Composer): it runs inside that tool's call (which waits for
+    /// it), so it may use what that call holds (a plugin's concurrency slot).
+    pub fn is_nested(&self) -> bool {
+        self.nested
+    }
+
+    /// The context of a nested call made from this one (a composing call's handler
+    /// context): its deadline, cancellation, interaction and gate, its trace as the
+    /// parent, and nothing else (no progress, no own time limit, no composer).
+    pub(crate) fn nested(&self) -> Self {
+        let mut nested = Self {
+            deadline: self.deadline,
+            cancellation: self.cancellation.clone(),
+            interaction: self.interaction.clone(),
+            gate: self.gate.clone(),
+            nested: true,
+            ..Self::default()
+        };
+        if let Some(parent) = self.outgoing_trace_parent() {
+            nested = nested.with_trace_parent(parent);
+        }
+        nested
     }
 
     /// Whether anyone listens to progress reports: a tool may skip counting when not.

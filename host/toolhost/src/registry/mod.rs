@@ -73,6 +73,7 @@ use std::time::Duration;
 
 mod arguments;
 mod cap;
+mod compose;
 pub mod catalog;
 mod content;
 mod dispatch;
@@ -89,6 +90,7 @@ mod trace;
 mod types;
 
 pub use arguments::{json_type, Arguments};
+pub use compose::{CallGate, Composer};
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{CallContext, Handler, HandlerFuture, Progress, ProgressHook};
@@ -420,6 +422,18 @@ impl Registry {
         self.read()
             .entries
             .iter()
+            .map(|entry| entry.definition.clone())
+            .collect()
+    }
+
+    /// The definitions of the tools a composing tool may call
+    /// ([`Composer::definitions`]): every tool but the composing ones, in registration
+    /// order.
+    pub fn composable_definitions(&self) -> Vec<ToolDefinition> {
+        self.read()
+            .entries
+            .iter()
+            .filter(|entry| !entry.handler.composes())
             .map(|entry| entry.definition.clone())
             .collect()
     }

@@ -1,0 +1,340 @@
+//! Tool composition: a tool whose handler [composes](super::Handler::composes) (a code
+//! tool running a model's program, a plugin holding the `tools` grant) lists and calls the
+//! other tools of the registry that dispatched it, through the [`Composer`] in its
+//! [`CallContext`](super::CallContext).
+//!
+//! The rules, enforced here for every composing handler whatever it is:
+//! - a nested call goes through [`Registry::dispatch`](super::Registry::dispatch) of the
+//!   registry that runs the composing call, so it gets every check of a direct call
+//!   (arguments, the call's time limit, the result cap, the
+//!   [`CallObserver`](super::CallObserver), the [`CallGate`] its caller set);
+//! - it runs under what is left of the composing call's deadline and is cancelled with it;
+//! - a composing tool is never offered nor callable through a [`Composer`] (no recursion,
+//!   no cycle: a call tree is at most two deep);
+//! - nested calls run one at a time, inside the composing call's dispatch (the composing
+//!   handler waits for each answer), so a call tree holds at most the composing call and
+//!   one nested call at once.
+//!
+//! The [`Composer`] is a channel to the dispatch running the composing call: a handler that
+//! does not compose pays nothing (no channel is made for it).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::{ToolCall, ToolDefinition, ToolError, ToolResult};
+
+/// What a composing handler asks of the dispatch running it.
+pub(crate) enum Request {
+    /// The definitions of the tools it may call.
+    Definitions(oneshot::Sender<Vec<ToolDefinition>>),
+    /// A call of another tool.
+    Call {
+        call: ToolCall,
+        /// The caller's own deadline, when earlier than the composing call's.
+        deadline: Option<std::time::Instant>,
+        reply: oneshot::Sender<Result<ToolResult, ToolError>>,
+    },
+}
+
+/// How a composing tool reaches the other tools of the registry that dispatched it: set
+/// by [`Registry::dispatch`](super::Registry::dispatch) in the
+/// [`CallContext`](super::CallContext) of a handler whose
+/// [`composes`](super::Handler::composes) is `true`, valid while that call runs.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use toolhost::registry::*;
+///
+/// struct Twice;
+/// impl Handler for Twice {
+///     fn call(&self, ctx: CallContext, _: Arguments, _: Environment) -> HandlerFuture {
+///         Box::pin(async move {
+///             let composer = ctx.composer().expect("dispatch sets it for a composing tool");
+///             let one = composer.call("greet", r#"{"name":"Ada"}"#).await?;
+///             let two = composer.call("greet", r#"{"name":"Bob"}"#).await?;
+///             Ok(ToolResult::new(serde_json::json!([one.content, two.content])))
+///         })
+///     }
+///     fn composes(&self) -> bool {
+///         true
+///     }
+/// }
+///
+/// let registry = Registry::new();
+/// let schema = serde_json::json!({"type": "object", "required": ["name"]});
+/// registry.register(
+///     ToolDefinition::new("greet", "Greets someone", schema),
+///     |_ctx: CallContext, args: Arguments, _env: Environment| async move {
+///         Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
+///     },
+/// ).unwrap();
+/// registry.register(
+///     ToolDefinition::new("twice", "Greets two people", serde_json::json!({"type": "object"})),
+///     Twice,
+/// ).unwrap();
+/// let result = registry
+///     .dispatch(&CallContext::new(), &ToolCall::new("twice", "{}"), &Environment::default())
+///     .await
+///     .unwrap();
+/// assert_eq!(result.content, serde_json::json!(["Hello, Ada!", "Hello, Bob!"]));
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Composer {
+    requests: mpsc::Sender<Request>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::Definitions(_) => f.write_str("Definitions"),
+            Request::Call { call, .. } => write!(f, "Call({})", call.name),
+        }
+    }
+}
+
+impl Composer {
+    /// A composer and the receiving end its dispatch serves.
+    pub(crate) fn channel() -> (Self, mpsc::Receiver<Request>) {
+        // One request at a time: the handler waits for each answer.
+        let (requests, receiver) = mpsc::channel(1);
+        (Self { requests }, receiver)
+    }
+
+    /// The definitions of the tools a composing tool may call, in the registry's order:
+    /// every tool of the registry but the composing ones (empty once the composing call
+    /// has ended).
+    pub async fn definitions(&self) -> Vec<ToolDefinition> {
+        let (reply, answer) = oneshot::channel();
+        if self
+            .requests
+            .send(Request::Definitions(reply))
+            .await
+            .is_err()
+        {
+            return Vec::new();
+        }
+        answer.await.unwrap_or_default()
+    }
+
+    /// Calls tool `name` with `arguments` (JSON text) through the registry, as
+    /// [`Registry::dispatch`](super::Registry::dispatch) would for a direct call, under
+    /// what is left of the composing call's deadline.
+    ///
+    /// # Errors
+    /// Whatever dispatch returns for the call; [`ToolError::Failed`] when `name` is a
+    /// composing tool (never callable this way); [`ToolError::Cancelled`] once the
+    /// composing call has ended.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: impl Into<String>,
+    ) -> Result<ToolResult, ToolError> {
+        self.call_until(name, arguments, None).await
+    }
+
+    /// [`Composer::call`] that must also end by `deadline` (the composing handler's own,
+    /// when it runs under a shorter limit than the call dispatch gave it: a plugin's
+    /// per-call time limit).
+    ///
+    /// # Errors
+    /// As [`Composer::call`]; [`ToolError::TimedOut`] at `deadline`.
+    pub async fn call_until(
+        &self,
+        name: &str,
+        arguments: impl Into<String>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<ToolResult, ToolError> {
+        let (reply, answer) = oneshot::channel();
+        let request = Request::Call {
+            call: ToolCall::new(name, arguments),
+            deadline,
+            reply,
+        };
+        let ended = || ToolError::Cancelled {
+            tool: name.to_owned(),
+        };
+        self.requests.send(request).await.map_err(|_| ended())?;
+        answer.await.map_err(|_| ended())?
+    }
+}
+
+/// A check every nested call must pass before it runs, set by the caller of the
+/// composing call with [`CallContext::with_gate`](super::CallContext::with_gate): the
+/// checks its direct calls get outside [`Registry::dispatch`](super::Registry::dispatch)
+/// (an MCP server's `--confirm` approval, say), so a nested call gets them too.
+pub trait CallGate: Send + Sync + 'static {
+    /// `Ok` lets `call` (a nested call of the composing tool `parent`) run; an error is
+    /// its answer instead.
+    fn check<'a>(
+        &'a self,
+        registry: &'a super::Registry,
+        parent: &'a str,
+        call: &'a ToolCall,
+        ctx: &'a super::CallContext,
+    ) -> Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
+}
+
+/// The [`CallGate`] of a call, shared (a newtype so `CallContext` stays `Debug`).
+#[derive(Clone)]
+pub(crate) struct GateHandle(pub(crate) Arc<dyn CallGate>);
+
+impl std::fmt::Debug for GateHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallGate")
+    }
+}
+
+/// The error a nested call of a composing tool gets.
+pub(crate) fn composing_refused(name: &str) -> ToolError {
+    ToolError::Failed {
+        tool: name.to_owned(),
+        message: format!(
+            "tool {name} composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::super::*;
+    use super::*;
+
+    /// Calls each tool named in its `tools` argument, in turn, and answers what each gave.
+    struct Caller;
+
+    impl Handler for Caller {
+        fn call(&self, ctx: CallContext, arguments: Arguments, _: Environment) -> HandlerFuture {
+            Box::pin(async move {
+                let Some(composer) = ctx.composer() else {
+                    return Err(arguments.invalid("no composer"));
+                };
+                let names: Vec<String> = composer
+                    .definitions()
+                    .await
+                    .into_iter()
+                    .map(|d| d.name)
+                    .collect();
+                let mut answers = Vec::new();
+                for tool in arguments.get("tools").and_then(|t| t.as_array()).into_iter().flatten() {
+                    let tool = tool.as_str().unwrap_or_default();
+                    answers.push(match composer.call(tool, "{}").await {
+                        Ok(result) => result.content,
+                        Err(err) => json!({"error": err.kind(), "message": err.to_string()}),
+                    });
+                }
+                Ok(ToolResult::new(json!({"offered": names, "answers": answers})))
+            })
+        }
+
+        fn composes(&self) -> bool {
+            true
+        }
+    }
+
+    /// Refuses every nested call of `denied`.
+    struct Deny;
+
+    impl CallGate for Deny {
+        fn check<'a>(
+            &'a self,
+            _registry: &'a Registry,
+            parent: &'a str,
+            call: &'a ToolCall,
+            _ctx: &'a CallContext,
+        ) -> Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>> {
+            Box::pin(async move {
+                if call.name == "denied" {
+                    return Err(ToolError::Failed {
+                        tool: call.name.clone(),
+                        message: format!("not approved (called by {parent})"),
+                    });
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Records the calls it sees start.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl CallObserver for Seen {
+        fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
+            self.0.lock().unwrap().push(call.call.name.clone());
+            Ok(())
+        }
+        fn finished(&self, _end: &CallEnd<'_>) {}
+    }
+
+    fn registry() -> (Registry, Arc<Seen>) {
+        let registry = Registry::new();
+        let object = json!({"type": "object"});
+        for name in ["plain", "denied"] {
+            registry
+                .register(
+                    ToolDefinition::new(name, "Answers its name.", object.clone()),
+                    move |_: CallContext, _: Arguments, _: Environment| async move {
+                        Ok(ToolResult::new(name))
+                    },
+                )
+                .unwrap();
+        }
+        for name in ["caller", "other_caller"] {
+            registry
+                .register(
+                    ToolDefinition::new(name, "Calls tools.", object.clone()),
+                    Caller,
+                )
+                .unwrap();
+        }
+        let seen = Arc::new(Seen::default());
+        registry.set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>).unwrap();
+        (registry, seen)
+    }
+
+    #[tokio::test]
+    async fn nested_calls_pass_the_gate_and_the_observer_and_never_reach_a_composing_tool() {
+        let (registry, seen) = registry();
+        let ctx = CallContext::new().with_gate(Arc::new(Deny));
+        let call = ToolCall::new(
+            "caller",
+            json!({"tools": ["plain", "denied", "other_caller", "caller", "nope"]}).to_string(),
+        );
+        let result = registry
+            .dispatch(&ctx, &call, &Environment::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            result.content,
+            json!({
+                "offered": ["plain", "denied"],
+                "answers": [
+                    "plain",
+                    {"error": "failed", "message": "denied: not approved (called by caller)"},
+                    {"error": "failed", "message": "other_caller: tool other_caller composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"},
+                    {"error": "failed", "message": "caller: tool caller composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"},
+                    {"error": "unknown_tool", "message": "unknown tool \"nope\": no tool of that name is registered; call one of the tools you were offered"},
+                ],
+            })
+        );
+        // The observer saw the composing call and the nested calls that were admitted.
+        assert_eq!(*seen.0.lock().unwrap(), ["caller", "plain", "nope"]);
+    }
+
+    #[tokio::test]
+    async fn a_composer_kept_past_its_call_answers_cancelled() {
+        let (composer, requests) = Composer::channel();
+        drop(requests);
+        let err = composer.call("plain", "{}").await.unwrap_err();
+        assert_eq!(err, ToolError::Cancelled { tool: "plain".into() });
+        assert!(composer.definitions().await.is_empty());
+    }
+}
