@@ -34,6 +34,10 @@ const RESULT_CAP = 32 * 1024;
 const IDLE_TURNS = 64;
 
 const AsyncFunction = (async () => {}).constructor;
+// Taken before any program runs: a program that replaces JSON's functions changes only
+// what it sees, not how its own answer is written.
+const stringify = JSON.stringify;
+const parse = JSON.parse;
 
 function failed(message) {
   return { tag: 'failed', val: message };
@@ -102,7 +106,7 @@ function utf8Length(text) {
 
 /** Bytes `text` takes as a JSON string's content (escapes included), UTF-8. */
 function jsonBytes(text) {
-  return utf8Length(JSON.stringify(text)) - 2;
+  return utf8Length(stringify(text)) - 2;
 }
 
 /** Console output, kept while its JSON string fits OUTPUT_CAP; what is dropped is counted. */
@@ -147,7 +151,7 @@ function show(value) {
   if (value instanceof Error) return `${value.name}: ${value.message}`;
   if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return String(value);
   try {
-    const json = JSON.stringify(value);
+    const json = stringify(value);
     return json === undefined ? String(value) : json;
   } catch (_) {
     return String(value);
@@ -175,7 +179,7 @@ function callTool(name, args) {
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
     throw new TypeError(`the arguments of tools.${name} must be an object, like {pattern: "x"}`);
   }
-  const text = JSON.stringify(given);
+  const text = stringify(given);
   let answer;
   try {
     answer = registryCall(name, text);
@@ -184,7 +188,7 @@ function callTool(name, args) {
     error.tool = name;
     throw error;
   }
-  return JSON.parse(answer);
+  return parse(answer);
 }
 
 /** The `tools` object: any property is a tool; `list` and `call` are helpers. */
@@ -287,7 +291,7 @@ async function runProgram(code) {
   if (threw) throw failed(withOutput(describeThrow(error), output));
   let json;
   try {
-    json = value === undefined ? 'null' : JSON.stringify(value);
+    json = value === undefined ? 'null' : stringify(value);
   } catch (err) {
     throw failed(withOutput(`the returned value is not JSON (${err.message}); return plain data`, output));
   }
@@ -299,7 +303,7 @@ async function runProgram(code) {
       output,
     ));
   }
-  return `{"result":${json},"output":${JSON.stringify(output.text())}}`;
+  return `{"result":${json},"output":${stringify(output.text())}}`;
 }
 
 // What may still settle a pending promise: the program's timers and requests in
@@ -342,7 +346,7 @@ export const tools = {
     return [{
       name: 'run_javascript',
       description: description(),
-      parameters: JSON.stringify(PARAMETERS),
+      parameters: stringify(PARAMETERS),
       title: 'Run a JavaScript program that calls tools',
       annotations: { openWorldHint: false },
     }];
@@ -354,7 +358,7 @@ export const tools = {
     }
     let args;
     try {
-      args = JSON.parse(argumentsJson);
+      args = parse(argumentsJson);
     } catch (err) {
       throw invalid(`the arguments are not valid JSON (${err.message}); send {"code": "..."}`);
     }

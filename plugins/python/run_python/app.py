@@ -26,6 +26,7 @@ Each call runs on a fresh instance, so nothing a program changes (modules, built
 `tools` itself) is seen by the next one.
 """
 
+import builtins
 import json
 import sys
 import traceback
@@ -62,6 +63,12 @@ from wit_world.imports.types import (
     ToolError_InvalidArguments,
     ToolResult,
 )
+
+# Taken before any program runs: a program that replaces them (json.dumps = ...) changes
+# only what it sees, not how its own answer is written.
+dumps = json.dumps
+loads = json.loads
+JSONDecodeError = json.JSONDecodeError
 
 # Printed output returned per call: at most this many bytes of its JSON string (16 KiB).
 OUTPUT_CAP = 16 * 1024
@@ -131,7 +138,7 @@ class ToolError(Exception):
 
 def json_bytes(text: str) -> int:
     """Bytes `text` takes as a JSON string's content (escapes included), UTF-8."""
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+    return len(dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
 
 
 class Output:
@@ -179,12 +186,12 @@ def call_tool(name, arguments):
         raise TypeError(f"a tool name must be a string, got {type(name).__name__}")
     if not isinstance(arguments, dict):
         raise TypeError(f"the arguments of tools.{name} must be keyword arguments or a dict")
-    text = json.dumps(arguments)
+    text = dumps(arguments)
     try:
         answer = registry.call(name, text)
     except Err as err:
         raise ToolError(name, getattr(err.value, "value", str(err.value))) from None
-    return json.loads(answer)
+    return loads(answer)
 
 
 class ProgramTools:
@@ -234,6 +241,8 @@ def run_program(code: str) -> str:
         raise invalid(f"the program could not be compiled: {type(err).__name__}: {err}") from None
     namespace = {"__name__": "__main__", "tools": ProgramTools(), "ToolError": ToolError}
     saved = sys.stdout, sys.stderr
+    # The builtins, put back after the program (it may replace `len` and the like).
+    saved_builtins = dict(builtins.__dict__)
     sys.stdout = sys.stderr = output
     try:
         exec(compiled, namespace)  # noqa: S102 - running the model's program is this tool's job
@@ -249,9 +258,11 @@ def run_program(code: str) -> str:
         raise failed(with_output(f"the program raised {type(err).__name__}{at}: {said}", output)) from None
     finally:
         sys.stdout, sys.stderr = saved
+        builtins.__dict__.clear()
+        builtins.__dict__.update(saved_builtins)
     value = namespace.get("result")
     try:
-        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded = dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as err:
         raise failed(with_output(f"`result` is not JSON ({err}); set it to plain data (dict, list, str, int, float, bool, None)", output)) from None
     size = len(encoded.encode("utf-8", "surrogatepass"))
@@ -262,7 +273,7 @@ def run_program(code: str) -> str:
                 output,
             )
         )
-    return json.dumps({"result": value, "output": output.text()}, ensure_ascii=False, allow_nan=False)
+    return dumps({"result": value, "output": output.text()}, ensure_ascii=False, allow_nan=False)
 
 
 class Tools(exports.Tools):
@@ -271,7 +282,7 @@ class Tools(exports.Tools):
             ToolDefinition(
                 name="run_python",
                 description=description(),
-                parameters=json.dumps(PARAMETERS),
+                parameters=dumps(PARAMETERS),
                 title="Run a Python program that calls tools",
                 annotations=ToolAnnotations(
                     read_only_hint=None, destructive_hint=None, idempotent_hint=None, open_world_hint=False
@@ -284,8 +295,8 @@ class Tools(exports.Tools):
         if name != "run_python":
             raise failed(f"this plugin has no tool named {name!r}; it offers: run_python")
         try:
-            parsed = json.loads(arguments)
-        except json.JSONDecodeError as err:
+            parsed = loads(arguments)
+        except JSONDecodeError as err:
             raise invalid(f'the arguments are not valid JSON ({err}); send {{"code": "..."}}') from None
         if not isinstance(parsed, dict) or not isinstance(parsed.get("code"), str):
             raise invalid('argument "code" must be a string: a Python program that sets `result`')
