@@ -7,15 +7,19 @@
 //! output, the environment, the network, megabyte results, deeply nested arguments and a
 //! promise that never settles.
 
+use std::time::Duration;
+
+use toolhost::registry::{Arguments, ToolDefinition};
 use toolhost::tools::{register_vfs_tools, VfsToolOptions};
 use toolhost::vfs::{OsStorage, Storage};
 use toolhost_plugin::manifest::ToolNames;
 
 use super::*;
 
-/// The registry: the file tools over a temporary root, greet (a Rust example) and both
-/// code tools with their shipped manifests, the time limit lowered to 3 s so the endless
-/// loops end soon. `tools`: what the operator allows (`--plugin-tools`).
+/// The registry: the file tools over a temporary root, a native `big` (1 MiB of text),
+/// greet (a Rust example) and both
+/// code tools with their shipped manifests (10 s per call). `tools`: what the operator
+/// allows (`--plugin-tools`).
 struct CodeTools {
     registry: Arc<Registry>,
     storage: Arc<dyn Storage>,
@@ -38,14 +42,21 @@ fn code_tools(built: &Built, tools: ToolNames) -> CodeTools {
         std::fs::copy(wasm, plugins.path().join(name)).expect("copy component");
         let shipped = std::fs::read_to_string(repo.join(manifest)).expect("shipped manifest");
         assert!(shipped.contains("tools = \"*\"\n"), "{manifest}: {shipped}");
-        let lowered = shipped.replace("timeout_ms = 10000", "timeout_ms = 3000");
-        assert_ne!(lowered, shipped, "{manifest} sets timeout_ms = 10000");
+        assert!(shipped.contains("timeout_ms = 10000\n"), "{manifest}: {shipped}");
         let toml = Path::new(manifest).file_name().expect("a file name");
-        std::fs::write(plugins.path().join(toml), lowered).expect("manifest");
+        std::fs::write(plugins.path().join(toml), shipped).expect("manifest");
     }
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::open(root.path()).expect("open root"));
     let registry = Arc::new(Registry::new());
     register_vfs_tools(&registry, VfsToolOptions::new(Arc::clone(&storage))).expect("built-ins");
+    registry
+        .register(
+            ToolDefinition::new("big", "1 MiB of text.", json!({"type": "object"})),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                Ok(ToolResult::new("x".repeat(1 << 20)))
+            },
+        )
+        .expect("big");
     let host = PluginHost::new(
         PluginHostConfig::builder()
             .cache_dir(Some(cache_dir()))
@@ -207,15 +218,15 @@ async fn hostile_programs_end_in_an_error_for_the_model_and_the_host_keeps_servi
     };
     let tools = code_tools(&built, ToolNames::All);
 
-    // An endless loop: stopped at the time limit (the manifest's, 3 s here).
+    // An endless loop: stopped at the time limit (the manifest's, 10 s).
     for (tool, code) in [(JS, "while (true) {}"), (PY, "while True:\n    pass")] {
         let started = Instant::now();
         let stopped = tools.run(tool, code).await;
         assert_eq!(
             stopped.as_ref().map_err(ToString::to_string),
-            Err(format!("{tool}: timed out after 3s (the per-call time limit) and was stopped; ask for less work per call or try another approach"))
+            Err(format!("{tool}: timed out after 10s (the per-call time limit) and was stopped; ask for less work per call or try another approach"))
         );
-        assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     }
     tools.assert_alive().await;
 
@@ -322,18 +333,17 @@ return {ok};"#,
 
     // A megabyte per nested call, in a loop: each is refused at the registry's result
     // cap (64 KiB), the program goes on, and its answer is within the caps.
-    tools.write("big.txt", &"x".repeat(1 << 20));
-    let too_large = call(&tools.registry, "read_file", json!({"path": "big.txt"}))
+    let too_large = call(&tools.registry, "big", json!({}))
         .await
-        .expect_err("over the result cap")
-        .to_string();
-    assert!(too_large.contains("over the 65536-byte limit for one tool result"), "{too_large}");
+        .expect_err("over the result cap");
+    assert!(matches!(too_large, ToolError::ResultTooLarge { .. }), "{too_large:?}");
+    let too_large = too_large.to_string();
     let (result, _) = tools
-        .ok(JS, "const seen = new Set(); for (let i = 0; i < 30; i++) { try { await tools.read_file({path: 'big.txt'}); seen.add('ok'); } catch (e) { seen.add(e.message); } } return [...seen];")
+        .ok(JS, "const seen = new Set(); for (let i = 0; i < 30; i++) { try { await tools.big(); seen.add('ok'); } catch (e) { seen.add(e.message); } } return [...seen];")
         .await;
     assert_eq!(result, json!([too_large]));
     let (result, _) = tools
-        .ok(PY, "seen = set()\nfor i in range(30):\n    try:\n        tools.read_file(path='big.txt')\n        seen.add('ok')\n    except ToolError as e:\n        seen.add(str(e))\nresult = sorted(seen)")
+        .ok(PY, "seen = set()\nfor i in range(30):\n    try:\n        tools.big()\n        seen.add('ok')\n    except ToolError as e:\n        seen.add(str(e))\nresult = sorted(seen)")
         .await;
     assert_eq!(result, json!([too_large]));
 
@@ -354,7 +364,7 @@ return {ok};"#,
         tools.fails(JS, "console.log('waiting');\nawait new Promise(() => {});\nreturn 1;").await,
         "the program never finished: its promise is still pending and nothing is left to run (an `await` of a promise that never resolves?); await only promises that settle\nconsole output before it:\nwaiting\n"
     );
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     // A timer that does fire is waited for.
     assert_eq!(
         tools.ok(JS, "return await new Promise((resolve) => setTimeout(() => resolve(7), 50));").await.0,
@@ -371,7 +381,7 @@ async fn code_tools_call_only_the_tools_the_operator_allows() {
     let tools = code_tools(&built, ToolNames::only(["grep", "read_file"]));
     let (listed, _) = tools.ok(JS, "return (await tools.list()).map((t) => t.name)").await;
     assert_eq!(listed, json!(["read_file", "grep"]));
-    let refused = "write_file: tool write_file is not granted to plugin run_javascript: its manifest must name it in `[grants] tools` and the operator must allow it (`--plugin-tools write_file`); it may call: read_file, grep";
+    let refused = "write_file: tool write_file is not granted to plugin run_javascript: its manifest must name it in `[grants] tools` and the operator must allow it (`--plugin-tools write_file`); it may call: grep, read_file";
     let (result, _) = tools
         .ok(JS, "try { await tools.write_file({path: 'x.md', content: 'x'}); return 'written'; } catch (e) { return e.message; }")
         .await;
