@@ -25,7 +25,7 @@ mod bindings {
 }
 
 use bindings::exports::toolhost::plugin::tools::Environment;
-use bindings::toolhost::plugin::{config, files, interaction, log, sampling, types};
+use bindings::toolhost::plugin::{config, files, interaction, log, registry, sampling, types};
 use bindings::PluginPre;
 
 /// What a bare store holds: WASI and nothing else.
@@ -81,6 +81,16 @@ impl sampling::Host for BareState {
         Err(interaction::InteractionError::Unsupported(
             "no sampling in the benchmark".into(),
         ))
+    }
+}
+
+// Nor calls tools: the import is linked, lists none and refuses.
+impl registry::Host for BareState {
+    fn definitions(&mut self) -> Vec<types::ToolDefinition> {
+        Vec::new()
+    }
+    fn call(&mut self, name: String, _arguments: String) -> Result<String, types::ToolError> {
+        Err(types::ToolError::Failed(format!("{name} is not granted in the benchmark")))
     }
 }
 

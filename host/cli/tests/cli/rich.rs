@@ -240,3 +240,36 @@ fn a_plugin_samples_the_clients_model_only_under_plugin_sampling() {
         assert_eq!(code, Some(0));
     }
 }
+
+/// `host inspect` shows a plugin's `[grants] tools`, and that the default host allows
+/// none of them (`--plugin-tools` is a flag of `run`, `serve`, `tools` and `call`).
+#[test]
+fn inspect_shows_the_tools_a_plugin_may_call() {
+    let plugins = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["hostile_compose"]).unwrap();
+    let inspect = |json: bool| {
+        let mut command = host();
+        command
+            .arg("inspect")
+            .arg(plugins.path().join("hostile_compose.wasm"))
+            .arg("--cache-dir")
+            .arg(cache.path());
+        if json {
+            command.arg("--json");
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report = inspect(false);
+    assert!(
+        report.contains("  call the registry's tools: grep, read_file, greet, spin, list, b_list, write_file (max_tool_calls = 40 per call; the host must allow each: --plugin-tools NAME; else every call is refused)\n"),
+        "{report}"
+    );
+    let info: Value = serde_json::from_str(&inspect(true)).unwrap();
+    assert_eq!(
+        info["registry_tools"],
+        json!({"tools": "grep, read_file, greet, spin, list, b_list, write_file", "max_tool_calls": 40, "allowed_by_default_host": null})
+    );
+}

@@ -380,3 +380,46 @@ fn task_settings_are_read_and_checked() {
         "{err}"
     );
 }
+
+#[test]
+fn tools_grants_parse_in_both_forms_and_max_tool_calls_is_bounded() {
+    let path = Path::new("plugins/p.toml");
+    let grants = |text: &str| parse(path, text).map(|m| m.grants.tools_grant());
+    assert_eq!(grants("").unwrap(), None);
+    assert_eq!(
+        grants("[grants]\ntools = \"*\"\n").unwrap(),
+        Some(ToolsGrant {
+            tools: ToolNames::All,
+            max_tool_calls: 64
+        })
+    );
+    assert_eq!(
+        grants("[grants]\ntools = [\"grep\", \"read_file\", \"grep\"]\nmax_tool_calls = 8\n")
+            .unwrap(),
+        Some(ToolsGrant {
+            tools: ToolNames::only(["grep", "read_file"]),
+            max_tool_calls: 8
+        })
+    );
+    let error = |text: &str| grants(text).unwrap_err().to_string();
+    let over = error("[grants]\ntools = \"*\"\nmax_tool_calls = 65\n");
+    assert!(
+        over.contains("grants.max_tool_calls is 65; it must be 1 to 64 (tool calls per call of the plugin)"),
+        "{over}"
+    );
+    let alone = error("[grants]\nmax_tool_calls = 3\n");
+    assert!(
+        alone.contains("[grants] max_tool_calls bounds the calls of the tools the plugin may call, but it names none"),
+        "{alone}"
+    );
+    let star = error("[grants]\ntools = \"all\"\n");
+    assert!(
+        star.contains("grants.tools must be \"*\" or a list of tool names"),
+        "{star}"
+    );
+    let name = error("[grants]\ntools = [\"rm -rf\"]\n");
+    assert!(
+        name.contains("grants.tools names \"rm -rf\", which is not a tool name"),
+        "{name}"
+    );
+}

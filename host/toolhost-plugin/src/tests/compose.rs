@@ -271,3 +271,27 @@ async fn max_tool_calls_above_64_fails_the_load_and_below_1_too() {
         );
     }
 }
+
+#[test]
+fn allowing_tool_calls_reserves_a_pool_slot_per_call_for_the_nested_instance() {
+    use crate::engine::PoolPlan;
+    let mut config = PluginHostConfig {
+        cache_dir: None,
+        ..PluginHostConfig::default()
+    };
+    config.plugin_tools = Some(ToolNames::All);
+    // Within the same 4 GiB: 32 calls, each with a slot for its nested call's instance.
+    assert_eq!(
+        *PluginHost::new(config.clone()).unwrap().pool(),
+        PoolPlan {
+            slots: 64,
+            slot_memory: 64 << 20,
+            total_memory: 4 << 30,
+            concurrent_calls: 32,
+        }
+    );
+    // Reuse mode: the call's, its idle one's and the nested call's.
+    config.fresh_instance_per_call = false;
+    let pool = *PluginHost::new(config).unwrap().pool();
+    assert_eq!((pool.slots, pool.concurrent_calls), (63, 21));
+}
