@@ -191,12 +191,15 @@ function callTool(name, args) {
   return parse(answer);
 }
 
+const NOT_TOOLS = new Set(['then', 'toJSON', 'toString', 'valueOf', 'constructor', 'inspect']);
+
 /** The `tools` object: any property is a tool; `list` and `call` are helpers. */
 function makeTools() {
   const target = Object.create(null);
   return new Proxy(target, {
     get(_target, key) {
-      if (typeof key !== 'string' || key === 'then') return undefined;
+      // Not tools: what JavaScript itself looks up on an object (await, JSON, printing).
+      if (typeof key !== 'string' || NOT_TOOLS.has(key)) return undefined;
       if (key === 'list') return async () => grantedTools();
       if (key === 'call') return async (name, args) => callTool(name, args);
       return async (args) => callTool(key, args);

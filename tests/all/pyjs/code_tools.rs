@@ -178,6 +178,11 @@ result = {"files": hits["files"], "lines": lines}
     let names: Vec<&str> = listed.as_array().expect("list").iter().filter_map(Value::as_str).collect();
     assert!(names.contains(&"grep") && names.contains(&"greet"), "{names:?}");
     assert!(!names.contains(&JS) && !names.contains(&PY), "{names:?}");
+    // JavaScript's own lookups on `tools` (await, JSON) are not tool calls.
+    assert_eq!(
+        tools.ok(JS, "console.log(tools); return [JSON.stringify(tools), (await tools) === tools]").await,
+        (json!(["{}", true]), "{}\n".to_owned())
+    );
     // A tool's error is the model's text, thrown / raised where the program can catch it.
     let (caught, _) = tools
         .ok(JS, r#"try { await tools.read_file({path: "missing.md"}); } catch (e) { return e.message; }"#)
