@@ -35,14 +35,23 @@ fn code_tools(built: &Built, tools: ToolNames) -> CodeTools {
     let plugins = tempfile::tempdir().expect("plugins dir");
     toolhost_tests::install(plugins.path(), &["greet"]).expect("install greet");
     for (wasm, manifest) in [
-        (&built.run_javascript, "plugins/javascript/run_javascript/run_javascript.toml"),
-        (&built.run_python, "plugins/python/run_python/run_python.toml"),
+        (
+            &built.run_javascript,
+            "plugins/javascript/run_javascript/run_javascript.toml",
+        ),
+        (
+            &built.run_python,
+            "plugins/python/run_python/run_python.toml",
+        ),
     ] {
         let name = wasm.file_name().expect("a file name");
         std::fs::copy(wasm, plugins.path().join(name)).expect("copy component");
         let shipped = std::fs::read_to_string(repo.join(manifest)).expect("shipped manifest");
         assert!(shipped.contains("tools = \"*\"\n"), "{manifest}: {shipped}");
-        assert!(shipped.contains("timeout_ms = 10000\n"), "{manifest}: {shipped}");
+        assert!(
+            shipped.contains("timeout_ms = 10000\n"),
+            "{manifest}: {shipped}"
+        );
         let toml = Path::new(manifest).file_name().expect("a file name");
         std::fs::write(plugins.path().join(toml), shipped).expect("manifest");
     }
@@ -113,7 +122,10 @@ impl CodeTools {
             Ok(json!("Hello, Ada!"))
         );
         assert_eq!(self.ok(JS, "return 1 + 1").await, (json!(2), String::new()));
-        assert_eq!(self.ok(PY, "result = 1 + 1").await, (json!(2), String::new()));
+        assert_eq!(
+            self.ok(PY, "result = 1 + 1").await,
+            (json!(2), String::new())
+        );
     }
 }
 
@@ -129,10 +141,24 @@ async fn code_tools_call_the_registrys_tools_and_return_a_value() {
     // What the model reads: how to call tools and return a value (the tool list is not
     // known at load: the program asks with tools.list()).
     let definitions = tools.registry.definitions();
-    for (name, returns) in [(JS, "`return` a JSON value"), (PY, "Set the top-level variable `result`")] {
-        let definition = definitions.iter().find(|d| d.name == name).expect("offered");
-        assert!(definition.description.contains(returns), "{}", definition.description);
-        assert!(definition.description.contains("tools.list()"), "{}", definition.description);
+    for (name, returns) in [
+        (JS, "`return` a JSON value"),
+        (PY, "Set the top-level variable `result`"),
+    ] {
+        let definition = definitions
+            .iter()
+            .find(|d| d.name == name)
+            .expect("offered");
+        assert!(
+            definition.description.contains(returns),
+            "{}",
+            definition.description
+        );
+        assert!(
+            definition.description.contains("tools.list()"),
+            "{}",
+            definition.description
+        );
         assert_eq!(definition.parameters["required"], json!(["code"]));
     }
     tools.write("a.md", "one needle\ntwo\n");
@@ -172,15 +198,32 @@ result = {"files": hits["files"], "lines": lines}
     assert_eq!(result, json!({"files": ["a.md", "b.md"], "lines": 2}));
     assert_eq!(output, "files 2\n");
     // tools.list(): the granted tools, the code tools themselves never among them.
-    let (listed, _) = tools.ok(JS, "return (await tools.list()).map((t) => t.name)").await;
-    let (listed_py, _) = tools.ok(PY, "result = [t['name'] for t in tools.list()]").await;
+    let (listed, _) = tools
+        .ok(JS, "return (await tools.list()).map((t) => t.name)")
+        .await;
+    let (listed_py, _) = tools
+        .ok(PY, "result = [t['name'] for t in tools.list()]")
+        .await;
     assert_eq!(listed, listed_py);
-    let names: Vec<&str> = listed.as_array().expect("list").iter().filter_map(Value::as_str).collect();
-    assert!(names.contains(&"grep") && names.contains(&"greet"), "{names:?}");
+    let names: Vec<&str> = listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        names.contains(&"grep") && names.contains(&"greet"),
+        "{names:?}"
+    );
     assert!(!names.contains(&JS) && !names.contains(&PY), "{names:?}");
     // JavaScript's own lookups on `tools` (await, JSON) are not tool calls.
     assert_eq!(
-        tools.ok(JS, "console.log(tools); return [JSON.stringify(tools), (await tools) === tools]").await,
+        tools
+            .ok(
+                JS,
+                "console.log(tools); return [JSON.stringify(tools), (await tools) === tools]"
+            )
+            .await,
         (json!(["{}", true]), "{}\n".to_owned())
     );
     // A tool's error is the model's text, thrown / raised where the program can catch it.
@@ -203,7 +246,10 @@ result = {"files": hits["files"], "lines": lines}
     );
     assert_eq!(
         tools.run(PY, "a = 1\nx = (\n").await,
-        invalid(PY, "SyntaxError at line 2, column 5: '(' was never closed; fix the code and run it again")
+        invalid(
+            PY,
+            "SyntaxError at line 2, column 5: '(' was never closed; fix the code and run it again"
+        )
     );
     assert_eq!(
         tools.fails(JS, "console.log('before');\nawait 1;\nnull.foo;").await,
@@ -231,7 +277,11 @@ async fn hostile_programs_end_in_an_error_for_the_model_and_the_host_keeps_servi
             stopped.as_ref().map_err(ToString::to_string),
             Err(format!("{tool}: timed out after 10s (the per-call time limit) and was stopped; ask for less work per call or try another approach"))
         );
-        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
     }
     tools.assert_alive().await;
 
@@ -248,9 +298,19 @@ async fn hostile_programs_end_in_an_error_for_the_model_and_the_host_keeps_servi
         tools.fails(PY, "b = bytearray(2**29)").await,
         "the program raised MemoryError at line 1: out of memory (the sandbox's memory limit); work on less data at once"
     );
-    match tools.run(JS, "const a = []; for (;;) a.push(\"y\".repeat(1 << 20) + a.length);").await {
+    match tools
+        .run(
+            JS,
+            "const a = []; for (;;) a.push(\"y\".repeat(1 << 20) + a.length);",
+        )
+        .await
+    {
         Err(err @ ToolError::LimitExceeded { .. }) => {
-            assert!(err.to_string().starts_with("run_javascript: stopped at the memory (64 MiB) limit"), "{err}");
+            assert!(
+                err.to_string()
+                    .starts_with("run_javascript: stopped at the memory (64 MiB) limit"),
+                "{err}"
+            );
         }
         other => panic!("not stopped at the memory limit: {other:?}"),
     }
@@ -275,11 +335,17 @@ return {ok};"#,
             "ok = 0\nfor i in range(10000):\n    try:\n        tools.greet(name='x')\n        ok += 1\n    except ToolError as e:\n        result = {'ok': ok, 'at': i, 'error': str(e)}\n        break",
         )
         .await;
-    assert_eq!(result, json!({"ok": 64, "at": 64, "error": limit.replace("run_javascript", "run_python")}));
+    assert_eq!(
+        result,
+        json!({"ok": 64, "at": 64, "error": limit.replace("run_javascript", "run_python")})
+    );
 
     // A code tool from inside a code tool: refused (no recursion).
     let (result, _) = tools
-        .ok(JS, "try { await tools.run_python({code: 'result = 1'}); } catch (e) { return e.message; }")
+        .ok(
+            JS,
+            "try { await tools.run_python({code: 'result = 1'}); } catch (e) { return e.message; }",
+        )
         .await;
     assert_eq!(result, json!("run_python: tool run_python composes other tools itself, so it cannot be called from a composing tool (no recursion); call it directly"));
     let (result, _) = tools
@@ -292,24 +358,54 @@ return {ok};"#,
         .ok(JS, "globalThis.tools = null; Object.prototype.polluted = 1; Array.prototype.map = () => 'hijacked'; JSON.stringify = () => '\"hijacked\"'; return 0")
         .await;
     assert_eq!(
-        tools.ok(JS, "return [({}).polluted === undefined, [1, 2].map((x) => x * 2), typeof tools.grep]").await,
+        tools
+            .ok(
+                JS,
+                "return [({}).polluted === undefined, [1, 2].map((x) => x * 2), typeof tools.grep]"
+            )
+            .await,
         (json!([true, [2, 4], "function"]), String::new())
     );
     let (_, _) = tools.ok(PY, "import json, builtins\njson.dumps = lambda *a, **k: 'hijacked'\nbuiltins.len = None\nresult = 0").await;
-    assert_eq!(tools.ok(PY, "result = [len('abc'), __import__('json').dumps([1])]").await, (json!([3, "[1]"]), String::new()));
+    assert_eq!(
+        tools
+            .ok(PY, "result = [len('abc'), __import__('json').dumps([1])]")
+            .await,
+        (json!([3, "[1]"]), String::new())
+    );
 
     // A flood of output: capped at 16 KiB, the rest counted; the call's result fits.
-    let (result, output) = tools.ok(JS, "for (let i = 0; i < 100000; i++) console.log('line', i); return 1").await;
+    let (result, output) = tools
+        .ok(
+            JS,
+            "for (let i = 0; i < 100000; i++) console.log('line', i); return 1",
+        )
+        .await;
     assert_eq!(result, json!(1));
     assert!(output.starts_with("line 0\nline 1\n"), "{}", &output[..40]);
     assert!(output.len() < 16 * 1024 + 200, "{}", output.len());
-    assert!(output.ends_with(" more characters were not kept (limit 16 KiB)]"), "{}", &output[output.len() - 100..]);
-    let (result, output) = tools.ok(PY, "for i in range(100000):\n    print('line', i)\nresult = 1").await;
+    assert!(
+        output.ends_with(" more characters were not kept (limit 16 KiB)]"),
+        "{}",
+        &output[output.len() - 100..]
+    );
+    let (result, output) = tools
+        .ok(
+            PY,
+            "for i in range(100000):\n    print('line', i)\nresult = 1",
+        )
+        .await;
     assert_eq!(result, json!(1));
     assert!(output.len() < 16 * 1024 + 200, "{}", output.len());
-    assert!(output.ends_with(" more characters were not kept (limit 16 KiB)]"), "{}", &output[output.len() - 100..]);
+    assert!(
+        output.ends_with(" more characters were not kept (limit 16 KiB)]"),
+        "{}",
+        &output[output.len() - 100..]
+    );
     // Escapes count: control characters take 6 bytes each in the JSON answer.
-    let (_, output) = tools.ok(JS, "console.log('\\u0001'.repeat(100000)); return 1").await;
+    let (_, output) = tools
+        .ok(JS, "console.log('\\u0001'.repeat(100000)); return 1")
+        .await;
     assert!(serde_json::to_string(&output).expect("json").len() < 16 * 1024 + 200);
     // A returned value over 32 KiB: an error asking for less, not a cut value.
     assert_eq!(
@@ -322,8 +418,14 @@ return {ok};"#,
     );
 
     // The environment: empty (no [config] in the manifests); no process object in JS.
-    assert_eq!(tools.ok(JS, "return typeof process").await.0, json!("undefined"));
-    assert_eq!(tools.ok(PY, "import os\nresult = dict(os.environ)").await.0, json!({}));
+    assert_eq!(
+        tools.ok(JS, "return typeof process").await.0,
+        json!("undefined")
+    );
+    assert_eq!(
+        tools.ok(PY, "import os\nresult = dict(os.environ)").await.0,
+        json!({})
+    );
 
     // The network, without an HTTP grant: refused.
     assert_eq!(
@@ -331,7 +433,12 @@ return {ok};"#,
         json!("TypeError: NetworkError when attempting to fetch resource")
     );
     assert_eq!(
-        tools.fails(PY, "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/')").await,
+        tools
+            .fails(
+                PY,
+                "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/')"
+            )
+            .await,
         "the program raised ModuleNotFoundError at line 1: No module named 'urllib'"
     );
     tools.assert_alive().await;
@@ -341,7 +448,10 @@ return {ok};"#,
     let too_large = call(&tools.registry, "big", json!({}))
         .await
         .expect_err("over the result cap");
-    assert!(matches!(too_large, ToolError::ResultTooLarge { .. }), "{too_large:?}");
+    assert!(
+        matches!(too_large, ToolError::ResultTooLarge { .. }),
+        "{too_large:?}"
+    );
     let too_large = too_large.to_string();
     let (result, _) = tools
         .ok(JS, "const seen = new Set(); for (let i = 0; i < 30; i++) { try { await tools.big(); seen.add('ok'); } catch (e) { seen.add(e.message); } } return [...seen];")
@@ -369,10 +479,20 @@ return {ok};"#,
         tools.fails(JS, "console.log('waiting');\nawait new Promise(() => {});\nreturn 1;").await,
         "the program never finished: its promise is still pending and nothing is left to run (an `await` of a promise that never resolves?); await only promises that settle\nconsole output before it:\nwaiting\n"
     );
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     // A timer that does fire is waited for.
     assert_eq!(
-        tools.ok(JS, "return await new Promise((resolve) => setTimeout(() => resolve(7), 50));").await.0,
+        tools
+            .ok(
+                JS,
+                "return await new Promise((resolve) => setTimeout(() => resolve(7), 50));"
+            )
+            .await
+            .0,
         json!(7)
     );
     tools.assert_alive().await;
@@ -384,7 +504,9 @@ async fn code_tools_call_only_the_tools_the_operator_allows() {
         return;
     };
     let tools = code_tools(&built, ToolNames::only(["grep", "read_file"]));
-    let (listed, _) = tools.ok(JS, "return (await tools.list()).map((t) => t.name)").await;
+    let (listed, _) = tools
+        .ok(JS, "return (await tools.list()).map((t) => t.name)")
+        .await;
     assert_eq!(listed, json!(["read_file", "grep"]));
     let refused = "write_file: tool write_file is not granted to plugin run_javascript: its manifest must name it in `[grants] tools` and the operator must allow it (`--plugin-tools write_file`); it may call: grep, read_file";
     let (result, _) = tools
@@ -394,6 +516,9 @@ async fn code_tools_call_only_the_tools_the_operator_allows() {
     let (result, _) = tools
         .ok(PY, "try:\n    tools.write_file(path='x.md', content='x')\n    result = 'written'\nexcept ToolError as e:\n    result = str(e)")
         .await;
-    assert_eq!(result, json!(refused.replace("run_javascript", "run_python")));
+    assert_eq!(
+        result,
+        json!(refused.replace("run_javascript", "run_python"))
+    );
     assert!(tools.storage.read("x.md").is_err(), "nothing was written");
 }

@@ -32,8 +32,18 @@ pub(crate) fn code(fixtures: &Fixtures) -> Result<Vec<Row>> {
         .context("host/cli/ is not two levels below the repository")?;
     let built = repo.join("plugins/target/pyjs");
     let tools = [
-        ("run_javascript", "plugins/javascript/run_javascript", "return 1 + 1", 20.0),
-        ("run_python", "plugins/python/run_python", "result = 1 + 1", 40.0),
+        (
+            "run_javascript",
+            "plugins/javascript/run_javascript",
+            "return 1 + 1",
+            20.0,
+        ),
+        (
+            "run_python",
+            "plugins/python/run_python",
+            "result = 1 + 1",
+            40.0,
+        ),
     ];
     if let Some((name, ..)) = tools
         .iter()
@@ -47,7 +57,10 @@ pub(crate) fn code(fixtures: &Fixtures) -> Result<Vec<Row>> {
     let dir = fixtures.scratch.path().join("code");
     std::fs::create_dir_all(&dir)?;
     for (name, source, ..) in &tools {
-        std::fs::copy(built.join(format!("{name}.wasm")), dir.join(format!("{name}.wasm")))?;
+        std::fs::copy(
+            built.join(format!("{name}.wasm")),
+            dir.join(format!("{name}.wasm")),
+        )?;
         std::fs::copy(
             repo.join(source).join(format!("{name}.toml")),
             dir.join(format!("{name}.toml")),
@@ -120,7 +133,10 @@ pub(crate) fn code(fixtures: &Fixtures) -> Result<Vec<Row>> {
     drop(registry);
     drop(host);
     let idle = idle_rss(fixtures, &dir)?;
-    println!("  host run RSS, idle, both code tools loaded: {}", bytes(idle));
+    println!(
+        "  host run RSS, idle, both code tools loaded: {}",
+        bytes(idle)
+    );
     rows.push(Row::judged(
         "15 RSS idle, both code tools loaded (host run)",
         bytes(idle),

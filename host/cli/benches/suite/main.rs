@@ -137,9 +137,11 @@ fn main() {
     run(13, "audit, metrics and traces on vs off", &mut || {
         observe::observe(&fixtures)
     });
-    run(14, "nested tool call through the registry import", &mut || {
-        compose::compose(&rt, &fixtures)
-    });
+    run(
+        14,
+        "nested tool call through the registry import",
+        &mut || compose::compose(&rt, &fixtures),
+    );
     run(15, "code tools: return 1 + 1, and idle memory", &mut || {
         code::code(&fixtures)
     });
