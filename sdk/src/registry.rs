@@ -94,8 +94,9 @@ pub fn call_json(
     name: &str,
     arguments: &impl serde::Serialize,
 ) -> Result<serde_json::Value, ToolError> {
-    let arguments = serde_json::to_string(arguments)
-        .map_err(|err| ToolError::failed(format!("the arguments for {name} are not JSON: {err}")))?;
+    let arguments = serde_json::to_string(arguments).map_err(|err| {
+        ToolError::failed(format!("the arguments for {name} are not JSON: {err}"))
+    })?;
     let text = call(name, &arguments)?;
     serde_json::from_str(&text)
         .map_err(|err| ToolError::failed(format!("the result of {name} is not JSON: {err}")))

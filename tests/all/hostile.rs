@@ -245,3 +245,45 @@ async fn host_handles_created_in_a_loop_stop_at_the_handle_cap() {
     );
     setup.assert_greet_works().await;
 }
+
+#[tokio::test]
+async fn a_composing_plugin_gets_the_built_in_tools_path_checks_as_a_direct_call_does() {
+    use toolhost_plugin::manifest::ToolNames;
+    let setup = setup_with(
+        &["greet", "hostile_compose"],
+        Options {
+            plugin_tools: Some(ToolNames::All),
+            ..Options::default()
+        },
+    );
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    for path in ["../outside.txt", "/etc/passwd", "a/../../b"] {
+        let arguments = serde_json::json!({"path": path}).to_string();
+        let direct = setup.call("read_file", &arguments).await.unwrap_err();
+        let nested = setup
+            .call(
+                "call_once",
+                &serde_json::json!({"tool": "read_file", "arguments": arguments}).to_string(),
+            )
+            .await
+            .expect("call_once");
+        assert_eq!(nested["message"], direct.to_string(), "{path}");
+        let kind = if matches!(direct, ToolError::InvalidArguments { .. }) {
+            "invalid-arguments"
+        } else {
+            "failed"
+        };
+        assert_eq!(nested["error"], kind, "{path}");
+    }
+    // write_file outside the root: refused alike.
+    let arguments = serde_json::json!({"path": "../x.txt", "content": "hi"}).to_string();
+    let direct = setup.call("write_file", &arguments).await.unwrap_err();
+    let nested = setup
+        .call(
+            "call_once",
+            &serde_json::json!({"tool": "write_file", "arguments": arguments}).to_string(),
+        )
+        .await
+        .expect("call_once");
+    assert_eq!(nested["message"], direct.to_string());
+}

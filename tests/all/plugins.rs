@@ -362,7 +362,10 @@ async fn a_composing_plugin_that_greps_and_reads_answers_as_the_direct_calls_do(
         .await
         .expect("find_and_read");
     let found = setup
-        .call("grep", r#"{"pattern":"needle","output_mode":"files_with_matches"}"#)
+        .call(
+            "grep",
+            r#"{"pattern":"needle","output_mode":"files_with_matches"}"#,
+        )
         .await
         .expect("grep");
     let mut read = Vec::new();

@@ -124,6 +124,9 @@ struct Record<'a> {
     turn: &'a str,
     request: &'a str,
     tool: &'a str,
+    /// The composing tool (a code tool) that made this call, for a nested call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nested_in: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin: Option<PluginRef>,
     arguments_sha256: String,
@@ -239,6 +242,7 @@ impl AuditLog {
             turn: &end.env.turn_id,
             request: &end.call.id,
             tool: &end.call.name,
+            nested_in: end.nested_in,
             plugin,
             arguments_sha256: format!("sha256:{}", hex(&Sha256::digest(arguments))),
             arguments_bytes: arguments.len(),

@@ -28,7 +28,10 @@ fn outcome(result: Result<String, ToolError>) -> Value {
 }
 
 fn list(_: Value, _env: Env) -> Result<Value, ToolError> {
-    let names: Vec<String> = registry::definitions().into_iter().map(|d| d.name).collect();
+    let names: Vec<String> = registry::definitions()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
     Ok(json!({"tools": names}))
 }
 
@@ -144,7 +147,10 @@ fn tools() -> Vec<Tool> {
             "call_once",
             "Calls a tool once.",
             schema::object(
-                [("tool", string("Tool.")), ("arguments", string("Arguments (JSON)."))],
+                [
+                    ("tool", string("Tool.")),
+                    ("arguments", string("Arguments (JSON).")),
+                ],
                 ["tool", "arguments"],
             ),
             call_once,
@@ -166,7 +172,10 @@ fn tools() -> Vec<Tool> {
             "deep",
             "Calls a tool with deeply nested arguments.",
             schema::object(
-                [("tool", string("Tool.")), ("depth", schema::integer("Nesting."))],
+                [
+                    ("tool", string("Tool.")),
+                    ("depth", schema::integer("Nesting.")),
+                ],
                 ["tool", "depth"],
             ),
             deep,

@@ -90,7 +90,9 @@ impl registry::Host for BareState {
         Vec::new()
     }
     fn call(&mut self, name: String, _arguments: String) -> Result<String, types::ToolError> {
-        Err(types::ToolError::Failed(format!("{name} is not granted in the benchmark")))
+        Err(types::ToolError::Failed(format!(
+            "{name} is not granted in the benchmark"
+        )))
     }
 }
 

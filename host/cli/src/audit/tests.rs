@@ -319,3 +319,53 @@ async fn a_call_whose_caller_gives_up_is_recorded_as_cancelled() {
     assert_eq!(records[0]["ran"], true);
     assert_eq!(records[0]["error_kind"], "cancelled");
 }
+
+/// Calls `echo` through its [`Composer`](toolhost::registry::Composer), as a code tool.
+struct Script;
+
+impl toolhost::registry::Handler for Script {
+    fn call(
+        &self,
+        ctx: CallContext,
+        _args: toolhost::registry::Arguments,
+        _env: Environment,
+    ) -> toolhost::registry::HandlerFuture {
+        Box::pin(async move {
+            let Some(composer) = ctx.composer() else {
+                return Err(ToolError::failed("no composer"));
+            };
+            composer.call("echo", r#"{"seq":7}"#).await
+        })
+    }
+
+    fn composes(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_nested_call_is_audited_naming_the_composing_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let registry = audited(&path, None, 1);
+    registry
+        .register(
+            ToolDefinition::new(
+                "script",
+                "Runs a program.",
+                serde_json::json!({"type": "object"}),
+            ),
+            Script,
+        )
+        .unwrap();
+    let result = call(&registry, "s", "script", "{}").await.unwrap();
+    assert_eq!(result.content, 7);
+    let records = records(&path);
+    // The nested call ends first.
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["tool"], "echo");
+    assert_eq!(records[0]["nested_in"], "script");
+    assert_eq!(records[0]["outcome"], "ok");
+    assert_eq!(records[1]["tool"], "script");
+    assert!(records[1].get("nested_in").is_none(), "{}", records[1]);
+}

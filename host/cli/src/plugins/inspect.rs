@@ -267,7 +267,8 @@ pub(crate) fn grants_text(info: &PluginInfo) -> String {
                     "this host's --plugin-tools allows: {}",
                     grant.tools.intersect(allowed)
                 ),
-                None => "the host must allow each: --plugin-tools NAME; else every call is refused".into(),
+                None => "the host must allow each: --plugin-tools NAME; else every call is refused"
+                    .into(),
             }
         );
     }

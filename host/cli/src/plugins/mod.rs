@@ -120,10 +120,9 @@ pub(crate) fn host_config(
         .config_values(config_values(args, |var| std::env::var(var).ok())?)
         .plugin_ask(args.plugin_ask)
         .plugin_sampling(args.plugin_sampling)
-        .plugin_tools(
-            (!args.plugin_tools.is_empty())
-                .then(|| toolhost_plugin::manifest::ToolNames::only(args.plugin_tools.iter().cloned())),
-        );
+        .plugin_tools((!args.plugin_tools.is_empty()).then(|| {
+            toolhost_plugin::manifest::ToolNames::only(args.plugin_tools.iter().cloned())
+        }));
     set_namespaces(&mut config, &args.plugin_namespace)?;
     Ok(config.build())
 }

@@ -259,7 +259,12 @@ fn inspect_shows_the_tools_a_plugin_may_call() {
             command.arg("--json");
         }
         let out = command.output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let report = inspect(false);
@@ -271,5 +276,45 @@ fn inspect_shows_the_tools_a_plugin_may_call() {
     assert_eq!(
         info["registry_tools"],
         json!({"tools": "grep, read_file, greet, spin, list, b_list, write_file", "max_tool_calls": 40, "allowed_by_default_host": null})
+    );
+}
+
+/// `--plugin-tools` reaches the plugins: a composing plugin calls `greet` when the flag
+/// names it, and is refused without it.
+#[test]
+fn plugin_tools_lets_a_composing_plugin_call_the_tools_it_names() {
+    let plugins = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    toolhost_tests::install(plugins.path(), &["greet", "hostile_compose"]).unwrap();
+    let call = |flags: &[&str]| {
+        let out = host()
+            .arg("call")
+            .arg("--no-builtins")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(flags)
+            .arg("call_once")
+            .arg(json!({"tool": "greet", "arguments": r#"{"name":"Ada"}"#}).to_string())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        call(&["--plugin-tools", "greet"]),
+        json!({"result": "Hello, Ada!"})
+    );
+    let refused = call(&[]);
+    assert_eq!(refused["error"], "failed");
+    assert_eq!(
+        refused["message"],
+        "greet: tool greet is not granted to plugin hostile_compose: its manifest must name it in `[grants] tools` and the operator must allow it (`--plugin-tools greet`); it may call: (none)"
     );
 }

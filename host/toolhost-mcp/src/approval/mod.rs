@@ -216,7 +216,6 @@ fn cut(text: &str, max: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
-
 impl CallGate for ApprovalPolicy {
     fn check<'a>(
         &'a self,

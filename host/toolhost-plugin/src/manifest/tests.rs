@@ -404,7 +404,9 @@ fn tools_grants_parse_in_both_forms_and_max_tool_calls_is_bounded() {
     let error = |text: &str| grants(text).unwrap_err().to_string();
     let over = error("[grants]\ntools = \"*\"\nmax_tool_calls = 65\n");
     assert!(
-        over.contains("grants.max_tool_calls is 65; it must be 1 to 64 (tool calls per call of the plugin)"),
+        over.contains(
+            "grants.max_tool_calls is 65; it must be 1 to 64 (tool calls per call of the plugin)"
+        ),
         "{over}"
     );
     let alone = error("[grants]\nmax_tool_calls = 3\n");

@@ -393,7 +393,9 @@ impl Instance {
         let state = self.store.data_mut();
         state.limiter.reset();
         // The imports see the call's own deadline (a nested tool call ends by it).
-        state.imports.begin_call(tool, ctx.clone().deadline_at(deadline));
+        state
+            .imports
+            .begin_call(tool, ctx.clone().deadline_at(deadline));
         state
             .http_hooks
             .begin_call(tool, deadline, ctx.outgoing_trace_parent());

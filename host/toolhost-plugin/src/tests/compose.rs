@@ -40,9 +40,16 @@ fn compose_registry(
     let object = json!({"type": "object"});
     registry
         .register(
-            ToolDefinition::new("hello", "Greets natively.", json!({"type": "object", "required": ["name"]})),
+            ToolDefinition::new(
+                "hello",
+                "Greets natively.",
+                json!({"type": "object", "required": ["name"]}),
+            ),
             |_ctx: CallContext, args: Arguments, _env: Environment| async move {
-                Ok(ToolResult::new(format!("Hello, {}!", args.required_str("name")?)))
+                Ok(ToolResult::new(format!(
+                    "Hello, {}!",
+                    args.required_str("name")?
+                )))
             },
         )
         .unwrap();
@@ -102,7 +109,10 @@ async fn ten_thousand_nested_calls_stop_at_max_tool_calls_with_the_limit_named()
     )
     .await
     .unwrap();
-    assert_eq!(again, json!({"ok": 3, "errors": 0, "first_error": null, "last_error": null}));
+    assert_eq!(
+        again,
+        json!({"ok": 3, "errors": 0, "first_error": null, "last_error": null})
+    );
 }
 
 #[tokio::test]
@@ -135,7 +145,10 @@ async fn a_tool_is_called_only_when_the_manifest_and_the_operator_both_name_it()
 
     // Without the operator's flag: nothing listed, every call refused.
     let (_dir, registry) = compose_registry(None, None, |_| {});
-    assert_eq!(run(&registry, "list", json!({})).await.unwrap(), json!({"tools": []}));
+    assert_eq!(
+        run(&registry, "list", json!({})).await.unwrap(),
+        json!({"tools": []})
+    );
     let refused = run(
         &registry,
         "call_once",
@@ -174,9 +187,13 @@ async fn composing_tools_are_neither_offered_nor_callable_its_own_included() {
 #[tokio::test]
 async fn deeply_nested_arguments_of_a_nested_call_meet_the_registrys_argument_checks() {
     let (_dir, registry) = compose_registry(Some(ALL_MANIFEST), Some(ToolNames::All), |_| {});
-    let result = run(&registry, "deep", json!({"tool": "hello", "depth": 100_000}))
-        .await
-        .unwrap();
+    let result = run(
+        &registry,
+        "deep",
+        json!({"tool": "hello", "depth": 100_000}),
+    )
+    .await
+    .unwrap();
     assert_eq!(result["error"], "invalid-arguments");
     let message = result["message"].as_str().unwrap();
     assert!(message.contains("recursion limit exceeded"), "{message}");
@@ -189,7 +206,10 @@ async fn deeply_nested_arguments_of_a_nested_call_meet_the_registrys_argument_ch
     .await
     .unwrap();
     let direct = call(&registry, "hello", "{}").await.unwrap_err();
-    assert_eq!(missing, json!({"error": "invalid-arguments", "message": direct.to_string()}));
+    assert_eq!(
+        missing,
+        json!({"error": "invalid-arguments", "message": direct.to_string()})
+    );
 }
 
 #[tokio::test]
@@ -208,7 +228,10 @@ async fn a_megabyte_result_per_nested_call_in_a_loop_is_held_to_the_result_cap()
     assert_eq!(result["errors"], 1000);
     let first = result["first_error"].as_str().unwrap();
     let direct = call(&registry, "big", "{}").await.unwrap_err();
-    assert!(matches!(direct, ToolError::ResultTooLarge { .. }), "{direct:?}");
+    assert!(
+        matches!(direct, ToolError::ResultTooLarge { .. }),
+        "{direct:?}"
+    );
     assert_eq!(first, direct.to_string());
 }
 
@@ -226,7 +249,10 @@ async fn a_nested_call_ends_by_the_callers_deadline_not_its_own() {
     .await
     .unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(&err, ToolError::TimedOut { tool, .. } if tool == "late"), "{err:?}");
+    assert!(
+        matches!(&err, ToolError::TimedOut { tool, .. } if tool == "late"),
+        "{err:?}"
+    );
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
@@ -234,10 +260,9 @@ async fn a_nested_call_ends_by_the_callers_deadline_not_its_own() {
 async fn a_nested_plugin_call_runs_inside_its_callers_only_slot() {
     // One call at a time host-wide: the nested greet.wasm call must not wait for a slot
     // its caller holds.
-    let (_dir, registry) =
-        compose_registry(Some(ALL_MANIFEST), Some(ToolNames::All), |config| {
-            config.max_concurrent_calls(1);
-        });
+    let (_dir, registry) = compose_registry(Some(ALL_MANIFEST), Some(ToolNames::All), |config| {
+        config.max_concurrent_calls(1);
+    });
     let result = run(
         &registry,
         "flood",
@@ -245,7 +270,10 @@ async fn a_nested_plugin_call_runs_inside_its_callers_only_slot() {
     )
     .await
     .unwrap();
-    assert_eq!(result, json!({"ok": 5, "errors": 0, "first_error": null, "last_error": null}));
+    assert_eq!(
+        result,
+        json!({"ok": 5, "errors": 0, "first_error": null, "last_error": null})
+    );
 }
 
 #[tokio::test]

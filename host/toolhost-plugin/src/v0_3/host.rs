@@ -224,13 +224,20 @@ impl v0_3::registry::Host for ImportCtx {
                 output_schema: definition.output_schema.as_ref().map(ToString::to_string),
                 annotations: {
                     let a = &definition.annotations;
-                    let said = [a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint];
-                    said.iter().any(Option::is_some).then_some(v0_3::types::ToolAnnotations {
-                        read_only_hint: a.read_only_hint,
-                        destructive_hint: a.destructive_hint,
-                        idempotent_hint: a.idempotent_hint,
-                        open_world_hint: a.open_world_hint,
-                    })
+                    let said = [
+                        a.read_only_hint,
+                        a.destructive_hint,
+                        a.idempotent_hint,
+                        a.open_world_hint,
+                    ];
+                    said.iter()
+                        .any(Option::is_some)
+                        .then_some(v0_3::types::ToolAnnotations {
+                            read_only_hint: a.read_only_hint,
+                            destructive_hint: a.destructive_hint,
+                            idempotent_hint: a.idempotent_hint,
+                            open_world_hint: a.open_world_hint,
+                        })
                 },
                 title: definition.title,
                 description: definition.description,
@@ -244,11 +251,13 @@ impl v0_3::registry::Host for ImportCtx {
         name: String,
         arguments: String,
     ) -> Result<String, v0_3::types::ToolError> {
-        self.call_tool(name, arguments).await.map_err(|err| match err {
-            toolhost::registry::ToolError::InvalidArguments { .. } => {
-                v0_3::types::ToolError::InvalidArguments(err.to_string())
-            }
-            err => v0_3::types::ToolError::Failed(err.to_string()),
-        })
+        self.call_tool(name, arguments)
+            .await
+            .map_err(|err| match err {
+                toolhost::registry::ToolError::InvalidArguments { .. } => {
+                    v0_3::types::ToolError::InvalidArguments(err.to_string())
+                }
+                err => v0_3::types::ToolError::Failed(err.to_string()),
+            })
     }
 }

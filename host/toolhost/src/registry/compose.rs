@@ -223,14 +223,21 @@ mod tests {
                     .map(|d| d.name)
                     .collect();
                 let mut answers = Vec::new();
-                for tool in arguments.get("tools").and_then(|t| t.as_array()).into_iter().flatten() {
+                for tool in arguments
+                    .get("tools")
+                    .and_then(|t| t.as_array())
+                    .into_iter()
+                    .flatten()
+                {
                     let tool = tool.as_str().unwrap_or_default();
                     answers.push(match composer.call(tool, "{}").await {
                         Ok(result) => result.content,
                         Err(err) => json!({"error": err.kind(), "message": err.to_string()}),
                     });
                 }
-                Ok(ToolResult::new(json!({"offered": names, "answers": answers})))
+                Ok(ToolResult::new(
+                    json!({"offered": names, "answers": answers}),
+                ))
             })
         }
 
@@ -268,7 +275,11 @@ mod tests {
 
     impl CallObserver for Seen {
         fn admit(&self, call: &CallStart<'_>) -> Result<(), ObserverRefusal> {
-            self.0.lock().unwrap().push(call.call.name.clone());
+            let name = &call.call.name;
+            self.0.lock().unwrap().push(match call.nested_in {
+                Some(parent) => format!("{name} in {parent}"),
+                None => name.clone(),
+            });
             Ok(())
         }
         fn finished(&self, _end: &CallEnd<'_>) {}
@@ -296,7 +307,9 @@ mod tests {
                 .unwrap();
         }
         let seen = Arc::new(Seen::default());
-        registry.set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>).unwrap();
+        registry
+            .set_observer(Arc::clone(&seen) as Arc<dyn CallObserver>)
+            .unwrap();
         (registry, seen)
     }
 
@@ -326,7 +339,10 @@ mod tests {
             })
         );
         // The observer saw the composing call and the nested calls that were admitted.
-        assert_eq!(*seen.0.lock().unwrap(), ["caller", "plain", "nope"]);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["caller", "plain in caller", "nope in caller"]
+        );
     }
 
     #[tokio::test]
@@ -334,7 +350,77 @@ mod tests {
         let (composer, requests) = Composer::channel();
         drop(requests);
         let err = composer.call("plain", "{}").await.unwrap_err();
-        assert_eq!(err, ToolError::Cancelled { tool: "plain".into() });
+        assert_eq!(
+            err,
+            ToolError::Cancelled {
+                tool: "plain".into()
+            }
+        );
         assert!(composer.definitions().await.is_empty());
+    }
+
+    /// Sets its flag when dropped (the future it lives in stopped).
+    struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_nested_call_is_cancelled_with_its_caller_and_ends_by_its_deadline() {
+        let (registry, _seen) = registry();
+        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&stopped);
+        registry
+            .register(
+                ToolDefinition::new("slow", "Takes 10 s.", json!({"type": "object"})),
+                move |_: CallContext, _: Arguments, _: Environment| {
+                    let guard = Dropped(Arc::clone(&flag));
+                    async move {
+                        let _guard = guard;
+                        tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+                        Ok(ToolResult::new("late"))
+                    }
+                },
+            )
+            .unwrap();
+        let call = ToolCall::new("caller", json!({"tools": ["slow"]}).to_string());
+        let token = tokio_util::sync::CancellationToken::new();
+        let ctx = CallContext::new().with_cancellation(token.clone());
+        let cancel = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            token.cancel();
+        });
+        let started = std::time::Instant::now();
+        let err = registry
+            .dispatch(&ctx, &call, &Environment::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::Cancelled {
+                tool: "caller".into()
+            }
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(stopped.load(std::sync::atomic::Ordering::SeqCst));
+        cancel.await.unwrap();
+
+        // A deadline of 100 ms: the nested call ends by it, and so does its caller.
+        stopped.store(false, std::sync::atomic::Ordering::SeqCst);
+        let ctx = CallContext::with_timeout(std::time::Duration::from_millis(100));
+        let started = std::time::Instant::now();
+        let err = registry
+            .dispatch(&ctx, &call, &Environment::default())
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(
+            matches!(&err, ToolError::TimedOut { tool, .. } if tool == "caller"),
+            "{err:?}"
+        );
+        assert!(stopped.load(std::sync::atomic::Ordering::SeqCst));
     }
 }

@@ -62,6 +62,7 @@ impl Registry {
             call,
             trace_parent: ctx.trace_parent(),
             trace_span_id: ctx.trace_span_id(),
+            nested_in: ctx.nested_in(),
         }) {
             return Err(cap_error(
                 ToolError::Failed {
@@ -83,6 +84,7 @@ impl Registry {
             trace_parent: ctx.trace_parent(),
             trace_span_id: ctx.trace_span_id(),
             times: Some(&times),
+            nested_in: ctx.nested_in(),
         };
         let outcome = self
             .run(ctx, call, env, &size, &ran, Some((started, &times)))
@@ -104,6 +106,7 @@ impl Registry {
             trace_parent: ctx.trace_parent(),
             trace_span_id: ctx.trace_span_id(),
             handler: times.read(),
+            nested_in: ctx.nested_in(),
         });
         outcome
     }
@@ -148,7 +151,7 @@ impl Registry {
         // A composing tool reaches the registry's other tools through a channel this
         // dispatch serves (a plain tool pays only this check).
         let composing = if entry.handler.composes() {
-            let nested_ctx = handler_ctx.nested();
+            let nested_ctx = handler_ctx.nested(name);
             let (composer, requests) = super::Composer::channel();
             handler_ctx = handler_ctx.with_composer(composer);
             Some((nested_ctx, requests))
@@ -199,6 +202,15 @@ impl Registry {
                         // and within this call's deadline and cancellation (its context's).
                         Some(request) = requests.recv() => {
                             self.serve_nested(name, request, &nested_ctx, env).await;
+                            // The nested call ran in place of the arms below: a cancellation
+                            // or the deadline it ended by ends this call too, before the
+                            // handler runs on.
+                            if cancellation.is_cancelled() {
+                                return Err(ToolError::Cancelled { tool: name.to_owned() });
+                            }
+                            if Instant::now() >= deadline {
+                                return Err(ToolError::TimedOut { tool: name.to_owned(), limit });
+                            }
                         }
                     }
                 }
@@ -293,20 +305,21 @@ impl Registry {
         call: &'a ToolCall,
         ctx: &'a CallContext,
         env: &'a Environment,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send + 'a>>
-    {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<ToolResult, ToolError>> + Send + 'a>,
+    > {
         Box::pin(async move {
             if self
                 .lookup(&call.name)
                 .is_some_and(|entry| entry.handler.composes())
             {
                 let err = super::compose::composing_refused(&call.name);
-                self.observe_refusal(call, env, &err);
+                self.observe_refusal_in(call, env, &err, Some(parent));
                 return Err(cap_error(err, self.result_cap));
             }
             if let Some(gate) = ctx.gate() {
                 if let Err(err) = gate.check(self, parent, call, ctx).await {
-                    self.observe_refusal(call, env, &err);
+                    self.observe_refusal_in(call, env, &err, Some(parent));
                     return Err(cap_error(err, self.result_cap));
                 }
             }
@@ -328,6 +341,7 @@ struct Watch<'a> {
     trace_parent: Option<super::TraceParent>,
     trace_span_id: Option<[u8; 8]>,
     times: Option<&'a HandlerTimes>,
+    nested_in: Option<&'a str>,
 }
 
 impl Drop for Watch<'_> {
@@ -349,6 +363,7 @@ impl Drop for Watch<'_> {
             trace_parent: self.trace_parent,
             trace_span_id: self.trace_span_id,
             handler: self.times.and_then(HandlerTimes::read),
+            nested_in: self.nested_in,
         });
     }
 }

@@ -56,7 +56,7 @@ pub struct CallContext {
     trace_span_id: Option<[u8; 8]>,
     composer: Option<super::Composer>,
     gate: Option<super::compose::GateHandle>,
-    nested: bool,
+    nested_in: Option<std::sync::Arc<str>>,
 }
 
 /// The [`Interaction`] of a call, shared (a newtype so [`CallContext`] stays `Debug`).
@@ -222,19 +222,26 @@ impl CallContext {
     /// [`Composer`](super::Composer): it runs inside that tool's call (which waits for
     /// it), so it may use what that call holds (a plugin's concurrency slot).
     pub fn is_nested(&self) -> bool {
-        self.nested
+        self.nested_in.is_some()
     }
 
-    /// The context of a nested call made from this one (a composing call's handler
-    /// context): its deadline, cancellation, interaction and gate, its trace as the
-    /// parent, and nothing else (no progress, no own time limit, no composer).
-    pub(crate) fn nested(&self) -> Self {
+    /// The composing tool whose call made this nested call, if it is one
+    /// ([`CallContext::is_nested`]).
+    pub fn nested_in(&self) -> Option<&str> {
+        self.nested_in.as_deref()
+    }
+
+    /// The context of a nested call made from this one (the handler context of a call
+    /// of the composing tool `parent`): its deadline, cancellation, interaction and gate,
+    /// its trace as the parent, and nothing else (no progress, no own time limit, no
+    /// composer).
+    pub(crate) fn nested(&self, parent: &str) -> Self {
         let mut nested = Self {
             deadline: self.deadline,
             cancellation: self.cancellation.clone(),
             interaction: self.interaction.clone(),
             gate: self.gate.clone(),
-            nested: true,
+            nested_in: Some(std::sync::Arc::from(parent)),
             ..Self::default()
         };
         if let Some(parent) = self.outgoing_trace_parent() {

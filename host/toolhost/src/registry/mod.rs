@@ -73,8 +73,8 @@ use std::time::Duration;
 
 mod arguments;
 mod cap;
-mod compose;
 pub mod catalog;
+mod compose;
 mod content;
 mod dispatch;
 mod error;
@@ -217,6 +217,17 @@ impl Registry {
     /// [`Registry::dispatch`] (an approval declined, say), with the error the caller
     /// gets. Costs nothing without an observer.
     pub fn observe_refusal(&self, call: &ToolCall, env: &Environment, error: &ToolError) {
+        self.observe_refusal_in(call, env, error, None);
+    }
+
+    /// [`Registry::observe_refusal`] of a nested call of the composing tool `nested_in`.
+    pub(crate) fn observe_refusal_in(
+        &self,
+        call: &ToolCall,
+        env: &Environment,
+        error: &ToolError,
+        nested_in: Option<&str>,
+    ) {
         if let Some(observer) = self.observer.get() {
             observer.finished(&CallEnd {
                 env,
@@ -229,6 +240,7 @@ impl Registry {
                 trace_parent: None,
                 trace_span_id: None,
                 handler: None,
+                nested_in,
             });
         }
     }

@@ -87,6 +87,9 @@ pub struct CallStart<'a> {
     pub trace_parent: Option<TraceParent>,
     /// The call's own span id ([`CallContext::trace_span_id`](super::CallContext::trace_span_id)).
     pub trace_span_id: Option<[u8; 8]>,
+    /// The composing tool that made this call through its
+    /// [`Composer`](super::Composer), for a nested call; `None` for a direct one.
+    pub nested_in: Option<&'a str>,
 }
 
 /// A call that ended, for [`CallObserver::finished`].
@@ -115,6 +118,9 @@ pub struct CallEnd<'a> {
     /// When the tool's handler ran (for a plugin tool: its instantiation and the guest
     /// call), if it ran.
     pub handler: Option<HandlerRun>,
+    /// The composing tool that made this call through its
+    /// [`Composer`](super::Composer), for a nested call; `None` for a direct one.
+    pub nested_in: Option<&'a str>,
 }
 
 /// When a call's handler ran, within the call ([`CallEnd::handler`]).

@@ -283,3 +283,69 @@ async fn a_task_needing_approval_asks_through_the_task_and_runs_only_if_accepted
     );
     assert!(ran.0.load(Ordering::SeqCst), "accepted: the tool runs");
 }
+
+/// Calls `erase` through its registry's [`Composer`](toolhost::registry::Composer), as a
+/// code tool would, and answers what that call gave.
+struct Script;
+
+impl toolhost::registry::Handler for Script {
+    fn call(
+        &self,
+        ctx: CallContext,
+        _args: Arguments,
+        _env: Environment,
+    ) -> toolhost::registry::HandlerFuture {
+        Box::pin(async move {
+            let Some(composer) = ctx.composer() else {
+                return Err(ToolError::failed("no composer"));
+            };
+            Ok(match composer.call("erase", "{}").await {
+                Ok(result) => ToolResult::new(format!("nested: {}", result.content)),
+                Err(err) => ToolResult::new(format!("nested failed: {err}")),
+            })
+        })
+    }
+
+    fn composes(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_nested_call_of_a_composing_tool_needs_the_same_approval_as_a_direct_one() {
+    let (registry, ran) = asking_registry();
+    registry
+        .register(
+            ToolDefinition::new("script", "Runs a program.", json!({"type": "object"})),
+            Script,
+        )
+        .unwrap();
+    let server =
+        McpServer::new(registry).with_approval(ApprovalPolicy::new().confirm_tool("erase"));
+    let mut client = ready(server, true).await;
+    client.send(&call_line(1, "script", &json!({}))).await;
+    let question = client.next_json().await;
+    assert_eq!(
+        question["params"]["message"],
+        "Allow the tool \"erase\" to run?\nArguments: {}"
+    );
+    client
+        .send(&respond(&question["id"], &json!({"action": "decline"})))
+        .await;
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("nested failed: erase: not run: the user declined this call. Do not retry it; ask the user what to do instead".to_owned(), false)
+    );
+    assert!(!ran.0.load(Ordering::SeqCst));
+    // Accepted: the nested call runs.
+    client.send(&call_line(2, "script", &json!({}))).await;
+    let question = client.next_json().await;
+    client
+        .send(&respond(&question["id"], &json!({"action": "accept"})))
+        .await;
+    assert_eq!(
+        outcome(&client.next_json().await),
+        ("nested: \"erased\"".to_owned(), false)
+    );
+    assert!(ran.0.load(Ordering::SeqCst));
+}
