@@ -4,7 +4,8 @@
 //! of the right kind, return rich results (a text block and a PNG image, decoded here)
 //! and ask the user to confirm through the `interaction` import (granted, declined,
 //! nobody to ask, not allowed by the operator); both (world `rich-plugin`) offer a
-//! resource, a resource template and a prompt.
+//! resource, a resource template and a prompt. The code tools run_javascript and
+//! run_python (code_tools.rs) run a model's program that calls the registry's tools.
 //!
 //! The build needs toolchains from PyPI and npm. `scripts/test` installs them and sets
 //! `TOOLHOST_REQUIRE_PYJS=1`, so a missing toolchain fails the test there; a plain
@@ -36,11 +37,26 @@ use toolhost_plugin::{HttpPolicy, LoadReport, PluginHost, PluginHostConfig};
 use crate::common::cache_dir;
 
 mod catalog;
+mod code_tools;
 mod rich;
 
 /// The components: `(textstats.wasm, greeting.wasm)`, built (or found up to date) by the
 /// build script; `None` when a toolchain is missing and the test may be skipped.
 fn built_components() -> Option<(PathBuf, PathBuf)> {
+    built_all().map(|built| (built.textstats, built.greeting))
+}
+
+/// Every component `scripts/build-pyjs-plugins` builds.
+struct Built {
+    textstats: PathBuf,
+    greeting: PathBuf,
+    run_javascript: PathBuf,
+    run_python: PathBuf,
+}
+
+/// Every component, built (or found up to date) by the build script; `None` when a
+/// toolchain is missing and the test may be skipped.
+fn built_all() -> Option<Built> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ has a parent");
@@ -65,8 +81,13 @@ fn built_components() -> Option<(PathBuf, PathBuf)> {
     let stdout = String::from_utf8(output.stdout).expect("paths are UTF-8");
     let paths: Vec<PathBuf> = stdout.lines().map(PathBuf::from).collect();
     match paths.as_slice() {
-        [textstats, greeting] => Some((textstats.clone(), greeting.clone())),
-        other => panic!("build-pyjs-plugins printed {other:?}, not the two components"),
+        [textstats, greeting, run_javascript, run_python] => Some(Built {
+            textstats: textstats.clone(),
+            greeting: greeting.clone(),
+            run_javascript: run_javascript.clone(),
+            run_python: run_python.clone(),
+        }),
+        other => panic!("build-pyjs-plugins printed {other:?}, not the four components"),
     }
 }
 

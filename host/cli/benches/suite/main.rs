@@ -21,6 +21,7 @@ use anyhow::Result;
 
 mod bare;
 mod calls;
+mod code;
 mod compose;
 mod files;
 mod fixtures;
@@ -56,6 +57,8 @@ fn main() {
                 Some(13)
             } else if arg == "compose" {
                 Some(14)
+            } else if arg == "code" {
+                Some(15)
             } else {
                 arg.parse().ok()
             }
@@ -139,6 +142,9 @@ fn main() {
         "nested tool call through the registry import",
         &mut || compose::compose(&rt, &fixtures),
     );
+    run(15, "code tools: return 1 + 1, and idle memory", &mut || {
+        code::code(&fixtures)
+    });
 
     println!();
     println!(
