@@ -541,6 +541,10 @@ impl Handler for Guarded {
     fn composes(&self) -> bool {
         self.from.composes(&self.name)
     }
+
+    fn may_call(&self, name: &str) -> bool {
+        self.from.may_call(&self.name, name)
+    }
 }
 
 /// Checks the flags `--policy` needs.

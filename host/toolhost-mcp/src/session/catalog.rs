@@ -82,7 +82,10 @@ impl Catalog {
             return Arc::clone(tools);
         }
         // Read after the generation: a change in between makes the next list encode again.
-        let tools = Arc::new(EncodedTools::new(generation, &self.registry.definitions()));
+        let tools = Arc::new(EncodedTools::new(
+            generation,
+            &self.registry.offered_definitions(),
+        ));
         self.counters
             .tools_list_encodings
             .fetch_add(1, Ordering::SeqCst);

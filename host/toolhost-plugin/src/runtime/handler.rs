@@ -26,4 +26,9 @@ impl Handler for PluginTool {
     fn composes(&self) -> bool {
         self.runtime.composes()
     }
+
+    /// What the manifest asks within what the operator allows.
+    fn may_call(&self, name: &str) -> bool {
+        self.runtime.may_call(name)
+    }
 }

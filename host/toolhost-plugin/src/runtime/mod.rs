@@ -335,6 +335,15 @@ impl PluginRuntime {
         self.grants.tools.is_some()
     }
 
+    /// Whether its grant lets it call tool `name` (the manifest's list within the
+    /// operator's `--plugin-tools`).
+    pub(crate) fn may_call(&self, name: &str) -> bool {
+        self.grants
+            .tools
+            .as_ref()
+            .is_some_and(|grant| grant.tools.allows(name))
+    }
+
     /// Whether optimized code has been swapped in.
     pub(crate) fn runs_optimized(&self) -> bool {
         self.code.runs_optimized()

@@ -198,6 +198,58 @@ pub(crate) fn composing_refused(name: &str) -> ToolError {
     }
 }
 
+/// The most tools a composing tool's offered description lists; the rest are counted
+/// ("and N more").
+pub(super) const LISTED_TOOLS: usize = 40;
+/// The most characters of a listed tool's description (its first line).
+const LISTED_DESCRIPTION_CHARS: usize = 120;
+
+/// Ends `definition`'s description (a composing tool's, run by `handler`) with the tools
+/// of `entries` it may call: not composing, allowed by its grant.
+pub(super) fn describe_callable(
+    definition: &mut super::ToolDefinition,
+    handler: &dyn super::Handler,
+    entries: &[Arc<super::Entry>],
+) {
+    use std::fmt::Write as _;
+    let callable = entries
+        .iter()
+        .filter(|entry| !entry.handler.composes() && handler.may_call(&entry.definition.name));
+    let mut text = String::from("\n\nTools the program can call:");
+    let mut listed = 0usize;
+    let mut more = 0usize;
+    for entry in callable {
+        if listed == LISTED_TOOLS {
+            more += 1;
+            continue;
+        }
+        listed += 1;
+        let line = entry
+            .definition
+            .description
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim();
+        let line: String = if line.chars().count() > LISTED_DESCRIPTION_CHARS {
+            line.chars()
+                .take(LISTED_DESCRIPTION_CHARS - 1)
+                .chain(std::iter::once('…'))
+                .collect()
+        } else {
+            line.to_owned()
+        };
+        let _ = write!(text, "\n- {}: {line}", entry.definition.name);
+    }
+    if listed == 0 {
+        text.push_str(" none (the operator allows this tool no others)");
+    }
+    if more > 0 {
+        let _ = write!(text, "\n- and {more} more: list them from the program");
+    }
+    definition.description.push_str(&text);
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -369,6 +421,88 @@ mod tests {
         assert_eq!(result.content["answers"][1]["error"], json!("unknown_tool"));
         // The nested call of plain went through the view's delegate (its checks).
         assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
+
+    /// A composing tool whose grant names only `plain`.
+    struct OnlyPlain;
+
+    impl Handler for OnlyPlain {
+        fn call(&self, ctx: CallContext, arguments: Arguments, env: Environment) -> HandlerFuture {
+            Caller.call(ctx, arguments, env)
+        }
+        fn composes(&self) -> bool {
+            true
+        }
+        fn may_call(&self, name: &str) -> bool {
+            name == "plain"
+        }
+    }
+
+    #[test]
+    fn a_composing_tools_offered_description_lists_what_it_may_call_and_no_more() {
+        let (registry, _seen) = registry();
+        let object = json!({"type": "object"});
+        registry
+            .register(
+                ToolDefinition::new("narrow", "Runs code.", object.clone()),
+                OnlyPlain,
+            )
+            .unwrap();
+        let offered = registry.offered_definitions();
+        let description = |name: &str| {
+            offered
+                .iter()
+                .find(|d| d.name == name)
+                .map(|d| d.description.clone())
+                .unwrap()
+        };
+        // Not the composing tools, and only the first line of each description.
+        assert_eq!(
+            description("caller"),
+            "Calls tools.\n\nTools the program can call:\n- plain: Answers its name.\n- denied: Answers its name."
+        );
+        assert_eq!(
+            description("narrow"),
+            "Runs code.\n\nTools the program can call:\n- plain: Answers its name."
+        );
+        assert_eq!(description("plain"), "Answers its name.");
+        // The registered definitions are left as they were.
+        assert_eq!(
+            registry
+                .with_definition("caller", |d| d.description.clone())
+                .unwrap(),
+            "Calls tools."
+        );
+        // A long list is cut at LISTED_TOOLS, the rest counted; long lines are cut.
+        let many = Registry::new();
+        many.register(
+            ToolDefinition::new("code", "Runs code.", object.clone()),
+            Caller,
+        )
+        .unwrap();
+        for i in 0..LISTED_TOOLS + 5 {
+            let name = format!("t{i}");
+            let text = "x".repeat(500);
+            many.register(
+                ToolDefinition::new(name, text, object.clone()),
+                |_: CallContext, _: Arguments, _: Environment| async { Ok(ToolResult::new("")) },
+            )
+            .unwrap();
+        }
+        let code = many.offered_definitions().swap_remove(0).description;
+        assert_eq!(
+            code.lines().filter(|l| l.starts_with("- t")).count(),
+            LISTED_TOOLS
+        );
+        assert!(
+            code.ends_with("\n- and 5 more: list them from the program"),
+            "{code}"
+        );
+        let first = code.lines().find(|l| l.starts_with("- t0:")).unwrap();
+        assert_eq!(
+            first.chars().count(),
+            "- t0: ".len() + LISTED_DESCRIPTION_CHARS
+        );
     }
 
     #[test]

@@ -26,6 +26,15 @@ pub trait Handler: Send + Sync + 'static {
     fn composes(&self) -> bool {
         false
     }
+
+    /// For a composing tool: whether its grant lets it call tool `name` (the tools its
+    /// description lists, [`Registry::offered_definitions`](super::Registry::offered_definitions)).
+    /// Dispatch still checks every nested call; this only says what to tell the model.
+    /// Default: `true`.
+    fn may_call(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
 }
 
 impl<F, Fut> Handler for F

@@ -463,6 +463,59 @@ impl Registry {
             .collect()
     }
 
+    /// The definitions as a client is offered them (`tools/list`): those of
+    /// [`Registry::definitions`], except that a composing tool's description ends with
+    /// the tools it may call, each with the first line of its description (at most 40 of
+    /// them, the rest counted), so the model knows what its program can use without a
+    /// round trip.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolhost::registry::{Arguments, CallContext, Environment, Handler, HandlerFuture};
+    /// use toolhost::registry::{Registry, ToolDefinition, ToolResult};
+    ///
+    /// struct Code;
+    /// impl Handler for Code {
+    ///     fn call(&self, _: CallContext, _: Arguments, _: Environment) -> HandlerFuture {
+    ///         Box::pin(async { Ok(ToolResult::new(json!(null))) })
+    ///     }
+    ///     fn composes(&self) -> bool {
+    ///         true
+    ///     }
+    /// }
+    /// let registry = Registry::new();
+    /// let object = json!({"type": "object"});
+    /// registry
+    ///     .register(ToolDefinition::new("code", "Runs a program.", object.clone()), Code)
+    ///     .unwrap();
+    /// registry
+    ///     .register(
+    ///         ToolDefinition::new("greet", "Greets someone.\nLonger text.", object),
+    ///         |_: CallContext, _: Arguments, _: Environment| async { Ok(ToolResult::new("hi")) },
+    ///     )
+    ///     .unwrap();
+    /// let offered = registry.offered_definitions();
+    /// assert_eq!(
+    ///     offered[0].description,
+    ///     "Runs a program.\n\nTools the program can call:\n- greet: Greets someone."
+    /// );
+    /// assert_eq!(offered[1].description, "Greets someone.\nLonger text.");
+    /// ```
+    pub fn offered_definitions(&self) -> Vec<ToolDefinition> {
+        let tools = self.read();
+        let mut definitions: Vec<ToolDefinition> = tools
+            .entries
+            .iter()
+            .map(|entry| entry.definition.clone())
+            .collect();
+        for (definition, entry) in definitions.iter_mut().zip(&tools.entries) {
+            if entry.handler.composes() {
+                compose::describe_callable(definition, &*entry.handler, &tools.entries);
+            }
+        }
+        definitions
+    }
+
     /// The definitions of the tools a composing tool may call
     /// ([`Composer::definitions`]): every tool but the composing ones, in registration
     /// order.
@@ -504,6 +557,13 @@ impl Registry {
     pub fn composes(&self, name: &str) -> bool {
         self.lookup(name)
             .is_some_and(|entry| entry.handler.composes())
+    }
+
+    /// Whether the composing tool `composer` may call tool `name` ([`Handler::may_call`]);
+    /// `false` when `composer` is not registered.
+    pub fn may_call(&self, composer: &str, name: &str) -> bool {
+        self.lookup(composer)
+            .is_some_and(|entry| entry.handler.may_call(name))
     }
 
     /// Whether a tool of that name is registered.
