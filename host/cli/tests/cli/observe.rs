@@ -35,6 +35,19 @@ fn scrape(addr: SocketAddr) -> String {
     response
 }
 
+/// The audit file's text once it holds `lines` lines (its writer writes a record within
+/// 10 ms of its call's end), or as it is after 10 s.
+fn audit_lines(path: &std::path::Path, lines: usize) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines || std::time::Instant::now() >= until {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// `name{labels} value` lines of `metric`.
 fn series(text: &str, metric: &str) -> Vec<String> {
     text.lines()
@@ -97,7 +110,7 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
         assert_eq!(reply["result"]["isError"], true, "{reply}");
     }
 
-    let text = std::fs::read_to_string(&audit).unwrap();
+    let text = audit_lines(&audit, OK + REFUSED);
     assert!(!text.contains(SECRET), "{text}");
     assert!(
         !text.contains("forged"),
