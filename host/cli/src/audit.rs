@@ -43,6 +43,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use tracing::error;
 
@@ -116,7 +117,8 @@ pub(crate) struct PluginRef {
 pub(crate) struct AuditLog {
     shared: Arc<Shared>,
     arguments: bool,
-    plugins: RwLock<HashMap<String, PluginRef>>,
+    /// Each plugin tool's `plugin` field, as JSON (serialized once, at load).
+    plugins: RwLock<HashMap<String, Box<RawValue>>>,
     /// Joined at drop, after it wrote what was queued.
     writer: Option<std::thread::JoinHandle<()>>,
 }
@@ -153,6 +155,9 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The last second a record's time was formatted in, and its text up to the
+    /// milliseconds (`2026-12-04T19:50:26.`): records of the same second reuse it.
+    second: Option<(u64, String)>,
     /// The file as last opened, with its device and inode and its size as written since.
     open: Option<OpenLog>,
 }
@@ -203,7 +208,7 @@ struct Record<'a> {
     request: &'a str,
     tool: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    plugin: Option<&'a PluginRef>,
+    plugin: Option<&'a RawValue>,
     arguments_sha256: &'a str,
     arguments_bytes: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -288,8 +293,11 @@ impl AuditLog {
 
     /// Records that `tool` comes from `plugin`.
     pub(crate) fn set_plugin(&self, tool: &str, plugin: PluginRef) {
+        let Ok(json) = serde_json::value::to_raw_value(&plugin) else {
+            return;
+        };
         if let Ok(mut plugins) = self.plugins.write() {
-            plugins.insert(tool.to_owned(), plugin);
+            plugins.insert(tool.to_owned(), json);
         }
     }
 
@@ -367,7 +375,8 @@ impl AuditLog {
             tool: &end.call.name,
             plugin: plugins
                 .as_ref()
-                .and_then(|plugins| plugins.get(&end.call.name)),
+                .and_then(|plugins| plugins.get(&end.call.name))
+                .map(AsRef::as_ref),
             arguments_sha256,
             arguments_bytes: arguments.len(),
             arguments: self.arguments.then_some(end.call.arguments.as_str()),
@@ -600,7 +609,7 @@ impl Shared {
         for record in records {
             let start = text.len();
             text.extend_from_slice(b"{\"time\":\"");
-            text.extend_from_slice(toolhost::registry::format_utc_time(record.time).as_bytes());
+            time_text(&mut state.second, record.time, &mut text);
             text.extend_from_slice(b"\",");
             text.extend_from_slice(record.rest.get(1..).unwrap_or_default());
             let size = state.open.as_ref().map_or(0, |open| open.size);
@@ -736,6 +745,34 @@ fn json_line(value: &impl Serialize) -> Vec<u8> {
     }
     line.push(b'\n');
     line
+}
+
+/// Appends `time` as [`toolhost::registry::format_utc_time`] writes it
+/// (`2026-12-04T19:50:26.123Z`) to `out`, formatting the date and second only when they
+/// are not the ones in `second`.
+fn time_text(second: &mut Option<(u64, String)>, time: SystemTime, out: &mut Vec<u8>) {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let prefix = match second {
+        Some((cached, prefix)) if *cached == secs => prefix,
+        _ => {
+            let mut text = toolhost::registry::format_utc_time(time);
+            // Up to and with the dot before the milliseconds.
+            text.truncate(text.rfind('.').map_or(text.len(), |dot| dot + 1));
+            &mut second.insert((secs, text)).1
+        }
+    };
+    out.extend_from_slice(prefix.as_bytes());
+    let millis = since.subsec_millis();
+    #[allow(clippy::cast_possible_truncation, reason = "digits, below 10")]
+    out.extend_from_slice(&[
+        b'0' + (millis / 100) as u8,
+        b'0' + (millis / 10 % 10) as u8,
+        b'0' + (millis % 10) as u8,
+        b'Z',
+    ]);
 }
 
 /// `sha256:` and the hex of `digest`, written into `out`.

@@ -62,6 +62,41 @@ pub(crate) struct Metrics {
     server: std::sync::OnceLock<ServerFigures>,
     /// Trace spans dropped because the export queue was full ([`Metrics::count_dropped_spans`]).
     spans_dropped: std::sync::OnceLock<Arc<AtomicU64>>,
+    /// Plugins' outgoing HTTP requests by plugin, then by [`HTTP_CLASSES`] index.
+    plugin_http: RwLock<HashMap<String, Arc<[AtomicU64; HTTP_CLASSES.len()]>>>,
+}
+
+/// The `status` label values of `toolhost_plugin_http_requests_total`, in order.
+const HTTP_CLASSES: [&str; 8] = [
+    "1xx", "2xx", "3xx", "4xx", "5xx", "other", "refused", "error",
+];
+
+impl toolhost_plugin::http_policy::HttpObserver for Metrics {
+    fn request(&self, plugin: &str, outcome: toolhost_plugin::http_policy::HttpOutcome) {
+        let class = outcome.class();
+        let index = HTTP_CLASSES
+            .iter()
+            .position(|known| *known == class)
+            .unwrap_or(HTTP_CLASSES.len() - 1);
+        let known = self
+            .plugin_http
+            .read()
+            .ok()
+            .and_then(|plugins| plugins.get(plugin).cloned());
+        let counters = known.unwrap_or_else(|| {
+            let mut plugins = self
+                .plugin_http
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = if plugins.len() >= MAX_TOOL_LABELS && !plugins.contains_key(plugin) {
+                OTHER_TOOL
+            } else {
+                plugin
+            };
+            Arc::clone(plugins.entry(key.to_owned()).or_default())
+        });
+        counters[index].fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Reads what the MCP server holds now.
@@ -275,6 +310,7 @@ impl Metrics {
             "Plugin components compiled (not found in the compile cache, or no cache).",
             self.cache_misses.load(Ordering::Relaxed).to_string(),
         );
+        self.render_plugin_http(&mut out);
         if let Some(dropped) = self.spans_dropped.get() {
             gauge(
                 &mut out,
@@ -311,6 +347,34 @@ impl Metrics {
             }
         }
         out
+    }
+}
+
+impl Metrics {
+    /// `toolhost_plugin_http_requests_total`, by plugin and status class.
+    fn render_plugin_http(&self, out: &mut String) {
+        let mut plugins: Vec<(String, Arc<[AtomicU64; HTTP_CLASSES.len()]>)> =
+            match self.plugin_http.read() {
+                Ok(plugins) => plugins
+                    .iter()
+                    .map(|(name, counters)| (name.clone(), Arc::clone(counters)))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+        plugins.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push_str("# HELP toolhost_plugin_http_requests_total Plugins' outgoing HTTP requests, by plugin and status class (refused: outside the grant or past a per-call limit, never sent; error: no answer).\n# TYPE toolhost_plugin_http_requests_total counter\n");
+        for (name, counters) in &plugins {
+            let plugin = escape_label(name);
+            for (class, count) in HTTP_CLASSES.iter().zip(counters.iter()) {
+                let count = count.load(Ordering::Relaxed);
+                if count > 0 {
+                    let _ = writeln!(
+                        out,
+                        "toolhost_plugin_http_requests_total{{plugin=\"{plugin}\",status=\"{class}\"}} {count}"
+                    );
+                }
+            }
+        }
     }
 }
 

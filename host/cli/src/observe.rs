@@ -293,6 +293,13 @@ pub(crate) fn flush() {
     }
 }
 
+/// What counts the plugins' outgoing HTTP requests (the metrics, when on), for the
+/// plugins' HTTP policy.
+pub(crate) fn http_observer() -> Option<Arc<dyn toolhost_plugin::http_policy::HttpObserver>> {
+    let metrics = get()?.metrics.as_ref()?;
+    Some(Arc::clone(metrics) as Arc<dyn toolhost_plugin::http_policy::HttpObserver>)
+}
+
 /// Lets the metrics read the server's own figures at each scrape.
 pub(crate) fn watch_server(
     figures: impl Fn() -> crate::metrics::ServerGauges + Send + Sync + 'static,

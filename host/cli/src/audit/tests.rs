@@ -527,3 +527,23 @@ fn a_disk_stalled_past_the_wait_counts_the_record_lost_and_refuses_calls() {
     assert_eq!(records[0]["lost"], 2);
     assert_eq!(records[1]["arguments"], r#"{"seq":4}"#);
 }
+
+#[test]
+fn record_times_are_written_as_format_utc_time_writes_them() {
+    let mut second = None;
+    for millis in [
+        0u64,
+        951_782_400_123,
+        951_782_400_999,
+        951_782_401_007,
+        1_764_877_826_045,
+    ] {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(millis);
+        let mut out = Vec::new();
+        time_text(&mut second, at, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            toolhost::registry::format_utc_time(at)
+        );
+    }
+}

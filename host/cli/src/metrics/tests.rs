@@ -215,3 +215,33 @@ async fn a_dropped_call_leaves_no_call_in_flight() {
         [r#"toolhost_tool_calls_total{tool="forever",outcome="cancelled"} 1"#]
     );
 }
+
+#[test]
+fn plugin_http_requests_are_counted_by_plugin_and_status_class() {
+    use toolhost_plugin::http_policy::{HttpObserver, HttpOutcome};
+    let metrics = Metrics::default();
+    for outcome in [
+        HttpOutcome::Status(200),
+        HttpOutcome::Status(204),
+        HttpOutcome::Status(503),
+        HttpOutcome::Refused,
+    ] {
+        metrics.request("webfetch", outcome);
+    }
+    metrics.request("we\"ird\nname", HttpOutcome::Failed);
+    let text = metrics.render();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("toolhost_plugin_http_requests_total{"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"toolhost_plugin_http_requests_total{plugin="we\"ird\nname",status="error"} 1"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="2xx"} 2"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="5xx"} 1"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="refused"} 1"#,
+        ]
+    );
+    assert!(text.contains("# TYPE toolhost_plugin_http_requests_total counter\n"));
+}
