@@ -518,3 +518,68 @@ fn a_plugins_request_carries_the_calls_traceparent_unless_turned_off() {
     let (header, _) = fetch_with_traceparent(&["--no-trace-propagation"], parent);
     assert_eq!(header, "", "no traceparent with --no-trace-propagation");
 }
+
+#[test]
+fn a_plugins_http_requests_are_counted_by_plugin_and_status_class() {
+    let (origin, seen) = traceparent_server();
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
+    std::fs::write(
+        plugins.path().join("webfetch.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let metrics = free_port();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--no-builtins",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--plugin-http",
+            &origin,
+            "--plugin-http-allow-net",
+            "127.0.0.1",
+            "--metrics",
+            &metrics.to_string(),
+        ],
+    );
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    for id in 2..4 {
+        let reply = server.request(
+            id,
+            "tools/call",
+            json!({"name": "fetch", "arguments": {"url": format!("{origin}/x")}}),
+        );
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+    // Outside the plugin's grant: refused, never sent.
+    let reply = server.request(
+        4,
+        "tools/call",
+        json!({"name": "fetch", "arguments": {"url": "http://127.0.0.1:9/"}}),
+    );
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let response = scrape(metrics);
+    assert_eq!(
+        series(&response, "toolhost_plugin_http_requests_total"),
+        [
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="2xx"} 2"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="refused"} 1"#,
+        ],
+        "{response}"
+    );
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
