@@ -618,8 +618,7 @@ impl Shared {
                 if before > 0 && before + (text.len() - start) as u64 > max {
                     // This record goes into a new file: the ones before it first.
                     let line = text.split_off(start);
-                    self.write_text(state, &text)
-                        .map_err(|why| (why, all - written))?;
+                    Self::write_text(state, &text).map_err(|why| (why, all - written))?;
                     written += pending;
                     pending = 0;
                     text = line;
@@ -631,12 +630,11 @@ impl Shared {
             }
             pending += 1;
         }
-        self.write_text(state, &text)
-            .map_err(|why| (why, all - written))
+        Self::write_text(state, &text).map_err(|why| (why, all - written))
     }
 
     /// One `write` of `text` to the open file.
-    fn write_text(&self, state: &mut State, text: &[u8]) -> Result<(), String> {
+    fn write_text(state: &mut State, text: &[u8]) -> Result<(), String> {
         if text.is_empty() {
             return Ok(());
         }

@@ -132,17 +132,17 @@ fn limit_event(at: u64, limit: &str, value: Option<i64>) -> Message {
 fn span_head(
     m: &mut Message,
     call: &CallSpans,
-    span_id: &[u8; 8],
-    parent: Option<&[u8; 8]>,
+    span_id: [u8; 8],
+    parent: Option<[u8; 8]>,
     name: &str,
     kind: u64,
     start: u64,
     end: u64,
 ) {
     m.bytes(1, &call.trace_id);
-    m.bytes(2, span_id);
+    m.bytes(2, &span_id);
     if let Some(parent) = parent {
-        m.bytes(4, parent);
+        m.bytes(4, &parent);
     }
     m.string2(5, name, &call.tool);
     m.uint(6, kind);
@@ -168,8 +168,8 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         span_head(
             scratch,
             call,
-            id,
-            Some(&call.span_id),
+            *id,
+            Some(call.span_id),
             "execute_tool ",
             1,
             *start,
@@ -184,8 +184,8 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
     span_head(
         scratch,
         call,
-        &call.span_id,
-        call.parent_span_id.as_ref(),
+        call.span_id,
+        call.parent_span_id,
         "tools/call ",
         2,
         call.start_unix_nanos,
