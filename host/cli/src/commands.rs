@@ -109,7 +109,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             sessions: 1,
             calls_queued: stats.calls_queued,
             connections: None,
+            ..Default::default()
         }
+        .with_tasks(&stats)
     });
     let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;

@@ -153,10 +153,14 @@ pub(crate) async fn serve(
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
-    crate::observe::watch_server(move || crate::metrics::ServerGauges {
-        sessions: stats.sessions(),
-        calls_queued: 0,
-        connections: Some(stats.connections()),
+    crate::observe::watch_server(move || {
+        crate::metrics::ServerGauges {
+            sessions: stats.sessions(),
+            calls_queued: 0,
+            connections: Some(stats.connections()),
+            ..Default::default()
+        }
+        .with_tasks(&stats.stats())
     });
     let watching = start_watching(watch, registry_args, &toolset);
     let served = server.serve(shutdown_signal()).await;

@@ -111,6 +111,26 @@ pub(crate) struct ServerGauges {
     pub(crate) calls_queued: usize,
     /// HTTP connections holding a slot (`None` over stdio).
     pub(crate) connections: Option<usize>,
+    /// Tasks created since start.
+    pub(crate) tasks_created: usize,
+    /// Tasks ended since start, by [`TASK_ENDS`] index.
+    pub(crate) tasks_ended: [usize; TASK_ENDS.len()],
+}
+
+/// The `status` label values of `toolhost_tasks_ended_total`, in order.
+pub(crate) const TASK_ENDS: [&str; 3] = ["completed", "failed", "cancelled"];
+
+impl ServerGauges {
+    /// The task counts of `stats`.
+    pub(crate) fn with_tasks(mut self, stats: &toolhost_mcp::McpStats) -> Self {
+        self.tasks_created = stats.tasks_created;
+        self.tasks_ended = [
+            stats.tasks_completed,
+            stats.tasks_failed,
+            stats.tasks_cancelled,
+        ];
+        self
+    }
 }
 
 impl std::fmt::Debug for ServerFigures {
@@ -336,6 +356,20 @@ impl Metrics {
                 "Tool calls waiting for a slot (stdio; over HTTP a call past the limit is refused).",
                 now.calls_queued.to_string(),
             );
+            gauge(
+                &mut out,
+                "toolhost_tasks_created_total",
+                "counter",
+                "Tool calls run as MCP tasks.",
+                now.tasks_created.to_string(),
+            );
+            out.push_str("# HELP toolhost_tasks_ended_total MCP tasks ended, by status (cancelled: by the client, or stopped with their session or at their time to live).\n# TYPE toolhost_tasks_ended_total counter\n");
+            for (status, count) in TASK_ENDS.iter().zip(now.tasks_ended) {
+                let _ = writeln!(
+                    out,
+                    "toolhost_tasks_ended_total{{status=\"{status}\"}} {count}"
+                );
+            }
             if let Some(connections) = now.connections {
                 gauge(
                     &mut out,

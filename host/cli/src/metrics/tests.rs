@@ -245,3 +245,29 @@ fn plugin_http_requests_are_counted_by_plugin_and_status_class() {
     );
     assert!(text.contains("# TYPE toolhost_plugin_http_requests_total counter\n"));
 }
+
+#[test]
+fn tasks_created_and_ended_are_shown_by_status() {
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(|| ServerGauges {
+        sessions: 2,
+        tasks_created: 7,
+        tasks_ended: [3, 2, 1],
+        ..ServerGauges::default()
+    })));
+    let text = metrics.render();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("toolhost_tasks_"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "toolhost_tasks_created_total 7",
+            r#"toolhost_tasks_ended_total{status="completed"} 3"#,
+            r#"toolhost_tasks_ended_total{status="failed"} 2"#,
+            r#"toolhost_tasks_ended_total{status="cancelled"} 1"#,
+        ]
+    );
+    assert!(text.contains("# TYPE toolhost_tasks_ended_total counter\n"));
+}

@@ -583,3 +583,74 @@ fn a_plugins_http_requests_are_counted_by_plugin_and_status_class() {
     let (code, stderr, _) = server.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn tasks_created_and_ended_are_counted_in_the_metrics() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["greet"]).unwrap();
+    std::fs::write(
+        plugins.path().join("greet.toml"),
+        "task_support = \"optional\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let metrics = free_port();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--no-builtins",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--metrics",
+            &metrics.to_string(),
+        ],
+    );
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(
+        init["result"]["capabilities"]["tasks"].is_object(),
+        "{init}"
+    );
+    // Answers to `id`, past the task status notifications that come meanwhile.
+    let mut answer = |id: i64, method: &str, params: Value| {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = server.receive();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    };
+    let created = answer(
+        2,
+        "tools/call",
+        json!({"name": "greet", "arguments": {"name": "Ada"}, "task": {}}),
+    );
+    let task = created["result"]["task"]["taskId"].clone();
+    let result = answer(3, "tasks/result", json!({"taskId": task}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "Hello, Ada!",
+        "{result}"
+    );
+    let response = scrape(metrics);
+    assert!(
+        response.contains("\ntoolhost_tasks_created_total 1\n"),
+        "{response}"
+    );
+    assert_eq!(
+        series(&response, "toolhost_tasks_ended_total"),
+        [
+            r#"toolhost_tasks_ended_total{status="completed"} 1"#,
+            r#"toolhost_tasks_ended_total{status="failed"} 0"#,
+            r#"toolhost_tasks_ended_total{status="cancelled"} 0"#,
+        ]
+    );
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
