@@ -155,6 +155,8 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The text of the last batch (its buffer reused by the next).
+    text: Vec<u8>,
     /// The last second a record's time was formatted in, and its text up to the
     /// milliseconds (`2026-12-04T19:50:26.`): records of the same second reuse it.
     second: Option<(u64, String)>,
@@ -165,7 +167,9 @@ struct State {
 /// The records between the calls and the writer.
 #[derive(Debug, Default)]
 struct Queue {
-    records: Vec<Queued>,
+    /// The queued records, back to back: serialized straight into it by the calls, taken
+    /// whole by the writer (the two buffers swapped: no allocation per record).
+    records: Records,
     /// The bytes of the queued records and of the batch being written.
     bytes: usize,
     /// Records queued since start.
@@ -180,12 +184,60 @@ struct Queue {
     closed: bool,
 }
 
-/// A record waiting for the writer: its time, and its JSON object without the time.
-#[derive(Debug)]
-struct Queued {
-    time: SystemTime,
-    /// `{"event":...}` and a newline.
-    rest: Vec<u8>,
+/// Records waiting for the writer: each one's JSON object without its time
+/// (`{"event":...}` and a newline), back to back, with its time and where it ends.
+#[derive(Debug, Default)]
+struct Records {
+    text: Vec<u8>,
+    ends: Vec<(SystemTime, usize)>,
+}
+
+impl Records {
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// Each record's time and text.
+    fn iter(&self) -> impl Iterator<Item = (SystemTime, &[u8])> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(time, end)| {
+            let rest = self.text.get(start..end).unwrap_or_default();
+            start = end;
+            (time, rest)
+        })
+    }
+
+    /// Serializes `value` as the next record's text (not yet counted: see
+    /// [`Records::commit`]); its size in bytes.
+    fn write(&mut self, value: &impl Serialize) -> usize {
+        let start = self.text.len();
+        if serde_json::to_writer(&mut self.text, value).is_err() {
+            self.text.truncate(start);
+            self.text.extend_from_slice(b"{}");
+        }
+        self.text.push(b'\n');
+        self.text.len() - start
+    }
+
+    /// The record written last, stamped `time`.
+    fn commit(&mut self, time: SystemTime) {
+        self.ends.push((time, self.text.len()));
+    }
+
+    /// Forgets the record written last and not committed.
+    fn undo(&mut self) {
+        let end = self.ends.last().map_or(0, |&(_, end)| end);
+        self.text.truncate(end);
+    }
 }
 
 /// The audit file, open for appending.
@@ -323,15 +375,14 @@ impl AuditLog {
             return Ok(());
         }
         let lost = shared.lost.load(Ordering::Acquire);
-        let resumed = Queued {
-            time: SystemTime::now(),
-            rest: json_line(&Resumed {
-                event: "audit_resumed",
-                lost,
-                reason: &shared.reason(),
-            }),
-        };
-        match shared.write_records(&mut state, std::slice::from_ref(&resumed)) {
+        let mut resumed = Records::default();
+        resumed.write(&Resumed {
+            event: "audit_resumed",
+            lost,
+            reason: &shared.reason(),
+        });
+        resumed.commit(SystemTime::now());
+        match shared.write_records(&mut state, &resumed) {
             Ok(()) => {
                 shared.lost.fetch_sub(lost, Ordering::AcqRel);
                 shared.failed.store(false, Ordering::Release);
@@ -390,9 +441,7 @@ impl AuditLog {
             duration_ms: end.duration.as_secs_f64() * 1e3,
             bytes_out: end.bytes_out,
         };
-        let rest = json_line(&record);
-        drop(plugins);
-        self.shared.push(rest);
+        self.shared.push(&record);
     }
 
     /// Waits up to `limit` for the records queued so far to be written (or counted
@@ -435,42 +484,43 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queues `rest`, stamped now; waits for room up to [`Shared::queue_wait`], past
+    /// Queues `record`, stamped now; waits for room up to [`Shared::queue_wait`], past
     /// which the record counts as lost and calls are refused.
-    fn push(&self, rest: Vec<u8>) {
-        let size = rest.len() + RECORD_OVERHEAD;
+    fn push(&self, record: &impl Serialize) {
         let mut queue = self.lock_queue();
-        if queue.bytes > 0 && queue.bytes + size > self.queue_bytes {
+        let mut until = None;
+        loop {
+            let size = queue.records.write(record) + RECORD_OVERHEAD;
+            if queue.bytes == 0 || queue.bytes + size <= self.queue_bytes {
+                // Stamped under the lock: the times go up with the lines.
+                queue.records.commit(SystemTime::now());
+                queue.bytes += size;
+                queue.pushed += 1;
+                break;
+            }
+            // No room: wait for the writer (woken now), then write it again.
+            queue.records.undo();
             queue.hurry = true;
             self.work.notify_one();
-            let until = Instant::now() + self.queue_wait;
-            while queue.bytes > 0 && queue.bytes + size > self.queue_bytes {
-                let now = Instant::now();
-                if now >= until {
-                    drop(queue);
-                    self.lose(
-                        1,
-                        format!(
-                            "its writer could not take a record for {} s: the disk is slower than the calls",
-                            self.queue_wait.as_secs_f64()
-                        ),
-                    );
-                    return;
-                }
-                queue = self
-                    .room
-                    .wait_timeout(queue, until - now)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .0;
+            let until = *until.get_or_insert_with(|| Instant::now() + self.queue_wait);
+            let now = Instant::now();
+            if now >= until {
+                drop(queue);
+                self.lose(
+                    1,
+                    format!(
+                        "its writer could not take a record for {} s: the disk is slower than the calls",
+                        self.queue_wait.as_secs_f64()
+                    ),
+                );
+                return;
             }
+            queue = self
+                .room
+                .wait_timeout(queue, until - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
-        // Stamped under the lock: the times go up with the lines.
-        queue.records.push(Queued {
-            time: SystemTime::now(),
-            rest,
-        });
-        queue.bytes += size;
-        queue.pushed += 1;
         let half = queue.bytes > self.queue_bytes / 2;
         if half && !queue.hurry {
             queue.hurry = true;
@@ -521,7 +571,7 @@ impl Shared {
     /// The writer thread: waits for a first record, gathers for [`FLUSH_INTERVAL`]
     /// (unless hurried), writes the batch; at close, writes what is left and returns.
     fn run(&self) {
-        let mut batch = Vec::new();
+        let mut batch = Records::default();
         let mut queue = self.lock_queue();
         loop {
             while queue.records.is_empty() && !queue.closed {
@@ -551,7 +601,7 @@ impl Shared {
             std::mem::swap(&mut batch, &mut queue.records);
             let end = queue.pushed;
             drop(queue);
-            let bytes: usize = batch.iter().map(|r| r.rest.len() + RECORD_OVERHEAD).sum();
+            let bytes = batch.text.len() + batch.len() * RECORD_OVERHEAD;
             self.write_batch(&batch);
             batch.clear();
             queue = self.lock_queue();
@@ -562,7 +612,7 @@ impl Shared {
     }
 
     /// Writes `batch`; while records cannot be written, counts them lost instead.
-    fn write_batch(&self, batch: &[Queued]) {
+    fn write_batch(&self, batch: &Records) {
         let mut state = self.lock_file();
         #[cfg(test)]
         let _stalled = self
@@ -580,7 +630,7 @@ impl Shared {
 
     /// Appends `records` (the file's lock held), rotating before one that would pass the
     /// size; `Err` says why, and how many records were not written.
-    fn write_records(&self, state: &mut State, records: &[Queued]) -> Result<(), (String, u64)> {
+    fn write_records(&self, state: &mut State, records: &Records) -> Result<(), (String, u64)> {
         let result = self.append(state, records);
         if result.is_err() {
             // Opened again (and checked again) at the next batch.
@@ -589,7 +639,7 @@ impl Shared {
         result
     }
 
-    fn append(&self, state: &mut State, records: &[Queued]) -> Result<(), (String, u64)> {
+    fn append(&self, state: &mut State, records: &Records) -> Result<(), (String, u64)> {
         use std::os::unix::fs::MetadataExt;
         let all = records.len() as u64;
         // The path still names the open file: not rotated, replaced or removed outside.
@@ -603,25 +653,39 @@ impl Shared {
         if !same {
             state.open = Some(self.open_log().map_err(|why| (why, all))?);
         }
-        let mut text = Vec::with_capacity(records.iter().map(|r| r.rest.len() + 40).sum());
+        let mut text = std::mem::take(&mut state.text);
+        text.clear();
+        let result = self.append_into(state, records, &mut text, all);
+        state.text = text;
+        result
+    }
+
+    /// [`Shared::append`] with the text to write built in `text`.
+    fn append_into(
+        &self,
+        state: &mut State,
+        records: &Records,
+        text: &mut Vec<u8>,
+        all: u64,
+    ) -> Result<(), (String, u64)> {
         // Records in `text`, and records written before it.
         let (mut pending, mut written) = (0u64, 0u64);
-        for record in records {
+        for (time, rest) in records.iter() {
             let start = text.len();
             text.extend_from_slice(b"{\"time\":\"");
-            time_text(&mut state.second, record.time, &mut text);
+            time_text(&mut state.second, time, text);
             text.extend_from_slice(b"\",");
-            text.extend_from_slice(record.rest.get(1..).unwrap_or_default());
+            text.extend_from_slice(rest.get(1..).unwrap_or_default());
             let size = state.open.as_ref().map_or(0, |open| open.size);
             if let Some(max) = self.max_bytes {
                 let before = size + start as u64;
                 if before > 0 && before + (text.len() - start) as u64 > max {
                     // This record goes into a new file: the ones before it first.
                     let line = text.split_off(start);
-                    Self::write_text(state, &text).map_err(|why| (why, all - written))?;
+                    Self::write_text(state, text).map_err(|why| (why, all - written))?;
                     written += pending;
                     pending = 0;
-                    text = line;
+                    *text = line;
                     state.open = None;
                     self.rotate()
                         .map_err(|err| (format!("cannot rotate: {err}"), all - written))?;
@@ -630,7 +694,7 @@ impl Shared {
             }
             pending += 1;
         }
-        Self::write_text(state, &text).map_err(|why| (why, all - written))
+        Self::write_text(state, text).map_err(|why| (why, all - written))
     }
 
     /// One `write` of `text` to the open file.
@@ -731,18 +795,6 @@ fn open_append(path: &Path) -> Result<File, AuditError> {
                 }
             }
         })
-}
-
-/// `value` as one JSON line (serde_json escapes control characters, so a name or
-/// argument holding a newline stays on its line).
-fn json_line(value: &impl Serialize) -> Vec<u8> {
-    let mut line = Vec::with_capacity(512);
-    if serde_json::to_writer(&mut line, value).is_err() {
-        line.clear();
-        line.extend_from_slice(b"{}");
-    }
-    line.push(b'\n');
-    line
 }
 
 /// Appends `time` as [`toolhost::registry::format_utc_time`] writes it

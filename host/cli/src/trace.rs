@@ -321,6 +321,7 @@ impl Tracer {
         let exporter = Exporter {
             config,
             shared: std::sync::Arc::clone(&shared),
+            buffers: proto::Buffers::default(),
         };
         let thread = std::thread::Builder::new()
             .name("otlp-export".to_owned())
@@ -516,6 +517,8 @@ fn unix_nanos(time: SystemTime) -> u64 {
 struct Exporter {
     config: TraceConfig,
     shared: std::sync::Arc<ExportState>,
+    /// The requests' buffers, reused.
+    buffers: proto::Buffers,
 }
 
 impl Exporter {
@@ -523,7 +526,7 @@ impl Exporter {
     /// sender says a batch is full, or at a flush), takes what is queued without waiting,
     /// and sends it in batches of at most [`BATCH_SPANS`]. Nothing wakes it per span: a
     /// thread switch per call cost more than the rest of the span (figure 13).
-    fn run(self, receiver: &Receiver<CallSpans>) {
+    fn run(mut self, receiver: &Receiver<CallSpans>) {
         let resource = proto::resource(&self.config.service_name, &self.config.resource);
         let mut batch = Vec::with_capacity(BATCH_SPANS);
         loop {
@@ -554,11 +557,12 @@ impl Exporter {
     }
 
     /// Sends `batch` (then empties it), counting what was exported or failed.
-    fn export(&self, resource: &[u8], batch: &mut Vec<CallSpans>) {
-        let body = proto::export_request(resource, batch);
+    fn export(&mut self, resource: &[u8], batch: &mut Vec<CallSpans>) {
+        let mut buffers = std::mem::take(&mut self.buffers);
+        let body = proto::export_request(resource, batch, &mut buffers);
         let calls = batch.len() as u64;
         let count = batch.iter().map(CallSpans::count).sum();
-        match self.post(&body) {
+        match self.post(body) {
             Ok(()) => {
                 self.shared.exported.fetch_add(count, Relaxed);
             }
@@ -571,6 +575,7 @@ impl Exporter {
         }
         self.shared.pending.fetch_sub(calls, Relaxed);
         batch.clear();
+        self.buffers = buffers;
     }
 
     /// One POST of `body`; `Err` says why it failed.
