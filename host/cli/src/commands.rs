@@ -103,6 +103,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         toolset.registry.names().join(", ")
     );
     let watched = server.clone();
+    let pool = toolset.plugin_host().cloned();
     crate::observe::watch_server(move || {
         let stats = watched.stats();
         crate::metrics::ServerGauges {
@@ -112,6 +113,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             ..Default::default()
         }
         .with_tasks(&stats)
+        .with_pool(pool.as_deref())
     });
     let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;

@@ -153,6 +153,7 @@ pub(crate) async fn serve(
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
+    let pool = toolset.plugin_host().cloned();
     crate::observe::watch_server(move || {
         crate::metrics::ServerGauges {
             sessions: stats.sessions(),
@@ -161,6 +162,7 @@ pub(crate) async fn serve(
             ..Default::default()
         }
         .with_tasks(&stats.stats())
+        .with_pool(pool.as_deref())
     });
     let watching = start_watching(watch, registry_args, &toolset);
     let served = server.serve(shutdown_signal()).await;

@@ -111,6 +111,9 @@ pub(crate) struct ServerGauges {
     pub(crate) calls_queued: usize,
     /// HTTP connections holding a slot (`None` over stdio).
     pub(crate) connections: Option<usize>,
+    /// The plugin instance pool now, when there are plugins: calls running, idle
+    /// instances kept, places for calls.
+    pub(crate) pool: Option<(u32, u32, u32)>,
     /// Tasks created since start.
     pub(crate) tasks_created: usize,
     /// Tasks ended since start, by [`TASK_ENDS`] index.
@@ -121,6 +124,18 @@ pub(crate) struct ServerGauges {
 pub(crate) const TASK_ENDS: [&str; 3] = ["completed", "failed", "cancelled"];
 
 impl ServerGauges {
+    /// The pool figures of `host`, if any.
+    pub(crate) fn with_pool(mut self, host: Option<&toolhost_plugin::PluginHost>) -> Self {
+        self.pool = host.map(|host| {
+            (
+                host.calls_running(),
+                host.idle_instances(),
+                host.pool().concurrent_calls,
+            )
+        });
+        self
+    }
+
     /// The task counts of `stats`.
     pub(crate) fn with_tasks(mut self, stats: &toolhost_mcp::McpStats) -> Self {
         self.tasks_created = stats.tasks_created;
@@ -368,6 +383,29 @@ impl Metrics {
                 let _ = writeln!(
                     out,
                     "toolhost_tasks_ended_total{{status=\"{status}\"}} {count}"
+                );
+            }
+            if let Some((running, idle, places)) = now.pool {
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_calls_running",
+                    "gauge",
+                    "Plugin calls running (each holds an instance slot of the pool).",
+                    running.to_string(),
+                );
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_call_places",
+                    "gauge",
+                    "Plugin calls that may run at once.",
+                    places.to_string(),
+                );
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_instances_idle",
+                    "gauge",
+                    "Idle plugin instances kept for reuse (each holds an instance slot).",
+                    idle.to_string(),
                 );
             }
             if let Some(connections) = now.connections {

@@ -271,3 +271,25 @@ fn tasks_created_and_ended_are_shown_by_status() {
     );
     assert!(text.contains("# TYPE toolhost_tasks_ended_total counter\n"));
 }
+
+#[test]
+fn the_plugin_pool_is_shown_when_there_are_plugins() {
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(|| ServerGauges {
+        sessions: 1,
+        pool: Some((3, 2, 8)),
+        ..ServerGauges::default()
+    })));
+    let text = metrics.render();
+    for line in [
+        "\ntoolhost_plugin_calls_running 3\n",
+        "\ntoolhost_plugin_call_places 8\n",
+        "\ntoolhost_plugin_instances_idle 2\n",
+        "\n# TYPE toolhost_plugin_calls_running gauge\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    let without = Metrics::default();
+    without.set_server(ServerFigures(Box::new(ServerGauges::default)));
+    assert!(!without.render().contains("toolhost_plugin_calls_running"));
+}

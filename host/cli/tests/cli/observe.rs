@@ -172,6 +172,11 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
         response.contains("\ntoolhost_tool_calls_in_flight 0\n"),
         "{response}"
     );
+    // The pool: no plugin call runs now.
+    assert!(
+        response.contains("\ntoolhost_plugin_calls_running 0\n"),
+        "{response}"
+    );
 }
 
 #[test]
