@@ -68,7 +68,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     crate::observe::start(&args.observe, &roots, transport).await?;
     if let Some(addr) = args.http.http {
-        http::serve(
+        let served = http::serve(
             &args.registry,
             &args.http,
             addr,
@@ -77,8 +77,9 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.watch,
             (&args.confirm, args.confirm_timeout),
         )
-        .await?;
-        crate::observe::flush_traces();
+        .await;
+        crate::observe::flush();
+        served?;
         return Ok(ExitCode::SUCCESS);
     }
     let toolset = build_server_registry(&args.registry)?;
@@ -102,20 +103,24 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         toolset.registry.names().join(", ")
     );
     let watched = server.clone();
+    let pool = toolset.plugin_host().cloned();
     crate::observe::watch_server(move || {
         let stats = watched.stats();
         crate::metrics::ServerGauges {
             sessions: 1,
             calls_queued: stats.calls_queued,
             connections: None,
+            ..Default::default()
         }
+        .with_tasks(&stats)
+        .with_pool(pool.as_deref())
     });
     let watching = start_watching(args.watch, &args.registry, &toolset);
     let served = server.serve_stdio().await;
     if let Some(watching) = watching {
         watching.abort();
     }
-    crate::observe::flush_traces();
+    crate::observe::flush();
     served?;
     // The end of input is the client's way to stop the server: it waits for the exit.
     toolset.finish_optimizing(FINISH_OPTIMIZING).await;

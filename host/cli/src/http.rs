@@ -187,10 +187,16 @@ pub(crate) async fn serve(
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
-    crate::observe::watch_server(move || crate::metrics::ServerGauges {
-        sessions: stats.sessions(),
-        calls_queued: 0,
-        connections: Some(stats.connections()),
+    let pool = toolset.plugin_host().cloned();
+    crate::observe::watch_server(move || {
+        crate::metrics::ServerGauges {
+            sessions: stats.sessions(),
+            calls_queued: 0,
+            connections: Some(stats.connections()),
+            ..Default::default()
+        }
+        .with_tasks(&stats.stats())
+        .with_pool(pool.as_deref())
     });
     // Under a policy each profile's plugins are loaded at start; --watch reloads the
     // policy file (not the plugins directory).

@@ -62,6 +62,41 @@ pub(crate) struct Metrics {
     server: std::sync::OnceLock<ServerFigures>,
     /// Trace spans dropped because the export queue was full ([`Metrics::count_dropped_spans`]).
     spans_dropped: std::sync::OnceLock<Arc<AtomicU64>>,
+    /// Plugins' outgoing HTTP requests by plugin, then by [`HTTP_CLASSES`] index.
+    plugin_http: RwLock<HashMap<String, Arc<[AtomicU64; HTTP_CLASSES.len()]>>>,
+}
+
+/// The `status` label values of `toolhost_plugin_http_requests_total`, in order.
+const HTTP_CLASSES: [&str; 8] = [
+    "1xx", "2xx", "3xx", "4xx", "5xx", "other", "refused", "error",
+];
+
+impl toolhost_plugin::http_policy::HttpObserver for Metrics {
+    fn request(&self, plugin: &str, outcome: toolhost_plugin::http_policy::HttpOutcome) {
+        let class = outcome.class();
+        let index = HTTP_CLASSES
+            .iter()
+            .position(|known| *known == class)
+            .unwrap_or(HTTP_CLASSES.len() - 1);
+        let known = self
+            .plugin_http
+            .read()
+            .ok()
+            .and_then(|plugins| plugins.get(plugin).cloned());
+        let counters = known.unwrap_or_else(|| {
+            let mut plugins = self
+                .plugin_http
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = if plugins.len() >= MAX_TOOL_LABELS && !plugins.contains_key(plugin) {
+                OTHER_TOOL
+            } else {
+                plugin
+            };
+            Arc::clone(plugins.entry(key.to_owned()).or_default())
+        });
+        counters[index].fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Reads what the MCP server holds now.
@@ -76,6 +111,41 @@ pub(crate) struct ServerGauges {
     pub(crate) calls_queued: usize,
     /// HTTP connections holding a slot (`None` over stdio).
     pub(crate) connections: Option<usize>,
+    /// The plugin instance pool now, when there are plugins: calls running, idle
+    /// instances kept, places for calls.
+    pub(crate) pool: Option<(u32, u32, u32)>,
+    /// Tasks created since start.
+    pub(crate) tasks_created: usize,
+    /// Tasks ended since start, by [`TASK_ENDS`] index.
+    pub(crate) tasks_ended: [usize; TASK_ENDS.len()],
+}
+
+/// The `status` label values of `toolhost_tasks_ended_total`, in order.
+pub(crate) const TASK_ENDS: [&str; 3] = ["completed", "failed", "cancelled"];
+
+impl ServerGauges {
+    /// The pool figures of `host`, if any.
+    pub(crate) fn with_pool(mut self, host: Option<&toolhost_plugin::PluginHost>) -> Self {
+        self.pool = host.map(|host| {
+            (
+                host.calls_running(),
+                host.idle_instances(),
+                host.pool().concurrent_calls,
+            )
+        });
+        self
+    }
+
+    /// The task counts of `stats`.
+    pub(crate) fn with_tasks(mut self, stats: &toolhost_mcp::McpStats) -> Self {
+        self.tasks_created = stats.tasks_created;
+        self.tasks_ended = [
+            stats.tasks_completed,
+            stats.tasks_failed,
+            stats.tasks_cancelled,
+        ];
+        self
+    }
 }
 
 impl std::fmt::Debug for ServerFigures {
@@ -275,6 +345,7 @@ impl Metrics {
             "Plugin components compiled (not found in the compile cache, or no cache).",
             self.cache_misses.load(Ordering::Relaxed).to_string(),
         );
+        self.render_plugin_http(&mut out);
         if let Some(dropped) = self.spans_dropped.get() {
             gauge(
                 &mut out,
@@ -300,6 +371,43 @@ impl Metrics {
                 "Tool calls waiting for a slot (stdio; over HTTP a call past the limit is refused).",
                 now.calls_queued.to_string(),
             );
+            gauge(
+                &mut out,
+                "toolhost_tasks_created_total",
+                "counter",
+                "Tool calls run as MCP tasks.",
+                now.tasks_created.to_string(),
+            );
+            out.push_str("# HELP toolhost_tasks_ended_total MCP tasks ended, by status (cancelled: by the client, or stopped with their session or at their time to live).\n# TYPE toolhost_tasks_ended_total counter\n");
+            for (status, count) in TASK_ENDS.iter().zip(now.tasks_ended) {
+                let _ = writeln!(
+                    out,
+                    "toolhost_tasks_ended_total{{status=\"{status}\"}} {count}"
+                );
+            }
+            if let Some((running, idle, places)) = now.pool {
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_calls_running",
+                    "gauge",
+                    "Plugin calls running (each holds an instance slot of the pool).",
+                    running.to_string(),
+                );
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_call_places",
+                    "gauge",
+                    "Plugin calls that may run at once.",
+                    places.to_string(),
+                );
+                gauge(
+                    &mut out,
+                    "toolhost_plugin_instances_idle",
+                    "gauge",
+                    "Idle plugin instances kept for reuse (each holds an instance slot).",
+                    idle.to_string(),
+                );
+            }
             if let Some(connections) = now.connections {
                 gauge(
                     &mut out,
@@ -311,6 +419,34 @@ impl Metrics {
             }
         }
         out
+    }
+}
+
+impl Metrics {
+    /// `toolhost_plugin_http_requests_total`, by plugin and status class.
+    fn render_plugin_http(&self, out: &mut String) {
+        let mut plugins: Vec<(String, Arc<[AtomicU64; HTTP_CLASSES.len()]>)> =
+            match self.plugin_http.read() {
+                Ok(plugins) => plugins
+                    .iter()
+                    .map(|(name, counters)| (name.clone(), Arc::clone(counters)))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+        plugins.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push_str("# HELP toolhost_plugin_http_requests_total Plugins' outgoing HTTP requests, by plugin and status class (refused: outside the grant or past a per-call limit, never sent; error: no answer).\n# TYPE toolhost_plugin_http_requests_total counter\n");
+        for (name, counters) in &plugins {
+            let plugin = escape_label(name);
+            for (class, count) in HTTP_CLASSES.iter().zip(counters.iter()) {
+                let count = count.load(Ordering::Relaxed);
+                if count > 0 {
+                    let _ = writeln!(
+                        out,
+                        "toolhost_plugin_http_requests_total{{plugin=\"{plugin}\",status=\"{class}\"}} {count}"
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -271,8 +271,17 @@ fn is_cache_hit(plugin: &toolhost_plugin::LoadedPlugin) -> bool {
     )
 }
 
-/// At the host's exit: gives the trace exporter up to 2 seconds to send what is queued.
-pub(crate) fn flush_traces() {
+/// How long the host's exit waits for the audit writer to write what is queued.
+const AUDIT_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// At the host's exit: writes the queued audit records (waiting up to 10 seconds), and
+/// gives the trace exporter up to 2 seconds to send what is queued.
+pub(crate) fn flush() {
+    if let Some(audit) = get().and_then(|observers| observers.audit.as_ref()) {
+        if !audit.flush(AUDIT_EXIT_WAIT) {
+            tracing::error!("the audit log's writer did not write the queued records within {} s of the exit: they are lost", AUDIT_EXIT_WAIT.as_secs());
+        }
+    }
     if let Some(tracer) = get().and_then(|observers| observers.tracer.as_ref()) {
         tracer.flush(std::time::Duration::from_secs(2));
         tracing::info!(
@@ -282,6 +291,13 @@ pub(crate) fn flush_traces() {
             "trace export at exit"
         );
     }
+}
+
+/// What counts the plugins' outgoing HTTP requests (the metrics, when on), for the
+/// plugins' HTTP policy.
+pub(crate) fn http_observer() -> Option<Arc<dyn toolhost_plugin::http_policy::HttpObserver>> {
+    let metrics = get()?.metrics.as_ref()?;
+    Some(Arc::clone(metrics) as Arc<dyn toolhost_plugin::http_policy::HttpObserver>)
 }
 
 /// Lets the metrics read the server's own figures at each scrape.

@@ -38,6 +38,11 @@ pub struct Toolset {
 }
 
 impl Toolset {
+    /// The plugin host whose instances run the plugin tools; `None` without `--plugins`.
+    pub fn plugin_host(&self) -> Option<&Arc<PluginHost>> {
+        self.plugins.as_ref().map(|(host, _, _)| host)
+    }
+
     /// The plugins loaded at start, and the files that failed (empty without `--plugins`).
     pub fn load_report(&self) -> Option<&LoadReport> {
         self.plugins.as_ref().map(|(_, _, report)| report)

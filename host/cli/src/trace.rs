@@ -28,9 +28,10 @@ mod proto;
 #[cfg(test)]
 mod tests;
 
-/// Spans waiting for export at most; one more is dropped (and counted).
+/// Calls whose spans wait for export at most (each call's span with its handler's
+/// child); one more call's spans are dropped (and counted).
 pub(crate) const QUEUE_SPANS: usize = 2048;
-/// Spans in one export request at most.
+/// Calls' spans in one export request at most.
 pub(crate) const BATCH_SPANS: usize = 512;
 /// How long the exporter gathers a batch after its first span.
 const BATCH_WAIT: Duration = Duration::from_millis(200);
@@ -244,42 +245,48 @@ fn split_http_url(url: &str) -> Result<(String, String), String> {
     Ok((authority, path.to_owned()))
 }
 
-/// One finished span, ready to encode.
+/// One call's finished spans, ready to encode: the call's own (`SERVER`, named
+/// `tools/call TOOL`) and, when its handler ran, the handler's run (`INTERNAL`, named
+/// `execute_tool TOOL`, a child). Built on the call's thread with three allocations (the
+/// tool name, the session id, the request id); the rest is encoded by the export thread.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SpanRecord {
+pub(crate) struct CallSpans {
     pub(crate) trace_id: [u8; 16],
     pub(crate) span_id: [u8; 8],
     pub(crate) parent_span_id: Option<[u8; 8]>,
-    pub(crate) name: String,
-    /// OTLP `SpanKind`: 1 internal, 2 server.
-    pub(crate) kind: u64,
+    /// The tool's name, cut to [`MAX_ATTRIBUTE_BYTES`].
+    pub(crate) tool: String,
+    /// The session id, cut.
+    pub(crate) session: String,
+    /// The JSON-RPC id, cut, when there is one.
+    pub(crate) request: Option<String>,
+    /// `network.transport`.
+    pub(crate) transport: &'static str,
+    /// The outcome class.
+    pub(crate) outcome: &'static str,
     pub(crate) start_unix_nanos: u64,
     pub(crate) end_unix_nanos: u64,
-    pub(crate) attributes: Vec<(&'static str, AttrValue)>,
-    pub(crate) events: Vec<SpanEvent>,
-    /// `true`: the status is error.
+    /// `toolhost.bytes_out`, for a call that went well.
+    pub(crate) bytes_out: Option<i64>,
+    /// `true`: the status is error (`error.type` is the outcome class).
     pub(crate) error: bool,
+    /// The limit hit, and its value when it has one (an event on the call's span).
+    pub(crate) limit: Option<(&'static str, Option<i64>)>,
+    /// The handler's child span: its id, start and end.
+    pub(crate) handler: Option<([u8; 8], u64, u64)>,
 }
 
-/// An attribute's value.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum AttrValue {
-    Str(String),
-    Int(i64),
-}
-
-/// An event within a span (a limit hit).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SpanEvent {
-    pub(crate) name: &'static str,
-    pub(crate) unix_nanos: u64,
-    pub(crate) attributes: Vec<(&'static str, AttrValue)>,
+impl CallSpans {
+    /// How many spans this is.
+    fn count(&self) -> u64 {
+        1 + u64::from(self.handler.is_some())
+    }
 }
 
 /// The process's tracer: samples, builds and queues the calls' spans.
 #[derive(Debug)]
 pub(crate) struct Tracer {
-    queue: SyncSender<SpanRecord>,
+    queue: SyncSender<CallSpans>,
     sampler: Sampler,
     transport: &'static str,
     ids: std::collections::hash_map::RandomState,
@@ -314,6 +321,7 @@ impl Tracer {
         let exporter = Exporter {
             config,
             shared: std::sync::Arc::clone(&shared),
+            buffers: proto::Buffers::default(),
         };
         let thread = std::thread::Builder::new()
             .name("otlp-export".to_owned())
@@ -390,103 +398,54 @@ impl Tracer {
         }
         let end_nanos = unix_nanos(SystemTime::now());
         let start_nanos = end_nanos.saturating_sub(nanos_of(end.duration));
-        let tool = cut(&end.call.name);
-        let mut attributes = vec![
-            ("mcp.method.name", AttrValue::Str("tools/call".to_owned())),
-            (
-                "gen_ai.operation.name",
-                AttrValue::Str("execute_tool".to_owned()),
-            ),
-            ("gen_ai.tool.name", AttrValue::Str(tool.to_owned())),
-            (
-                "mcp.session.id",
-                AttrValue::Str(cut(&end.env.session_id).to_owned()),
-            ),
-            (
-                "network.transport",
-                AttrValue::Str(self.transport.to_owned()),
-            ),
-            (
-                "toolhost.outcome",
-                AttrValue::Str(end.outcome_class().to_owned()),
-            ),
-        ];
-        if let Some(id) = request_id(&end.call.id) {
-            attributes.push(("jsonrpc.request.id", AttrValue::Str(cut(id).to_owned())));
-        }
-        let mut events = Vec::new();
-        match end.outcome {
-            Ok(_) => attributes.push((
-                "toolhost.bytes_out",
-                AttrValue::Int(i64::try_from(end.bytes_out).unwrap_or(i64::MAX)),
-            )),
-            Err(err) => {
-                attributes.push(("error.type", AttrValue::Str(end.outcome_class().to_owned())));
-                if let Some((limit, value)) = limit_hit(err) {
-                    let mut attrs = vec![("toolhost.limit", AttrValue::Str(limit.to_owned()))];
-                    if let Some(value) = value {
-                        attrs.push(("toolhost.limit.value", AttrValue::Int(value)));
-                    }
-                    events.push(SpanEvent {
-                        name: "toolhost.limit_exceeded",
-                        unix_nanos: end_nanos,
-                        attributes: attrs,
-                    });
-                }
-            }
-        }
         // The id the call's outgoing requests named as their parent, when it has one.
         let span_id = end
             .trace_span_id
             .unwrap_or_else(|| self.random_u64().to_be_bytes());
         // The handler's run (for a plugin tool: instantiation and the guest call), a child.
-        if let Some(handler) = end.handler {
+        let handler = end.handler.map(|handler| {
             let start = start_nanos.saturating_add(nanos_of(handler.after));
-            self.queue_span(SpanRecord {
-                trace_id,
-                span_id: self.random_u64().to_be_bytes(),
-                parent_span_id: Some(span_id),
-                name: format!("execute_tool {tool}"),
-                kind: 1,
-                start_unix_nanos: start,
-                end_unix_nanos: start.saturating_add(nanos_of(handler.took)).min(end_nanos),
-                attributes: vec![
-                    (
-                        "gen_ai.operation.name",
-                        AttrValue::Str("execute_tool".to_owned()),
-                    ),
-                    ("gen_ai.tool.name", AttrValue::Str(tool.to_owned())),
-                ],
-                events: Vec::new(),
-                error: end.outcome.is_err(),
-            });
-        }
-        let span = SpanRecord {
+            (
+                self.random_u64().to_be_bytes(),
+                start,
+                start.saturating_add(nanos_of(handler.took)).min(end_nanos),
+            )
+        });
+        let (bytes_out, limit) = match end.outcome {
+            Ok(_) => (Some(i64::try_from(end.bytes_out).unwrap_or(i64::MAX)), None),
+            Err(err) => (None, limit_hit(err)),
+        };
+        self.queue_spans(CallSpans {
             trace_id,
             span_id,
             parent_span_id: parent.map(|p| p.span_id),
-            name: format!("tools/call {tool}"),
-            kind: 2,
+            tool: cut(&end.call.name).to_owned(),
+            session: cut(&end.env.session_id).to_owned(),
+            request: request_id(&end.call.id).map(|id| cut(id).to_owned()),
+            transport: self.transport,
+            outcome: end.outcome_class(),
             start_unix_nanos: start_nanos,
             end_unix_nanos: end_nanos,
-            attributes,
-            events,
+            bytes_out,
             error: end.outcome.is_err(),
-        };
-        self.queue_span(span);
+            limit,
+            handler,
+        });
     }
 
-    /// Puts `span` on the export queue, or drops and counts it when the queue is full.
-    fn queue_span(&self, span: SpanRecord) {
+    /// Puts a call's `spans` on the export queue, or drops and counts them when the
+    /// queue is full.
+    fn queue_spans(&self, spans: CallSpans) {
+        let count = spans.count();
         let pending = self.shared.pending.fetch_add(1, Relaxed) + 1;
-        match self.queue.try_send(span) {
+        match self.queue.try_send(spans) {
             // The export thread wakes on its own every BATCH_WAIT; a call wakes it only
             // when a whole batch waits, so no call pays a thread switch for its span.
             Ok(()) if pending.is_multiple_of(BATCH_SPANS as u64) => self.exporter.unpark(),
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.pending.fetch_sub(1, Relaxed);
-                self.dropped.fetch_add(1, Relaxed);
+                self.dropped.fetch_add(count, Relaxed);
                 if !self.dropped_logged.swap(true, Relaxed) {
                     tracing::warn!(queue = QUEUE_SPANS, "the trace export queue is full (the collector is slow or down): spans are dropped and counted; calls go on");
                 }
@@ -558,6 +517,8 @@ fn unix_nanos(time: SystemTime) -> u64 {
 struct Exporter {
     config: TraceConfig,
     shared: std::sync::Arc<ExportState>,
+    /// The requests' buffers, reused.
+    buffers: proto::Buffers,
 }
 
 impl Exporter {
@@ -565,7 +526,7 @@ impl Exporter {
     /// sender says a batch is full, or at a flush), takes what is queued without waiting,
     /// and sends it in batches of at most [`BATCH_SPANS`]. Nothing wakes it per span: a
     /// thread switch per call cost more than the rest of the span (figure 13).
-    fn run(self, receiver: &Receiver<SpanRecord>) {
+    fn run(mut self, receiver: &Receiver<CallSpans>) {
         let resource = proto::resource(&self.config.service_name, &self.config.resource);
         let mut batch = Vec::with_capacity(BATCH_SPANS);
         loop {
@@ -596,10 +557,12 @@ impl Exporter {
     }
 
     /// Sends `batch` (then empties it), counting what was exported or failed.
-    fn export(&self, resource: &[u8], batch: &mut Vec<SpanRecord>) {
-        let body = proto::export_request(resource, batch);
-        let count = batch.len() as u64;
-        match self.post(&body) {
+    fn export(&mut self, resource: &[u8], batch: &mut Vec<CallSpans>) {
+        let mut buffers = std::mem::take(&mut self.buffers);
+        let body = proto::export_request(resource, batch, &mut buffers);
+        let calls = batch.len() as u64;
+        let count = batch.iter().map(CallSpans::count).sum();
+        match self.post(body) {
             Ok(()) => {
                 self.shared.exported.fetch_add(count, Relaxed);
             }
@@ -610,8 +573,9 @@ impl Exporter {
                 }
             }
         }
-        self.shared.pending.fetch_sub(count, Relaxed);
+        self.shared.pending.fetch_sub(calls, Relaxed);
         batch.clear();
+        self.buffers = buffers;
     }
 
     /// One POST of `body`; `Err` says why it failed.

@@ -330,4 +330,13 @@ pub struct McpStats {
     pub queued_call_bytes: usize,
     /// How many times `tools/list` was encoded (once, unless tools were added since).
     pub tools_list_encodings: usize,
+    /// Tasks created (a `tools/call` run as a task) since start.
+    pub tasks_created: usize,
+    /// Tasks that ended with their result.
+    pub tasks_completed: usize,
+    /// Tasks that ended with an error (the tool's, their time limit, the result budget).
+    pub tasks_failed: usize,
+    /// Tasks cancelled: by their client, or stopped with their session or at their
+    /// time to live while still working.
+    pub tasks_cancelled: usize,
 }

@@ -278,6 +278,27 @@ impl PluginHost {
         self.optimizer.pending()
     }
 
+    /// Plugin calls holding one of the [`PoolPlan::concurrent_calls`] places now (each
+    /// holds an instance slot of the pool while it runs).
+    ///
+    /// ```
+    /// use toolhost_plugin::{PluginHost, PluginHostConfig};
+    ///
+    /// let host = PluginHost::new(PluginHostConfig::builder().cache_dir(None).build())?;
+    /// assert_eq!((host.calls_running(), host.idle_instances()), (0, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn calls_running(&self) -> u32 {
+        let free = u32::try_from(self.shared.slots.available_permits()).unwrap_or(u32::MAX);
+        self.pool.concurrent_calls.max(1).saturating_sub(free)
+    }
+
+    /// Idle instances kept for reuse now, over all plugins (each holds a slot of the
+    /// pool; always 0 with a fresh instance per call).
+    pub fn idle_instances(&self) -> u32 {
+        self.shared.idle()
+    }
+
     /// The engines, linkers and compile cache for plugins needing `metering`; the fuel
     /// engines are built (and their ticker started) on first use.
     fn backend(&self, metering: Metering) -> Result<&Backend, PluginError> {

@@ -1,4 +1,5 @@
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolhost::registry::{
@@ -8,9 +9,40 @@ use toolhost::registry::{
 use super::*;
 use crate::observe::Observers;
 
+/// A registry watched by an audit log, and that log (to wait for its writer).
+struct Audited {
+    registry: Registry,
+    observers: Arc<Observers>,
+}
+
+impl std::ops::Deref for Audited {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+impl Audited {
+    /// Waits for the writer to write what is queued.
+    fn flush(&self) {
+        flush(&self.observers);
+    }
+}
+
+/// Waits for `observers`' audit writer to write what is queued.
+fn flush(observers: &Observers) {
+    let audit = observers.audit.as_ref().unwrap();
+    assert!(audit.flush(Duration::from_secs(10)), "the writer is stuck");
+}
+
 /// A registry with `echo` (gives back its `seq`), `needs` (requires `x`) and the audit
 /// log at `path` watching it.
-fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Registry {
+fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Audited {
+    audited_with(AuditLog::open(path, max_bytes, keep, false).unwrap())
+}
+
+/// [`audited`] with the log given.
+fn audited_with(log: AuditLog) -> Audited {
     let registry = Registry::new();
     registry
         .register(
@@ -51,15 +83,18 @@ fn audited(path: &Path, max_bytes: Option<u64>, keep: usize) -> Registry {
             },
         )
         .unwrap();
-    let observers = Observers {
-        audit: Some(AuditLog::open(path, max_bytes, keep, false).unwrap()),
+    let observers = Arc::new(Observers {
+        audit: Some(log),
         metrics: None,
         tracer: None,
-    };
+    });
     registry
-        .set_observer(Arc::new(observers) as Arc<dyn CallObserver>)
+        .set_observer(Arc::clone(&observers) as Arc<dyn CallObserver>)
         .unwrap();
-    registry
+    Audited {
+        registry,
+        observers,
+    }
 }
 
 fn env(session: &str) -> Environment {
@@ -112,6 +147,7 @@ async fn a_thousand_calls_across_four_sessions_give_a_thousand_records_in_order(
     for session in sessions {
         session.await.unwrap();
     }
+    registry.flush();
     let records = records(&path);
     assert_eq!(records.len(), 1000);
     // Each session's calls ran one after the other: its records come in that order.
@@ -158,17 +194,19 @@ async fn a_tool_name_or_arguments_cannot_forge_a_record() {
     let forged_name = "x\"}\n{\"event\":\"call\",\"tool\":\"forged\",\"outcome\":\"ok\"}\n";
     let err = call(&registry, "s", forged_name, "{}").await.unwrap_err();
     assert_eq!(err.kind(), "unknown_tool");
-    let observers = Observers {
+    registry.flush();
+    let observers = Arc::new(Observers {
         audit: Some(AuditLog::open(&path, None, 1, true).unwrap()),
         metrics: None,
         tracer: None,
-    };
+    });
     let registry2 = Registry::new();
     registry2
-        .set_observer(Arc::new(observers) as Arc<dyn CallObserver>)
+        .set_observer(Arc::clone(&observers) as Arc<dyn CallObserver>)
         .unwrap();
     let forged_arguments = "{\"a\":\"\n{\\\"event\\\":\\\"forged\\\"}\u{2028}\r\"}";
     let _ = call(&registry2, "s", "echo", forged_arguments).await;
+    flush(&observers);
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
     let records = records(&path);
@@ -197,12 +235,15 @@ async fn a_symlink_planted_after_start_is_not_followed_and_stops_calls() {
     let path = dir.path().join("audit.jsonl");
     let registry = audited(&path, None, 1);
     call(&registry, "s", "echo", "{}").await.unwrap();
+    registry.flush();
     let target = dir.path().join("elsewhere");
     std::fs::write(&target, "precious\n").unwrap();
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&target, &path).unwrap();
-    // This call's record cannot be written (it ran already); the next is refused.
+    // This call's record cannot be written (it ran already); the next, once the writer
+    // saw it, is refused.
     call(&registry, "s", "echo", "{}").await.unwrap();
+    registry.flush();
     let err = call(&registry, "s", "echo", "{}").await.unwrap_err();
     assert!(err.to_string().contains("the audit log"), "{err}");
     assert!(err.to_string().contains("symbolic link"), "{err}");
@@ -215,12 +256,14 @@ async fn an_unwritable_audit_log_stops_calls_until_it_can_be_written_again() {
     let path = dir.path().join("audit.jsonl");
     let registry = audited(&path, None, 1);
     call(&registry, "s", "echo", r#"{"seq":1}"#).await.unwrap();
+    registry.flush();
     // The file cannot be written any more: a directory stands in its place (as root, a
     // read-only mode would not stop the writes).
     std::fs::rename(&path, dir.path().join("kept.jsonl")).unwrap();
     std::fs::create_dir(&path).unwrap();
     // The call during which writing fails had run: its record is lost.
     call(&registry, "s", "echo", r#"{"seq":2}"#).await.unwrap();
+    registry.flush();
     for _ in 0..3 {
         let err = call(&registry, "s", "echo", r#"{"seq":3}"#)
             .await
@@ -239,6 +282,7 @@ async fn an_unwritable_audit_log_stops_calls_until_it_can_be_written_again() {
     // Writable again: calls run, the first record says how many were lost.
     std::fs::remove_dir(&path).unwrap();
     call(&registry, "s", "echo", r#"{"seq":4}"#).await.unwrap();
+    registry.flush();
     let records = records(&path);
     assert_eq!(records.len(), 2, "{records:?}");
     assert_eq!(records[0]["event"], "audit_resumed");
@@ -260,6 +304,7 @@ async fn rotation_keeps_the_given_number_of_files() {
             .await
             .unwrap();
     }
+    registry.flush();
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
@@ -292,6 +337,7 @@ async fn refusals_before_a_call_are_recorded_and_secrets_are_not() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), "invalid_arguments");
+    registry.flush();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains("hunter2"), "{text}");
     let records = records(&path);
@@ -312,6 +358,7 @@ async fn a_call_whose_caller_gives_up_is_recorded_as_cancelled() {
     )
     .await;
     assert!(gave_up.is_err());
+    registry.flush();
     let records = records(&path);
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["tool"], "forever");
@@ -360,6 +407,7 @@ async fn a_nested_call_is_audited_naming_the_composing_tool() {
         .unwrap();
     let result = call(&registry, "s", "script", "{}").await.unwrap();
     assert_eq!(result.content, 7);
+    registry.flush();
     let records = records(&path);
     // The nested call ends first.
     assert_eq!(records.len(), 2);
@@ -368,4 +416,185 @@ async fn a_nested_call_is_audited_naming_the_composing_tool() {
     assert_eq!(records[0]["outcome"], "ok");
     assert_eq!(records[1]["tool"], "script");
     assert!(records[1].get("nested_in").is_none(), "{}", records[1]);
+}
+
+/// Calls `echo` with `arguments` from a thread of its own (a call blocked on a full queue
+/// blocks its thread, as it would a server's worker).
+fn call_on_thread(
+    registry: &Arc<Audited>,
+    arguments: String,
+) -> std::thread::JoinHandle<Result<ToolResult, ToolError>> {
+    let registry = Arc::clone(registry);
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(call(&registry, "s", "echo", &arguments))
+    })
+}
+
+/// What the queue holds now: records queued since start, and bytes held.
+fn queue_figures(audited: &Audited) -> (u64, usize) {
+    let queue = audited
+        .observers
+        .audit
+        .as_ref()
+        .unwrap()
+        .shared
+        .lock_queue();
+    (queue.pushed, queue.bytes)
+}
+
+#[test]
+fn a_flood_of_calls_while_the_disk_stalls_keeps_the_queue_bounded_and_loses_no_record() {
+    const BOUND: usize = 64 * 1024;
+    const CALLS: usize = 96;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    // Arguments recorded (`--audit-arguments`): each record holds its 4 KiB of them.
+    let log = AuditLog::open_with(&path, None, 1, true, BOUND, Duration::from_secs(60)).unwrap();
+    let registry = Arc::new(audited_with(log));
+    let stall = registry
+        .observers
+        .audit
+        .as_ref()
+        .unwrap()
+        .shared
+        .stall
+        .lock()
+        .unwrap();
+    let filler = "x".repeat(4096);
+    let threads: Vec<_> = (0..CALLS)
+        .map(|seq| call_on_thread(&registry, format!(r#"{{"seq":{seq},"pad":"{filler}"}}"#)))
+        .collect();
+    // The queue fills up to its bound and stays there: the calls past it wait.
+    let mut last = (0, 0);
+    let mut steady = 0;
+    for _ in 0..500 {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = queue_figures(&registry);
+        assert!(
+            now.1 <= BOUND,
+            "{} bytes queued, past the bound of {BOUND}",
+            now.1
+        );
+        steady = if now == last { steady + 1 } else { 0 };
+        last = now;
+        if steady == 20 && now.0 > 0 {
+            break;
+        }
+    }
+    let (queued, bytes) = last;
+    assert!(
+        queued > 0 && (queued as usize) < CALLS,
+        "{queued} of {CALLS} records queued"
+    );
+    assert!(bytes > BOUND / 2, "{bytes} bytes queued");
+    let waiting = threads
+        .iter()
+        .filter(|thread| !thread.is_finished())
+        .count();
+    assert_eq!(waiting, CALLS - queued as usize, "calls waiting for room");
+    // The disk is back: every call ends, and every record is written, in full.
+    drop(stall);
+    for thread in threads {
+        thread.join().unwrap().unwrap();
+    }
+    registry.flush();
+    let records = records(&path);
+    assert_eq!(records.len(), CALLS);
+    assert!(records.iter().all(|record| record["event"] == "call"
+        && record["arguments"].as_str().unwrap().contains(&filler)));
+    let mut seqs: Vec<u64> = records
+        .iter()
+        .map(|record| {
+            let arguments: Value =
+                serde_json::from_str(record["arguments"].as_str().unwrap()).unwrap();
+            arguments["seq"].as_u64().unwrap()
+        })
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..CALLS as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_disk_stalled_past_the_wait_counts_the_record_lost_and_refuses_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log =
+        AuditLog::open_with(&path, None, 1, true, 8 * 1024, Duration::from_millis(200)).unwrap();
+    let registry = Arc::new(audited_with(log));
+    let stall = registry
+        .observers
+        .audit
+        .as_ref()
+        .unwrap()
+        .shared
+        .stall
+        .lock()
+        .unwrap();
+    let filler = "x".repeat(6 * 1024);
+    // The first record fits the empty queue; the writer takes it and stalls.
+    call_on_thread(&registry, format!(r#"{{"seq":1,"pad":"{filler}"}}"#))
+        .join()
+        .unwrap()
+        .unwrap();
+    // The second does not fit: its call waits 200 ms, then its record counts as lost.
+    let started = std::time::Instant::now();
+    call_on_thread(&registry, format!(r#"{{"seq":2,"pad":"{filler}"}}"#))
+        .join()
+        .unwrap()
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // Calls are refused (at once, though the writer is still stuck).
+    let err = call_on_thread(&registry, r#"{"seq":3}"#.to_owned())
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), "failed");
+    let message = err.to_string();
+    assert!(message.contains("no call runs unaudited"), "{message}");
+    assert!(
+        message.contains("its writer could not take a record for 0.2 s"),
+        "{message}"
+    );
+    // The disk is back: the next call runs, after a line counting the lost records (the
+    // stalled batch, written after the failure, is counted too).
+    drop(stall);
+    registry.flush();
+    call_on_thread(&registry, r#"{"seq":4}"#.to_owned())
+        .join()
+        .unwrap()
+        .unwrap();
+    registry.flush();
+    let records = records(&path);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["event"], "audit_resumed");
+    assert_eq!(records[0]["lost"], 2);
+    assert_eq!(records[1]["arguments"], r#"{"seq":4}"#);
+}
+
+#[test]
+fn record_times_are_written_as_format_utc_time_writes_them() {
+    let mut second = None;
+    for millis in [
+        0u64,
+        951_782_400_123,
+        951_782_400_999,
+        951_782_401_007,
+        1_764_877_826_045,
+    ] {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(millis);
+        let mut out = Vec::new();
+        time_text(&mut second, at, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            toolhost::registry::format_utc_time(at)
+        );
+    }
 }

@@ -215,3 +215,81 @@ async fn a_dropped_call_leaves_no_call_in_flight() {
         [r#"toolhost_tool_calls_total{tool="forever",outcome="cancelled"} 1"#]
     );
 }
+
+#[test]
+fn plugin_http_requests_are_counted_by_plugin_and_status_class() {
+    use toolhost_plugin::http_policy::{HttpObserver, HttpOutcome};
+    let metrics = Metrics::default();
+    for outcome in [
+        HttpOutcome::Status(200),
+        HttpOutcome::Status(204),
+        HttpOutcome::Status(503),
+        HttpOutcome::Refused,
+    ] {
+        metrics.request("webfetch", outcome);
+    }
+    metrics.request("we\"ird\nname", HttpOutcome::Failed);
+    let text = metrics.render();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("toolhost_plugin_http_requests_total{"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"toolhost_plugin_http_requests_total{plugin="we\"ird\nname",status="error"} 1"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="2xx"} 2"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="5xx"} 1"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="refused"} 1"#,
+        ]
+    );
+    assert!(text.contains("# TYPE toolhost_plugin_http_requests_total counter\n"));
+}
+
+#[test]
+fn tasks_created_and_ended_are_shown_by_status() {
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(|| ServerGauges {
+        sessions: 2,
+        tasks_created: 7,
+        tasks_ended: [3, 2, 1],
+        ..ServerGauges::default()
+    })));
+    let text = metrics.render();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("toolhost_tasks_"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "toolhost_tasks_created_total 7",
+            r#"toolhost_tasks_ended_total{status="completed"} 3"#,
+            r#"toolhost_tasks_ended_total{status="failed"} 2"#,
+            r#"toolhost_tasks_ended_total{status="cancelled"} 1"#,
+        ]
+    );
+    assert!(text.contains("# TYPE toolhost_tasks_ended_total counter\n"));
+}
+
+#[test]
+fn the_plugin_pool_is_shown_when_there_are_plugins() {
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(|| ServerGauges {
+        sessions: 1,
+        pool: Some((3, 2, 8)),
+        ..ServerGauges::default()
+    })));
+    let text = metrics.render();
+    for line in [
+        "\ntoolhost_plugin_calls_running 3\n",
+        "\ntoolhost_plugin_call_places 8\n",
+        "\ntoolhost_plugin_instances_idle 2\n",
+        "\n# TYPE toolhost_plugin_calls_running gauge\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    let without = Metrics::default();
+    without.set_server(ServerFigures(Box::new(ServerGauges::default)));
+    assert!(!without.render().contains("toolhost_plugin_calls_running"));
+}

@@ -110,13 +110,15 @@ pub(crate) fn host_config(
     if access != FileAccess::None {
         config.storage(storage);
     }
+    let mut http = HttpPolicy::default()
+        .with_allow(args.plugin_http.clone())
+        .with_allow_nets(args.plugin_http_allow_net.clone());
+    if let Some(observer) = crate::observe::http_observer() {
+        http = http.with_observer(observer);
+    }
     config
         .file_policy(policy)
-        .http(
-            HttpPolicy::default()
-                .with_allow(args.plugin_http.clone())
-                .with_allow_nets(args.plugin_http_allow_net.clone()),
-        )
+        .http(http)
         .config_values(config_values(args, |var| std::env::var(var).ok())?)
         .plugin_ask(args.plugin_ask)
         .plugin_sampling(args.plugin_sampling)

@@ -35,6 +35,19 @@ fn scrape(addr: SocketAddr) -> String {
     response
 }
 
+/// The audit file's text once it holds `lines` lines (its writer writes a record within
+/// 10 ms of its call's end), or as it is after 10 s.
+fn audit_lines(path: &std::path::Path, lines: usize) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines || std::time::Instant::now() >= until {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// `name{labels} value` lines of `metric`.
 fn series(text: &str, metric: &str) -> Vec<String> {
     text.lines()
@@ -97,7 +110,7 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
         assert_eq!(reply["result"]["isError"], true, "{reply}");
     }
 
-    let text = std::fs::read_to_string(&audit).unwrap();
+    let text = audit_lines(&audit, OK + REFUSED);
     assert!(!text.contains(SECRET), "{text}");
     assert!(
         !text.contains("forged"),
@@ -157,6 +170,11 @@ fn audit_and_metrics_account_for_every_call_of_a_plugin() {
     assert!(response.contains("\ntoolhost_compile_cache_misses_total 1\n"));
     assert!(
         response.contains("\ntoolhost_tool_calls_in_flight 0\n"),
+        "{response}"
+    );
+    // The pool: no plugin call runs now.
+    assert!(
+        response.contains("\ntoolhost_plugin_calls_running 0\n"),
         "{response}"
     );
 }
@@ -504,4 +522,140 @@ fn a_plugins_request_carries_the_calls_traceparent_unless_turned_off() {
     );
     let (header, _) = fetch_with_traceparent(&["--no-trace-propagation"], parent);
     assert_eq!(header, "", "no traceparent with --no-trace-propagation");
+}
+
+#[test]
+fn a_plugins_http_requests_are_counted_by_plugin_and_status_class() {
+    let (origin, seen) = traceparent_server();
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
+    std::fs::write(
+        plugins.path().join("webfetch.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let metrics = free_port();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--no-builtins",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--plugin-http",
+            &origin,
+            "--plugin-http-allow-net",
+            "127.0.0.1",
+            "--metrics",
+            &metrics.to_string(),
+        ],
+    );
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    for id in 2..4 {
+        let reply = server.request(
+            id,
+            "tools/call",
+            json!({"name": "fetch", "arguments": {"url": format!("{origin}/x")}}),
+        );
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+    // Outside the plugin's grant: refused, never sent.
+    let reply = server.request(
+        4,
+        "tools/call",
+        json!({"name": "fetch", "arguments": {"url": "http://127.0.0.1:9/"}}),
+    );
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let response = scrape(metrics);
+    assert_eq!(
+        series(&response, "toolhost_plugin_http_requests_total"),
+        [
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="2xx"} 2"#,
+            r#"toolhost_plugin_http_requests_total{plugin="webfetch",status="refused"} 1"#,
+        ],
+        "{response}"
+    );
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn tasks_created_and_ended_are_counted_in_the_metrics() {
+    let root = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["greet"]).unwrap();
+    std::fs::write(
+        plugins.path().join("greet.toml"),
+        "task_support = \"optional\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let metrics = free_port();
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--no-builtins",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--metrics",
+            &metrics.to_string(),
+        ],
+    );
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(
+        init["result"]["capabilities"]["tasks"].is_object(),
+        "{init}"
+    );
+    // Answers to `id`, past the task status notifications that come meanwhile.
+    let mut answer = |id: i64, method: &str, params: Value| {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = server.receive();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    };
+    let created = answer(
+        2,
+        "tools/call",
+        json!({"name": "greet", "arguments": {"name": "Ada"}, "task": {}}),
+    );
+    let task = created["result"]["task"]["taskId"].clone();
+    let result = answer(3, "tasks/result", json!({"taskId": task}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "Hello, Ada!",
+        "{result}"
+    );
+    let response = scrape(metrics);
+    assert!(
+        response.contains("\ntoolhost_tasks_created_total 1\n"),
+        "{response}"
+    );
+    assert_eq!(
+        series(&response, "toolhost_tasks_ended_total"),
+        [
+            r#"toolhost_tasks_ended_total{status="completed"} 1"#,
+            r#"toolhost_tasks_ended_total{status="failed"} 0"#,
+            r#"toolhost_tasks_ended_total{status="cancelled"} 0"#,
+        ]
+    );
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }

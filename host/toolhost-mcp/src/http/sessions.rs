@@ -353,6 +353,7 @@ impl Sessions {
             )),
             Served::PerSession(factory) => Source::PerSession(factory),
         };
+        let tasks = Arc::new(TaskStore::new(&McpLimits::default()).counting(Arc::clone(&counters)));
         Self {
             settings,
             source,
@@ -362,7 +363,7 @@ impl Sessions {
             stop: CancellationToken::new(),
             terminated: Mutex::new((HashSet::new(), VecDeque::new())),
             asking: crate::elicit::Asking::default(),
-            tasks: Arc::new(TaskStore::new(&McpLimits::default())),
+            tasks,
         }
     }
 
@@ -379,7 +380,7 @@ impl Sessions {
 
     /// These sessions keeping their tasks within `limits`' task bounds.
     pub(crate) fn with_task_limits(mut self, limits: &McpLimits) -> Self {
-        self.tasks = Arc::new(TaskStore::new(limits));
+        self.tasks = Arc::new(TaskStore::new(limits).counting(Arc::clone(&self.counters)));
         self
     }
 

@@ -327,7 +327,9 @@ impl McpServer {
         let mut tasks = JoinSet::new();
         let session = Session::with_catalog(Arc::clone(&self.catalog), self.session.clone());
         session.set_tasks(
-            Arc::new(crate::tasks::TaskStore::new(&self.limits)),
+            Arc::new(
+                crate::tasks::TaskStore::new(&self.limits).counting(Arc::clone(&self.counters)),
+            ),
             crate::session::TaskOwner::Session(self.session.session_id.clone()),
         );
         let notifier = Notifier::new(Arc::new(outbox.clone()));

@@ -25,6 +25,10 @@ pub(crate) struct Counters {
     pub(crate) peak_calls_queued: AtomicUsize,
     pub(crate) queued_call_bytes: AtomicUsize,
     pub(crate) tools_list_encodings: AtomicUsize,
+    pub(crate) tasks_created: AtomicUsize,
+    pub(crate) tasks_completed: AtomicUsize,
+    pub(crate) tasks_failed: AtomicUsize,
+    pub(crate) tasks_cancelled: AtomicUsize,
 }
 
 impl Counters {
@@ -42,6 +46,10 @@ impl Counters {
             peak_calls_queued: get(&self.peak_calls_queued),
             queued_call_bytes: get(&self.queued_call_bytes),
             tools_list_encodings: get(&self.tools_list_encodings),
+            tasks_created: get(&self.tasks_created),
+            tasks_completed: get(&self.tasks_completed),
+            tasks_failed: get(&self.tasks_failed),
+            tasks_cancelled: get(&self.tasks_cancelled),
         }
     }
 }

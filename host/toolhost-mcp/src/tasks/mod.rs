@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost::registry::{format_bytes, Environment};
 
 use crate::limits::{McpLimits, TASK_POLL_INTERVAL_MS};
+use crate::session::Counters;
 
 /// The extension id under which a 2026-07-28 server offers tasks
 /// (`capabilities.extensions`).
@@ -290,6 +291,13 @@ struct Store {
     next_seq: u64,
     /// The earliest expiry among the tasks, when there are any.
     next_expiry: Option<Instant>,
+    /// Where tasks created and ended are counted ([`TaskStore::counting`]).
+    counters: Arc<Counters>,
+}
+
+/// Adds one to `counter`.
+fn count(counter: &std::sync::atomic::AtomicUsize) {
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Store {
@@ -313,6 +321,10 @@ impl Store {
     /// Forgets task `id`: its place and bytes are free, a working call is stopped.
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let entry = self.tasks.remove(id)?;
+        if entry.status.running() {
+            // Forgotten while working (its session ended, its time to live passed).
+            count(&self.counters.tasks_cancelled);
+        }
         entry.cancel.cancel();
         self.bytes -= entry.bytes;
         let owner = self.owners.get_mut(&entry.owner);
@@ -426,6 +438,16 @@ impl TaskStore {
         }
     }
 
+    /// This store counting the tasks it creates and ends in `counters` (the server's,
+    /// read by [`McpStats`](crate::McpStats)).
+    pub(crate) fn counting(mut self, counters: Arc<Counters>) -> Self {
+        self.inner
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .counters = counters;
+        self
+    }
+
     fn lock(&self) -> MutexGuard<'_, Store> {
         // Every change leaves the maps consistent before it can panic; a poisoned lock
         // leaves them usable.
@@ -493,6 +515,7 @@ impl TaskStore {
                 .map_or(entry.expires, |at| at.min(entry.expires)),
         );
         store.tasks.insert(id.clone(), entry);
+        count(&store.counters.tasks_created);
         Ok(Created {
             id,
             token,
@@ -547,6 +570,12 @@ impl TaskStore {
             }
         };
         let bytes = if fits { result.len() } else { 0 };
+        count(if status == Status::Completed {
+            &store.counters.tasks_completed
+        } else {
+            &store.counters.tasks_failed
+        });
+        let entry = store.tasks.get_mut(&created.id)?;
         entry.status = status;
         entry.message = message;
         entry.touch();
@@ -726,6 +755,7 @@ impl TaskStore {
         entry.message = Some(reason.to_owned());
         entry.touch();
         let task = entry.json(id);
+        count(&store.counters.tasks_cancelled);
         store.release(id, self.per_session, self.max_tasks);
         Ok(task)
     }
@@ -753,6 +783,7 @@ impl TaskStore {
         entry.status = Status::Cancelled;
         entry.message = Some(reason.to_owned());
         entry.touch();
+        count(&store.counters.tasks_cancelled);
         store.release(id, self.per_session, self.max_tasks);
         true
     }

@@ -110,6 +110,52 @@ impl Resolve for SystemResolver {
     }
 }
 
+/// How a plugin's outgoing HTTP request ended, as told to an [`HttpObserver`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpOutcome {
+    /// The server answered with this status.
+    Status(u16),
+    /// Refused before any lookup or connection: outside the plugin's grant, or past its
+    /// per-call request count or declared body size.
+    Refused,
+    /// No answer: the name did not resolve, every address was forbidden, the connection
+    /// failed or timed out.
+    Failed,
+}
+
+impl HttpOutcome {
+    /// The class the host's metrics count it under: `1xx` to `5xx` (`other` for a status
+    /// outside 100..=599), `refused`, `error`.
+    ///
+    /// ```
+    /// use toolhost_plugin::http_policy::HttpOutcome;
+    ///
+    /// assert_eq!(HttpOutcome::Status(404).class(), "4xx");
+    /// assert_eq!(HttpOutcome::Refused.class(), "refused");
+    /// ```
+    pub fn class(self) -> &'static str {
+        match self {
+            Self::Status(100..=199) => "1xx",
+            Self::Status(200..=299) => "2xx",
+            Self::Status(300..=399) => "3xx",
+            Self::Status(400..=499) => "4xx",
+            Self::Status(500..=599) => "5xx",
+            Self::Status(_) => "other",
+            Self::Refused => "refused",
+            Self::Failed => "error",
+        }
+    }
+}
+
+/// Told of every outgoing HTTP request of every plugin (the CLI counts them in its
+/// metrics). Called on the request's task when its answer's head arrived (or it failed):
+/// keep it short, it must not block.
+pub trait HttpObserver: Send + Sync + 'static {
+    /// `plugin` (its name) made a request that ended as `outcome`.
+    fn request(&self, plugin: &str, outcome: HttpOutcome);
+}
+
 /// The operator's HTTP policy for plugins: the hosts any plugin may be granted, the
 /// private networks plugins may reach, and the resolver. The default allows nothing.
 ///
@@ -141,6 +187,8 @@ pub struct HttpPolicy {
     pub(crate) allow_nets: Vec<IpNet>,
     /// How host names are resolved ([`SystemResolver`] by default).
     pub(crate) resolver: Arc<dyn Resolve>,
+    /// Told of each request and how it ended (none by default).
+    pub(crate) observer: Option<Arc<dyn HttpObserver>>,
 }
 
 impl Default for HttpPolicy {
@@ -149,6 +197,7 @@ impl Default for HttpPolicy {
             allow: Vec::new(),
             allow_nets: Vec::new(),
             resolver: Arc::new(SystemResolver),
+            observer: None,
         }
     }
 }
@@ -198,6 +247,13 @@ impl HttpPolicy {
     #[must_use]
     pub fn with_resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
         self.resolver = resolver;
+        self
+    }
+
+    /// Tells `observer` of every plugin request and how it ended. Default: none.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn HttpObserver>) -> Self {
+        self.observer = Some(observer);
         self
     }
 }

@@ -85,8 +85,7 @@ impl Shared {
         }
     }
 
-    /// Idle instances kept now, over all plugins (for tests).
-    #[cfg(test)]
+    /// Idle instances kept now, over all plugins.
     pub(crate) fn idle(&self) -> u32 {
         self.idle.get()
     }

@@ -46,8 +46,7 @@ impl IdleCount {
         }
     }
 
-    /// Idle instances kept now (for tests).
-    #[cfg(test)]
+    /// Idle instances kept now.
     pub(crate) fn get(&self) -> u32 {
         self.total.load(Ordering::Relaxed)
     }

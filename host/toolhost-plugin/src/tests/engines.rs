@@ -173,3 +173,25 @@ async fn calls_spread_over_the_engine_shards_under_one_concurrency_limit() {
     }
     assert_eq!(host.shared.running_per_shard(), vec![0, 0, 0]);
 }
+
+/// The pool's use as the metrics read it: calls holding a place, idle instances kept.
+#[test]
+fn calls_running_and_idle_instances_count_what_holds_the_pool() {
+    let config = PluginHostConfig {
+        fresh_instance_per_call: false,
+        max_concurrent_calls: 4,
+        ..config()
+    };
+    let host = PluginHost::with_shards(config, 1).unwrap();
+    assert_eq!((host.calls_running(), host.idle_instances()), (0, 0));
+    let first = host.shared.slots.try_acquire().unwrap();
+    let second = host.shared.slots.try_acquire().unwrap();
+    assert_eq!(host.calls_running(), 2);
+    drop(first);
+    assert_eq!(host.calls_running(), 1);
+    drop(second);
+    let (_dir, wasm) = plugin_dir(None);
+    let runtime = host.compile_runtime(&wasm).unwrap();
+    runtime.checkin(runtime.new_instance(0));
+    assert_eq!((host.calls_running(), host.idle_instances()), (0, 1));
+}

@@ -420,3 +420,34 @@ async fn a_task_runs_past_the_call_timeout_up_to_its_own_limit() {
     assert_eq!(result["result"]["content"][0]["text"], "rested", "{result}");
     assert_eq!(result["result"]["isError"], false);
 }
+
+#[tokio::test]
+async fn tasks_created_and_ended_are_counted_by_status() {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let counters: Arc<Counters> = Arc::default();
+    let store = Arc::new(TaskStore::new(&McpLimits::default()).counting(Arc::clone(&counters)));
+    let session = session_with(&registry, &store, "s");
+    let ok = task_id(&start(&session, 1, "echo"));
+    answer(&session, &on_task("tasks/result", 2, &ok)).await;
+    let failed = task_id(&start(&session, 3, "fails"));
+    answer(&session, &on_task("tasks/result", 4, &failed)).await;
+    let cancelled = task_id(&start(&session, 5, "spin"));
+    let reply = reply(&session, &on_task("tasks/cancel", 6, &cancelled));
+    assert_eq!(reply["result"]["status"], "cancelled", "{reply}");
+    // A task still working when its session's tasks are forgotten counts as cancelled.
+    task_id(&start(&session, 7, "spin"));
+    let stats = counters.stats();
+    assert_eq!(
+        (
+            stats.tasks_created,
+            stats.tasks_completed,
+            stats.tasks_failed,
+            stats.tasks_cancelled
+        ),
+        (4, 1, 1, 1)
+    );
+    store.forget_owner("s");
+    let stats = counters.stats();
+    assert_eq!((stats.tasks_created, stats.tasks_cancelled), (4, 2));
+}

@@ -17,7 +17,7 @@ use toolhost::registry::{
 use super::TaskStore;
 use crate::jsonrpc::parse_line;
 use crate::limits::McpLimits;
-use crate::session::{CallLimiter, Notifier, Session, Step, TaskOwner};
+use crate::session::{CallLimiter, Counters, Notifier, Session, Step, TaskOwner};
 
 /// Calls of `spin` that are running now.
 #[derive(Default)]

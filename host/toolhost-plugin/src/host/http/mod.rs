@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::super::http_policy::{HostPattern, HttpLimits, HttpPolicy};
+use super::super::http_policy::{HostPattern, HttpLimits, HttpOutcome, HttpPolicy};
 use super::super::plugin_config::Redactor;
 use super::log::clean;
 use super::quota::PluginMeter;
@@ -275,9 +275,27 @@ impl WasiHttpHooks for HttpHooks {
         let grant = Arc::clone(&self.grant);
         let deadline = self.deadline;
         let log = self.log();
+        let plugin = Arc::clone(&self.plugin);
         Box::new(async move {
-            let target = checked?;
-            send(&grant, &target, request, options, deadline, log).await
+            let observer = grant.policy.observer.as_ref();
+            let target = match checked {
+                Ok(target) => target,
+                Err(err) => {
+                    if let Some(observer) = observer {
+                        observer.request(&plugin, HttpOutcome::Refused);
+                    }
+                    return Err(err);
+                }
+            };
+            let sent = send(&grant, &target, request, options, deadline, log).await;
+            if let Some(observer) = observer {
+                let outcome = match &sent {
+                    Ok((response, _)) => HttpOutcome::Status(response.status().as_u16()),
+                    Err(_) => HttpOutcome::Failed,
+                };
+                observer.request(&plugin, outcome);
+            }
+            sent
         })
     }
 }

@@ -161,3 +161,77 @@ async fn a_capped_body_fails_past_its_limit_and_says_so() {
     };
     assert_eq!(body.collect().await.ok().unwrap().to_bytes().len(), 10);
 }
+
+/// Collects what an [`HttpObserver`](crate::http_policy::HttpObserver) is told.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<(String, crate::http_policy::HttpOutcome)>>);
+
+impl crate::http_policy::HttpObserver for Seen {
+    fn request(&self, plugin: &str, outcome: crate::http_policy::HttpOutcome) {
+        self.0.lock().unwrap().push((plugin.to_owned(), outcome));
+    }
+}
+
+#[tokio::test]
+async fn the_observer_is_told_each_request_and_how_it_ended() {
+    use crate::http_policy::HttpOutcome;
+    // A loopback server answering 404 to one request.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+    });
+    let seen = Arc::new(Seen::default());
+    let grant = HttpGrant {
+        allow: vec![format!("http://127.0.0.1:{port}").parse().unwrap()],
+        policy: HttpPolicy::default()
+            .with_allow_nets(vec!["127.0.0.0/8".parse().unwrap()])
+            .with_observer(Arc::clone(&seen) as Arc<dyn crate::http_policy::HttpObserver>),
+        limits: HttpLimits::default(),
+    };
+    let meter = Arc::new(PluginMeter::new(
+        Arc::from("fetcher"),
+        crate::limits::ImportLimits::default(),
+    ));
+    let mut hooks = HttpHooks::new(Arc::from("fetcher"), Arc::new(grant), meter, Arc::default());
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
+    let uri = format!("http://127.0.0.1:{port}/missing");
+    let answered =
+        Pin::from(hooks.send_request(request(&uri, None), None, Box::new(async { Ok(()) }))).await;
+    assert_eq!(answered.ok().unwrap().0.status(), 404);
+    server.await.unwrap();
+    // Outside the grant: refused before anything is sent.
+    let refused = Pin::from(hooks.send_request(
+        request("http://127.0.0.2:9/", None),
+        None,
+        Box::new(async { Ok(()) }),
+    ))
+    .await;
+    assert!(refused.is_err());
+    // In the grant, but nothing listens there any more: no answer.
+    let failed =
+        Pin::from(hooks.send_request(request(&uri, None), None, Box::new(async { Ok(()) }))).await;
+    assert!(failed.is_err());
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        [
+            ("fetcher".to_owned(), HttpOutcome::Status(404)),
+            ("fetcher".to_owned(), HttpOutcome::Refused),
+            ("fetcher".to_owned(), HttpOutcome::Failed),
+        ]
+    );
+}

@@ -235,6 +235,7 @@ impl Operator {
                     .map(|n| parse_allowed_net(n).unwrap())
                     .collect(),
                 resolver,
+                observer: None,
             },
             config: values,
             ..config()
