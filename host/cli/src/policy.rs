@@ -248,7 +248,8 @@ impl Policed {
         &self,
         info: &SessionInfo,
     ) -> anyhow::Result<(Arc<Registry>, Option<FileResources>)> {
-        let principal = Principal::new(info.client.as_deref(), &info.scopes);
+        let principal = Principal::new(info.client.as_deref(), &info.scopes)
+            .with_issuer(info.issuer.as_deref());
         let (profile, quota) = self.live.admit(&principal)?;
         let template = match profile.root() {
             Some(root) => SessionRootTemplate::parse(root)?,
