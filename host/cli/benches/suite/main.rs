@@ -1,4 +1,4 @@
-//! The benchmark suite: thirteen figures measured side by side in one run,
+//! The benchmark suite: fourteen figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
@@ -21,6 +21,7 @@ use anyhow::Result;
 
 mod bare;
 mod calls;
+mod fairness;
 mod files;
 mod fixtures;
 mod grep;
@@ -53,6 +54,8 @@ fn main() {
                 Some(12)
             } else if arg == "observe" {
                 Some(13)
+            } else if arg == "fairness" {
+                Some(14)
             } else {
                 arg.parse().ok()
             }
@@ -131,6 +134,11 @@ fn main() {
     run(13, "audit, metrics and traces on vs off", &mut || {
         observe::observe(&fixtures)
     });
+    run(
+        14,
+        "fairness: one principal at its quota, another's latency",
+        &mut fairness::fairness,
+    );
 
     println!();
     println!(
