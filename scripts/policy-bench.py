@@ -8,6 +8,9 @@ floods tools/call from several threads (nearly all answered 429), in interleaved
 Prints each round's p50 and the ratio of the medians; exits 1 when bob's loaded p50 is
 more than 20% over his p50 alone (MISS), 0 otherwise.
 
+Figure 16 of the benchmark suite (`scripts/bench fairness`) runs this script and reads
+its last line (`FIGURES alone_us=... loaded_us=... ratio=... alice_calls=... alice_429=...`).
+
 Usage: scripts/policy-bench.py [HOST_BINARY] (default target/release/host, else
 target/debug/host). Loopback only; every loop is bounded.
 """
@@ -167,6 +170,9 @@ def main():
     print(f"bob p50 (median of {ROUNDS} rounds): alone {statistics.median(alone):.0f} us, "
           f"with alice at her quota {statistics.median(loaded):.0f} us: {ratio:.2f}x "
           f"(target <= 1.20x): {verdict}")
+    print(f"FIGURES alone_us={statistics.median(alone):.1f} loaded_us={statistics.median(loaded):.1f} "
+          f"ratio={ratio:.4f} alice_calls={sum(f[0] for f in floods)} alice_429={sum(f[1] for f in floods)}",
+          flush=True)
     return 0 if verdict == "PASS" else 1
 
 

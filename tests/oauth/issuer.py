@@ -10,8 +10,10 @@ real key on its own (PyJWT). Control endpoints (loopback only, for the checker):
 `POST /control/rotate` adds a second key to the JWKS and signs new tokens with it;
 `GET /control/stats` gives how often the JWKS was fetched and when first.
 
-Clients: `mcp-checker` (secret `checker-secret`, scopes `mcp:tools mcp:read`) and
-`narrow-client` (secret `narrow-secret`, scope `mcp:read` only). Serves until stdin
+Clients: `mcp-checker` (secret `checker-secret`, scopes `mcp:tools mcp:read`),
+`narrow-client` (secret `narrow-secret`, scope `mcp:read` only), and for the policy
+check `files-client` (`files-secret`, `mcp:tools tools:files`) and `greet-client`
+(`greet-secret`, `mcp:tools tools:greet`). Serves until stdin
 ends (or 10 minutes at most).
 """
 
@@ -110,7 +112,10 @@ class Client(ClientMixin):
 CLIENTS = {
     "mcp-checker": Client("mcp-checker", "checker-secret", "mcp:tools mcp:read"),
     "narrow-client": Client("narrow-client", "narrow-secret", "mcp:read"),
+    "files-client": Client("files-client", "files-secret", "mcp:tools tools:files"),
+    "greet-client": Client("greet-client", "greet-secret", "mcp:tools tools:greet"),
 }
+SCOPES = ["mcp:tools", "mcp:read", "tools:files", "tools:greet"]
 
 
 class TokenGenerator(JWTBearerTokenGenerator):
@@ -167,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
                 "jwks_uri": f"{base}/jwks",
                 "grant_types_supported": ["client_credentials"],
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-                "scopes_supported": ["mcp:tools", "mcp:read"],
+                "scopes_supported": SCOPES,
                 "response_types_supported": ["code"],
             })
         elif self.path == "/jwks":
@@ -195,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
 
 httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 ISSUER = f"http://127.0.0.1:{httpd.server_address[1]}"
-SERVER = Server(scopes_supported=["mcp:tools", "mcp:read"])
+SERVER = Server(scopes_supported=SCOPES)
 SERVER.register_grant(ClientCredentialsGrant)
 SERVER.register_token_generator("default", TokenGenerator(issuer=ISSUER, alg="RS256"))
 ClientCredentialsGrant.TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]

@@ -93,7 +93,12 @@ pub(crate) async fn serve(
         }
         Some(template) if http.policy.is_some() => {
             let template = SessionRootTemplate::parse(template)?;
-            crate::policy::check_flags(tokens.as_ref().is_some_and(Tokens::all_named), true)?;
+            // A principal is a static token's name or an OAuth token's sub.
+            let named = match &tokens {
+                Some(tokens) => tokens.all_named(),
+                None => !http.oauth_issuer.is_empty(),
+            };
+            crate::policy::check_flags(named, true)?;
             if registry_args.plugin_files != PluginFiles::None {
                 bail!("--plugin-files {:?} cannot be combined with --policy: a plugin's file access would be over the process's --root, shared by every principal; drop one of them", registry_args.plugin_files);
             }

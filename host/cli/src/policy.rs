@@ -248,7 +248,8 @@ impl Policed {
         &self,
         info: &SessionInfo,
     ) -> anyhow::Result<(Arc<Registry>, Option<FileResources>)> {
-        let principal = Principal::new(info.client.as_deref(), &info.scopes);
+        let principal = Principal::new(info.client.as_deref(), &info.scopes)
+            .with_issuer(info.issuer.as_deref());
         let (profile, quota) = self.live.admit(&principal)?;
         let template = match profile.root() {
             Some(root) => SessionRootTemplate::parse(root)?,
@@ -548,9 +549,11 @@ impl Handler for Guarded {
 }
 
 /// Checks the flags `--policy` needs.
-pub(crate) fn check_flags(tokens_all_named: bool, template: bool) -> anyhow::Result<()> {
-    if !tokens_all_named {
-        bail!("--policy needs --auth-token-file whose every line names its client (TOKEN NAME): a principal is a token's name");
+/// `named`: every principal has a name (every static token's line names its client,
+/// or there is no token file and OAuth tokens, whose `sub` names them, are taken).
+pub(crate) fn check_flags(named: bool, template: bool) -> anyhow::Result<()> {
+    if !named {
+        bail!("--policy needs --auth-token-file whose every line names its client (TOKEN NAME), or --oauth-issuer (a principal is then its OAuth token's sub): a principal is a token's name");
     }
     if !template {
         bail!("--policy needs --session-root-template: each principal's file tools are built over its profile's root (a profile's `root`, else the template)");

@@ -23,6 +23,7 @@ mod bare;
 mod calls;
 mod code;
 mod compose;
+mod fairness;
 mod files;
 mod fixtures;
 mod grep;
@@ -59,6 +60,8 @@ fn main() {
                 Some(14)
             } else if arg == "code" {
                 Some(15)
+            } else if arg == "fairness" {
+                Some(16)
             } else {
                 arg.parse().ok()
             }
@@ -145,6 +148,11 @@ fn main() {
     run(15, "code tools: return 1 + 1, and idle memory", &mut || {
         code::code(&fixtures)
     });
+    run(
+        16,
+        "fairness: one principal at its quota, another's latency",
+        &mut fairness::fairness,
+    );
 
     println!();
     println!(

@@ -93,7 +93,8 @@ pub struct HttpArgs {
     /// Serve each principal (a token's client name) by a policy file (TOML,
     /// at most 1 MiB): its profile decides the tools it is offered, its file access and
     /// storage root, its plugins' grant ceilings and its quotas (docs/deploy.md,
-    /// "Policies and quotas"). Needs --auth-token-file naming every client and
+    /// "Policies and quotas"). Needs --auth-token-file naming every client (or
+    /// --oauth-issuer: a principal is then its token's sub) and
     /// --session-root-template; with --watch the file is reloaded when it changes (a
     /// broken one keeps the last good policy).
     #[arg(long, value_name = "FILE", requires = "http")]

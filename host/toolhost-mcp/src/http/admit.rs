@@ -43,6 +43,12 @@ pub(super) struct Caller {
 }
 
 impl Caller {
+    /// Who it is to a policy: its client name, scopes and issuer.
+    pub(super) fn principal(&self) -> crate::policy::Principal<'_> {
+        crate::policy::Principal::new(self.client.as_deref(), &self.scopes)
+            .with_issuer(self.issuer.as_deref())
+    }
+
     /// What its session ids are bound to ([`super::SessionKey::issue`]): a static
     /// token's client name (as before OAuth), or for an OAuth principal its issuer and
     /// `sub` joined by NUL, which no client name has: the two never meet, and the same
@@ -238,9 +244,8 @@ impl App {
             .await
             .map_err(|response| *response)?;
         if let Some(policy) = &self.policy {
-            let principal = crate::policy::Principal::new(caller.client.as_deref(), &caller.scopes);
-            if let Err(refusal) = policy.quota_of(&principal) {
-                return Err(refuse(StatusCode::FORBIDDEN, refusal.to_string()));
+            if let Err(refusal) = policy.quota_of(&caller.principal()) {
+                return Err(policy_refusal(&refusal));
             }
         }
         if !self.sessions.stateful() {
@@ -250,6 +255,22 @@ impl App {
         self.session_of(headers, &caller)
             .await
             .map_err(|response| *response)
+    }
+}
+
+/// A policy's refusal: `403` for a principal it gives no profile, `503` with
+/// `Retry-After` when the quota map is full.
+pub(super) fn policy_refusal(refusal: &crate::policy::PolicyRefusal) -> Response {
+    match refusal {
+        crate::policy::PolicyRefusal::Full(_) => {
+            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, refusal.to_string());
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::policy::quota::RETRY_FULL_SECS),
+            );
+            response
+        }
+        _ => refuse(StatusCode::FORBIDDEN, refusal.to_string()),
     }
 }
 

@@ -19,7 +19,8 @@ use crate::revision::Revision;
 use crate::session::{Message, Notifier, Session, Step};
 
 use super::admit::{
-    accept, body_version, check_mirrored_headers, check_protocol, read_body, session_refusal,
+    accept, body_version, check_mirrored_headers, check_protocol, policy_refusal, read_body,
+    session_refusal,
 };
 use super::streams::{answer_one, event, event_stream, finished, sse_response, ChannelOutlet};
 use super::LOG_TARGET;
@@ -39,21 +40,13 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     // The principal's quotas, when a policy is in force (refused: 403).
     let quota = match &app.policy {
         None => None,
-        Some(policy) => {
-            let principal = crate::policy::Principal::new(caller.client.as_deref(), &caller.scopes);
-            match policy.quota_of(&principal) {
-                Ok(quota) => Some(quota),
-                Err(refusal) => {
-                    warn!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), "refused a client the policy gives no profile");
-                    return refused_unread(
-                        refuse(StatusCode::FORBIDDEN, refusal.to_string()),
-                        body,
-                        parts.version,
-                    )
-                    .await;
-                }
+        Some(policy) => match policy.quota_of(&caller.principal()) {
+            Ok(quota) => Some(quota),
+            Err(refusal) => {
+                warn!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), "refused by the policy: {refusal}");
+                return refused_unread(policy_refusal(&refusal), body, parts.version).await;
             }
-        }
+        },
     };
     let body = match read_body(body, headers, app.max_body_bytes).await {
         Ok(body) => body,

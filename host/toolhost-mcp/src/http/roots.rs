@@ -270,6 +270,7 @@ mod tests {
             id: id.map(str::to_owned),
             client: client.map(str::to_owned),
             scopes: Vec::new(),
+            issuer: None,
         }
     }
 

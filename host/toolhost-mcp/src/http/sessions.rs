@@ -160,6 +160,9 @@ pub struct SessionInfo {
     /// The scopes its bearer token granted (OAuth); empty for a static token. Those of
     /// the token that opened the session (or with which this process first saw it).
     pub scopes: Vec<String>,
+    /// The issuer of its OAuth token (`None` for a static token): with
+    /// [`SessionInfo::client`], the principal its quotas are kept for.
+    pub issuer: Option<String>,
 }
 
 /// Builds a session's registry (e.g. the file tools over a storage root of its own).
@@ -449,6 +452,7 @@ impl Sessions {
                 id: None,
                 client: caller.client.clone(),
                 scopes: caller.scopes.clone(),
+                issuer: caller.issuer.clone(),
             },
             Some(owner),
         )
@@ -471,6 +475,7 @@ impl Sessions {
                     id: Some(id.clone()),
                     client: client.map(str::to_owned),
                     scopes: caller.scopes.clone(),
+                    issuer: caller.issuer.clone(),
                 },
                 None,
             )
@@ -499,6 +504,7 @@ impl Sessions {
                     id: Some(id.to_owned()),
                     client: caller.client.clone(),
                     scopes: caller.scopes.clone(),
+                    issuer: caller.issuer.clone(),
                 },
                 None,
             )

@@ -22,6 +22,10 @@ pub enum PolicyRefusal {
         /// The client's name (`-` for none).
         principal: String,
     },
+    /// A new principal while the quota map is full of states within their windows
+    /// (HTTP 503, `Retry-After`: [`super::quota::RETRY_FULL_SECS`]).
+    #[error(transparent)]
+    Full(#[from] super::quota::QuotasFull),
 }
 
 /// The policy in force and every principal's quota state: share it (`Arc`) between the
@@ -48,11 +52,22 @@ pub struct LivePolicy {
 impl LivePolicy {
     /// `policy` in force.
     pub fn new(policy: Policy) -> Self {
+        Self::with_quotas(policy, Quotas::default())
+    }
+
+    /// `policy` in force, its principals' states kept in `quotas` (e.g.
+    /// [`Quotas::with_max`]).
+    pub fn with_quotas(policy: Policy, quotas: Quotas) -> Self {
         Self {
             current: RwLock::new(Arc::new(policy)),
             generation: AtomicU64::new(1),
-            quotas: Quotas::default(),
+            quotas,
         }
+    }
+
+    /// The principals' quota states.
+    pub fn quotas(&self) -> &Quotas {
+        &self.quotas
     }
 
     /// The policy in force.
@@ -66,10 +81,9 @@ impl LivePolicy {
         let policy = Arc::new(policy);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&policy);
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        self.quotas.update(generation, |key, scopes| {
-            let client = (key != "-").then_some(key);
+        self.quotas.update(generation, |principal| {
             policy
-                .profile_for(&Principal::new(client, scopes))
+                .profile_for(principal)
                 .map(|profile| *profile.quota())
         });
     }
@@ -77,7 +91,8 @@ impl LivePolicy {
     /// The profile `principal` gets and its quota state.
     ///
     /// # Errors
-    /// [`PolicyRefusal::NoProfile`] when the policy gives it none.
+    /// [`PolicyRefusal::NoProfile`] when the policy gives it none,
+    /// [`PolicyRefusal::Full`] when it is new and the quota map is full.
     pub fn admit(
         &self,
         principal: &Principal<'_>,
@@ -95,13 +110,14 @@ impl LivePolicy {
     /// lock shared by all principals, once the principal is known).
     ///
     /// # Errors
-    /// [`PolicyRefusal::NoProfile`] when the policy gives it none.
+    /// [`PolicyRefusal::NoProfile`] when the policy gives it none,
+    /// [`PolicyRefusal::Full`] when it is new and the quota map is full.
     pub fn quota_of(
         &self,
         principal: &Principal<'_>,
     ) -> Result<Arc<PrincipalQuota>, PolicyRefusal> {
         let generation = self.generation.load(Ordering::Acquire);
-        if let Some(known) = self.quotas.get(principal.key()) {
+        if let Some(known) = self.quotas.get(principal) {
             match known.allowed_at(generation) {
                 Some(true) => return Ok(known),
                 Some(false) => return Err(refusal(principal)),
@@ -121,14 +137,12 @@ impl LivePolicy {
         profile: Option<&Profile>,
     ) -> Result<Arc<PrincipalQuota>, PolicyRefusal> {
         let Some(profile) = profile else {
-            if let Some(known) = self.quotas.get(principal.key()) {
+            if let Some(known) = self.quotas.get(principal) {
                 known.stamp(generation, false);
             }
             return Err(refusal(principal));
         };
-        let quota = self
-            .quotas
-            .principal(principal.key(), principal.scopes, profile.quota());
+        let quota = self.quotas.principal(principal, profile.quota())?;
         if quota.allowed_at(generation) != Some(true) {
             quota.set_limits(profile.quota());
             quota.stamp(generation, true);
@@ -139,6 +153,6 @@ impl LivePolicy {
 
 fn refusal(principal: &Principal<'_>) -> PolicyRefusal {
     PolicyRefusal::NoProfile {
-        principal: principal.key().to_owned(),
+        principal: principal.client().unwrap_or("-").to_owned(),
     }
 }

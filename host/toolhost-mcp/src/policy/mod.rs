@@ -59,7 +59,7 @@ use std::time::Duration;
 
 pub use file::MAX_POLICY_BYTES;
 pub use live::{LivePolicy, PolicyRefusal};
-pub use quota::{Quota, QuotaExceeded, QuotaLimits};
+pub use quota::{Quota, QuotaExceeded, QuotaLimits, QuotasFull, MAX_PRINCIPALS};
 
 /// The most profiles a policy may name: 256.
 pub const MAX_PROFILES: usize = 256;
@@ -240,18 +240,46 @@ enum Match {
 pub struct Principal<'a> {
     client: Option<&'a str>,
     scopes: &'a [String],
+    issuer: Option<&'a str>,
 }
 
 impl<'a> Principal<'a> {
     /// The principal of a token named `client` (a static token's name, or an OAuth
     /// `sub`) that granted `scopes` (empty for a static token).
     pub fn new(client: Option<&'a str>, scopes: &'a [String]) -> Self {
-        Self { client, scopes }
+        Self {
+            client,
+            scopes,
+            issuer: None,
+        }
     }
 
-    /// The key its quotas are kept under: its client name (`-` for none).
-    pub fn key(&self) -> &'a str {
-        self.client.unwrap_or("-")
+    /// The same principal, its token issued by `issuer` (an OAuth token's `iss`;
+    /// `None` for a static token). Rules match `sub` and scopes whatever the issuer,
+    /// but quotas are kept per issuer and `sub`: the same `sub` from two issuers is
+    /// two principals.
+    pub fn with_issuer(self, issuer: Option<&'a str>) -> Self {
+        Self { issuer, ..self }
+    }
+
+    /// The client's name (a static token's name or an OAuth `sub`), if any.
+    pub fn client(&self) -> Option<&'a str> {
+        self.client
+    }
+
+    /// The issuer of its OAuth token, if any.
+    pub fn issuer(&self) -> Option<&'a str> {
+        self.issuer
+    }
+
+    /// The key its quotas are kept under: its client name (`-` for none), or for an
+    /// OAuth principal its issuer and `sub` joined by NUL (which no client name has,
+    /// so the two kinds never share a key).
+    pub fn key(&self) -> std::borrow::Cow<'a, str> {
+        match (self.issuer, self.client) {
+            (Some(issuer), Some(sub)) => std::borrow::Cow::Owned(format!("oauth\0{issuer}\0{sub}")),
+            (_, client) => std::borrow::Cow::Borrowed(client.unwrap_or("-")),
+        }
     }
 }
 

@@ -2,6 +2,15 @@
 //! minute (token buckets refilled continuously), calls at once, and bytes written per
 //! day (UTC). A principal's state is its own (`Arc<PrincipalQuota>`, found in a sharded
 //! map): one principal at its limit never waits on another's.
+//!
+//! The map is keyed by the principal's binding ([`super::Principal::key`]: a static
+//! token's name, or an OAuth token's issuer and `sub`) and bounded: a shard is swept
+//! when it has doubled since its last sweep, dropping the *idle* states (nothing holds
+//! them: no session, no call running; every per-minute bucket full again; nothing
+//! written today), whose loss changes nothing. A state within one of its windows is
+//! never dropped, so churning other principals cannot reset anyone's quotas. When
+//! [`MAX_PRINCIPALS`] states are all within their windows, a new principal is refused
+//! ([`QuotasFull`], HTTP 503 with `Retry-After: 60`) until some become idle.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -9,12 +18,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::Principal;
+
 /// The highest per-minute quota: 1 000 000.
 pub const MAX_PER_MINUTE: u64 = 1_000_000;
 /// The highest concurrent-calls quota: 65 536.
 pub const MAX_CONCURRENT: u64 = 65_536;
 /// The highest bytes-written-per-day quota: 1 TiB.
 pub const MAX_BYTES_PER_DAY: u64 = 1 << 40;
+/// The most principals whose quota state one process keeps: 100 000 (a few hundred
+/// bytes each). Idle states are dropped to make room; past this many states within
+/// their windows, new principals are refused ([`QuotasFull`]).
+pub const MAX_PRINCIPALS: usize = 100_000;
+
+/// A new principal refused because [`MAX_PRINCIPALS`] (or the configured most)
+/// quota states are all within their windows: dropping one would reset its quotas.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Service Unavailable: the server keeps the quotas of at most {max} principals and all of them are within their quota windows; retry in {RETRY_FULL_SECS} s, when idle ones can be dropped")]
+pub struct QuotasFull {
+    /// The most principals kept.
+    pub max: usize,
+}
+
+/// The `Retry-After` (seconds) of a [`QuotasFull`] refusal: a per-minute window.
+pub const RETRY_FULL_SECS: u64 = 60;
 
 /// A profile's quotas; `None`: no limit of that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,6 +117,12 @@ struct Bucket {
 }
 
 impl Bucket {
+    /// Whether it has refilled to `limit` by `now` (dropping it would change nothing).
+    fn full_at(&self, limit: u64, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens + elapsed * (limit as f64 / 60.0) >= limit as f64
+    }
+
     fn full(limit: u64) -> Self {
         Self {
             tokens: limit as f64,
@@ -133,6 +166,9 @@ pub struct PrincipalQuota {
     /// The scopes its token granted when it was first seen (to find its profile again
     /// on a reload).
     scopes: Vec<String>,
+    /// Its client name and issuer (to find its profile again on a reload).
+    client: Option<String>,
+    issuer: Option<String>,
     /// The policy generation its limits and `allowed` follow (see `LivePolicy`).
     generation: AtomicU64,
     /// Whether that policy gives it a profile.
@@ -154,7 +190,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl PrincipalQuota {
-    fn new(limits: &QuotaLimits, scopes: &[String]) -> Self {
+    fn new(limits: &QuotaLimits, principal: &Principal<'_>) -> Self {
         let quota = Self {
             calls_per_minute: AtomicU64::new(UNLIMITED),
             concurrent_calls: AtomicU64::new(UNLIMITED),
@@ -164,7 +200,9 @@ impl PrincipalQuota {
             http: Mutex::new(None),
             running: AtomicU64::new(0),
             written: Mutex::new((0, 0)),
-            scopes: scopes.to_vec(),
+            scopes: principal.scopes.to_vec(),
+            client: principal.client().map(str::to_owned),
+            issuer: principal.issuer().map(str::to_owned),
             generation: AtomicU64::new(0),
             allowed: std::sync::atomic::AtomicBool::new(true),
         };
@@ -304,6 +342,26 @@ impl PrincipalQuota {
     pub fn running(&self) -> u64 {
         self.running.load(Ordering::Acquire)
     }
+
+    /// Whether dropping it at `now` changes nothing: no call running, every
+    /// per-minute bucket full again, nothing counted written on `today` (days since
+    /// the epoch). Whoever holds it (a session, a call) is checked by the caller.
+    fn idle(&self, now: Instant, today: u64) -> bool {
+        let bucket_idle = |bucket: &Mutex<Option<Bucket>>, limit: &AtomicU64| {
+            let limit = limit.load(Ordering::Acquire);
+            limit == UNLIMITED || lock(bucket).as_ref().is_none_or(|b| b.full_at(limit, now))
+        };
+        let written = *lock(&self.written);
+        self.running.load(Ordering::Acquire) == 0
+            && bucket_idle(&self.calls, &self.calls_per_minute)
+            && bucket_idle(&self.http, &self.http_requests_per_minute)
+            && (written.1 == 0 || written.0 != today)
+    }
+
+    /// The principal it was made for (its scopes as first seen).
+    fn principal(&self) -> Principal<'_> {
+        Principal::new(self.client.as_deref(), &self.scopes).with_issuer(self.issuer.as_deref())
+    }
 }
 
 /// Takes one token from `bucket`, sized by `limit`.
@@ -331,74 +389,178 @@ fn take(
 
 /// How many shards the principals' map has.
 const SHARDS: usize = 16;
+/// A shard is not swept below this many states.
+const MIN_SWEEP: usize = 64;
+/// A full shard is swept again at most this often (a new principal refused meanwhile).
+const FULL_SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Days since the epoch, UTC.
+fn today() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+        / 86_400
+}
+
+#[derive(Debug)]
+struct Shard {
+    map: HashMap<String, Arc<PrincipalQuota>>,
+    /// Swept when it holds this many.
+    next_sweep: usize,
+    /// When it was last swept while full.
+    full_sweep: Option<Instant>,
+}
 
 /// Every principal's quota state, in a sharded map: finding one takes a read lock on
-/// one shard of 16, never a lock shared by all principals.
+/// one shard of 16, never a lock shared by all principals. Bounded (see the module
+/// doc): at most [`MAX_PRINCIPALS`] states by default.
 #[derive(Debug)]
 pub struct Quotas {
-    shards: Vec<RwLock<HashMap<String, Arc<PrincipalQuota>>>>,
+    shards: Vec<RwLock<Shard>>,
     hasher: std::collections::hash_map::RandomState,
+    max: usize,
+    per_shard: usize,
 }
 
 impl Default for Quotas {
     fn default() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
-            hasher: std::collections::hash_map::RandomState::new(),
-        }
+        Self::with_max(MAX_PRINCIPALS)
     }
 }
 
 impl Quotas {
-    fn shard(&self, key: &str) -> &RwLock<HashMap<String, Arc<PrincipalQuota>>> {
+    /// A map keeping at most `max` principals' states (rounded down to a multiple of
+    /// its 16 shards, at least one per shard).
+    pub fn with_max(max: usize) -> Self {
+        let per_shard = (max / SHARDS).max(1);
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| {
+                    RwLock::new(Shard {
+                        map: HashMap::new(),
+                        next_sweep: MIN_SWEEP.min(per_shard),
+                        full_sweep: None,
+                    })
+                })
+                .collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
+            max: per_shard * SHARDS,
+            per_shard,
+        }
+    }
+
+    fn shard(&self, key: &str) -> &RwLock<Shard> {
         let index = usize::try_from(self.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
         &self.shards[index]
     }
 
-    /// The state of principal `key`, made with `limits` (and `scopes`, its token's) if
-    /// it has none yet.
+    /// The state of `principal` (kept under [`Principal::key`]), made with `limits`
+    /// if it has none yet.
+    ///
+    /// # Errors
+    /// [`QuotasFull`] when it is new and the map is full of states within their
+    /// windows.
     pub fn principal(
         &self,
-        key: &str,
-        scopes: &[String],
+        principal: &Principal<'_>,
         limits: &QuotaLimits,
-    ) -> Arc<PrincipalQuota> {
-        let shard = self.shard(key);
+    ) -> Result<Arc<PrincipalQuota>, QuotasFull> {
+        self.principal_at(principal, limits, Instant::now())
+    }
+
+    /// [`Quotas::principal`], idleness judged at `now`.
+    pub(crate) fn principal_at(
+        &self,
+        principal: &Principal<'_>,
+        limits: &QuotaLimits,
+        now: Instant,
+    ) -> Result<Arc<PrincipalQuota>, QuotasFull> {
+        let key = principal.key();
+        let shard = self.shard(&key);
         if let Some(found) = shard
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
+            .map
+            .get(key.as_ref())
         {
-            return Arc::clone(found);
+            return Ok(Arc::clone(found));
         }
-        Arc::clone(
-            shard
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(key.to_owned())
-                .or_insert_with(|| Arc::new(PrincipalQuota::new(limits, scopes))),
-        )
+        let mut shard = shard.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = shard.map.get(key.as_ref()) {
+            return Ok(Arc::clone(found));
+        }
+        if shard.map.len() >= shard.next_sweep {
+            let full = shard.map.len() >= self.per_shard;
+            let swept_lately = full
+                && shard
+                    .full_sweep
+                    .is_some_and(|at| now.saturating_duration_since(at) < FULL_SWEEP_EVERY);
+            if !swept_lately {
+                let today = today();
+                // Only the map holds it (no session, no call): dropping it is safe
+                // when it is idle. Others cannot clone it meanwhile: the shard is
+                // write-locked.
+                shard
+                    .map
+                    .retain(|_, quota| Arc::strong_count(quota) > 1 || !quota.idle(now, today));
+                shard.next_sweep = (shard.map.len() * 2).max(MIN_SWEEP).min(self.per_shard);
+                shard.full_sweep = (shard.map.len() >= self.per_shard).then_some(now);
+            }
+            if shard.map.len() >= self.per_shard {
+                return Err(QuotasFull { max: self.max });
+            }
+        }
+        let quota = Arc::new(PrincipalQuota::new(limits, principal));
+        shard.map.insert(key.into_owned(), Arc::clone(&quota));
+        Ok(quota)
     }
 
-    /// The state of principal `key`, if it has one.
-    pub fn get(&self, key: &str) -> Option<Arc<PrincipalQuota>> {
-        self.shard(key)
+    /// The state of `principal`, if it has one.
+    pub fn get(&self, principal: &Principal<'_>) -> Option<Arc<PrincipalQuota>> {
+        let key = principal.key();
+        self.shard(&key)
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
+            .map
+            .get(key.as_ref())
             .map(Arc::clone)
     }
 
-    /// Sets every known principal's limits to what `limits_of` gives for its key and
-    /// scopes (`None`: no profile), stamped with policy `generation` (a reload).
+    /// How many principals' states it keeps now.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                shard
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .map
+                    .len()
+            })
+            .sum()
+    }
+
+    /// Whether it keeps none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sets every known principal's limits to what `limits_of` gives for it
+    /// (`None`: no profile), stamped with policy `generation` (a reload).
     pub fn update(
         &self,
         generation: u64,
-        limits_of: impl Fn(&str, &[String]) -> Option<QuotaLimits>,
+        limits_of: impl Fn(&Principal<'_>) -> Option<QuotaLimits>,
     ) {
         for shard in &self.shards {
-            for (key, quota) in shard.read().unwrap_or_else(PoisonError::into_inner).iter() {
-                let limits = limits_of(key, &quota.scopes);
+            for quota in shard
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .map
+                .values()
+            {
+                let limits = limits_of(&quota.principal());
                 quota.set_limits(&limits.unwrap_or_default());
                 quota.stamp(generation, limits.is_some());
             }

@@ -286,14 +286,18 @@ fn the_quota_map_is_sharded_by_principal() {
         calls_per_minute: Some(1),
         ..QuotaLimits::default()
     };
-    let a = quotas.principal("a", &[], &limits);
+    let (a, b) = (
+        Principal::new(Some("a"), &[]),
+        Principal::new(Some("b"), &[]),
+    );
+    let a_state = quotas.principal(&a, &limits).unwrap();
     assert!(Arc::ptr_eq(
-        &a,
-        &quotas.principal("a", &[], &QuotaLimits::default())
+        &a_state,
+        &quotas.principal(&a, &QuotaLimits::default()).unwrap()
     ));
-    a.begin_call().unwrap();
-    assert!(a.begin_call().is_err());
-    assert!(quotas.principal("b", &[], &limits).begin_call().is_ok());
+    a_state.begin_call().unwrap();
+    assert!(a_state.begin_call().is_err());
+    assert!(quotas.principal(&b, &limits).unwrap().begin_call().is_ok());
 }
 
 #[test]
@@ -322,4 +326,122 @@ fn a_reload_that_drops_a_principal_refuses_it_at_once_and_back_again() {
     drop(back.begin_call().unwrap());
     drop(back.begin_call().unwrap());
     assert_eq!(back.begin_call().unwrap_err().quota, Quota::CallsPerMinute);
+}
+
+fn one_a_minute() -> QuotaLimits {
+    QuotaLimits {
+        calls_per_minute: Some(1),
+        ..QuotaLimits::default()
+    }
+}
+
+#[test]
+fn the_same_sub_from_two_issuers_has_two_sets_of_quotas() {
+    // Keyed by the sub alone, the second issuer's user-7 found the first one's bucket
+    // empty: one tenant's user spent another's quota.
+    let live = LivePolicy::new(
+        Policy::parse("[profile.default]\nquota = { calls_per_minute = 1 }\n").unwrap(),
+    );
+    let granted = scopes(&["tools:read"]);
+    let at_a = Principal::new(Some("user-7"), &granted).with_issuer(Some("https://a.example"));
+    let at_b = Principal::new(Some("user-7"), &granted).with_issuer(Some("https://b.example"));
+    let static_token = Principal::new(Some("user-7"), &[]);
+    drop(live.quota_of(&at_a).unwrap().begin_call().unwrap());
+    assert_eq!(
+        live.quota_of(&at_a)
+            .unwrap()
+            .begin_call()
+            .unwrap_err()
+            .quota,
+        Quota::CallsPerMinute
+    );
+    assert!(live.quota_of(&at_b).unwrap().begin_call().is_ok());
+    assert!(live.quota_of(&static_token).unwrap().begin_call().is_ok());
+    assert_eq!(live.quotas().len(), 3);
+    // A reload finds each one's profile again by its issuer, sub and scopes.
+    live.replace(
+        Policy::parse("[[principal]]\nscope = \"tools:read\"\nprofile = \"r\"\n[profile.r]\nquota = { calls_per_minute = 5 }\n").unwrap(),
+    );
+    assert!(live.quota_of(&at_a).is_ok());
+    assert!(live.quota_of(&static_token).is_err());
+}
+
+#[test]
+fn ten_thousand_subjects_keep_the_quota_map_bounded() {
+    let quotas = Quotas::with_max(1_600);
+    let issuer = Some("https://issuer.example");
+    let now = std::time::Instant::now();
+    let mut refused = 0;
+    for i in 0..10_000 {
+        let sub = format!("sub-{i}");
+        let principal = Principal::new(Some(&sub), &[]).with_issuer(issuer);
+        match quotas.principal_at(&principal, &one_a_minute(), now) {
+            // Each one within its window: kept.
+            Ok(state) => drop(state.begin_call().unwrap()),
+            Err(full) => {
+                assert_eq!(full, quota::QuotasFull { max: 1_600 });
+                refused += 1;
+            }
+        }
+        assert!(quotas.len() <= 1_600, "{} states after {i}", quotas.len());
+    }
+    assert_eq!(quotas.len() + refused, 10_000);
+    assert!(refused >= 10_000 - 1_600, "{refused} refused");
+    assert_eq!(
+        quota::QuotasFull { max: 1_600 }.to_string(),
+        "Service Unavailable: the server keeps the quotas of at most 1600 principals and all of them are within their quota windows; retry in 60 s, when idle ones can be dropped"
+    );
+    // Two minutes on, every bucket is full again (one token a minute): the idle
+    // states make room.
+    let later = now + Duration::from_secs(120);
+    for i in 10_000..20_000 {
+        let sub = format!("sub-{i}");
+        let principal = Principal::new(Some(&sub), &[]).with_issuer(issuer);
+        let state = quotas
+            .principal_at(&principal, &QuotaLimits::default(), later)
+            .unwrap();
+        drop(state);
+        assert!(quotas.len() <= 1_600, "{} states after {i}", quotas.len());
+    }
+}
+
+#[test]
+fn churning_other_subjects_never_resets_a_principal_within_its_window() {
+    let quotas = Quotas::with_max(160);
+    let victim = Principal::new(Some("spender"), &[]).with_issuer(Some("https://i.example"));
+    let state = quotas.principal(&victim, &one_a_minute()).unwrap();
+    drop(state.begin_call().unwrap());
+    drop(state);
+    // Ten thousand others with no quotas (idle at once), ten seconds on: the map is
+    // swept again and again, but the spender's bucket is still empty.
+    let soon = std::time::Instant::now() + Duration::from_secs(10);
+    for i in 0..10_000 {
+        let sub = format!("churn-{i}");
+        let principal = Principal::new(Some(&sub), &[]).with_issuer(Some("https://i.example"));
+        drop(
+            quotas
+                .principal_at(&principal, &QuotaLimits::default(), soon)
+                .unwrap(),
+        );
+    }
+    assert!(quotas.len() <= 160);
+    let again = quotas.principal(&victim, &one_a_minute()).unwrap();
+    assert_eq!(again.begin_call().unwrap_err().quota, Quota::CallsPerMinute);
+    // A state someone holds (a session) is kept whatever its buckets.
+    let held = Principal::new(Some("held"), &[]);
+    let session = quotas.principal(&held, &QuotaLimits::default()).unwrap();
+    let later = std::time::Instant::now() + Duration::from_secs(120);
+    for i in 0..1_000 {
+        let sub = format!("late-{i}");
+        let principal = Principal::new(Some(&sub), &[]);
+        drop(
+            quotas
+                .principal_at(&principal, &QuotaLimits::default(), later)
+                .unwrap(),
+        );
+    }
+    assert!(Arc::ptr_eq(
+        &session,
+        &quotas.principal(&held, &QuotaLimits::default()).unwrap()
+    ));
 }

@@ -664,3 +664,61 @@ fn a_composing_tools_nested_calls_see_only_the_profile_and_spend_its_quota() {
     assert!(over.body.contains("calls_per_minute"), "{}", over.body);
     drop(server);
 }
+
+#[test]
+fn an_oauth_only_server_takes_a_policy() {
+    // A principal is then its OAuth token's sub (with its scopes): no token file is
+    // needed. Before, --policy insisted on a token file naming every client, so an
+    // OAuth-only server could not have a policy at all.
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[principal]]\nscope = \"tools:files\"\nprofile = \"files\"\n[profile.files]\nfiles = \"read-write\"\n",
+    )
+    .unwrap();
+    let template = format!("{}/{{client}}", dir.path().display());
+    let oauth = [
+        "--oauth-issuer",
+        "http://127.0.0.1:9",
+        "--oauth-audience",
+        "http://127.0.0.1/mcp",
+    ];
+    let mut args = vec![
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--session-root-template",
+        &template,
+        "--policy",
+        dir_str(&policy),
+    ];
+    args.extend_from_slice(&oauth);
+    let mut server = Server::start(&args);
+    let reply = post(
+        server.addr,
+        &[],
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#,
+    );
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    assert!(
+        reply
+            .header("www-authenticate")
+            .is_some_and(|h| h.contains("resource_metadata=")),
+        "{:?}",
+        reply.headers
+    );
+    assert_eq!(server.terminate().0, 0);
+    // Neither a token file nor an issuer: nobody has a name a policy could match.
+    let output = host()
+        .args(&args[..7])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(EXIT_SETUP), "{stderr}");
+    assert!(
+        stderr.contains("--policy needs --auth-token-file whose every line names its client (TOKEN NAME), or --oauth-issuer (a principal is then its OAuth token's sub)"),
+        "{stderr}"
+    );
+}

@@ -247,11 +247,13 @@ async fn the_session_is_built_for_the_subject_and_its_scopes() {
                 id: Some(id),
                 client: Some("svc-7".into()),
                 scopes: vec!["files:write".into(), "mcp:tools".into()],
+                issuer: Some(ISSUER.into()),
             },
             SessionInfo {
                 id: Some(bobs),
                 client: Some("bob".into()),
                 scopes: vec![],
+                issuer: None,
             },
         ]
     );
