@@ -134,6 +134,7 @@
 mod approval;
 mod content;
 mod convert;
+mod counters;
 pub mod elicit;
 #[cfg(feature = "http")]
 pub mod http;

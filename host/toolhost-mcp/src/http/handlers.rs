@@ -282,7 +282,7 @@ async fn admit_post(
     app: &App,
     parts: &axum::http::request::Parts,
     conn: &HttpConnection,
-) -> Result<(super::admit::Caller, super::admit::Accept), Rejection> {
+) -> Result<(super::caller::Caller, super::admit::Accept), Rejection> {
     let headers = &parts.headers;
     let caller = app.admit(headers, &parts.uri, conn).await?;
     let content_type = header_str(headers, "content-type").unwrap_or_default();

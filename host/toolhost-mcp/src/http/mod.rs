@@ -74,6 +74,7 @@
 //! finish and be answered; those still running then are cancelled.
 
 mod admit;
+mod caller;
 mod conns;
 mod guard;
 mod handlers;

@@ -29,7 +29,7 @@ use crate::resources::FileResources;
 use crate::session::{Catalog, Counters, Session, TaskOwner};
 use crate::tasks::TaskStore;
 
-use super::admit::Caller;
+use super::caller::Caller;
 
 /// The length of a session id: 64 hex digits.
 pub const SESSION_ID_LEN: usize = 64;

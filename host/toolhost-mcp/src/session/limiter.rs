@@ -1,58 +1,16 @@
-//! What the calls in flight may hold ([`CallLimiter`], [`CallSlot`]) and the server's
-//! counters ([`Counters`]).
+//! What the calls in flight may hold ([`CallLimiter`], [`CallSlot`]), counted in the
+//! server's [`Counters`](crate::counters::Counters).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tracing::{debug, info};
 
-use crate::limits::{McpLimits, McpStats};
+use crate::counters::Counters;
+use crate::limits::McpLimits;
 
 use super::LOG_TARGET;
-
-/// What a server holds now and held at most, counted across every session that shares
-/// the counters.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) queued_bytes: AtomicUsize,
-    pub(crate) queued_answers: AtomicUsize,
-    pub(crate) peak_queued_bytes: AtomicUsize,
-    pub(crate) calls_running: AtomicUsize,
-    pub(crate) peak_calls_running: AtomicUsize,
-    pub(crate) call_argument_bytes: AtomicUsize,
-    pub(crate) calls_queued: AtomicUsize,
-    pub(crate) peak_calls_queued: AtomicUsize,
-    pub(crate) queued_call_bytes: AtomicUsize,
-    pub(crate) tools_list_encodings: AtomicUsize,
-    pub(crate) tasks_created: AtomicUsize,
-    pub(crate) tasks_completed: AtomicUsize,
-    pub(crate) tasks_failed: AtomicUsize,
-    pub(crate) tasks_cancelled: AtomicUsize,
-}
-
-impl Counters {
-    /// The counters now.
-    pub(crate) fn stats(&self) -> McpStats {
-        let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        McpStats {
-            queued_bytes: get(&self.queued_bytes),
-            queued_answers: get(&self.queued_answers),
-            peak_queued_bytes: get(&self.peak_queued_bytes),
-            calls_running: get(&self.calls_running),
-            peak_calls_running: get(&self.peak_calls_running),
-            call_argument_bytes: get(&self.call_argument_bytes),
-            calls_queued: get(&self.calls_queued),
-            peak_calls_queued: get(&self.peak_calls_queued),
-            queued_call_bytes: get(&self.queued_call_bytes),
-            tools_list_encodings: get(&self.tools_list_encodings),
-            tasks_created: get(&self.tasks_created),
-            tasks_completed: get(&self.tasks_completed),
-            tasks_failed: get(&self.tasks_failed),
-            tasks_cancelled: get(&self.tasks_cancelled),
-        }
-    }
-}
 
 /// What the calls in flight may hold: [`McpLimits::max_in_flight`] places and
 /// [`McpLimits::max_in_flight_bytes`] of arguments (and ids and tool names). Share one

@@ -31,10 +31,11 @@ mod task_inputs;
 mod task_published;
 mod tasks;
 
+pub(crate) use crate::counters::Counters;
 use calls::Work;
 pub(crate) use calls::{PendingCall, PendingListen};
 pub(crate) use catalog::Catalog;
-pub(crate) use limiter::{CallLimiter, CallSlot, Counters, Reserved};
+pub(crate) use limiter::{CallLimiter, CallSlot, Reserved};
 pub(crate) use message::Message;
 pub(crate) use notifier::{Notifier, Outlet};
 use task_published::ListenTasks;

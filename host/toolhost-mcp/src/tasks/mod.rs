@@ -38,8 +38,8 @@ use tokio_util::sync::CancellationToken;
 
 use toolhost::registry::{format_bytes, Environment};
 
+use crate::counters::Counters;
 use crate::limits::{McpLimits, TASK_POLL_INTERVAL_MS};
-use crate::session::Counters;
 
 /// The extension id under which a 2026-07-28 server offers tasks
 /// (`capabilities.extensions`).

@@ -18,10 +18,6 @@
 //! The [`Composer`] is a channel to the dispatch running the composing call: a handler that
 //! does not compose pays nothing (no channel is made for it).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
 use tokio::sync::{mpsc, oneshot};
 
 use super::{ToolCall, ToolDefinition, ToolError, ToolResult};
@@ -162,32 +158,6 @@ impl Composer {
     }
 }
 
-/// A check every nested call must pass before it runs, set by the caller of the
-/// composing call with [`CallContext::with_gate`](super::CallContext::with_gate): the
-/// checks its direct calls get outside [`Registry::dispatch`](super::Registry::dispatch)
-/// (an MCP server's `--confirm` approval, say), so a nested call gets them too.
-pub trait CallGate: Send + Sync + 'static {
-    /// `Ok` lets `call` (a nested call of the composing tool `parent`) run; an error is
-    /// its answer instead.
-    fn check<'a>(
-        &'a self,
-        registry: &'a super::Registry,
-        parent: &'a str,
-        call: &'a ToolCall,
-        ctx: &'a super::CallContext,
-    ) -> Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
-}
-
-/// The [`CallGate`] of a call, shared (a newtype so `CallContext` stays `Debug`).
-#[derive(Clone)]
-pub(crate) struct GateHandle(pub(crate) Arc<dyn CallGate>);
-
-impl std::fmt::Debug for GateHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CallGate")
-    }
-}
-
 /// The error a nested call of a composing tool gets.
 pub(crate) fn composing_refused(name: &str) -> ToolError {
     ToolError::Failed {
@@ -198,61 +168,13 @@ pub(crate) fn composing_refused(name: &str) -> ToolError {
     }
 }
 
-/// The most tools a composing tool's offered description lists; the rest are counted
-/// ("and N more").
-pub(super) const LISTED_TOOLS: usize = 40;
-/// The most characters of a listed tool's description (its first line).
-const LISTED_DESCRIPTION_CHARS: usize = 120;
-
-/// Ends `definition`'s description (a composing tool's, run by `handler`) with the tools
-/// of `entries` it may call: not composing, allowed by its grant.
-pub(super) fn describe_callable(
-    definition: &mut super::ToolDefinition,
-    handler: &dyn super::Handler,
-    entries: &[Arc<super::Entry>],
-) {
-    use std::fmt::Write as _;
-    let callable = entries
-        .iter()
-        .filter(|entry| !entry.handler.composes() && handler.may_call(&entry.definition.name));
-    let mut text = String::from("\n\nTools the program can call:");
-    let mut listed = 0usize;
-    let mut more = 0usize;
-    for entry in callable {
-        if listed == LISTED_TOOLS {
-            more += 1;
-            continue;
-        }
-        listed += 1;
-        let line = entry
-            .definition
-            .description
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim();
-        let line: String = if line.chars().count() > LISTED_DESCRIPTION_CHARS {
-            line.chars()
-                .take(LISTED_DESCRIPTION_CHARS - 1)
-                .chain(std::iter::once('…'))
-                .collect()
-        } else {
-            line.to_owned()
-        };
-        let _ = write!(text, "\n- {}: {line}", entry.definition.name);
-    }
-    if listed == 0 {
-        text.push_str(" none (the operator allows this tool no others)");
-    }
-    if more > 0 {
-        let _ = write!(text, "\n- and {more} more: list them from the program");
-    }
-    definition.description.push_str(&text);
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+
+    use super::super::offered::{LISTED_DESCRIPTION_CHARS, LISTED_TOOLS};
 
     use serde_json::json;
 

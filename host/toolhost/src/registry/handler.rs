@@ -65,7 +65,7 @@ pub struct CallContext {
     trace_span_id: Option<[u8; 8]>,
     outgoing_gate: Option<OutgoingGate>,
     composer: Option<super::Composer>,
-    gate: Option<super::compose::GateHandle>,
+    gate: Option<GateHandle>,
     nested_in: Option<std::sync::Arc<str>>,
 }
 
@@ -257,13 +257,13 @@ impl CallContext {
     /// This context checking every nested call of a composing tool with `gate` before
     /// it runs (the checks the caller applies to direct calls outside dispatch, such as
     /// an approval).
-    pub fn with_gate(mut self, gate: std::sync::Arc<dyn super::CallGate>) -> Self {
-        self.gate = Some(super::compose::GateHandle(gate));
+    pub fn with_gate(mut self, gate: std::sync::Arc<dyn CallGate>) -> Self {
+        self.gate = Some(GateHandle(gate));
         self
     }
 
     /// The gate nested calls pass ([`CallContext::with_gate`]).
-    pub(crate) fn gate(&self) -> Option<&std::sync::Arc<dyn super::CallGate>> {
+    pub(crate) fn gate(&self) -> Option<&std::sync::Arc<dyn CallGate>> {
         self.gate.as_ref().map(|gate| &gate.0)
     }
 
@@ -369,5 +369,33 @@ impl CallContext {
     /// Whether the call was cancelled or its deadline has passed.
     pub fn expired(&self) -> bool {
         self.cancellation.is_cancelled() || self.remaining() == Some(Duration::ZERO)
+    }
+}
+
+/// A check every nested call must pass before it runs, set by the caller of the
+/// composing call with [`CallContext::with_gate`]: the
+/// checks its direct calls get outside [`Registry::dispatch`](super::Registry::dispatch)
+/// (an MCP server's `--confirm` approval, say), so a nested call gets them too.
+pub trait CallGate: Send + Sync + 'static {
+    /// `Ok` lets `call` (a nested call of the composing tool `parent`) run; an error is
+    /// its answer instead.
+    fn check<'a>(
+        &'a self,
+        registry: &'a super::Registry,
+        parent: &'a str,
+        call: &'a super::ToolCall,
+        ctx: &'a CallContext,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), super::ToolError>> + Send + 'a>,
+    >;
+}
+
+/// The [`CallGate`] of a call, shared (a newtype so `CallContext` stays `Debug`).
+#[derive(Clone)]
+pub(crate) struct GateHandle(pub(crate) std::sync::Arc<dyn CallGate>);
+
+impl std::fmt::Debug for GateHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallGate")
     }
 }

@@ -83,6 +83,7 @@ mod interaction;
 mod metadata;
 mod names;
 mod observe;
+mod offered;
 mod panic;
 mod sampling;
 mod timestamp;
@@ -90,10 +91,12 @@ mod trace;
 mod types;
 
 pub use arguments::{json_type, Arguments};
-pub use compose::{CallGate, Composer};
+pub use compose::Composer;
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
-pub use handler::{CallContext, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook};
+pub use handler::{
+    CallContext, CallGate, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook,
+};
 pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
@@ -510,7 +513,7 @@ impl Registry {
             .collect();
         for (definition, entry) in definitions.iter_mut().zip(&tools.entries) {
             if entry.handler.composes() {
-                compose::describe_callable(definition, &*entry.handler, &tools.entries);
+                offered::describe_callable(definition, &*entry.handler, &tools.entries);
             }
         }
         definitions

@@ -64,7 +64,7 @@ async fn sessions_from_initialize_to_delete() {
         server
             .app
             .sessions
-            .find(&id, &crate::http::admit::Caller::default())
+            .find(&id, &crate::http::caller::Caller::default())
             .await
             .unwrap()
             .environment()
