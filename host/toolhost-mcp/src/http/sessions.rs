@@ -378,8 +378,13 @@ impl Sessions {
     }
 
     /// These sessions keeping their tasks within `limits`' task bounds.
-    pub(crate) fn with_task_limits(mut self, limits: &McpLimits) -> Self {
-        self.tasks = Arc::new(TaskStore::new(limits));
+    /// Sessionless callers' tasks are also kept in `shared`, when given.
+    pub(crate) fn with_task_limits(
+        mut self,
+        limits: &McpLimits,
+        shared: Option<crate::state::SharedTasks>,
+    ) -> Self {
+        self.tasks = Arc::new(TaskStore::new(limits).with_shared(shared));
         self
     }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use toolhost::registry::{format_duration, CallContext, TaskSupport, ToolCall, ToolError};
@@ -339,6 +340,23 @@ impl Session {
         tool_limit: Option<std::time::Duration>,
         meta: &RequestMeta,
     ) -> Result<Value, Message> {
+        let created = self.create_task(home, id, ttl, meta)?;
+        let store = &home.store;
+        let task = created.task.clone();
+        let limit = store.time_limit(tool_limit);
+        self.spawn_task(Arc::clone(store), created, call, limit, meta);
+        Ok(task)
+    }
+
+    /// Creates a task in this process's store (kept `ttl` ms at most), or the error
+    /// answering a task refused (the caller's or the server's task cap).
+    pub(super) fn create_task(
+        &self,
+        home: &TaskHome,
+        id: &RequestId,
+        ttl: Option<u64>,
+        meta: &RequestMeta,
+    ) -> Result<Created, Message> {
         let store = &home.store;
         let created = match store.create(&home.owner.key(), ttl, &self.0.closed) {
             Ok(created) => created,
@@ -358,15 +376,14 @@ impl Session {
                 )));
             }
         };
-        let task = created.task.clone();
-        let limit = store.time_limit(tool_limit);
-        self.spawn_task(Arc::clone(store), created, call, limit, meta);
-        Ok(task)
+        Ok(created)
     }
 
     /// Runs task `created` in the background, within `limit`: it goes on whatever
-    /// becomes of the request that started it, and ends with its result recorded.
-    fn spawn_task(
+    /// becomes of the request that started it, and ends with its result recorded (in
+    /// the shared backend too, when the caller's tasks are shared, which also has its
+    /// lease renewed while it runs).
+    pub(super) fn spawn_task(
         &self,
         store: Arc<TaskStore>,
         created: Created,
@@ -397,8 +414,24 @@ impl Session {
                 .insert(created.id.clone(), Arc::clone(&outlet));
             outlet
         });
+        // The caller's tasks shared with other processes: the lease, and where it ends.
+        let shared = self.0.tasks.get().and_then(|home| {
+            super::task_shared::shared_for(home)
+                .map(|shared| (shared.clone(), home.owner.key().into_owned()))
+        });
         tokio::spawn(async move {
             let token = created.token.clone();
+            let beating = CancellationToken::new();
+            let _beating = beating.clone().drop_guard();
+            if let Some((shared, owner)) = &shared {
+                tokio::spawn(super::task_shared::keep_lease(
+                    shared.clone(),
+                    Arc::clone(&store),
+                    owner.clone(),
+                    created.id.clone(),
+                    beating.clone(),
+                ));
+            }
             let env = session.0.env.next_turn();
             let deadline = Instant::now() + limit;
             // The task's limit replaces --timeout and the plugin's per-call limit.
@@ -477,7 +510,12 @@ impl Session {
                 home.askers().remove(&created.id);
             }
             if token.is_cancelled() {
+                let id = created.id.clone();
                 store.stopped(created, "cancelled: the session ended");
+                if let Some((shared, owner)) = &shared {
+                    beating.cancel();
+                    super::task_shared::store_end(shared, &store, owner, &id, None).await;
+                }
                 return;
             }
             let (result, error) = match outcome {
@@ -500,7 +538,13 @@ impl Session {
                     outcome.err().map(|err| err.to_string()),
                 ),
             };
+            let id = created.id.clone();
             let changed = store.finish(created, Bytes::from(result.to_string()), error);
+            if let Some((shared, owner)) = &shared {
+                beating.cancel();
+                super::task_shared::store_end(shared, &store, owner, &id, changed.as_ref())
+                    .await;
+            }
             if let Some(task) = changed.filter(|_| tells) {
                 session.tell_status(&task);
             }

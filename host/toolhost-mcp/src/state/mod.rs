@@ -248,6 +248,34 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Tasks shared through a backend, as a server is given them
+/// (`HttpConfig::with_shared_tasks`): the backend, and the lease of the tasks this
+/// process runs.
+#[derive(Debug, Clone)]
+pub struct SharedTasks {
+    pub(crate) backend: std::sync::Arc<dyn TaskBackend>,
+    pub(crate) lease: Duration,
+}
+
+impl SharedTasks {
+    /// Tasks kept in `backend`, each running task's lease `lease` (kept within
+    /// [`MIN_TASK_LEASE`] and [`MAX_TASK_LEASE`]; [`DEFAULT_TASK_LEASE`] is the
+    /// usual choice).
+    #[must_use]
+    pub fn new(backend: std::sync::Arc<dyn TaskBackend>, lease: Duration) -> Self {
+        SharedTasks {
+            backend,
+            lease: lease.clamp(MIN_TASK_LEASE, MAX_TASK_LEASE),
+        }
+    }
+
+    /// The lease of the tasks this process runs.
+    #[must_use]
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+}
+
 /// One stored task of [`MemoryBackend`].
 #[derive(Debug, Clone)]
 struct Stored {

@@ -400,6 +400,9 @@ pub(crate) struct TaskStore {
     per_session: usize,
     max_bytes: usize,
     inner: Mutex<Store>,
+    /// Where the tasks of callers without a session are also kept, for the other
+    /// processes serving them (`--state`); `None`: this process alone.
+    shared: Option<crate::state::SharedTasks>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -423,7 +426,24 @@ impl TaskStore {
                 .min(limits.max_tasks().get()),
             max_bytes: limits.max_task_result_bytes().get(),
             inner: Mutex::default(),
+            shared: None,
         }
+    }
+
+    /// This store, its sessionless callers' tasks also kept in `shared`.
+    pub(crate) fn with_shared(mut self, shared: Option<crate::state::SharedTasks>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// Where tasks are shared with other processes, if they are.
+    pub(crate) fn shared(&self) -> Option<&crate::state::SharedTasks> {
+        self.shared.as_ref()
+    }
+
+    /// The most bytes one task's result may hold.
+    pub(crate) fn max_result_bytes(&self) -> usize {
+        self.max_bytes
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {

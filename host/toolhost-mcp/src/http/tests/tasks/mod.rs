@@ -170,3 +170,4 @@ fn created_id(created: &Value) -> String {
 
 mod owners;
 mod told;
+mod shared;
