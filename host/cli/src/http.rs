@@ -226,12 +226,13 @@ async fn shared_tasks(
     let password = match &http.state_password_file {
         Some(path) => {
             crate::secret_file::warn_if_others_may_access("--state-password-file", path);
-            let text = std::fs::read_to_string(path).with_context(|| {
-                format!("cannot read --state-password-file {}", path.display())
-            })?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --state-password-file {}", path.display()))?;
             Some(text.lines().next().unwrap_or_default().to_owned())
         }
-        None => std::env::var(PASSWORD_ENV).ok().filter(|value| !value.is_empty()),
+        None => std::env::var(PASSWORD_ENV)
+            .ok()
+            .filter(|value| !value.is_empty()),
     };
     let backend = RedisBackend::connect(
         &url,

@@ -135,7 +135,9 @@ impl PendingCall {
                     .run(self.registration, &self.id, &self.meta, notifier)
                     .await
             }
-            Work::SharedTask(work) => return work.run(self.registration, &self.id, &self.meta).await,
+            Work::SharedTask(work) => {
+                return work.run(self.registration, &self.id, &self.meta).await
+            }
         };
         let session = self.registration.session.clone();
         let token = self.registration.token.clone();

@@ -234,7 +234,7 @@ impl Session {
                 )));
             }
         };
-        if method != UPDATE_METHOD && self.shared_elsewhere(home, &task_id) {
+        if method != UPDATE_METHOD && super::task_shared::shared_elsewhere(home, &task_id) {
             let work = if method == "tasks/get" {
                 SharedWork::Get(task_id)
             } else {

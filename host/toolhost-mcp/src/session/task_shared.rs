@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::tasks::{TaskHome, TaskOwner};
-use super::{Message, Registration, Session, LOG_TARGET};
+use super::{Message, Registration, LOG_TARGET};
 use crate::convert::CallParams;
 use crate::jsonrpc::{RequestId, RpcError, INVALID_PARAMS};
 use crate::limits::TASK_POLL_INTERVAL_MS;
@@ -83,7 +83,10 @@ impl SharedWork {
         };
         let owner = home.owner.key().into_owned();
         let reply = |result: Value| {
-            Message::response(id, Bytes::from(protocol::complete(meta, result).to_string()))
+            Message::response(
+                id,
+                Bytes::from(protocol::complete(meta, result).to_string()),
+            )
         };
         let unavailable = |err: &StateError| {
             session.error(&RpcError::new(
@@ -108,7 +111,8 @@ impl SharedWork {
                 let record = record_of(&created.task, &created.id, &owner);
                 if let Err(err) = shared.backend.create(&record, shared.lease).await {
                     warn!(target: LOG_TARGET, request = %id, "task refused: {err}");
-                    home.store.stopped(created, "not started: the task state server failed");
+                    home.store
+                        .stopped(created, "not started: the task state server failed");
                     return Some(session.error(&RpcError::new(
                         id.clone(),
                         TASK_REFUSED,
@@ -172,9 +176,8 @@ fn record_of(task: &Value, id: &str, owner: &str) -> TaskRecord {
 
 /// A stored record as the published extension's `DetailedTask`.
 fn detailed(record: &TaskRecord) -> Value {
-    let time = |ms: u64| {
-        toolhost::registry::format_utc_time(UNIX_EPOCH + Duration::from_millis(ms))
-    };
+    let time =
+        |ms: u64| toolhost::registry::format_utc_time(UNIX_EPOCH + Duration::from_millis(ms));
     let mut task = json!({
         "taskId": record.id,
         "status": record.status.as_str(),
@@ -244,10 +247,12 @@ pub(super) async fn store_end(
     task: Option<&Value>,
 ) {
     let ended = match task {
-        None => shared
-            .backend
-            .finish(id, TaskStatus::Cancelled, Some("cancelled"), None)
-            .await,
+        None => {
+            shared
+                .backend
+                .finish(id, TaskStatus::Cancelled, Some("cancelled"), None)
+                .await
+        }
         Some(task) => {
             let status = task["status"]
                 .as_str()
@@ -263,7 +268,12 @@ pub(super) async fn store_end(
             let result = result.filter(|text| text.len() <= store.max_result_bytes());
             shared
                 .backend
-                .finish(id, status, task["statusMessage"].as_str(), result.as_deref())
+                .finish(
+                    id,
+                    status,
+                    task["statusMessage"].as_str(),
+                    result.as_deref(),
+                )
                 .await
         }
     };
@@ -272,10 +282,8 @@ pub(super) async fn store_end(
     }
 }
 
-impl Session {
-    /// Whether a 2026-07-28 task request for `task_id` goes to the shared backend: the
-    /// caller's tasks are shared and this process does not hold it.
-    pub(super) fn shared_elsewhere(&self, home: &TaskHome, task_id: &str) -> bool {
-        shared_for(home).is_some() && home.store.get(&home.owner.key(), task_id).is_none()
-    }
+/// Whether a 2026-07-28 task request for `task_id` goes to the shared backend: the
+/// caller's tasks are shared and this process does not hold it.
+pub(super) fn shared_elsewhere(home: &TaskHome, task_id: &str) -> bool {
+    shared_for(home).is_some() && home.store.get(&home.owner.key(), task_id).is_none()
 }

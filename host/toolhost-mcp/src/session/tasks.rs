@@ -542,8 +542,7 @@ impl Session {
             let changed = store.finish(created, Bytes::from(result.to_string()), error);
             if let Some((shared, owner)) = &shared {
                 beating.cancel();
-                super::task_shared::store_end(shared, &store, owner, &id, changed.as_ref())
-                    .await;
+                super::task_shared::store_end(shared, &store, owner, &id, changed.as_ref()).await;
             }
             if let Some(task) = changed.filter(|_| tells) {
                 session.tell_status(&task);

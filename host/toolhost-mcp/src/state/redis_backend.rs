@@ -348,7 +348,7 @@ fn record_from_fields(
     max_result_bytes: usize,
 ) -> Result<TaskRecord, StateError> {
     let garbage = |what: &str| StateError::Garbage(format!("task {id}: {what}"));
-    if fields.len() % 2 != 0 || fields.len() > 16 {
+    if !fields.len().is_multiple_of(2) || fields.len() > 16 {
         return Err(garbage("not a task record"));
     }
     let mut record = TaskRecord {

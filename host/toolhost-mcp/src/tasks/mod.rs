@@ -431,6 +431,10 @@ impl TaskStore {
     }
 
     /// This store, its sessionless callers' tasks also kept in `shared`.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "set by the HTTP transport")
+    )]
     pub(crate) fn with_shared(mut self, shared: Option<crate::state::SharedTasks>) -> Self {
         self.shared = shared;
         self

@@ -169,5 +169,5 @@ fn created_id(created: &Value) -> String {
 }
 
 mod owners;
-mod told;
 mod shared;
+mod told;

@@ -12,7 +12,10 @@ use crate::state::{
 fn shared_config(backend: &Arc<dyn TaskBackend>) -> HttpConfig {
     stateful()
         .with_tokens(Some(tokens()))
-        .with_shared_tasks(SharedTasks::new(Arc::clone(backend), Duration::from_secs(30)))
+        .with_shared_tasks(SharedTasks::new(
+            Arc::clone(backend),
+            Duration::from_secs(30),
+        ))
 }
 
 async fn get(addr: SocketAddr, token: &str, task: &str) -> Value {
@@ -39,7 +42,10 @@ async fn a_task_created_through_one_server_is_got_and_cancelled_through_another(
     assert_eq!(got["result"]["status"], "working", "{got}");
     assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
     assert_eq!(got["result"]["ttlMs"], 3_600_000, "{got}");
-    assert_eq!(get(b.addr, TOKEN_B, &task).await, no_such_published_task_for(7));
+    assert_eq!(
+        get(b.addr, TOKEN_B, &task).await,
+        no_such_published_task_for(7)
+    );
     let unknown = get(b.addr, TOKEN_A, "00000000-0000-4000-8000-000000000000").await;
     assert_eq!(unknown, no_such_published_task_for(7));
     // Cancelled through B: A's call stops within a second (its next heartbeat).
@@ -52,8 +58,15 @@ async fn a_task_created_through_one_server_is_got_and_cancelled_through_another(
     .await;
     assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
     let asked = Instant::now();
-    until("A's call stopped", || spinning_a.0.load(Ordering::SeqCst) == 0).await;
-    assert!(asked.elapsed() < Duration::from_secs(1), "{:?}", asked.elapsed());
+    until("A's call stopped", || {
+        spinning_a.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
     let on_a = get(a.addr, TOKEN_A, &task).await;
     assert_eq!(on_a["result"]["status"], "cancelled", "{on_a}");
     let on_b = get(b.addr, TOKEN_A, &task).await;
@@ -100,19 +113,36 @@ fn gone() -> StateError {
 }
 
 impl TaskBackend for Gone {
-    fn create<'a>(&'a self, _: &'a TaskRecord, _: Duration) -> BoxFuture<'a, Result<(), StateError>> {
+    fn create<'a>(
+        &'a self,
+        _: &'a TaskRecord,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
         Box::pin(async { Err(gone()) })
     }
-    fn get<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StateError>> {
+    fn get<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<TaskRecord>, StateError>> {
         Box::pin(async { Err(gone()) })
     }
     fn list<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<TaskRecord>, StateError>> {
         Box::pin(async { Err(gone()) })
     }
-    fn cancel<'a>(&'a self, _: &'a str, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<TaskRecord, CancelRefusal>> {
+    fn cancel<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<TaskRecord, CancelRefusal>> {
         Box::pin(async { Err(gone().into()) })
     }
-    fn heartbeat<'a>(&'a self, _: &'a str, _: Duration) -> BoxFuture<'a, Result<Heartbeat, StateError>> {
+    fn heartbeat<'a>(
+        &'a self,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Heartbeat, StateError>> {
         Box::pin(async { Err(gone()) })
     }
     fn finish<'a>(
@@ -141,7 +171,8 @@ async fn with_the_backend_gone_task_creation_fails_closed_and_plain_calls_go_on(
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("Task refused: the task state server is unreachable (connection refused)")
+        message
+            .starts_with("Task refused: the task state server is unreachable (connection refused)")
             && message.contains("plain tool calls still work"),
         "{message}"
     );
