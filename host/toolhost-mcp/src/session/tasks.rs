@@ -414,8 +414,9 @@ impl Session {
                 .insert(created.id.clone(), Arc::clone(&outlet));
             outlet
         });
-        // The caller's tasks shared with other processes: the lease, and where it ends.
-        let shared = self.0.tasks.get().and_then(|home| {
+        // The caller's tasks shared with other processes: the lease, and where it ends
+        // (2026-07-28 tasks of a caller without a session, created in the backend first).
+        let shared = self.0.tasks.get().filter(|_| meta.modern).and_then(|home| {
             super::task_shared::shared_for(home)
                 .map(|shared| (shared.clone(), home.owner.key().into_owned()))
         });

@@ -204,3 +204,39 @@ async fn with_the_backend_gone_task_creation_fails_closed_and_plain_calls_go_on(
     assert_eq!(plain["result"]["isError"], false, "{plain}");
     server.stop().await;
 }
+
+/// A 2025-11-25 task of a caller without a session is this process's alone (that
+/// revision's tasks/result and tasks/list stay local): it is not put in the backend, and
+/// a heartbeat that would not find it there must not cancel it.
+#[tokio::test]
+async fn a_legacy_sessionless_task_stays_local_and_completes() {
+    let backend: Arc<dyn TaskBackend> = Arc::new(MemoryBackend::new(1 << 20));
+    let spinning = Arc::default();
+    let config = HttpConfig::new(None)
+        .with_tokens(Some(tokens()))
+        .with_shared_tasks(SharedTasks::new(
+            Arc::clone(&backend),
+            Duration::from_secs(30),
+        ));
+    let server = start_tasks_with(config, &spinning).await;
+    let created = stateless_request(server.addr, TOKEN_A, &task_call(2, "nap")).await;
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let done = stateless_request(server.addr, TOKEN_A, &on_task("tasks/result", 3, &task)).await;
+    assert_eq!(
+        done["result"]["content"],
+        json!([{"type": "text", "text": "rested"}]),
+        "{done}"
+    );
+    // Never put in the backend.
+    assert_eq!(
+        backend
+            .heartbeat(&task, Duration::from_secs(1))
+            .await
+            .unwrap(),
+        Heartbeat::Gone
+    );
+    server.stop().await;
+}
