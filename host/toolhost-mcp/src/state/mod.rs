@@ -26,6 +26,41 @@
 //! - a record's result is at most the server's `max_task_result_bytes`
 //!   ([`TaskBackend`] implementations refuse a larger one read back:
 //!   [`StateError::TooLarge`]).
+//!
+//! A server shares its sessionless callers' tasks through a backend given to
+//! `HttpConfig::with_shared_tasks` (feature `http`); the CLI's `--state` gives it a
+//! `RedisBackend`. The trait itself, on the in-process backend:
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolhost_mcp::state::{
+//!     now_ms, Heartbeat, MemoryBackend, TaskBackend, TaskRecord, TaskStatus,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let backend = MemoryBackend::new(1 << 20);
+//! let now = now_ms();
+//! let task = TaskRecord {
+//!     id: "0b7f5a0e-5a43-4d51-9c1a-8f3c1d2e4b5a".into(),
+//!     owner: "caller:alice".into(),
+//!     status: TaskStatus::Working,
+//!     status_message: None,
+//!     created_ms: now,
+//!     updated_ms: now,
+//!     ttl_ms: 60_000,
+//!     result: None,
+//! };
+//! backend.create(&task, Duration::from_secs(30)).await?;
+//! // Another process cancels it; the running one learns it from its next heartbeat.
+//! backend.cancel("caller:alice", &task.id, "cancelled by the client").await?;
+//! let beat = backend.heartbeat(&task.id, Duration::from_secs(30)).await?;
+//! assert_eq!(beat, Heartbeat::Ended(TaskStatus::Cancelled));
+//! // Nobody else sees it.
+//! assert_eq!(backend.get("caller:bob", &task.id).await?, None);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::future::Future;
 use std::pin::Pin;
