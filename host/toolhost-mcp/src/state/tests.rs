@@ -222,8 +222,14 @@ mod redis {
             connect(hostile(Some(b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec())).await).await;
         let err = backend.unwrap_err();
         assert!(
-            matches!(err, StateError::Garbage(_) | StateError::Unreachable(_)),
+            matches!(&err, StateError::Garbage(why) if why.contains("Parse error")),
             "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("the task state server answered something unexpected (")
+                && err.to_string().ends_with("is --state pointing at a Redis server?"),
+            "{err}"
         );
         assert!(took < Duration::from_secs(2), "took {took:?}");
     }
