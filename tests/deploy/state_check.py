@@ -103,6 +103,7 @@ def main():
     parser.add_argument("--redis-port", type=int, required=True)
     parser.add_argument("--redis-pid", type=int, required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--haproxy", help="HAProxy's binary: also drive tasks through it")
     args = parser.parse_args()
     work = args.work
     state = f"redis://127.0.0.1:{args.redis_port}/0"
@@ -177,6 +178,47 @@ def main():
                 if again["status"] != "cancelled":
                     fail(f"task {i} after cancel: {again}")
         print("state-check: 20 tasks created, got, fetched and cancelled across 3 processes", file=sys.stderr)
+
+        # 1b. The same behind HAProxy (round robin, no stickiness): every request of a
+        # task lands on another process than the one before.
+        if args.haproxy:
+            front = free_port()
+            config = os.path.join(work, "haproxy.cfg")
+            with open(config, "w") as cfg:
+                cfg.write("defaults\n    mode http\n    timeout connect 5s\n"
+                          "    timeout client 1m\n    timeout server 1m\n"
+                          f"frontend mcp\n    bind 127.0.0.1:{front}\n    default_backend hosts\n"
+                          "backend hosts\n    balance roundrobin\n")
+                for n, port in enumerate(ports):
+                    cfg.write(f"    server h{n} 127.0.0.1:{port}\n")
+            proxy = subprocess.Popen([args.haproxy, "-db", "-f", config],
+                                     stdout=open(os.path.join(work, "haproxy.log"), "w"),
+                                     stderr=subprocess.STDOUT)
+            hosts.append(proxy)
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", front), timeout=1):
+                        break
+                except OSError:
+                    if proxy.poll() is not None or time.monotonic() > deadline:
+                        fail("haproxy did not start: " + open(os.path.join(work, "haproxy.log")).read())
+                    time.sleep(0.1)
+            for i in range(6):
+                if i % 2 == 0:
+                    task = start_task(front, "test_simple_text", {})
+                    wait_status(front, task, "completed", 10)
+                else:
+                    task = start_task(front, "test_elicitation", {"message": "via the proxy?"}, asks=True)
+                    cancelled = rpc(front, "tasks/cancel", {"taskId": task})
+                    if "error" in cancelled:
+                        fail(f"cancel through HAProxy: {cancelled}")
+                    wait_status(front, task, "cancelled", 2)
+            proxy.terminate()
+            proxy.wait(timeout=10)
+            hosts.remove(proxy)
+            print("state-check: 6 tasks created, got and cancelled through HAProxy (round robin)",
+                  file=sys.stderr)
 
         # 2. SIGKILL a process mid-task: its tasks are failed within the lease.
         orphans = [start_task(ports[0], "test_elicitation", {"message": "orphan?"}, asks=True)
