@@ -121,7 +121,8 @@ def main():
              "--root", os.path.join(work, "root"), "--plugins", os.path.join(work, "plugins"),
              "--cache-dir", os.path.join(work, "cache"), "--plugin-ask",
              "--auth-token-file", os.path.join(work, "tokens"),
-             "--state", state, "--task-lease", f"{LEASE_S}s"],
+             "--state", state, "--state-password-file", os.path.join(work, "redis.pass"),
+             "--task-lease", f"{LEASE_S}s"],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while True:
@@ -265,7 +266,8 @@ def main():
             fail(f"a plain call with Redis down: {plain}")
         redis = subprocess.Popen(
             ["redis-server", "--bind", "127.0.0.1", "--port", str(args.redis_port), "--dir", work,
-             "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+             "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+             "--requirepass", open(os.path.join(work, "redis.pass")).read().strip()],
             stdout=open(os.path.join(work, "redis2.log"), "w"), stderr=subprocess.STDOUT)
         with open(os.path.join(work, "redis.pid"), "w") as pid:
             pid.write(str(redis.pid))

@@ -200,6 +200,9 @@ pub enum StateError {
     /// The server could not be reached, or the connection broke.
     #[error("the task state server is unreachable ({0}); tasks cannot be created or read until it is back, plain tool calls still work")]
     Unreachable(String),
+    /// The server refused the credentials (no password given, or a wrong one).
+    #[error("the task state server refused the credentials ({0}); give its password with --state-password-file FILE or TOOLHOST_STATE_PASSWORD")]
+    Auth(String),
     /// The server took longer than the operation's time limit.
     #[error("the task state server did not answer within {} ms; tasks cannot be created or read until it answers, plain tool calls still work", .0.as_millis())]
     Timeout(Duration),

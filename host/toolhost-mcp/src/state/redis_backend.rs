@@ -188,7 +188,13 @@ impl std::fmt::Debug for RedisBackend {
 
 /// A [`RedisError`] as a [`StateError`].
 fn state_error(err: &RedisError, timeout: Duration) -> StateError {
-    if err.is_timeout() {
+    let text = err.to_string();
+    if err.kind() == redis::ErrorKind::AuthenticationFailed
+        || text.contains("WRONGPASS")
+        || text.contains("NOAUTH")
+    {
+        StateError::Auth(text)
+    } else if err.is_timeout() {
         StateError::Timeout(timeout)
     } else if err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped() {
         StateError::Unreachable(err.to_string())

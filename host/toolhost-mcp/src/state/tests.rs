@@ -228,7 +228,9 @@ mod redis {
         assert!(
             err.to_string()
                 .starts_with("the task state server answered something unexpected (")
-                && err.to_string().ends_with("is --state pointing at a Redis server?"),
+                && err
+                    .to_string()
+                    .ends_with("is --state pointing at a Redis server?"),
             "{err}"
         );
         assert!(took < Duration::from_secs(2), "took {took:?}");
@@ -291,11 +293,28 @@ mod redis {
     async fn redis_backend_keeps_owners_leases_and_results() {
         let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
         let url = StateUrl::parse(&url).unwrap();
-        let backend = RedisBackend::connect(&url, None, 64).await.unwrap();
+        // The server scripts/state-check starts wants a password: without one, or with a
+        // wrong one, the connection is refused saying so.
+        let password = std::env::var(PASSWORD_ENV).ok();
+        if password.is_some() {
+            for wrong in [None, Some("not-the-password")] {
+                let refused = RedisBackend::connect(&url, wrong, 64).await.unwrap_err();
+                assert!(matches!(refused, StateError::Auth(_)), "{refused:?}");
+                assert!(
+                    refused.to_string().contains("--state-password-file"),
+                    "{refused}"
+                );
+            }
+        }
+        let backend = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
         let prefix = format!("t{}", now_ms());
         exercise(&backend, &prefix).await;
         // A second backend (another process) sees the same tasks.
-        let other = RedisBackend::connect(&url, None, 64).await.unwrap();
+        let other = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
         let seen = other
             .get(&format!("{prefix}-alice"), &format!("{prefix}-2"))
             .await;
