@@ -417,14 +417,18 @@ impl Session {
         // The caller's tasks shared with other processes: the lease, and where it ends
         // (2026-07-28 tasks of a caller without a session, created in the backend first).
         let shared = self.0.tasks.get().filter(|_| meta.modern).and_then(|home| {
-            super::task_shared::shared_for(home)
-                .map(|shared| (shared.clone(), home.owner.key().into_owned()))
+            super::task_shared::shared_for(home).map(|shared| {
+                // Stops its heartbeat when the task ends (or its run is dropped).
+                let beating = CancellationToken::new();
+                (shared.clone(), home.owner.key().into_owned(), beating)
+            })
         });
         tokio::spawn(async move {
             let token = created.token.clone();
-            let beating = CancellationToken::new();
-            let _beating = beating.clone().drop_guard();
-            if let Some((shared, owner)) = &shared {
+            let _beating = shared
+                .as_ref()
+                .map(|(_, _, beating)| beating.clone().drop_guard());
+            if let Some((shared, owner, beating)) = &shared {
                 tokio::spawn(super::task_shared::keep_lease(
                     shared.clone(),
                     Arc::clone(&store),
@@ -513,7 +517,7 @@ impl Session {
             if token.is_cancelled() {
                 let id = created.id.clone();
                 store.stopped(created, "cancelled: the session ended");
-                if let Some((shared, owner)) = &shared {
+                if let Some((shared, owner, beating)) = &shared {
                     beating.cancel();
                     super::task_shared::store_end(shared, &store, owner, &id, None).await;
                 }
@@ -541,7 +545,7 @@ impl Session {
             };
             let id = created.id.clone();
             let changed = store.finish(created, Bytes::from(result.to_string()), error);
-            if let Some((shared, owner)) = &shared {
+            if let Some((shared, owner, beating)) = &shared {
                 beating.cancel();
                 super::task_shared::store_end(shared, &store, owner, &id, changed.as_ref()).await;
             }
