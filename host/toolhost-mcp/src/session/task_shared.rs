@@ -225,7 +225,14 @@ pub(super) async fn keep_lease(
             Ok(Heartbeat::Running) => {}
             Ok(Heartbeat::Ended(status)) => {
                 info!(target: LOG_TARGET, task = %id, status = status.as_str(), "task ended through another process: stopping its call");
-                let _ = store.cancel(&owner, &id, "cancelled by the client");
+                let reason = if status == TaskStatus::Cancelled {
+                    "cancelled by the client"
+                } else {
+                    // Its lease ran out while the backend was away: the others already
+                    // report it failed, so it stops here too.
+                    "stopped: its lease ran out while the task state server was away"
+                };
+                let _ = store.cancel(&owner, &id, reason);
                 return;
             }
             Ok(Heartbeat::Gone) => {
