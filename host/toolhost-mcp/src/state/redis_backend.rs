@@ -186,9 +186,34 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
+/// The most characters of a server's text an error repeats.
+const MAX_ECHOED_CHARS: usize = 160;
+
+/// `text` as an error repeats it: at most [`MAX_ECHOED_CHARS`] characters (a server's
+/// answer can be as long as it likes), cut with an ellipsis.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_ECHOED_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// The size in the GET script's refusal of a result past the cap (`TOOLARGE SIZE`, which
+/// the client shows as `"TOOLARGE": SIZE`).
+fn too_large(text: &str) -> Option<usize> {
+    let (_, rest) = text.split_once("TOOLARGE")?;
+    let digits: String = rest
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// A [`RedisError`] as a [`StateError`].
 fn state_error(err: &RedisError, timeout: Duration) -> StateError {
-    let text = err.to_string();
+    let full = err.to_string();
+    let text = clip(&full);
     if err.kind() == redis::ErrorKind::AuthenticationFailed
         || text.contains("WRONGPASS")
         || text.contains("NOAUTH")
@@ -197,17 +222,11 @@ fn state_error(err: &RedisError, timeout: Duration) -> StateError {
     } else if err.is_timeout() {
         StateError::Timeout(timeout)
     } else if err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped() {
-        StateError::Unreachable(err.to_string())
-    } else if let Some(size) = err
-        .to_string()
-        .split("TOOLARGE ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|size| size.parse::<usize>().ok())
-    {
+        StateError::Unreachable(text)
+    } else if let Some(size) = too_large(&full) {
         StateError::TooLarge(size, 0)
     } else {
-        StateError::Garbage(err.to_string())
+        StateError::Garbage(text)
     }
 }
 
@@ -241,12 +260,13 @@ impl RedisBackend {
         let mut info = url
             .as_str()
             .into_connection_info()
-            .map_err(|err| StateError::Garbage(err.to_string()))?;
+            .map_err(|err| StateError::Garbage(clip(&err.to_string())))?;
         if let Some(password) = password {
             let settings = info.redis_settings().clone().set_password(password);
             info = info.set_redis_settings(settings);
         }
-        let client = Client::open(info).map_err(|err| StateError::Garbage(err.to_string()))?;
+        let client =
+            Client::open(info).map_err(|err| StateError::Garbage(clip(&err.to_string())))?;
         let backend = RedisBackend {
             client,
             connection: Mutex::new(None),
@@ -275,7 +295,10 @@ impl RedisBackend {
         if answer == "PONG" {
             Ok(())
         } else {
-            Err(StateError::Garbage(format!("PING answered {answer:?}")))
+            Err(StateError::Garbage(format!(
+                "PING answered {:?}",
+                clip(&answer)
+            )))
         }
     }
 
@@ -523,7 +546,9 @@ impl TaskBackend for RedisBackend {
                 "ok" => self.read(owner, id).await?.ok_or(CancelRefusal::NotFound),
                 other => match other.strip_prefix("ended ").and_then(TaskStatus::parse) {
                     Some(status) => Err(CancelRefusal::Ended(status)),
-                    None => Err(StateError::Garbage(format!("cancel answered {other:?}")).into()),
+                    None => Err(
+                        StateError::Garbage(format!("cancel answered {:?}", clip(other))).into(),
+                    ),
                 },
             }
         })
@@ -551,7 +576,9 @@ impl TaskBackend for RedisBackend {
                 "gone" => Ok(Heartbeat::Gone),
                 other => TaskStatus::parse(other)
                     .map(Heartbeat::Ended)
-                    .ok_or_else(|| StateError::Garbage(format!("heartbeat answered {other:?}"))),
+                    .ok_or_else(|| {
+                        StateError::Garbage(format!("heartbeat answered {:?}", clip(other)))
+                    }),
             }
         })
     }

@@ -248,6 +248,26 @@ mod redis {
     }
 
     #[tokio::test]
+    async fn a_huge_wrong_answer_is_refused_without_echoing_it() {
+        // One MiB where PONG belongs: refused, the error short (not the answer again).
+        // Three per read: the client's set-up sends two commands at once before PING.
+        let mut one = b"+".to_vec();
+        one.extend(std::iter::repeat_n(b'A', 1 << 20));
+        one.extend(b"\r\n");
+        let (backend, _) = connect(hostile(Some(one.repeat(3))).await).await;
+        let err = backend.unwrap_err();
+        assert!(matches!(err, StateError::Garbage(_)), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.len() < 400,
+            "{} bytes: {}",
+            message.len(),
+            &message[..200]
+        );
+        assert!(message.contains("PING answered \"AAAA"), "{message}");
+    }
+
+    #[tokio::test]
     async fn nothing_listening_is_unreachable() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -311,6 +331,23 @@ mod redis {
             .unwrap();
         let prefix = format!("t{}", now_ms());
         exercise(&backend, &prefix).await;
+        // A record whose result is past the reader's cap is refused by the server's script
+        // before it is sent.
+        let writer = RedisBackend::connect(&url, password.as_deref(), 1024)
+            .await
+            .unwrap();
+        let big = record(&format!("{prefix}-big"), &format!("{prefix}-alice"));
+        writer.create(&big, Duration::from_secs(30)).await.unwrap();
+        let result = "y".repeat(100);
+        assert!(writer
+            .finish(&big.id, TaskStatus::Completed, None, Some(&result))
+            .await
+            .unwrap());
+        let read = backend.get(&big.owner, &big.id).await;
+        assert!(
+            matches!(read, Err(StateError::TooLarge(100, 64))),
+            "{read:?}"
+        );
         // A second backend (another process) sees the same tasks.
         let other = RedisBackend::connect(&url, password.as_deref(), 64)
             .await
