@@ -267,6 +267,72 @@ mod redis {
         assert!(message.contains("PING answered \"AAAA"), "{message}");
     }
 
+    /// A server that answers its first reads as `script` says (one entry per read; the
+    /// client's set-up sends two commands at once, then PING), then nothing.
+    async fn scripted(script: Vec<&'static [u8]>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let script = script.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let mut answers = script.into_iter();
+                    loop {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {
+                                if let Some(answer) = answers.next() {
+                                    if socket.write_all(answer).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    const SET_UP: &[u8] = b"+OK\r\n+OK\r\n";
+
+    #[tokio::test]
+    async fn a_server_that_stops_answering_mid_operation_fails_within_the_time_limit() {
+        let addr = scripted(vec![SET_UP, b"+PONG\r\n"]).await;
+        let (backend, _) = connect(addr).await;
+        let backend = backend.unwrap();
+        let started = std::time::Instant::now();
+        let got = backend.get("alice", "some-task").await;
+        assert!(
+            matches!(got, Err(StateError::Timeout(limit)) if limit == Duration::from_millis(500)),
+            "{got:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_record_that_is_not_a_task_is_refused() {
+        // The GET script's answer: fields without a status.
+        let addr = scripted(vec![
+            SET_UP,
+            b"+PONG\r\n",
+            b"*2\r\n$5\r\nowner\r\n$5\r\nalice\r\n",
+        ])
+        .await;
+        let (backend, _) = connect(addr).await;
+        let got = backend.unwrap().get("alice", "some-task").await;
+        assert!(
+            matches!(&got, Err(StateError::Garbage(why)) if why == "task some-task: no status"),
+            "{got:?}"
+        );
+    }
+
     #[tokio::test]
     async fn nothing_listening_is_unreachable() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
