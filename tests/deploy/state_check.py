@@ -73,6 +73,31 @@ def rpc(port, method, params, token=ALICE, tasks=True, asks=False, timeout=10):
         fail(f"{method} on :{port}: not JSON: {text!r}")
 
 
+def legacy(port, method, params, token=ALICE, timeout=20):
+    """A 2025-11-25 request standing alone (a stateless server: no session)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+        "Authorization": f"Bearer {token}",
+    }
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", body, headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            text = reply.read().decode()
+    except urllib.error.HTTPError as err:
+        text = err.read().decode()
+    for line in text.splitlines():
+        if line.startswith("data: "):
+            text = line[len("data: "):]
+            break
+    try:
+        return json.loads(text)
+    except ValueError:
+        fail(f"{method} on :{port} (2025-11-25): not JSON: {text!r}")
+
+
 def start_task(port, tool, arguments, asks=False):
     answer = rpc(port, "tools/call", {"name": tool, "arguments": arguments}, asks=asks)
     result = answer.get("result", {})
@@ -179,6 +204,27 @@ def main():
                 if again["status"] != "cancelled":
                     fail(f"task {i} after cancel: {again}")
         print("state-check: 20 tasks created, got, fetched and cancelled across 3 processes", file=sys.stderr)
+
+        # 1a. 2025-11-25 without a session: tasks/result through another process waits
+        # for the end there, tasks/list through a third lists them all.
+        legacy_tasks = []
+        for i in range(3):
+            answer = legacy(ports[i], "tools/call",
+                            {"name": "test_simple_text", "arguments": {}, "task": {}})
+            task = answer.get("result", {}).get("task", {}).get("taskId")
+            if not task:
+                fail(f"2025-11-25 task on :{ports[i]}: {answer}")
+            legacy_tasks.append(task)
+            done = legacy(ports[(i + 1) % 3], "tasks/result", {"taskId": task})
+            if done.get("result", {}).get("content", [{}])[0].get("text") != \
+                    "This is a simple text response for testing.":
+                fail(f"2025-11-25 tasks/result through another process: {done}")
+        listed = legacy(ports[2], "tasks/list", {})
+        ids = [task["taskId"] for task in listed.get("result", {}).get("tasks", [])]
+        if not set(legacy_tasks) <= set(ids):
+            fail(f"2025-11-25 tasks/list through one process: {listed}")
+        print("state-check: 3 tasks of 2025-11-25 (stateless) fetched and listed across processes",
+              file=sys.stderr)
 
         # 1b. The same behind HAProxy (round robin, no stickiness): every request of a
         # task lands on another process than the one before.

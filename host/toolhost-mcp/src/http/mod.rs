@@ -389,8 +389,9 @@ impl HttpConfig {
         self
     }
 
-    /// Keep the tasks of callers without a session (stateless 2026-07-28 requests) in
-    /// `shared` too, so every process given the same backend can get and cancel them
+    /// Keep the tasks of callers without a session (2026-07-28 requests, and 2025-11-25
+    /// ones on a stateless server) in `shared` too, so every process given the same
+    /// backend can get, fetch, list and cancel them
     /// (`--state`; docs/deploy.md "Scale-out: tasks shared through Redis"). Tasks of a
     /// session stay in the process holding the session. None by default.
     #[must_use]

@@ -167,7 +167,11 @@ impl Session {
                 // Stored in the shared backend before it is answered: an await.
                 Step::Call(self.pending(
                     id,
-                    Work::SharedTask(SharedWork::Start { call, tool_limit }),
+                    Work::SharedTask(SharedWork::Start {
+                        call,
+                        tool_limit,
+                        ttl: None,
+                    }),
                     meta,
                 ))
             }

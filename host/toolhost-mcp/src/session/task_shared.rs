@@ -1,9 +1,10 @@
 //! Tasks of callers without a session shared with the other processes serving them
-//! (`--state`, [`crate::state`]): a 2026-07-28 task is created in the shared backend
-//! before it is answered (fail closed: no task when the backend is unreachable; a plain
-//! call never touches it), its process renews its lease and learns of a cancellation
-//! made elsewhere by a heartbeat every 200 ms, and its end is stored there; a
-//! `tasks/get` or `tasks/cancel` for a task this process does not hold asks the backend.
+//! (`--state`, [`crate::state`]): a task is created in the shared backend before it is
+//! answered (fail closed: no task when the backend is unreachable; a plain call never
+//! touches it), its process renews its lease and learns of a cancellation made
+//! elsewhere by a heartbeat every 200 ms, and its end is stored there; a `tasks/get`,
+//! `tasks/cancel` or (2025-11-25) `tasks/result` for a task this process does not hold
+//! asks the backend, and a 2025-11-25 `tasks/list` is answered from it.
 //! Tasks of a session stay in the process holding the session (as the session does).
 
 use std::sync::Arc;
@@ -23,7 +24,9 @@ use crate::protocol::{self, RequestMeta};
 use crate::state::{
     CancelRefusal, Heartbeat, SharedTasks, StateError, TaskRecord, TaskStatus, HEARTBEAT_INTERVAL,
 };
-use crate::tasks::{published, Finished, Status, TaskStore, NO_SUCH_TASK_PUBLISHED};
+use crate::tasks::{
+    published, Finished, Status, TaskStore, NO_SUCH_TASK, NO_SUCH_TASK_PUBLISHED, TASK_PAGE_SIZE,
+};
 
 /// JSON-RPC's implementation-defined server error, as for a task refused by its cap.
 const TASK_REFUSED: i64 = -32000;
@@ -38,11 +41,17 @@ pub(crate) enum SharedWork {
     Start {
         call: CallParams,
         tool_limit: Option<Duration>,
+        /// The time to live the client asked for (2025-11-25's `task.ttl`), in ms.
+        ttl: Option<u64>,
     },
     /// `tasks/get` of a task another process holds.
     Get(String),
     /// `tasks/cancel` of a task another process holds.
     Cancel(String),
+    /// 2025-11-25's `tasks/result` of a task another process holds: waits for its end.
+    Result(String),
+    /// 2025-11-25's `tasks/list` (from this cursor): the caller's tasks in the backend.
+    List(Option<String>),
 }
 
 impl SharedWork {
@@ -50,7 +59,8 @@ impl SharedWork {
     pub(super) fn held_bytes(&self) -> usize {
         match self {
             SharedWork::Start { call, .. } => call.arguments.len() + call.name.len(),
-            SharedWork::Get(id) | SharedWork::Cancel(id) => id.len(),
+            SharedWork::Get(id) | SharedWork::Cancel(id) | SharedWork::Result(id) => id.len(),
+            SharedWork::List(cursor) => cursor.as_ref().map_or(0, String::len),
         }
     }
 
@@ -61,6 +71,8 @@ impl SharedWork {
             SharedWork::Start { call, .. } => &call.name,
             SharedWork::Get(_) => "tasks/get",
             SharedWork::Cancel(_) => "tasks/cancel",
+            SharedWork::Result(_) => "tasks/result",
+            SharedWork::List(_) => "tasks/list",
         }
     }
 
@@ -72,14 +84,16 @@ impl SharedWork {
         meta: &RequestMeta,
     ) -> Option<Message> {
         let session = registration.session.clone();
+        let token = registration.token.clone();
         drop(registration);
         let home = session.0.tasks.get()?;
+        let no_such_task = if meta.modern {
+            NO_SUCH_TASK_PUBLISHED
+        } else {
+            NO_SUCH_TASK
+        };
         let Some(shared) = shared_for(home) else {
-            return Some(session.error(&RpcError::new(
-                id.clone(),
-                INVALID_PARAMS,
-                NO_SUCH_TASK_PUBLISHED,
-            )));
+            return Some(session.error(&RpcError::new(id.clone(), INVALID_PARAMS, no_such_task)));
         };
         let owner = home.owner.key().into_owned();
         let reply = |result: Value| {
@@ -95,16 +109,14 @@ impl SharedWork {
                 format!("Internal error: {err}"),
             ))
         };
-        let unknown = || {
-            session.error(&RpcError::new(
-                id.clone(),
-                INVALID_PARAMS,
-                NO_SUCH_TASK_PUBLISHED,
-            ))
-        };
+        let unknown = || session.error(&RpcError::new(id.clone(), INVALID_PARAMS, no_such_task));
         Some(match self {
-            SharedWork::Start { call, tool_limit } => {
-                let created = match session.create_task(home, id, None, meta) {
+            SharedWork::Start {
+                call,
+                tool_limit,
+                ttl,
+            } => {
+                let created = match session.create_task(home, id, ttl, meta) {
                     Ok(created) => created,
                     Err(refused) => return Some(refused),
                 };
@@ -121,13 +133,17 @@ impl SharedWork {
                 }
                 let task = created.task.clone();
                 let limit = home.store.time_limit(tool_limit);
-                session.spawn_task(Arc::clone(&home.store), created, call, limit, meta);
+                session.spawn_task(Arc::clone(&home.store), created, call, limit, meta, true);
+                if !meta.modern {
+                    return Some(reply(json!({ "task": task })));
+                }
                 let mut result = protocol::complete(meta, published(task, None, None));
                 result["resultType"] = json!("task");
                 Message::response(id, Bytes::from(result.to_string()))
             }
             SharedWork::Get(task_id) => match shared.backend.get(&owner, &task_id).await {
-                Ok(Some(record)) => reply(detailed(&record)),
+                Ok(Some(record)) if meta.modern => reply(detailed(&record)),
+                Ok(Some(record)) => reply(task_json(&record)),
                 Ok(None) => unknown(),
                 Err(err) => unavailable(&err),
             },
@@ -137,16 +153,54 @@ impl SharedWork {
                     .cancel(&owner, &task_id, "cancelled by the client")
                     .await
                 {
-                    Ok(_) => {
+                    Ok(record) => {
                         info!(target: LOG_TARGET, task = %task_id, "client cancelled a task held by another process");
-                        reply(json!({}))
+                        reply(if meta.modern {
+                            json!({})
+                        } else {
+                            task_json(&record)
+                        })
                     }
                     // As for a task held here: a request, acknowledged all the same.
-                    Err(CancelRefusal::Ended(_)) => reply(json!({})),
+                    Err(CancelRefusal::Ended(_)) if meta.modern => reply(json!({})),
+                    Err(CancelRefusal::Ended(status)) => session.error(&RpcError::new(
+                        id.clone(),
+                        INVALID_PARAMS,
+                        format!(
+                            "Invalid params: the task has already ended ({}); only a working task can be cancelled",
+                            status.as_str()
+                        ),
+                    )),
                     Err(CancelRefusal::NotFound) => unknown(),
                     Err(CancelRefusal::State(err)) => unavailable(&err),
                 }
             }
+            SharedWork::Result(task_id) => loop {
+                // Polled at the heartbeat's pace until it ends (its record is forgotten
+                // with its time to live at the latest), or the client gives up.
+                match shared.backend.get(&owner, &task_id).await {
+                    Ok(Some(record)) if !record.status.running() => {
+                        let finished = finished(&record);
+                        break session.task_result(id, meta, &task_id, &finished);
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break unknown(),
+                    Err(err) => break unavailable(&err),
+                }
+                tokio::select! {
+                    () = token.cancelled() => return None,
+                    () = tokio::time::sleep(HEARTBEAT_INTERVAL) => {}
+                }
+            },
+            SharedWork::List(cursor) => match shared.backend.list(&owner).await {
+                Ok(records) => match page(&records, cursor.as_deref()) {
+                    Ok(result) => reply(result),
+                    Err(message) => {
+                        session.error(&RpcError::new(id.clone(), INVALID_PARAMS, message))
+                    }
+                },
+                Err(err) => unavailable(&err),
+            },
         })
     }
 }
@@ -174,8 +228,46 @@ fn record_of(task: &Value, id: &str, owner: &str) -> TaskRecord {
     }
 }
 
-/// A stored record as the published extension's `DetailedTask`.
-fn detailed(record: &TaskRecord) -> Value {
+/// A page of `records` (oldest first) as 2025-11-25's `tasks/list` gives it, from
+/// `cursor` (the number of tasks on the pages before, as this gave it).
+fn page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Value, String> {
+    let from = match cursor {
+        None => 0,
+        Some(text) => text.parse::<usize>().map_err(|_| {
+            "Invalid params: \"cursor\" is not one this server gave; send the nextCursor of the last tasks/list page, or none for the first".to_owned()
+        })?,
+    };
+    let tasks: Vec<Value> = records
+        .iter()
+        .skip(from)
+        .take(TASK_PAGE_SIZE)
+        .map(task_json)
+        .collect();
+    let next = from.saturating_add(tasks.len());
+    let mut result = json!({ "tasks": tasks });
+    if next < records.len() {
+        result["nextCursor"] = json!(next.to_string());
+    }
+    Ok(result)
+}
+
+/// How a stored record ended, as `tasks/result` answers it.
+fn finished(record: &TaskRecord) -> Finished {
+    let status = match record.status {
+        TaskStatus::Working => Status::Working,
+        TaskStatus::InputRequired => Status::InputRequired,
+        TaskStatus::Completed => Status::Completed,
+        TaskStatus::Failed => Status::Failed,
+        TaskStatus::Cancelled => Status::Cancelled,
+    };
+    Finished {
+        status,
+        result: record.result.clone().map(Bytes::from),
+    }
+}
+
+/// A stored record as MCP's `Task` (2025-11-25's `tasks/get`).
+fn task_json(record: &TaskRecord) -> Value {
     let time =
         |ms: u64| toolhost::registry::format_utc_time(UNIX_EPOCH + Duration::from_millis(ms));
     let mut task = json!({
@@ -189,18 +281,12 @@ fn detailed(record: &TaskRecord) -> Value {
     if let Some(message) = &record.status_message {
         task["statusMessage"] = json!(message);
     }
-    let status = match record.status {
-        TaskStatus::Working => Status::Working,
-        TaskStatus::InputRequired => Status::InputRequired,
-        TaskStatus::Completed => Status::Completed,
-        TaskStatus::Failed => Status::Failed,
-        TaskStatus::Cancelled => Status::Cancelled,
-    };
-    let finished = Finished {
-        status,
-        result: record.result.clone().map(Bytes::from),
-    };
-    published(task, Some(&finished), None)
+    task
+}
+
+/// A stored record as the published extension's `DetailedTask`.
+fn detailed(record: &TaskRecord) -> Value {
+    published(task_json(record), Some(&finished(record)), None)
 }
 
 /// Renews task `id`'s lease every [`HEARTBEAT_INTERVAL`] until `stop`; a heartbeat

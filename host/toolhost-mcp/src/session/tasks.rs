@@ -319,6 +319,15 @@ impl Session {
                 )))
             }
         };
+        if super::task_shared::shared_for(home).is_some() {
+            // Stored in the shared backend before it is answered: an await.
+            let work = super::task_shared::SharedWork::Start {
+                call,
+                tool_limit,
+                ttl,
+            };
+            return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+        }
         match self.start_task(home, &id, call, ttl, tool_limit, &meta) {
             Ok(task) => {
                 let result = protocol::complete(&meta, json!({ "task": task }));
@@ -344,7 +353,7 @@ impl Session {
         let store = &home.store;
         let task = created.task.clone();
         let limit = store.time_limit(tool_limit);
-        self.spawn_task(Arc::clone(store), created, call, limit, meta);
+        self.spawn_task(Arc::clone(store), created, call, limit, meta, false);
         Ok(task)
     }
 
@@ -390,6 +399,7 @@ impl Session {
         call: CallParams,
         limit: std::time::Duration,
         meta: &RequestMeta,
+        in_backend: bool,
     ) {
         let session = self.clone();
         let sink = if meta.modern {
@@ -415,8 +425,8 @@ impl Session {
             outlet
         });
         // The caller's tasks shared with other processes: the lease, and where it ends
-        // (2026-07-28 tasks of a caller without a session, created in the backend first).
-        let shared = self.0.tasks.get().filter(|_| meta.modern).and_then(|home| {
+        // (`in_backend`: a task of a caller without a session, created there first).
+        let shared = self.0.tasks.get().filter(|_| in_backend).and_then(|home| {
             super::task_shared::shared_for(home).map(|shared| {
                 // Stops its heartbeat when the task ends (or its run is dropped).
                 let beating = CancellationToken::new();
@@ -575,6 +585,7 @@ impl Session {
                 Bytes::from(protocol::complete(&meta, result).to_string()),
             ))
         };
+        let shared = super::task_shared::shared_for(home).is_some();
         if method == "tasks/list" {
             let cursor = match params.raw("cursor") {
                 None => None,
@@ -590,6 +601,11 @@ impl Session {
                     }
                 },
             };
+            if shared {
+                // Every task of the caller is in the backend, wherever it runs.
+                let work = super::task_shared::SharedWork::List(cursor);
+                return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+            }
             return match store.list(owner, cursor.as_deref()) {
                 Ok(result) => reply(result),
                 Err(message) => {
@@ -610,6 +626,15 @@ impl Session {
                 )));
             }
         };
+        if shared && super::task_shared::shared_elsewhere(home, &task_id) {
+            use super::task_shared::SharedWork;
+            let work = match method {
+                "tasks/get" => SharedWork::Get(task_id),
+                "tasks/cancel" => SharedWork::Cancel(task_id),
+                _ => SharedWork::Result(task_id),
+            };
+            return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+        }
         match method {
             "tasks/get" => match store.get(owner, &task_id) {
                 Some(task) => reply(task),
@@ -649,7 +674,7 @@ impl Session {
 
     /// The `tasks/result` answer for a task that ended: its `tools/call` result, tied to
     /// the task in `_meta`; an error for a cancelled one, which has none.
-    fn task_result(
+    pub(super) fn task_result(
         &self,
         id: &RequestId,
         meta: &RequestMeta,

@@ -205,38 +205,91 @@ async fn with_the_backend_gone_task_creation_fails_closed_and_plain_calls_go_on(
     server.stop().await;
 }
 
-/// A 2025-11-25 task of a caller without a session is this process's alone (that
-/// revision's tasks/result and tasks/list stay local): it is not put in the backend, and
-/// a heartbeat that would not find it there must not cancel it.
+/// 2025-11-25 without a session (a stateless server): a task is its token's, shared
+/// too; `tasks/result` through another process waits for its end there, `tasks/list`
+/// lists it wherever it runs, `tasks/cancel` answers the task as it is now.
 #[tokio::test]
-async fn a_legacy_sessionless_task_stays_local_and_completes() {
+async fn legacy_sessionless_tasks_are_shared_with_result_and_list() {
     let backend: Arc<dyn TaskBackend> = Arc::new(MemoryBackend::new(1 << 20));
-    let spinning = Arc::default();
-    let config = HttpConfig::new(None)
-        .with_tokens(Some(tokens()))
-        .with_shared_tasks(SharedTasks::new(
-            Arc::clone(&backend),
-            Duration::from_secs(30),
-        ));
-    let server = start_tasks_with(config, &spinning).await;
-    let created = stateless_request(server.addr, TOKEN_A, &task_call(2, "nap")).await;
-    let task = created["result"]["task"]["taskId"]
+    let config = || {
+        HttpConfig::new(None)
+            .with_tokens(Some(tokens()))
+            .with_shared_tasks(SharedTasks::new(
+                Arc::clone(&backend),
+                Duration::from_secs(30),
+            ))
+    };
+    let (spinning_a, spinning_b) = (Arc::default(), Arc::default());
+    let a = start_tasks_with(config(), &spinning_a).await;
+    let b = start_tasks_with(config(), &spinning_b).await;
+    let created = stateless_request(a.addr, TOKEN_A, &task_call(2, "nap")).await;
+    let napping = created["result"]["task"]["taskId"]
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
-    let done = stateless_request(server.addr, TOKEN_A, &on_task("tasks/result", 3, &task)).await;
+    // Through B, which never saw it: the result once it ends on A, as A would give it.
+    let done = stateless_request(b.addr, TOKEN_A, &on_task("tasks/result", 3, &napping)).await;
     assert_eq!(
         done["result"]["content"],
         json!([{"type": "text", "text": "rested"}]),
         "{done}"
     );
-    // Never put in the backend.
     assert_eq!(
-        backend
-            .heartbeat(&task, Duration::from_secs(1))
-            .await
-            .unwrap(),
-        Heartbeat::Gone
+        done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        napping.as_str()
     );
-    server.stop().await;
+    let other = stateless_request(b.addr, TOKEN_B, &on_task("tasks/result", 4, &napping)).await;
+    assert_eq!(other, no_such_task_for(4));
+    // A spinning task on A, cancelled through B: the task as it is now, and A's call
+    // stops within a second.
+    let created = stateless_request(a.addr, TOKEN_A, &task_call(5, "spin")).await;
+    let spinning = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    until("spinning on A", || spinning_a.0.load(Ordering::SeqCst) == 1).await;
+    let cancelled =
+        stateless_request(b.addr, TOKEN_A, &on_task("tasks/cancel", 6, &spinning)).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        cancelled["result"]["taskId"],
+        spinning.as_str(),
+        "{cancelled}"
+    );
+    let asked = Instant::now();
+    until("A's call stopped", || {
+        spinning_a.0.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    let again = stateless_request(b.addr, TOKEN_A, &on_task("tasks/cancel", 7, &spinning)).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert_eq!(
+        again["error"]["message"],
+        "Invalid params: the task has already ended (cancelled); only a working task can be cancelled"
+    );
+    // Both tasks listed through B, oldest first; none for bob.
+    let list = r#"{"jsonrpc":"2.0","id":8,"method":"tasks/list"}"#;
+    let listed = stateless_request(b.addr, TOKEN_A, list).await;
+    let statuses: Vec<(Value, Value)> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|task| (task["taskId"].clone(), task["status"].clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (json!(napping), json!("completed")),
+            (json!(spinning), json!("cancelled"))
+        ]
+    );
+    let bobs = stateless_request(b.addr, TOKEN_B, list).await;
+    assert_eq!(bobs["result"], json!({"tasks": []}));
+    a.stop().await;
+    b.stop().await;
 }
