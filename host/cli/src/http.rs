@@ -189,6 +189,10 @@ pub(crate) async fn serve(
         Some(policed) => config.with_policy(policed.live()),
         None => config,
     };
+    let config = match shared_tasks(http, &config.limits()).await? {
+        Some(shared) => config.with_shared_tasks(shared),
+        None => config,
+    };
     raise_open_file_limit(http.max_connections);
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
@@ -217,6 +221,39 @@ pub(crate) async fn serve(
     // Stopped by a signal: the optimized compiles get the drain's grace, no more.
     toolset.finish_optimizing(http.shutdown_grace).await;
     Ok(())
+}
+
+/// `--state`: the task state backend, connected and answering (else the host does not
+/// start), its password from `--state-password-file` or `TOOLHOST_STATE_PASSWORD`.
+async fn shared_tasks(
+    http: &HttpArgs,
+    limits: &McpLimits,
+) -> anyhow::Result<Option<toolhost_mcp::state::SharedTasks>> {
+    use toolhost_mcp::state::{RedisBackend, SharedTasks, StateUrl, PASSWORD_ENV};
+    let Some(url) = &http.state else {
+        return Ok(None);
+    };
+    let url = StateUrl::parse(url)?;
+    let password = match &http.state_password_file {
+        Some(path) => {
+            crate::secret_file::warn_if_others_may_access("--state-password-file", path);
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --state-password-file {}", path.display()))?;
+            Some(text.lines().next().unwrap_or_default().to_owned())
+        }
+        None => std::env::var(PASSWORD_ENV)
+            .ok()
+            .filter(|value| !value.is_empty()),
+    };
+    let backend = RedisBackend::connect(
+        &url,
+        password.as_deref(),
+        limits.max_task_result_bytes().get(),
+    )
+    .await
+    .with_context(|| format!("--state {}: cannot use the task state server", url.as_str()))?;
+    info!(state = %url.as_str(), lease = ?http.task_lease, "tasks of callers without a session are shared through Redis");
+    Ok(Some(SharedTasks::new(Arc::new(backend), http.task_lease)))
 }
 
 /// Raises the soft open-file limit to the hard one: each connection holds a descriptor,

@@ -150,6 +150,7 @@ pub mod resources;
 mod revision;
 mod server;
 mod session;
+pub mod state;
 mod tasks;
 
 pub use approval::{ApprovalPolicy, MAX_NOTE_BYTES, MAX_SHOWN_ARGUMENT_BYTES};

@@ -121,6 +121,30 @@ pub struct HttpArgs {
     /// cancelled.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "http")]
     pub shutdown_grace: Duration,
+    /// Keep the tasks of callers without a session in Redis (redis://HOST:PORT/DB or
+    /// rediss://...), so every process given the same address gets, and cancels, them
+    /// (docs/deploy.md, "Scale-out: tasks shared through Redis"). Never with a password
+    /// in it: use --state-password-file or TOOLHOST_STATE_PASSWORD. Unreachable at
+    /// start: the host does not start.
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub state: Option<String>,
+    /// The Redis password for --state, read from this file (its first line).
+    #[arg(long, value_name = "FILE", requires = "state")]
+    pub state_password_file: Option<PathBuf>,
+    /// How long a task shared through --state stays working without its process
+    /// renewing it (every 200ms); past it, it is reported failed ("the process running
+    /// it stopped"). Between 1s and 1h.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_task_lease, requires = "state")]
+    pub task_lease: Duration,
+}
+
+/// `--task-lease`: a duration between 1s and 1h.
+fn parse_task_lease(text: &str) -> Result<Duration, String> {
+    let lease = parse_duration(text)?;
+    if lease < toolhost_mcp::state::MIN_TASK_LEASE || lease > toolhost_mcp::state::MAX_TASK_LEASE {
+        return Err(format!("{text:?} is outside 1s..1h"));
+    }
+    Ok(lease)
 }
 
 /// `--http`: `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT`, or `PORT` / `:PORT` alone (both

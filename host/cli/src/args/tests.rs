@@ -568,3 +568,56 @@ fn policy_flag_is_in_the_help_of_run_and_serve_and_needs_http() {
         "{err}"
     );
 }
+
+#[test]
+fn state_flags_are_in_the_help_of_serve_and_need_http_and_state() {
+    let mut cli = Cli::command();
+    let help = cli
+        .find_subcommand_mut("serve")
+        .unwrap()
+        .render_long_help()
+        .to_string();
+    for (flag, says) in [
+        ("--state <URL>", "Never with a password in it"),
+        ("--state-password-file <FILE>", "The Redis password"),
+        ("--task-lease <DURATION>", "[default: 30s]"),
+    ] {
+        let at = help
+            .find(flag)
+            .unwrap_or_else(|| panic!("no {flag} in serve --help"));
+        assert!(help[at..].contains(says), "{flag}: {says}");
+    }
+    for args in [
+        &["host", "serve", "--state", "redis://127.0.0.1:6379/0"][..],
+        &[
+            "host",
+            "serve",
+            "--http",
+            "8080",
+            "--state-password-file",
+            "p",
+        ][..],
+        &["host", "serve", "--http", "8080", "--task-lease", "5s"][..],
+    ] {
+        let err = Cli::try_parse_from(args).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "{args:?}: {err}"
+        );
+    }
+    for lease in ["500ms", "2h"] {
+        let err = Cli::try_parse_from([
+            "host",
+            "serve",
+            "--http",
+            "8080",
+            "--state",
+            "redis://127.0.0.1:6379/0",
+            "--task-lease",
+            lease,
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("outside 1s..1h"), "{lease}: {err}");
+    }
+}

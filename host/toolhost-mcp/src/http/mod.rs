@@ -215,6 +215,7 @@ pub struct HttpConfig {
     pub(crate) list_changed: bool,
     pub(crate) asking: crate::elicit::Asking,
     pub(crate) policy: Option<Arc<crate::policy::LivePolicy>>,
+    pub(crate) shared_tasks: Option<crate::state::SharedTasks>,
 }
 
 impl HttpConfig {
@@ -238,6 +239,7 @@ impl HttpConfig {
             list_changed: false,
             asking: crate::elicit::Asking::default(),
             policy: None,
+            shared_tasks: None,
         }
     }
 
@@ -385,6 +387,17 @@ impl HttpConfig {
     #[must_use]
     pub fn with_policy(mut self, policy: Arc<crate::policy::LivePolicy>) -> Self {
         self.policy = Some(policy);
+        self
+    }
+
+    /// Keep the tasks of callers without a session (2026-07-28 requests, and 2025-11-25
+    /// ones on a stateless server) in `shared` too, so every process given the same
+    /// backend can get, fetch, list and cancel them
+    /// (`--state`; docs/deploy.md "Scale-out: tasks shared through Redis"). Tasks of a
+    /// session stay in the process holding the session. None by default.
+    #[must_use]
+    pub fn with_shared_tasks(mut self, shared: crate::state::SharedTasks) -> Self {
+        self.shared_tasks = Some(shared);
         self
     }
 

@@ -158,7 +158,7 @@ impl McpService {
                 config.list_changed,
             )
             .with_asking(config.asking)
-            .with_task_limits(&config.limits),
+            .with_task_limits(&config.limits, config.shared_tasks),
             limiter: CallLimiter::with_counters(&config.limits, Arc::clone(&counters)),
             counters,
             shutdown_grace: config.shutdown_grace,

@@ -382,8 +382,17 @@ impl Sessions {
     }
 
     /// These sessions keeping their tasks within `limits`' task bounds.
-    pub(crate) fn with_task_limits(mut self, limits: &McpLimits) -> Self {
-        self.tasks = Arc::new(TaskStore::new(limits).counting(Arc::clone(&self.counters)));
+    /// Sessionless callers' tasks are also kept in `shared`, when given.
+    pub(crate) fn with_task_limits(
+        mut self,
+        limits: &McpLimits,
+        shared: Option<crate::state::SharedTasks>,
+    ) -> Self {
+        self.tasks = Arc::new(
+            TaskStore::new(limits)
+                .counting(Arc::clone(&self.counters))
+                .with_shared(shared),
+        );
         self
     }
 

@@ -44,6 +44,8 @@ pub(super) enum Work {
     Catalog(super::offer::CatalogWork),
     /// A `tasks/result` waiting for its task to end.
     TaskResult(super::tasks::TaskWait),
+    /// A task request through the backend shared with other processes (`--state`).
+    SharedTask(super::task_shared::SharedWork),
 }
 
 impl From<super::offer::CatalogWork> for Work {
@@ -75,6 +77,7 @@ impl PendingCall {
             Work::Resource(request) => request.method(),
             Work::Catalog(work) => work.method(),
             Work::TaskResult(_) => "tasks/result",
+            Work::SharedTask(work) => work.method(),
         }
     }
 
@@ -99,6 +102,7 @@ impl PendingCall {
             Work::Resource(request) => request.held_bytes(),
             Work::Catalog(work) => work.held_bytes(),
             Work::TaskResult(wait) => wait.held_bytes(),
+            Work::SharedTask(work) => work.held_bytes(),
         };
         work + 2 * self.id.as_json().len() + progress_token
     }
@@ -130,6 +134,9 @@ impl PendingCall {
                 return wait
                     .run(self.registration, &self.id, &self.meta, notifier)
                     .await
+            }
+            Work::SharedTask(work) => {
+                return work.run(self.registration, &self.id, &self.meta).await
             }
         };
         let session = self.registration.session.clone();

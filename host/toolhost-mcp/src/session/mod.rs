@@ -29,6 +29,7 @@ mod state;
 mod task_asking;
 mod task_inputs;
 mod task_published;
+mod task_shared;
 mod tasks;
 
 pub(crate) use crate::counters::Counters;

@@ -14,6 +14,7 @@ use tracing::{debug, info};
 
 use toolhost::registry::TaskSupport;
 
+use super::task_shared::SharedWork;
 use super::tasks::{TaskHome, MAX_TASK_ID_CHARS};
 use super::{Session, Step, Work, LOG_TARGET};
 use crate::convert::CallParams;
@@ -160,6 +161,20 @@ impl Session {
                 &id,
                 &format!("tool {} runs only as a task", call.name),
             ))),
+            (TaskSupport::Optional | TaskSupport::Required, true)
+                if super::task_shared::shared_for(home).is_some() =>
+            {
+                // Stored in the shared backend before it is answered: an await.
+                Step::Call(self.pending(
+                    id,
+                    Work::SharedTask(SharedWork::Start {
+                        call,
+                        tool_limit,
+                        ttl: None,
+                    }),
+                    meta,
+                ))
+            }
             (TaskSupport::Optional | TaskSupport::Required, true) => {
                 match self.start_task(home, &id, call, None, tool_limit, &meta) {
                     Ok(task) => {
@@ -223,6 +238,14 @@ impl Session {
                 )));
             }
         };
+        if method != UPDATE_METHOD && super::task_shared::shared_elsewhere(home, &task_id) {
+            let work = if method == "tasks/get" {
+                SharedWork::Get(task_id)
+            } else {
+                SharedWork::Cancel(task_id)
+            };
+            return Step::Call(self.pending(id, Work::SharedTask(work), meta.clone()));
+        }
         let key = home.owner.key();
         let (store, owner) = (&home.store, &*key);
         let reply = |result: Value| {

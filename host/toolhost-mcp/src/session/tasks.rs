@@ -10,6 +10,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use toolhost::registry::{format_duration, CallContext, TaskSupport, ToolCall, ToolError};
@@ -318,6 +319,15 @@ impl Session {
                 )))
             }
         };
+        if super::task_shared::shared_for(home).is_some() {
+            // Stored in the shared backend before it is answered: an await.
+            let work = super::task_shared::SharedWork::Start {
+                call,
+                tool_limit,
+                ttl,
+            };
+            return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+        }
         match self.start_task(home, &id, call, ttl, tool_limit, &meta) {
             Ok(task) => {
                 let result = protocol::complete(&meta, json!({ "task": task }));
@@ -339,6 +349,23 @@ impl Session {
         tool_limit: Option<std::time::Duration>,
         meta: &RequestMeta,
     ) -> Result<Value, Message> {
+        let created = self.create_task(home, id, ttl, meta)?;
+        let store = &home.store;
+        let task = created.task.clone();
+        let limit = store.time_limit(tool_limit);
+        self.spawn_task(Arc::clone(store), created, call, limit, meta, false);
+        Ok(task)
+    }
+
+    /// Creates a task in this process's store (kept `ttl` ms at most), or the error
+    /// answering a task refused (the caller's or the server's task cap).
+    pub(super) fn create_task(
+        &self,
+        home: &TaskHome,
+        id: &RequestId,
+        ttl: Option<u64>,
+        meta: &RequestMeta,
+    ) -> Result<Created, Message> {
         let store = &home.store;
         let created = match store.create(&home.owner.key(), ttl, &self.0.closed) {
             Ok(created) => created,
@@ -358,21 +385,21 @@ impl Session {
                 )));
             }
         };
-        let task = created.task.clone();
-        let limit = store.time_limit(tool_limit);
-        self.spawn_task(Arc::clone(store), created, call, limit, meta);
-        Ok(task)
+        Ok(created)
     }
 
     /// Runs task `created` in the background, within `limit`: it goes on whatever
-    /// becomes of the request that started it, and ends with its result recorded.
-    fn spawn_task(
+    /// becomes of the request that started it, and ends with its result recorded (in
+    /// the shared backend too, when the caller's tasks are shared, which also has its
+    /// lease renewed while it runs).
+    pub(super) fn spawn_task(
         &self,
         store: Arc<TaskStore>,
         created: Created,
         call: CallParams,
         limit: std::time::Duration,
         meta: &RequestMeta,
+        in_backend: bool,
     ) {
         let session = self.clone();
         let sink = if meta.modern {
@@ -397,8 +424,29 @@ impl Session {
                 .insert(created.id.clone(), Arc::clone(&outlet));
             outlet
         });
+        // The caller's tasks shared with other processes: the lease, and where it ends
+        // (`in_backend`: a task of a caller without a session, created there first).
+        let shared = self.0.tasks.get().filter(|_| in_backend).and_then(|home| {
+            super::task_shared::shared_for(home).map(|shared| {
+                // Stops its heartbeat when the task ends (or its run is dropped).
+                let beating = CancellationToken::new();
+                (shared.clone(), home.owner.key().into_owned(), beating)
+            })
+        });
         tokio::spawn(async move {
             let token = created.token.clone();
+            let _beating = shared
+                .as_ref()
+                .map(|(_, _, beating)| beating.clone().drop_guard());
+            if let Some((shared, owner, beating)) = &shared {
+                tokio::spawn(super::task_shared::keep_lease(
+                    shared.clone(),
+                    Arc::clone(&store),
+                    owner.clone(),
+                    created.id.clone(),
+                    beating.clone(),
+                ));
+            }
             let env = session.0.env.next_turn();
             let deadline = Instant::now() + limit;
             // The task's limit replaces --timeout and the plugin's per-call limit.
@@ -477,7 +525,12 @@ impl Session {
                 home.askers().remove(&created.id);
             }
             if token.is_cancelled() {
+                let id = created.id.clone();
                 store.stopped(created, "cancelled: the session ended");
+                if let Some((shared, owner, beating)) = &shared {
+                    beating.cancel();
+                    super::task_shared::store_end(shared, &store, owner, &id, None).await;
+                }
                 return;
             }
             let (result, error) = match outcome {
@@ -500,7 +553,12 @@ impl Session {
                     outcome.err().map(|err| err.to_string()),
                 ),
             };
+            let id = created.id.clone();
             let changed = store.finish(created, Bytes::from(result.to_string()), error);
+            if let Some((shared, owner, beating)) = &shared {
+                beating.cancel();
+                super::task_shared::store_end(shared, &store, owner, &id, changed.as_ref()).await;
+            }
             if let Some(task) = changed.filter(|_| tells) {
                 session.tell_status(&task);
             }
@@ -527,6 +585,7 @@ impl Session {
                 Bytes::from(protocol::complete(&meta, result).to_string()),
             ))
         };
+        let shared = super::task_shared::shared_for(home).is_some();
         if method == "tasks/list" {
             let cursor = match params.raw("cursor") {
                 None => None,
@@ -542,6 +601,11 @@ impl Session {
                     }
                 },
             };
+            if shared {
+                // Every task of the caller is in the backend, wherever it runs.
+                let work = super::task_shared::SharedWork::List(cursor);
+                return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+            }
             return match store.list(owner, cursor.as_deref()) {
                 Ok(result) => reply(result),
                 Err(message) => {
@@ -562,6 +626,15 @@ impl Session {
                 )));
             }
         };
+        if shared && super::task_shared::shared_elsewhere(home, &task_id) {
+            use super::task_shared::SharedWork;
+            let work = match method {
+                "tasks/get" => SharedWork::Get(task_id),
+                "tasks/cancel" => SharedWork::Cancel(task_id),
+                _ => SharedWork::Result(task_id),
+            };
+            return Step::Call(self.pending(id, Work::SharedTask(work), meta));
+        }
         match method {
             "tasks/get" => match store.get(owner, &task_id) {
                 Some(task) => reply(task),
@@ -601,7 +674,7 @@ impl Session {
 
     /// The `tasks/result` answer for a task that ended: its `tools/call` result, tied to
     /// the task in `_meta`; an error for a cancelled one, which has none.
-    fn task_result(
+    pub(super) fn task_result(
         &self,
         id: &RequestId,
         meta: &RequestMeta,

@@ -412,6 +412,9 @@ pub(crate) struct TaskStore {
     per_session: usize,
     max_bytes: usize,
     inner: Mutex<Store>,
+    /// Where the tasks of callers without a session are also kept, for the other
+    /// processes serving them (`--state`); `None`: this process alone.
+    shared: Option<crate::state::SharedTasks>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -435,6 +438,7 @@ impl TaskStore {
                 .min(limits.max_tasks().get()),
             max_bytes: limits.max_task_result_bytes().get(),
             inner: Mutex::default(),
+            shared: None,
         }
     }
 
@@ -446,6 +450,26 @@ impl TaskStore {
             .unwrap_or_else(PoisonError::into_inner)
             .counters = counters;
         self
+    }
+
+    /// This store, its sessionless callers' tasks also kept in `shared`.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "set by the HTTP transport")
+    )]
+    pub(crate) fn with_shared(mut self, shared: Option<crate::state::SharedTasks>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// Where tasks are shared with other processes, if they are.
+    pub(crate) fn shared(&self) -> Option<&crate::state::SharedTasks> {
+        self.shared.as_ref()
+    }
+
+    /// The most bytes one task's result may hold.
+    pub(crate) fn max_result_bytes(&self) -> usize {
+        self.max_bytes
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {

@@ -169,4 +169,5 @@ fn created_id(created: &Value) -> String {
 }
 
 mod owners;
+mod shared;
 mod told;

@@ -1,0 +1,426 @@
+//! The task backends against the same cases ([`MemoryBackend`] always; Redis when
+//! `TOOLHOST_TEST_REDIS` names a server: scripts/state-check starts one), and the Redis
+//! backend against hostile servers (never answering, answering garbage, a huge
+//! answer): bounded time, clear errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::time::Duration;
+
+use super::*;
+
+fn record(id: &str, owner: &str) -> TaskRecord {
+    let now = now_ms();
+    TaskRecord {
+        id: id.into(),
+        owner: owner.into(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        ttl_ms: 60_000,
+        result: None,
+    }
+}
+
+/// The cases every backend must pass; `prefix` keeps runs apart on a shared server.
+async fn exercise(backend: &dyn TaskBackend, prefix: &str) {
+    let id = |n: &str| format!("{prefix}-{n}");
+    let (alice, bob) = (format!("{prefix}-alice"), format!("{prefix}-bob"));
+    let lease = Duration::from_secs(30);
+
+    // Created, read back by its owner only.
+    let first = record(&id("1"), &alice);
+    backend.create(&first, lease).await.unwrap();
+    assert_eq!(
+        backend.get(&alice, &id("1")).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(backend.get(&bob, &id("1")).await.unwrap(), None);
+    assert_eq!(backend.get(&alice, &id("nope")).await.unwrap(), None);
+    assert!(matches!(
+        backend.create(&first, lease).await,
+        Err(StateError::Exists)
+    ));
+
+    // Heartbeat renews; another owner cannot cancel; the owner can, once.
+    assert_eq!(
+        backend.heartbeat(&id("1"), lease).await.unwrap(),
+        Heartbeat::Running
+    );
+    assert!(matches!(
+        backend.cancel(&bob, &id("1"), "by bob").await,
+        Err(CancelRefusal::NotFound)
+    ));
+    let cancelled = backend
+        .cancel(&alice, &id("1"), "the client cancelled it")
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(
+        cancelled.status_message.as_deref(),
+        Some("the client cancelled it")
+    );
+    assert!(matches!(
+        backend.cancel(&alice, &id("1"), "again").await,
+        Err(CancelRefusal::Ended(TaskStatus::Cancelled))
+    ));
+    // The runner learns it from its heartbeat, and its late result does not overwrite it.
+    assert_eq!(
+        backend.heartbeat(&id("1"), lease).await.unwrap(),
+        Heartbeat::Ended(TaskStatus::Cancelled)
+    );
+    assert!(!backend
+        .finish(&id("1"), TaskStatus::Completed, None, Some("{}"))
+        .await
+        .unwrap());
+    assert_eq!(
+        backend.get(&alice, &id("1")).await.unwrap().unwrap().status,
+        TaskStatus::Cancelled
+    );
+
+    // Finished with a result, read back whole.
+    let second = record(&id("2"), &alice);
+    backend.create(&second, lease).await.unwrap();
+    let result = r#"{"content":[{"type":"text","text":"hello"}],"isError":false}"#;
+    assert!(backend
+        .finish(&id("2"), TaskStatus::Completed, None, Some(result))
+        .await
+        .unwrap());
+    let done = backend.get(&alice, &id("2")).await.unwrap().unwrap();
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(done.result.as_deref(), Some(result));
+    assert_eq!(
+        backend.heartbeat(&id("2"), lease).await.unwrap(),
+        Heartbeat::Ended(TaskStatus::Completed)
+    );
+
+    // A result past the cap (64 bytes here) is refused, the task stays running.
+    let third = record(&id("3"), &alice);
+    backend.create(&third, lease).await.unwrap();
+    let big = "x".repeat(65);
+    assert!(matches!(
+        backend
+            .finish(&id("3"), TaskStatus::Completed, None, Some(&big))
+            .await,
+        Err(StateError::TooLarge(65, 64))
+    ));
+    assert_eq!(
+        backend.get(&alice, &id("3")).await.unwrap().unwrap().status,
+        TaskStatus::Working
+    );
+
+    // The owner's list: its three tasks, oldest first; none of them for bob.
+    let listed: Vec<String> = backend
+        .list(&alice)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| record.id)
+        .collect();
+    let mut expected = vec![id("1"), id("2"), id("3")];
+    expected.sort_by_key(|task| {
+        [&first, &second, &third]
+            .iter()
+            .find(|record| &record.id == task)
+            .map(|record| (record.created_ms, record.id.clone()))
+    });
+    assert_eq!(listed, expected);
+    assert!(backend.list(&bob).await.unwrap().is_empty());
+
+    // A lease not renewed: the task is failed, said so, and stays so.
+    let orphan = record(&id("4"), &alice);
+    backend
+        .create(&orphan, Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let failed = backend.get(&alice, &id("4")).await.unwrap().unwrap();
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.status_message.as_deref(), Some(LEASE_EXPIRED));
+    assert_eq!(
+        backend.heartbeat(&id("4"), lease).await.unwrap(),
+        Heartbeat::Ended(TaskStatus::Failed)
+    );
+
+    // Forgotten after its time to live.
+    let mut brief = record(&id("5"), &alice);
+    brief.ttl_ms = 200;
+    backend.create(&brief, lease).await.unwrap();
+    assert!(backend.get(&alice, &id("5")).await.unwrap().is_some());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(backend.get(&alice, &id("5")).await.unwrap(), None);
+    assert_eq!(
+        backend.heartbeat(&id("5"), lease).await.unwrap(),
+        Heartbeat::Gone
+    );
+}
+
+#[tokio::test]
+async fn memory_backend_keeps_owners_leases_and_results() {
+    exercise(&MemoryBackend::new(64), "mem").await;
+}
+
+#[cfg(feature = "redis-state")]
+mod redis {
+    use std::net::SocketAddr;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A server on 127.0.0.1 answering each connection with `answer` (after reading
+    /// what it is sent), or never when `None`; bounded: it stops with the test.
+    async fn hostile(answer: Option<Vec<u8>>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {
+                                if let Some(answer) = &answer {
+                                    if socket.write_all(answer).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn connect(addr: SocketAddr) -> (Result<RedisBackend, StateError>, Duration) {
+        let url = StateUrl::parse(&format!("redis://{addr}/0")).unwrap();
+        let start = std::time::Instant::now();
+        let backend =
+            RedisBackend::connect_with_timeout(&url, None, 64, Duration::from_millis(500)).await;
+        (backend, start.elapsed())
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_fails_within_the_time_limit() {
+        let (backend, took) = connect(hostile(None).await).await;
+        assert!(
+            matches!(backend, Err(StateError::Timeout(limit)) if limit == Duration::from_millis(500)),
+            "{backend:?}"
+        );
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_server_answering_garbage_is_refused_clearly() {
+        let (backend, took) =
+            connect(hostile(Some(b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec())).await).await;
+        let err = backend.unwrap_err();
+        assert!(
+            matches!(&err, StateError::Garbage(why) if why.contains("Parse error")),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("the task state server answered something unexpected (")
+                && err
+                    .to_string()
+                    .ends_with("is --state pointing at a Redis server?"),
+            "{err}"
+        );
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_server_announcing_a_huge_answer_fails_within_the_time_limit() {
+        // A bulk string of 1 GB announced, never sent: the read is bounded by time.
+        let (backend, took) = connect(hostile(Some(b"$1000000000\r\nxx".to_vec())).await).await;
+        assert!(
+            matches!(backend, Err(StateError::Timeout(_))),
+            "{backend:?}"
+        );
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_huge_wrong_answer_is_refused_without_echoing_it() {
+        // One MiB where PONG belongs: refused, the error short (not the answer again).
+        // Three per read: the client's set-up sends two commands at once before PING.
+        let mut one = b"+".to_vec();
+        one.extend(std::iter::repeat_n(b'A', 1 << 20));
+        one.extend(b"\r\n");
+        let (backend, _) = connect(hostile(Some(one.repeat(3))).await).await;
+        let err = backend.unwrap_err();
+        assert!(matches!(err, StateError::Garbage(_)), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.len() < 400,
+            "{} bytes: {}",
+            message.len(),
+            &message[..200]
+        );
+        assert!(message.contains("PING answered \"AAAA"), "{message}");
+    }
+
+    /// A server that answers its first reads as `script` says (one entry per read; the
+    /// client's set-up sends two commands at once, then PING), then nothing.
+    async fn scripted(script: Vec<&'static [u8]>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let script = script.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let mut answers = script.into_iter();
+                    loop {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {
+                                if let Some(answer) = answers.next() {
+                                    if socket.write_all(answer).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    const SET_UP: &[u8] = b"+OK\r\n+OK\r\n";
+
+    #[tokio::test]
+    async fn a_server_that_stops_answering_mid_operation_fails_within_the_time_limit() {
+        let addr = scripted(vec![SET_UP, b"+PONG\r\n"]).await;
+        let (backend, _) = connect(addr).await;
+        let backend = backend.unwrap();
+        let started = std::time::Instant::now();
+        let got = backend.get("alice", "some-task").await;
+        assert!(
+            matches!(got, Err(StateError::Timeout(limit)) if limit == Duration::from_millis(500)),
+            "{got:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_record_that_is_not_a_task_is_refused() {
+        // The GET script's answer: fields without a status.
+        let addr = scripted(vec![
+            SET_UP,
+            b"+PONG\r\n",
+            b"*2\r\n$5\r\nowner\r\n$5\r\nalice\r\n",
+        ])
+        .await;
+        let (backend, _) = connect(addr).await;
+        let got = backend.unwrap().get("alice", "some-task").await;
+        assert!(
+            matches!(&got, Err(StateError::Garbage(why)) if why == "task some-task: no status"),
+            "{got:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_is_unreachable() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let (backend, _) = connect(addr).await;
+        let err = backend.unwrap_err();
+        assert!(matches!(err, StateError::Unreachable(_)), "{err:?}");
+        assert!(err.to_string().contains("unreachable"), "{err}");
+    }
+
+    #[test]
+    fn state_urls_carry_no_password() {
+        assert_eq!(
+            StateUrl::parse("redis://:hunter2@127.0.0.1:6379/0"),
+            Err(StateUrlError::PasswordInUrl)
+        );
+        assert_eq!(
+            StateUrl::parse("rediss://user:hunter2@127.0.0.1:6379/0"),
+            Err(StateUrlError::PasswordInUrl)
+        );
+        let refused = StateUrl::parse("redis://:hunter2@127.0.0.1/0").unwrap_err();
+        assert!(!refused.to_string().contains("hunter2"), "{refused}");
+        assert!(
+            refused.to_string().contains("--state-password-file"),
+            "{refused}"
+        );
+        assert_eq!(
+            StateUrl::parse("http://127.0.0.1:6379/0"),
+            Err(StateUrlError::NotRedis("http://127.0.0.1:6379/0".into()))
+        );
+        assert!(matches!(
+            StateUrl::parse("redis+unix:///tmp/redis.sock"),
+            Err(StateUrlError::NotRedis(_))
+        ));
+        assert!(StateUrl::parse("redis://127.0.0.1:6379/2").is_ok());
+        assert!(StateUrl::parse("rediss://user@cache.internal:6380/0").is_ok());
+    }
+
+    /// Against a real server: `TOOLHOST_TEST_REDIS=redis://127.0.0.1:PORT/0`
+    /// (scripts/state-check starts one and runs this).
+    #[tokio::test]
+    #[ignore = "needs a Redis server: scripts/state-check runs it"]
+    async fn redis_backend_keeps_owners_leases_and_results() {
+        let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
+        let url = StateUrl::parse(&url).unwrap();
+        // The server scripts/state-check starts wants a password: without one, or with a
+        // wrong one, the connection is refused saying so.
+        let password = std::env::var(PASSWORD_ENV).ok();
+        if password.is_some() {
+            for wrong in [None, Some("not-the-password")] {
+                let refused = RedisBackend::connect(&url, wrong, 64).await.unwrap_err();
+                assert!(matches!(refused, StateError::Auth(_)), "{refused:?}");
+                assert!(
+                    refused.to_string().contains("--state-password-file"),
+                    "{refused}"
+                );
+            }
+        }
+        let backend = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
+        let prefix = format!("t{}", now_ms());
+        exercise(&backend, &prefix).await;
+        // A record whose result is past the reader's cap is refused by the server's script
+        // before it is sent.
+        let writer = RedisBackend::connect(&url, password.as_deref(), 1024)
+            .await
+            .unwrap();
+        let big = record(&format!("{prefix}-big"), &format!("{prefix}-alice"));
+        writer.create(&big, Duration::from_secs(30)).await.unwrap();
+        let result = "y".repeat(100);
+        assert!(writer
+            .finish(&big.id, TaskStatus::Completed, None, Some(&result))
+            .await
+            .unwrap());
+        let read = backend.get(&big.owner, &big.id).await;
+        assert!(
+            matches!(read, Err(StateError::TooLarge(100, 64))),
+            "{read:?}"
+        );
+        // A second backend (another process) sees the same tasks.
+        let other = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
+        let seen = other
+            .get(&format!("{prefix}-alice"), &format!("{prefix}-2"))
+            .await;
+        assert_eq!(seen.unwrap().unwrap().status, TaskStatus::Completed);
+    }
+}
