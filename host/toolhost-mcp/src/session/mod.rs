@@ -27,6 +27,7 @@ mod notifier;
 mod offer;
 mod state;
 mod task_asking;
+mod task_home;
 mod task_inputs;
 mod task_published;
 mod task_shared;

@@ -14,8 +14,9 @@ use tracing::{debug, info};
 
 use toolhost::registry::TaskSupport;
 
+use super::task_home::TaskHome;
 use super::task_shared::SharedWork;
-use super::tasks::{TaskHome, MAX_TASK_ID_CHARS};
+use super::tasks::MAX_TASK_ID_CHARS;
 use super::{Session, Step, Work, LOG_TARGET};
 use crate::convert::CallParams;
 use crate::jsonrpc::{

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::tasks::{TaskHome, TaskOwner};
+use super::task_home::{TaskHome, TaskOwner};
 use super::{Message, Registration, LOG_TARGET};
 use crate::convert::CallParams;
 use crate::jsonrpc::{RequestId, RpcError, INVALID_PARAMS};
