@@ -518,9 +518,14 @@ impl Handler for Guarded {
         );
         let ctx = ctx.with_outgoing_gate(self.gate.clone());
         Box::pin(async move {
-            let refused = |exceeded: toolhost_mcp::policy::QuotaExceeded| {
-                ToolError::failed(exceeded.to_string()).with_tool(&name)
-            };
+            let refused =
+                |exceeded: toolhost_mcp::policy::QuotaExceeded| ToolError::QuotaExceeded {
+                    tool: name.clone(),
+                    quota: exceeded.quota.name().to_owned(),
+                    limit: exceeded.limit,
+                    retry_after_secs: exceeded.retry_after_secs(),
+                    message: exceeded.to_string(),
+                };
             // A nested call (a code tool's) runs in its caller's concurrent-calls place.
             let _permit = if ctx.is_nested() {
                 quota.begin_nested_call().map_err(refused)?;

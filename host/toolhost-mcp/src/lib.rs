@@ -156,7 +156,8 @@ mod tasks;
 pub use approval::{ApprovalPolicy, MAX_NOTE_BYTES, MAX_SHOWN_ARGUMENT_BYTES};
 pub use convert::SUPPORTED_PROTOCOL_VERSIONS;
 pub use jsonrpc::{
-    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, QUOTA_EXCEEDED,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use limits::{McpLimits, McpStats};
 pub use logging::{broadcast_span, log_layer, LogLevel};

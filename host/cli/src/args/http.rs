@@ -27,14 +27,14 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE", requires = "http")]
     pub auth_token_file: Option<PathBuf>,
     /// Also take OAuth 2.1 access tokens (JWTs) issued by this authorization server
-    /// (its issuer identifier, e.g. https://auth.example.com; repeatable): its metadata
+    /// (its issuer identifier, e.g. `https://auth.example.com`; repeatable): its metadata
     /// and signing keys are fetched over HTTPS (plain HTTP for a loopback issuer only);
     /// RS256, ES256 and EdDSA tokens for --oauth-audience are taken beside the static
     /// tokens, the `sub` naming the client. See docs/deploy.md, "OAuth".
     #[arg(long, value_name = "URL", requires_all = ["http", "oauth_audience"])]
     pub oauth_issuer: Vec<String>,
     /// This server's resource URI, which OAuth tokens must name in `aud` (e.g.
-    /// https://mcp.example.com/mcp); also the `resource` of its protected resource
+    /// `https://mcp.example.com/mcp`); also the `resource` of its protected resource
     /// metadata, served at /.well-known/oauth-protected-resource[/mcp].
     #[arg(long, value_name = "URI", requires = "oauth_issuer")]
     pub oauth_audience: Option<String>,

@@ -41,6 +41,11 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// MCP error code (2026-07-28): the request's protocol version is not served
 /// (`UnsupportedProtocolVersion`); `data` lists the supported ones.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// This server's error code (in JSON-RPC's implementation-defined range): the caller is
+/// over a quota of its policy (`--policy`); the call did not run (a write over the
+/// bytes quota wrote nothing). `data` holds `quota`, `limit` and `retryAfterSeconds`;
+/// over HTTP the same refusal before a session reads the call is a `429`.
+pub const QUOTA_EXCEEDED: i64 = -32029;
 
 #[cfg(test)]
 mod tests;

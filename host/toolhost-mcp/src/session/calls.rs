@@ -290,7 +290,31 @@ impl PendingCall {
                 result["resultType"] = serde_json::json!("input_required");
                 result
             }
-            None => protocol::complete(&meta, call_result_for(&outcome, meta.revision)),
+            None => {
+                if let Err(ToolError::QuotaExceeded {
+                    quota,
+                    limit,
+                    retry_after_secs,
+                    ..
+                }) = &outcome
+                {
+                    // Not the model's to read: the caller is over its quota.
+                    let data = serde_json::json!({
+                        "quota": quota,
+                        "limit": limit,
+                        "retryAfterSeconds": retry_after_secs,
+                    });
+                    let message = outcome.as_ref().err().map(ToString::to_string);
+                    let err = crate::jsonrpc::RpcError::new(
+                        id.clone(),
+                        crate::jsonrpc::QUOTA_EXCEEDED,
+                        message.unwrap_or_default(),
+                    )
+                    .with_data(data);
+                    return Some(Message::error(&err));
+                }
+                protocol::complete(&meta, call_result_for(&outcome, meta.revision))
+            }
         };
         Some(Message::response(&id, Bytes::from(result.to_string())))
     }

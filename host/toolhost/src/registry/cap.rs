@@ -109,7 +109,8 @@ fn text_fields(err: &mut ToolError) -> Vec<&mut String> {
         | ToolError::ToolPanicked { tool, message }
         | ToolError::Failed { tool, message }
         | ToolError::InvalidOutput { tool, message }
-        | ToolError::LimitExceeded { tool, message, .. } => vec![tool, message],
+        | ToolError::LimitExceeded { tool, message, .. }
+        | ToolError::QuotaExceeded { tool, message, .. } => vec![tool, message],
         ToolError::TimedOut { tool, .. }
         | ToolError::Cancelled { tool }
         | ToolError::ResultTooLarge { tool, .. } => vec![tool],

@@ -90,6 +90,24 @@ pub enum ToolError {
         /// The cap in bytes.
         limit: u64,
     },
+    /// The caller's quota refused the call (a server's per-principal policy): the call
+    /// did not run, or, for a write over the bytes quota, wrote nothing. A server answers
+    /// it as a protocol error naming the quota (MCP: JSON-RPC error -32029 with the
+    /// quota, its limit and when it frees up), not as a tool result.
+    #[error("{tool}: {message}")]
+    QuotaExceeded {
+        /// The tool called.
+        tool: String,
+        /// Which quota (`calls_per_minute`, `concurrent_calls`, `bytes_written_per_day`,
+        /// `http_requests_per_minute`).
+        quota: String,
+        /// Its limit.
+        limit: u64,
+        /// In how many seconds it frees up (at least 1).
+        retry_after_secs: u64,
+        /// What the caller reads: the quota, its limit and when it frees up.
+        message: String,
+    },
     /// The tool ran and failed; the message is the tool's own.
     #[error("{tool}: {message}")]
     Failed {
@@ -129,6 +147,7 @@ impl ToolError {
             Self::LimitExceeded { .. } => "limit_exceeded",
             Self::FileTooLarge { .. } => "file_too_large",
             Self::Failed { .. } => "failed",
+            Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::InvalidOutput { .. } => "invalid_output",
         }
     }
@@ -145,6 +164,7 @@ impl ToolError {
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
             | Self::Failed { tool, .. }
+            | Self::QuotaExceeded { tool, .. }
             | Self::InvalidOutput { tool, .. } => tool,
         }
     }
@@ -161,6 +181,7 @@ impl ToolError {
             | Self::LimitExceeded { tool, .. }
             | Self::FileTooLarge { tool, .. }
             | Self::Failed { tool, .. }
+            | Self::QuotaExceeded { tool, .. }
             | Self::InvalidOutput { tool, .. } => {
                 if tool.is_empty() {
                     name.clone_into(tool);

@@ -192,15 +192,30 @@ fn each_principal_gets_its_profile_and_quotas() {
     );
     assert_eq!(stolen.status, 404, "{}", stolen.body);
     // Bytes written per day (20): 10 written, 15 more refused, the file as it was.
-    let over = call(
+    // Inside the session: a JSON-RPC error naming the quota and when it frees up.
+    let over = call_reply(
         addr,
         alice,
         "write_file",
         json!({"path": "a.md", "content": "fifteen bytes.."}),
     );
-    assert_eq!(over["isError"], true, "{over}");
+    assert_eq!(over.status, 200, "{}", over.body);
+    let over = over.json();
+    assert_eq!(over["error"]["code"], -32029, "{over}");
+    assert_eq!(
+        over["error"]["data"]["quota"], "bytes_written_per_day",
+        "{over}"
+    );
+    assert_eq!(over["error"]["data"]["limit"], 20, "{over}");
     assert!(
-        text(&over).contains("quota exceeded: bytes_written_per_day (limit 20)"),
+        over["error"]["data"]["retryAfterSeconds"].as_u64().unwrap() >= 1,
+        "{over}"
+    );
+    assert!(
+        over["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("quota exceeded: bytes_written_per_day (limit 20)"),
         "{over}"
     );
     assert_eq!(
