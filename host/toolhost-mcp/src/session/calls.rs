@@ -311,7 +311,7 @@ impl PendingCall {
                         message.unwrap_or_default(),
                     )
                     .with_data(data);
-                    return Some(Message::error(&err));
+                    return Some(Message::error_with(&err, meta.revision.null_error_id()));
                 }
                 protocol::complete(&meta, call_result_for(&outcome, meta.revision))
             }
