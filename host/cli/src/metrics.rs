@@ -118,6 +118,9 @@ pub(crate) struct ServerGauges {
     pub(crate) tasks_created: usize,
     /// Tasks ended since start, by [`TASK_ENDS`] index.
     pub(crate) tasks_ended: [usize; TASK_ENDS.len()],
+    /// HTTP requests refused before a session, by
+    /// [`REFUSAL_STATUSES`](toolhost_mcp::REFUSAL_STATUSES) index (shown over HTTP only).
+    pub(crate) http_refusals: [usize; 4],
 }
 
 /// The `status` label values of `toolhost_tasks_ended_total`, in order.
@@ -136,8 +139,9 @@ impl ServerGauges {
         self
     }
 
-    /// The task counts of `stats`.
+    /// The task counts and HTTP refusals of `stats`.
     pub(crate) fn with_tasks(mut self, stats: &toolhost_mcp::McpStats) -> Self {
+        self.http_refusals = stats.http_refusals;
         self.tasks_created = stats.tasks_created;
         self.tasks_ended = [
             stats.tasks_completed,
@@ -384,6 +388,16 @@ impl Metrics {
                     out,
                     "toolhost_tasks_ended_total{{status=\"{status}\"}} {count}"
                 );
+            }
+            if now.connections.is_some() {
+                out.push_str("# HELP toolhost_http_refusals_total HTTP requests refused before they reached a session, by status (401 no or a bad token, 403 host, origin, scope or policy, 429 a quota, 503 the OAuth keys or the quota table unavailable).\n# TYPE toolhost_http_refusals_total counter\n");
+                for (status, count) in toolhost_mcp::REFUSAL_STATUSES.iter().zip(now.http_refusals)
+                {
+                    let _ = writeln!(
+                        out,
+                        "toolhost_http_refusals_total{{status=\"{status}\"}} {count}"
+                    );
+                }
             }
             if let Some((running, idle, places)) = now.pool {
                 gauge(

@@ -23,9 +23,23 @@ pub(crate) struct Counters {
     pub(crate) tasks_completed: AtomicUsize,
     pub(crate) tasks_failed: AtomicUsize,
     pub(crate) tasks_cancelled: AtomicUsize,
+    /// HTTP requests refused by the admission checks, by [`REFUSAL_STATUSES`] index.
+    pub(crate) http_refusals: [AtomicUsize; REFUSAL_STATUSES.len()],
 }
 
+/// The HTTP statuses whose refusals are counted ([`McpStats::http_refusals`]): no or a
+/// bad token (401), a host, origin, scope or policy refusal (403), a quota (429), the
+/// OAuth keys or a full quota table unavailable (503).
+pub const REFUSAL_STATUSES: [u16; 4] = [401, 403, 429, 503];
+
 impl Counters {
+    /// Counts a refusal answered with `status`, when it is one of [`REFUSAL_STATUSES`].
+    pub(crate) fn count_refusal(&self, status: u16) {
+        if let Some(at) = REFUSAL_STATUSES.iter().position(|&s| s == status) {
+            self.http_refusals[at].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The counters now.
     pub(crate) fn stats(&self) -> McpStats {
         let get = |n: &AtomicUsize| n.load(Ordering::SeqCst);
@@ -44,6 +58,7 @@ impl Counters {
             tasks_completed: get(&self.tasks_completed),
             tasks_failed: get(&self.tasks_failed),
             tasks_cancelled: get(&self.tasks_cancelled),
+            http_refusals: self.http_refusals.each_ref().map(get),
         }
     }
 }

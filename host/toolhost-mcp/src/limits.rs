@@ -339,4 +339,7 @@ pub struct McpStats {
     /// Tasks cancelled: by their client, or stopped with their session or at their
     /// time to live while still working.
     pub tasks_cancelled: usize,
+    /// HTTP requests refused before they reached a session, by status, in the order of
+    /// [`REFUSAL_STATUSES`](crate::REFUSAL_STATUSES) (401, 403, 429, 503).
+    pub http_refusals: [usize; 4],
 }

@@ -273,6 +273,34 @@ fn tasks_created_and_ended_are_shown_by_status() {
 }
 
 #[test]
+fn http_refusals_are_shown_by_status_over_http_only() {
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(|| ServerGauges {
+        connections: Some(1),
+        http_refusals: [5, 4, 3, 0],
+        ..ServerGauges::default()
+    })));
+    let text = metrics.render();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("toolhost_http_refusals_total"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"toolhost_http_refusals_total{status="401"} 5"#,
+            r#"toolhost_http_refusals_total{status="403"} 4"#,
+            r#"toolhost_http_refusals_total{status="429"} 3"#,
+            r#"toolhost_http_refusals_total{status="503"} 0"#,
+        ]
+    );
+    // Over stdio there is no HTTP to refuse.
+    let metrics = Metrics::default();
+    metrics.set_server(ServerFigures(Box::new(ServerGauges::default)));
+    assert!(!metrics.render().contains("toolhost_http_refusals_total"));
+}
+
+#[test]
 fn the_plugin_pool_is_shown_when_there_are_plugins() {
     let metrics = Metrics::default();
     metrics.set_server(ServerFigures(Box::new(|| ServerGauges {

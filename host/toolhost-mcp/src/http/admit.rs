@@ -207,10 +207,15 @@ impl App {
         let caller = self
             .admit(headers, &parts.uri, conn)
             .await
-            .map_err(|response| *response)?;
+            .map_err(|response| {
+                self.sessions.count_refusal(response.status());
+                *response
+            })?;
         if let Some(policy) = &self.policy {
             if let Err(refusal) = policy.quota_of(&caller.principal()) {
-                return Err(policy_refusal(&refusal));
+                let response = policy_refusal(&refusal);
+                self.sessions.count_refusal(response.status());
+                return Err(response);
             }
         }
         if !self.sessions.stateful() {

@@ -35,7 +35,10 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
     let headers = &parts.headers;
     let (caller, accepts) = match admit_post(&app, &parts, &conn).await {
         Ok(admitted) => admitted,
-        Err(response) => return refused_unread(*response, body, parts.version).await,
+        Err(response) => {
+            app.sessions.count_refusal(response.status());
+            return refused_unread(*response, body, parts.version).await;
+        }
     };
     // The principal's quotas, when a policy is in force (refused: 403).
     let quota = match &app.policy {
@@ -44,7 +47,9 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
             Ok(quota) => Some(quota),
             Err(refusal) => {
                 warn!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), "refused by the policy: {refusal}");
-                return refused_unread(policy_refusal(&refusal), body, parts.version).await;
+                let response = policy_refusal(&refusal);
+                app.sessions.count_refusal(response.status());
+                return refused_unread(response, body, parts.version).await;
             }
         },
     };
@@ -147,6 +152,7 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
                 if let Ok(value) = HeaderValue::from_str(&exceeded.retry_after_secs().to_string()) {
                     response.headers_mut().insert(header::RETRY_AFTER, value);
                 }
+                app.sessions.count_refusal(StatusCode::TOO_MANY_REQUESTS);
                 return response;
             }
         }

@@ -581,6 +581,11 @@ impl Sessions {
     }
 
     /// Ends every session (shutdown): their calls are cancelled.
+    /// Counts a request refused with `status` before it reached a session.
+    pub(crate) fn count_refusal(&self, status: axum::http::StatusCode) {
+        self.counters.count_refusal(status.as_u16());
+    }
+
     pub(crate) fn close_all(&self) {
         self.stop.cancel();
     }

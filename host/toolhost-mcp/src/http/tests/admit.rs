@@ -426,3 +426,37 @@ async fn a_refusal_before_the_body_is_read_keeps_or_closes_the_connection_cleanl
     }
     server.stop().await;
 }
+
+/// Refusals before a session are counted by status, for the operator's metrics: a
+/// missing or wrong token (401) and a foreign host (403); an admitted request is not.
+#[tokio::test]
+async fn refusals_are_counted_by_status() {
+    let probe = Arc::default();
+    let mut config = stateful();
+    config.tokens = Some(tokens());
+    let server = start(config, &probe).await;
+    let refusals = |server: &Running| server.app.counters.stats().http_refusals;
+    assert_eq!(refusals(&server), [0, 0, 0, 0]);
+    assert_eq!(
+        post(server.addr, &[], INIT).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let wrong = post(
+        server.addr,
+        &[("authorization", "Bearer token-wrongwrongwrong")],
+        INIT,
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let foreign = post(server.addr, &[("host", "evil.example.com")], INIT).await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN);
+    let auth = format!("Bearer {TOKEN_A}");
+    assert_eq!(
+        post(server.addr, &[("authorization", &auth)], INIT)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(refusals(&server), [2, 1, 0, 0], "401, 403, 429, 503");
+    server.stop().await;
+}
