@@ -34,6 +34,10 @@ pub const REFUSAL_STATUSES: [u16; 4] = [401, 403, 429, 503];
 
 impl Counters {
     /// Counts a refusal answered with `status`, when it is one of [`REFUSAL_STATUSES`].
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "counted by the HTTP transport")
+    )]
     pub(crate) fn count_refusal(&self, status: u16) {
         if let Some(at) = REFUSAL_STATUSES.iter().position(|&s| s == status) {
             self.http_refusals[at].fetch_add(1, Ordering::Relaxed);
