@@ -194,6 +194,8 @@ pub(crate) async fn serve(
         None => config,
     };
     raise_open_file_limit(http.max_connections);
+    // Before the bind announces the address: see `shutdown_signal`.
+    let shutdown = shutdown_signal();
     let server = HttpServer::bind(addr, config, registries).await?;
     let stats = server.stats_handle();
     let pool = toolset.plugin_host().cloned();
@@ -213,7 +215,7 @@ pub(crate) async fn serve(
         Some(policed) => watch.then(|| policed.watch()),
         None => start_watching(watch, registry_args, &toolset),
     };
-    let served = server.serve(shutdown_signal()).await;
+    let served = server.serve(shutdown).await;
     if let Some(watching) = watching {
         watching.abort();
     }
@@ -302,27 +304,39 @@ fn raise_open_file_limit(max_connections: usize) {
     let _ = max_connections;
 }
 
-/// SIGTERM or Ctrl-C (SIGINT).
-async fn shutdown_signal() {
+/// SIGTERM or Ctrl-C (SIGINT), watched from the moment this is called, not from the
+/// future's first poll: the server announces its address before its accept loop first
+/// polls the shutdown future, and a SIGTERM sent in between (a supervisor, a test that
+/// stops the server as soon as it answered) must still be a graceful stop with exit 0,
+/// not the default action that kills the process.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => info!("SIGTERM: shutting down"),
-                    _ = tokio::signal::ctrl_c() => info!("interrupted: shutting down"),
+        let watched = signal(SignalKind::terminate()).and_then(|term| {
+            let interrupt = signal(SignalKind::interrupt())?;
+            Ok((term, interrupt))
+        });
+        async move {
+            match watched {
+                Ok((mut term, mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => info!("SIGTERM: shutting down"),
+                        _ = interrupt.recv() => info!("interrupted: shutting down"),
+                    }
                 }
-            }
-            Err(err) => {
-                tracing::warn!("cannot watch for SIGTERM ({err}); stop the server with Ctrl-C");
-                let _ = tokio::signal::ctrl_c().await;
+                Err(err) => {
+                    tracing::warn!("cannot watch for SIGTERM ({err}); stop the server with Ctrl-C");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        info!("interrupted: shutting down");
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            info!("interrupted: shutting down");
+        }
     }
 }

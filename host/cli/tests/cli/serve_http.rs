@@ -548,6 +548,27 @@ fn bad_http_set_ups_are_refused_with_the_reason() {
 }
 
 #[test]
+fn sigterm_as_soon_as_the_server_answered_is_a_graceful_stop() {
+    // The signal is watched before the address is announced: a SIGTERM sent right
+    // after the first answer (before, it could land before the accept loop first
+    // polled its shutdown future, and the default action killed the process) is a
+    // graceful stop with exit 0, every time.
+    let root = tempfile::tempdir().unwrap();
+    for _ in 0..20 {
+        let mut server = Server::start(&[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--root",
+            dir_str(root.path()),
+        ]);
+        let reply = post(server.addr, &[], "not json");
+        assert_eq!(reply.status, 400, "{}", reply.body);
+        assert_eq!(server.terminate().0, 0, "{}", server.seen.join("\n"));
+    }
+}
+
+#[test]
 fn sigterm_lets_a_running_call_finish_then_exits_0() {
     let (root, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let plugins = plugins_with(&["hostile_loop"]);
