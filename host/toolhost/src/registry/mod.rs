@@ -67,7 +67,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -76,6 +75,7 @@ mod cap;
 pub mod catalog;
 mod compose;
 mod content;
+mod definitions;
 mod dispatch;
 mod error;
 mod handler;
@@ -87,6 +87,7 @@ mod offered;
 mod panic;
 mod sampling;
 mod timestamp;
+mod tools;
 mod trace;
 mod types;
 
@@ -115,6 +116,8 @@ pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinit
 pub(crate) use dispatch::encoded_len;
 pub use error::{format_bytes, format_duration};
 pub use timestamp::format_utc_time;
+pub use tools::check_name;
+use tools::{insert_batch, Entry, Origin, Tools};
 
 /// Default per-call time limit: a call still running after this is stopped with
 /// [`ToolError::TimedOut`].
@@ -127,31 +130,6 @@ pub const DEFAULT_RESULT_CAP: usize = 64 * 1024;
 
 /// The longest tool name MCP clients accept.
 pub const MAX_TOOL_NAME_LEN: usize = 128;
-
-/// A registered tool.
-struct Entry {
-    definition: ToolDefinition,
-    /// The schema's top-level `required` names, read once at registration.
-    required: Vec<String>,
-    handler: Arc<dyn Handler>,
-    /// Built-in tools are never replaced or removed.
-    origin: Origin,
-}
-
-#[derive(Default)]
-struct Tools {
-    entries: Vec<Arc<Entry>>,
-    by_name: HashMap<String, usize>,
-    /// Entry index by [`name_key`]: one tool per key, so no two look alike.
-    by_key: HashMap<String, usize>,
-}
-
-/// Who is registering: the host's own tools may take reserved names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Origin {
-    Builtin,
-    Outside,
-}
 
 /// Tool definitions and their handlers, in registration order.
 ///
@@ -457,133 +435,6 @@ impl Registry {
         Ok(())
     }
 
-    /// The tools' definitions, in registration order.
-    pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.read()
-            .entries
-            .iter()
-            .map(|entry| entry.definition.clone())
-            .collect()
-    }
-
-    /// The definitions as a client is offered them (`tools/list`): those of
-    /// [`Registry::definitions`], except that a composing tool's description ends with
-    /// the tools it may call, each with the first line of its description (at most 40 of
-    /// them, the rest counted), so the model knows what its program can use without a
-    /// round trip.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use toolhost::registry::{Arguments, CallContext, Environment, Handler, HandlerFuture};
-    /// use toolhost::registry::{Registry, ToolDefinition, ToolResult};
-    ///
-    /// struct Code;
-    /// impl Handler for Code {
-    ///     fn call(&self, _: CallContext, _: Arguments, _: Environment) -> HandlerFuture {
-    ///         Box::pin(async { Ok(ToolResult::new(json!(null))) })
-    ///     }
-    ///     fn composes(&self) -> bool {
-    ///         true
-    ///     }
-    /// }
-    /// let registry = Registry::new();
-    /// let object = json!({"type": "object"});
-    /// registry
-    ///     .register(ToolDefinition::new("code", "Runs a program.", object.clone()), Code)
-    ///     .unwrap();
-    /// registry
-    ///     .register(
-    ///         ToolDefinition::new("greet", "Greets someone.\nLonger text.", object),
-    ///         |_: CallContext, _: Arguments, _: Environment| async { Ok(ToolResult::new("hi")) },
-    ///     )
-    ///     .unwrap();
-    /// let offered = registry.offered_definitions();
-    /// assert_eq!(
-    ///     offered[0].description,
-    ///     "Runs a program.\n\nTools the program can call:\n- greet: Greets someone."
-    /// );
-    /// assert_eq!(offered[1].description, "Greets someone.\nLonger text.");
-    /// ```
-    pub fn offered_definitions(&self) -> Vec<ToolDefinition> {
-        let tools = self.read();
-        let mut definitions: Vec<ToolDefinition> = tools
-            .entries
-            .iter()
-            .map(|entry| entry.definition.clone())
-            .collect();
-        for (definition, entry) in definitions.iter_mut().zip(&tools.entries) {
-            if entry.handler.composes() {
-                offered::describe_callable(definition, &*entry.handler, &tools.entries);
-            }
-        }
-        definitions
-    }
-
-    /// The definitions of the tools a composing tool may call
-    /// ([`Composer::definitions`]): every tool but the composing ones, in registration
-    /// order.
-    pub fn composable_definitions(&self) -> Vec<ToolDefinition> {
-        self.read()
-            .entries
-            .iter()
-            .filter(|entry| !entry.handler.composes())
-            .map(|entry| entry.definition.clone())
-            .collect()
-    }
-
-    /// The tools' names, in registration order.
-    pub fn names(&self) -> Vec<String> {
-        self.read()
-            .entries
-            .iter()
-            .map(|entry| entry.definition.name.clone())
-            .collect()
-    }
-
-    /// What `f` makes of the definition of tool `name`, read in place (no copy), or
-    /// `None` when no such tool is registered.
-    pub fn with_definition<R>(
-        &self,
-        name: &str,
-        f: impl FnOnce(&ToolDefinition) -> R,
-    ) -> Option<R> {
-        let tools = self.read();
-        tools
-            .by_name
-            .get(name)
-            .map(|&index| f(&tools.entries[index].definition))
-    }
-
-    /// Whether tool `name` is registered and composes other tools
-    /// ([`Handler::composes`]): what a handler that delegates to this registry answers
-    /// for its own `composes`, so the registry it is offered in serves its nested calls.
-    pub fn composes(&self, name: &str) -> bool {
-        self.lookup(name)
-            .is_some_and(|entry| entry.handler.composes())
-    }
-
-    /// Whether the composing tool `composer` may call tool `name` ([`Handler::may_call`]);
-    /// `false` when `composer` is not registered.
-    pub fn may_call(&self, composer: &str, name: &str) -> bool {
-        self.lookup(composer)
-            .is_some_and(|entry| entry.handler.may_call(name))
-    }
-
-    /// Whether a tool of that name is registered.
-    pub fn has(&self, name: &str) -> bool {
-        self.read().by_name.contains_key(name)
-    }
-
-    /// How many tools are registered.
-    pub fn len(&self) -> usize {
-        self.read().entries.len()
-    }
-
-    /// Whether no tool is registered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn lookup(&self, name: &str) -> Option<Arc<Entry>> {
         let tools = self.read();
         tools
@@ -607,276 +458,5 @@ impl Registry {
     }
 }
 
-impl Tools {
-    /// The tools of `entries`, in that order.
-    fn from_entries(entries: Vec<Arc<Entry>>) -> Self {
-        let mut tools = Tools::default();
-        for entry in entries {
-            tools.push(entry);
-        }
-        tools
-    }
-
-    /// Adds one entry at the end (its name already checked).
-    fn push(&mut self, entry: Arc<Entry>) {
-        let index = self.entries.len();
-        self.by_name.insert(entry.definition.name.clone(), index);
-        self.by_key.insert(name_key(&entry.definition.name), index);
-        self.entries.push(entry);
-    }
-}
-
-/// Checks every name of `tools` against `registered` and the rest of the batch, then adds
-/// them all at the end; on a refusal, `registered` is left as it was.
-fn insert_batch(
-    registered: &mut Tools,
-    tools: Vec<(ToolDefinition, Arc<dyn Handler>)>,
-    origin: Origin,
-) -> Result<(), RegisterError> {
-    // The batch's names so far, by key.
-    let mut batch: HashMap<String, &str> = HashMap::new();
-    for (definition, _) in &tools {
-        let name = definition.name.as_str();
-        check_name(name)?;
-        let key = name_key(name);
-        if origin == Origin::Outside {
-            if let Some(builtin) = names::reserved_for(&key) {
-                return Err(RegisterError::Reserved {
-                    name: name.to_owned(),
-                    builtin: builtin.to_owned(),
-                });
-            }
-        }
-        let existing = registered
-            .by_key
-            .get(&key)
-            .map(|&index| registered.entries[index].definition.name.as_str())
-            .or_else(|| batch.get(&key).copied());
-        match existing {
-            Some(existing) if existing == name => {
-                return Err(RegisterError::DuplicateTool {
-                    name: name.to_owned(),
-                })
-            }
-            Some(existing) => {
-                return Err(RegisterError::LookAlike {
-                    name: name.to_owned(),
-                    existing: existing.to_owned(),
-                })
-            }
-            None => {
-                batch.insert(key, name);
-            }
-        }
-    }
-    // Titles and output schemas, once every name is known to be free.
-    for (index, (definition, _)) in tools.iter().enumerate() {
-        let registered_ones = registered.entries.iter().map(|entry| &entry.definition);
-        let others = registered_ones
-            .chain(tools[..index].iter().map(|(earlier, _)| earlier))
-            .map(|other| (other.name.as_str(), other.title.as_deref()));
-        metadata::check(definition, origin == Origin::Outside, others)?;
-    }
-    for (definition, handler) in tools {
-        let required = toolhost_sdk::schema::required_fields(&definition.parameters);
-        registered.push(Arc::new(Entry {
-            definition,
-            required,
-            handler,
-            origin,
-        }));
-    }
-    Ok(())
-}
-
-/// Checks a tool name against MCP's rule: 1 to 128 characters of `a-zA-Z0-9_-`.
-///
-/// # Errors
-/// [`RegisterError::EmptyName`] or [`RegisterError::InvalidName`].
-pub fn check_name(name: &str) -> Result<(), RegisterError> {
-    if name.is_empty() {
-        return Err(RegisterError::EmptyName);
-    }
-    let valid = name.len() <= MAX_TOOL_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if valid {
-        Ok(())
-    } else {
-        Err(RegisterError::InvalidName {
-            name: name.to_owned(),
-        })
-    }
-}
-
 #[cfg(test)]
-mod replace_tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn tool(name: &str, answer: &'static str) -> (ToolDefinition, Arc<dyn Handler>) {
-        let handler = move |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
-            Ok(ToolResult::new(answer))
-        };
-        (
-            ToolDefinition::new(name, "A test tool.", json!({"type": "object"})),
-            Arc::new(handler),
-        )
-    }
-
-    async fn call(registry: &Registry, name: &str) -> Result<ToolResult, ToolError> {
-        registry
-            .dispatch(
-                &CallContext::new(),
-                &ToolCall::new(name, ""),
-                &Environment::default(),
-            )
-            .await
-    }
-
-    #[tokio::test]
-    async fn replace_swaps_in_place_and_counts_generations() {
-        let registry = Registry::new();
-        assert_eq!(registry.generation(), 0);
-        let mut changes = registry.changes();
-        registry.register_all(vec![tool("a", "a1")]).unwrap();
-        registry
-            .register_all(vec![tool("p1", "old"), tool("p2", "old")])
-            .unwrap();
-        registry.register_all(vec![tool("z", "z1")]).unwrap();
-        assert_eq!(registry.generation(), 3);
-        assert!(changes.has_changed().unwrap());
-        assert_eq!(*changes.borrow_and_update(), 3);
-
-        // The plugin's new version has one tool renamed: it takes the old tools' place.
-        registry
-            .replace_all(
-                &["p1".into(), "p2".into()],
-                vec![tool("p1", "new"), tool("p3", "new")],
-            )
-            .unwrap();
-        assert_eq!(registry.names(), ["a", "p1", "p3", "z"]);
-        assert_eq!(registry.generation(), 4);
-        assert_eq!(call(&registry, "p1").await.unwrap().content, "new");
-        assert!(matches!(
-            call(&registry, "p2").await,
-            Err(ToolError::UnknownTool { .. })
-        ));
-
-        // Unloading: nothing added.
-        registry
-            .replace_all(&["p1".into(), "p3".into()], Vec::new())
-            .unwrap();
-        assert_eq!(registry.names(), ["a", "z"]);
-        assert_eq!(*changes.borrow_and_update(), 5);
-    }
-
-    #[tokio::test]
-    async fn withdraw_takes_away_built_ins_too_and_they_come_back_only_as_built_ins() {
-        let registry = Registry::new();
-        registry
-            .register_builtin(
-                tool("read_file", "builtin").0,
-                |_ctx: CallContext, _a: Arguments, _e: Environment| async move {
-                    Ok(ToolResult::new("builtin"))
-                },
-            )
-            .unwrap();
-        registry.register_all(vec![tool("p1", "p")]).unwrap();
-        let generation = registry.generation();
-        assert_eq!(registry.withdraw(&["nope".into()]), 0);
-        assert_eq!(registry.generation(), generation, "nothing gone: no change");
-        assert_eq!(registry.withdraw(&["read_file".into(), "nope".into()]), 1);
-        assert_eq!(registry.generation(), generation + 1);
-        assert_eq!(registry.names(), ["p1"]);
-        assert!(matches!(
-            call(&registry, "read_file").await,
-            Err(ToolError::UnknownTool { .. })
-        ));
-        // Its name is still the host's: an outside tool cannot take it.
-        assert!(matches!(
-            registry.register_all(vec![tool("read_file", "impostor")]),
-            Err(RegisterError::Reserved { .. })
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_refused_replacement_changes_nothing() {
-        let registry = Registry::new();
-        registry
-            .register_builtin(
-                tool("read_file", "builtin").0,
-                |_ctx: CallContext, _a: Arguments, _e: Environment| async move {
-                    Ok(ToolResult::new("builtin"))
-                },
-            )
-            .unwrap();
-        registry
-            .register_all(vec![tool("p1", "old"), tool("other", "o")])
-            .unwrap();
-        let generation = registry.generation();
-        // A look-alike of a tool that stays.
-        let err = registry
-            .replace_all(&["p1".into()], vec![tool("p1", "new"), tool("OTHER", "x")])
-            .unwrap_err();
-        assert!(
-            matches!(err, RegisterError::LookAlike { ref name, .. } if name == "OTHER"),
-            "{err:?}"
-        );
-        // A built-in is never removed, nor a tool that is not there.
-        for name in ["read_file", "missing"] {
-            let err = registry
-                .replace_all(&[name.into()], Vec::new())
-                .unwrap_err();
-            assert_eq!(err, RegisterError::NotRemovable { name: name.into() });
-        }
-        assert_eq!(registry.names(), ["read_file", "p1", "other"]);
-        assert_eq!(registry.generation(), generation);
-        assert_eq!(call(&registry, "p1").await.unwrap().content, "old");
-        // The removed names are free for the new tools: no clash with the old p1.
-        registry
-            .replace_all(&["p1".into()], vec![tool("P1", "renamed")])
-            .unwrap();
-        assert_eq!(registry.names(), ["read_file", "P1", "other"]);
-    }
-
-    #[tokio::test]
-    async fn a_call_in_flight_finishes_on_its_version() {
-        let registry = Arc::new(Registry::new());
-        let (release, wait) = tokio::sync::oneshot::channel::<()>();
-        let wait = Arc::new(std::sync::Mutex::new(Some(wait)));
-        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = Arc::clone(&started);
-        let slow = move |_ctx: CallContext, _args: Arguments, _env: Environment| {
-            let wait = wait.lock().unwrap().take();
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            async move {
-                if let Some(wait) = wait {
-                    let _ = wait.await;
-                }
-                Ok(ToolResult::new("old version"))
-            }
-        };
-        registry
-            .register_shared(
-                ToolDefinition::new("p", "Slow.", json!({"type": "object"})),
-                Some(Arc::new(slow)),
-            )
-            .unwrap();
-        let running = tokio::spawn({
-            let registry = Arc::clone(&registry);
-            async move { call(&registry, "p").await }
-        });
-        while !started.load(std::sync::atomic::Ordering::SeqCst) {
-            tokio::task::yield_now().await;
-        }
-        registry
-            .replace_all(&["p".into()], vec![tool("p", "new version")])
-            .unwrap();
-        assert_eq!(call(&registry, "p").await.unwrap().content, "new version");
-        release.send(()).unwrap();
-        assert_eq!(running.await.unwrap().unwrap().content, "old version");
-    }
-}
+mod replace_tests;
