@@ -41,15 +41,15 @@ pub(super) enum Work {
     /// A resource request, run by the catalog's resources.
     Resource(ResourceRequest),
     /// A request to the registry's catalog (prompts, resources of plugins).
-    Catalog(super::offer::CatalogWork),
+    Catalog(super::catalog_work::CatalogWork),
     /// A `tasks/result` waiting for its task to end.
     TaskResult(super::tasks::TaskWait),
     /// A task request through the backend shared with other processes (`--state`).
     SharedTask(super::task_shared::SharedWork),
 }
 
-impl From<super::offer::CatalogWork> for Work {
-    fn from(work: super::offer::CatalogWork) -> Self {
+impl From<super::catalog_work::CatalogWork> for Work {
+    fn from(work: super::catalog_work::CatalogWork) -> Self {
         Work::Catalog(work)
     }
 }
@@ -127,8 +127,13 @@ impl PendingCall {
                 return run_resource(self.registration, &self.id, &self.meta, request).await
             }
             Work::Catalog(work) => {
-                return super::offer::run_catalog(self.registration, &self.id, &self.meta, work)
-                    .await
+                return super::catalog_work::run_catalog(
+                    self.registration,
+                    &self.id,
+                    &self.meta,
+                    work,
+                )
+                .await
             }
             Work::TaskResult(wait) => {
                 return wait
@@ -341,7 +346,9 @@ async fn run_resource(
         }
     };
     drop(registration);
-    Some(super::offer::finish(&session, id, meta, method, outcome))
+    Some(super::catalog_work::finish(
+        &session, id, meta, method, outcome,
+    ))
 }
 
 /// A `subscriptions/listen` request to run, from [`Session::receive`](super::Session::receive): it acknowledges,

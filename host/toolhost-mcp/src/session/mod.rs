@@ -20,12 +20,14 @@
 mod announce;
 mod calls;
 mod catalog;
+mod catalog_work;
 mod interaction;
 mod limiter;
 mod message;
 mod notifier;
 mod offer;
 mod state;
+mod subscriptions;
 mod task_asking;
 mod task_home;
 mod task_inputs;

@@ -15,7 +15,7 @@ use toolhost::registry::{ProgressHook, TaskSupport, ToolDefinition};
 
 use super::message::Message;
 use super::notifier::Notifier;
-use super::offer::ListenResources;
+use super::subscriptions::ListenResources;
 use super::ListenTasks;
 use crate::convert::{tool_json, tool_json_with_execution};
 use crate::jsonrpc::{raw_type_name, Params, RequestId, RpcError, INVALID_PARAMS};
