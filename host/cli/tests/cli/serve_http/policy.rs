@@ -28,6 +28,15 @@ impl Tenants {
 /// A server for alice, bob and carol under `policy` (`{base}` replaced by the tenants'
 /// base directory), with the greet, divide and hostile_loop plugins.
 fn serve(policy: &str, extra: &[&str]) -> Tenants {
+    serve_plugins(
+        policy,
+        plugins_with(&["greet", "divide", "hostile_loop"]),
+        extra,
+    )
+}
+
+/// [`serve`] with the plugins of the directory `plugins`.
+fn serve_plugins(policy: &str, plugins: tempfile::TempDir, extra: &[&str]) -> Tenants {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(
@@ -39,7 +48,6 @@ fn serve(policy: &str, extra: &[&str]) -> Tenants {
     std::fs::create_dir_all(base.join("readers")).unwrap();
     let path = dir.path().join("policy.toml");
     std::fs::write(&path, policy.replace("{base}", dir_str(&base))).unwrap();
-    let plugins = plugins_with(&["greet", "divide", "hostile_loop"]);
     let template = format!("{}/{{client}}", base.display());
     let mut args = vec![
         "serve",
@@ -65,6 +73,28 @@ fn serve(policy: &str, extra: &[&str]) -> Tenants {
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")
+}
+
+/// A principal signed in: its bearer token and the session it initialized.
+struct SignedIn {
+    auth: String,
+    session: String,
+}
+
+impl SignedIn {
+    fn new(addr: SocketAddr, token: &str) -> Self {
+        let auth = bearer(token);
+        let session = initialize(addr, &[("Authorization", &auth)]);
+        Self { auth, session }
+    }
+
+    /// The headers of a request in its session.
+    fn headers(&self) -> [(&str, &str); 2] {
+        [
+            ("Authorization", &self.auth),
+            ("Mcp-Session-Id", &self.session),
+        ]
+    }
 }
 
 fn tool_names(addr: SocketAddr, headers: &[(&str, &str)]) -> Vec<String> {
@@ -121,17 +151,8 @@ quota = { concurrent_calls = 1 }
 fn each_principal_gets_its_profile_and_quotas() {
     let mut t = serve(TWO_PROFILES, &[]);
     let addr = t.server.addr;
-    let (alice_auth, bob_auth) = (bearer(TOKEN), bearer(BOB_TOKEN));
-    let alice_session = initialize(addr, &[("Authorization", &alice_auth)]);
-    let bob_session = initialize(addr, &[("Authorization", &bob_auth)]);
-    let alice: &[(&str, &str)] = &[
-        ("Authorization", &alice_auth),
-        ("Mcp-Session-Id", &alice_session),
-    ];
-    let bob: &[(&str, &str)] = &[
-        ("Authorization", &bob_auth),
-        ("Mcp-Session-Id", &bob_session),
-    ];
+    let (alice_in, bob_in) = (SignedIn::new(addr, TOKEN), SignedIn::new(addr, BOB_TOKEN));
+    let (alice, bob) = (&alice_in.headers(), &bob_in.headers());
     // Each sees exactly its profile's tools.
     assert_eq!(
         tool_names(addr, alice),
@@ -185,8 +206,8 @@ fn each_principal_gets_its_profile_and_quotas() {
     let stolen = post(
         addr,
         &[
-            ("Authorization", &bob_auth),
-            ("Mcp-Session-Id", &alice_session),
+            ("Authorization", &bob_in.auth),
+            ("Mcp-Session-Id", &alice_in.session),
         ],
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
     );
@@ -324,9 +345,8 @@ fn a_policy_reload_changes_live_sessions_and_a_broken_one_is_kept_out() {
         "[[principal]]\ntoken = \"alice\"\nprofile = \"p\"\n[profile.p]\ntools = [\"read_file\"]\n";
     let mut t = serve(v1, &["--watch"]);
     let addr = t.server.addr;
-    let auth = bearer(TOKEN);
-    let session = initialize(addr, &[("Authorization", &auth)]);
-    let alice: &[(&str, &str)] = &[("Authorization", &auth), ("Mcp-Session-Id", &session)];
+    let alice_in = SignedIn::new(addr, TOKEN);
+    let alice = &alice_in.headers();
     assert_eq!(tool_names(addr, alice), ["read_file"]);
     let notified = stream_until(addr, alice, "notifications/tools/list_changed");
     thread::sleep(Duration::from_millis(300));
@@ -449,34 +469,18 @@ fn a_policy_naming_what_the_server_lacks_is_refused_at_start() {
 /// A server on 127.0.0.1 answering every request with `hello`, until the test ends.
 #[test]
 fn plugin_state_never_passes_between_principals() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{TOKEN} alice\n{BOB_TOKEN} bob\n")).unwrap();
-    let plugins = plugins_with(&["hostile_state"]);
-    let policy = dir.path().join("policy.toml");
     // Both in one profile: they share its loaded plugins, the closest they come.
-    std::fs::write(&policy, "[profile.default]\nfiles = \"none\"\n").unwrap();
-    let template = format!("{}/{{client}}", dir.path().display());
-    let mut server = Server::start(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth-token-file",
-        dir_str(&tokens),
-        "--session-root-template",
-        &template,
-        "--plugins",
-        dir_str(plugins.path()),
-        "--policy",
-        dir_str(&policy),
-    ]);
-    let addr = server.addr;
+    let mut t = serve_plugins(
+        "[profile.default]\nfiles = \"none\"\n",
+        plugins_with(&["hostile_state"]),
+        &[],
+    );
+    let addr = t.server.addr;
     let remember = |token: &str, value: &str| {
-        let auth = bearer(token);
-        let session = initialize(addr, &[("Authorization", &auth)]);
+        let caller = SignedIn::new(addr, token);
         let result = call(
             addr,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            &caller.headers(),
             "hostile_state",
             json!({"value": value}),
         );
@@ -493,7 +497,7 @@ fn plugin_state_never_passes_between_principals() {
         "nothing kept",
         "nor outlives her call"
     );
-    assert_eq!(server.terminate().0, 0);
+    assert_eq!(t.server.terminate().0, 0);
 }
 
 #[test]

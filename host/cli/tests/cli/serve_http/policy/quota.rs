@@ -64,9 +64,6 @@ fn concurrent_calls_quota_and_plugin_time_ceiling() {
 fn outgoing_plugin_http_is_counted_per_principal() {
     let port = hello_server();
     let origin = format!("http://127.0.0.1:{port}");
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{TOKEN} alice\n{BOB_TOKEN} bob\n")).unwrap();
     let plugins = tempfile::tempdir().unwrap();
     toolhost_tests::install_without_manifests(plugins.path(), &["hostile_http"]).unwrap();
     std::fs::write(
@@ -74,38 +71,24 @@ fn outgoing_plugin_http_is_counted_per_principal() {
         format!("[grants]\nhttp = [\"{origin}\"]\n"),
     )
     .unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
+    let mut t = serve_plugins(
         "[profile.default]\nfiles = \"none\"\nquota = { http_requests_per_minute = 3 }\n",
-    )
-    .unwrap();
-    let template = format!("{}/{{client}}", dir.path().display());
-    let mut server = Server::start(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth-token-file",
-        dir_str(&tokens),
-        "--session-root-template",
-        &template,
-        "--plugins",
-        dir_str(plugins.path()),
-        "--plugin-http",
-        &origin,
-        "--plugin-http-allow-net",
-        "127.0.0.1",
-        "--policy",
-        dir_str(&policy),
-    ]);
+        plugins,
+        &[
+            "--plugin-http",
+            &origin,
+            "--plugin-http-allow-net",
+            "127.0.0.1",
+        ],
+    );
+    let server = &mut t.server;
     let addr = server.addr;
     let url = format!("{origin}/x");
     let flood = |token: &str, count: u32| {
-        let auth = bearer(token);
-        let session = initialize(addr, &[("Authorization", &auth)]);
+        let caller = SignedIn::new(addr, token);
         let result = call(
             addr,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            &caller.headers(),
             "flood",
             json!({"url": url, "count": count}),
         );
@@ -138,35 +121,16 @@ quota = { calls_per_minute = 3, concurrent_calls = 1 }
 /// against the principal's calls per minute, inside the caller's concurrent-calls place.
 #[test]
 fn a_composing_tools_nested_calls_see_only_the_profile_and_spend_its_quota() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{TOKEN} alice\n")).unwrap();
-    let base = dir.path().join("tenants");
-    std::fs::create_dir_all(base.join("alice")).unwrap();
-    std::fs::write(base.join("alice").join("note.md"), "hello from alice\n").unwrap();
-    let path = dir.path().join("policy.toml");
-    std::fs::write(&path, CODER).unwrap();
-    let plugins = plugins_with(&["greet", "hostile_loop", "hostile_compose"]);
-    let template = format!("{}/{{client}}", base.display());
-    let server = Server::start(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth-token-file",
-        dir_str(&tokens),
-        "--session-root-template",
-        &template,
-        "--plugins",
-        dir_str(plugins.path()),
-        "--plugin-tools",
-        "*",
-        "--policy",
-        dir_str(&path),
-    ]);
-    let addr = server.addr;
-    let auth = bearer(TOKEN);
-    let session = initialize(addr, &[("Authorization", &auth)]);
-    let alice: &[(&str, &str)] = &[("Authorization", &auth), ("Mcp-Session-Id", &session)];
+    let t = serve_plugins(
+        CODER,
+        plugins_with(&["greet", "hostile_loop", "hostile_compose"]),
+        &["--plugin-tools", "*"],
+    );
+    std::fs::create_dir_all(t.base().join("alice")).unwrap();
+    std::fs::write(t.base().join("alice").join("note.md"), "hello from alice\n").unwrap();
+    let addr = t.server.addr;
+    let alice = SignedIn::new(addr, TOKEN);
+    let alice = &alice.headers();
     // Granted by the manifest and offered by the profile: read_file and greet; not
     // hostile_loop's spin (granted, loaded, not offered), not the composing tools.
     let listed = call(addr, alice, "list", json!({}));
@@ -185,5 +149,5 @@ fn a_composing_tools_nested_calls_see_only_the_profile_and_spend_its_quota() {
     let over = call_reply(addr, alice, "greet", json!({"name": "x"}));
     assert_eq!(over.status, 429, "{}", over.body);
     assert!(over.body.contains("calls_per_minute"), "{}", over.body);
-    drop(server);
+    drop(t);
 }
