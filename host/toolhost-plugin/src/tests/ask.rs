@@ -40,10 +40,7 @@ fn ask_registry(with_manifest: bool, operator_allows: bool) -> (tempfile::TempDi
     }
     let mut builder = config().to_builder();
     builder.plugin_ask(operator_allows);
-    let host = PluginHost::new(builder.build()).unwrap();
-    let registry = Registry::new();
-    host.load_file(&dir.path().join("hostile_ask.wasm"), &registry)
-        .unwrap();
+    let registry = load_one(dir.path(), "hostile_ask", builder.build());
     (dir, registry)
 }
 
@@ -54,19 +51,7 @@ async fn ask_call(
     tool: &str,
     arguments: Value,
 ) -> Value {
-    let mut ctx = CallContext::new();
-    if let Some(interaction) = interaction {
-        ctx = ctx.with_interaction(interaction);
-    }
-    registry
-        .dispatch(
-            &ctx,
-            &ToolCall::new(tool, arguments.to_string()),
-            &Environment::generate(),
-        )
-        .await
-        .unwrap()
-        .content
+    answer_with(registry, interaction, tool, arguments).await
 }
 
 #[tokio::test]

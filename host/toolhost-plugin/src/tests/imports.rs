@@ -22,10 +22,7 @@ async fn a_log_flood_is_rate_limited_across_calls_and_counted() {
     let _guard = tracing::subscriber::set_default(subscriber);
     let dir = tempfile::tempdir().unwrap();
     toolhost_tests::install_without_manifests(dir.path(), &["hostile_imports"]).unwrap();
-    let host = PluginHost::new(config()).unwrap();
-    let registry = Registry::new();
-    host.load_file(&dir.path().join("hostile_imports.wasm"), &registry)
-        .unwrap();
+    let registry = load_one(dir.path(), "hostile_imports", config());
 
     let started = Instant::now();
     for _ in 0..3 {

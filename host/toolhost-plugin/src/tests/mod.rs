@@ -64,6 +64,35 @@ fn loaded(config: PluginHostConfig, manifest: Option<&str>) -> (tempfile::TempDi
     (dir, registry)
 }
 
+/// A registry with the plugin `name` (`name.wasm` in `dir`) loaded by a host of `config`.
+fn load_one(dir: &Path, name: &str, config: PluginHostConfig) -> Registry {
+    let host = PluginHost::new(config).unwrap();
+    let registry = Registry::new();
+    host.load_file(&dir.join(format!("{name}.wasm")), &registry)
+        .unwrap();
+    registry
+}
+
+/// What `tool` answers to `arguments` (its content), with `interaction` (or nobody) to
+/// ask the client.
+async fn answer_with<I: toolhost::registry::Interaction + 'static>(
+    registry: &Registry,
+    interaction: Option<Arc<I>>,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let mut ctx = CallContext::new();
+    if let Some(interaction) = interaction {
+        ctx = ctx.with_interaction(interaction);
+    }
+    let call = ToolCall::new(tool, arguments.to_string());
+    registry
+        .dispatch(&ctx, &call, &Environment::generate())
+        .await
+        .unwrap()
+        .content
+}
+
 async fn call(registry: &Registry, tool: &str, arguments: &str) -> Result<ToolResult, ToolError> {
     registry
         .dispatch(

@@ -18,10 +18,7 @@ const PIXEL_PNG: [u8; 69] = [
 pub(super) fn rich_registry(config: PluginHostConfig) -> (tempfile::TempDir, Registry) {
     let dir = tempfile::tempdir().unwrap();
     toolhost_tests::install_without_manifests(dir.path(), &["rich"]).unwrap();
-    let host = PluginHost::new(config).unwrap();
-    let registry = Registry::new();
-    host.load_file(&dir.path().join("rich.wasm"), &registry)
-        .unwrap();
+    let registry = load_one(dir.path(), "rich", config);
     (dir, registry)
 }
 

@@ -57,10 +57,7 @@ fn sampling_registry(
     }
     let mut builder = config().to_builder();
     builder.plugin_sampling(operator_allows);
-    let host = PluginHost::new(builder.build()).unwrap();
-    let registry = Registry::new();
-    host.load_file(&dir.path().join("hostile_ask.wasm"), &registry)
-        .unwrap();
+    let registry = load_one(dir.path(), "hostile_ask", builder.build());
     (dir, registry)
 }
 
@@ -71,19 +68,7 @@ async fn sample_call(
     tool: &str,
     arguments: Value,
 ) -> Value {
-    let mut ctx = CallContext::new();
-    if let Some(model) = model {
-        ctx = ctx.with_interaction(model);
-    }
-    registry
-        .dispatch(
-            &ctx,
-            &ToolCall::new(tool, arguments.to_string()),
-            &Environment::generate(),
-        )
-        .await
-        .unwrap()
-        .content
+    answer_with(registry, model, tool, arguments).await
 }
 
 #[tokio::test]
@@ -246,16 +231,8 @@ impl Interaction for OldInteraction {
 #[tokio::test]
 async fn an_interaction_without_sampling_refuses_it_by_default() {
     let (_dir, registry) = sampling_registry(None, true);
-    let ctx = CallContext::new().with_interaction(Arc::new(OldInteraction));
-    let result = registry
-        .dispatch(
-            &ctx,
-            &ToolCall::new("sample_once", "{}"),
-            &Environment::generate(),
-        )
-        .await
-        .unwrap()
-        .content;
+    let old = Some(Arc::new(OldInteraction));
+    let result = answer_with(&registry, old, "sample_once", json!({})).await;
     assert_eq!(result["error"], "unsupported");
     assert_eq!(
         result["message"],
