@@ -216,7 +216,7 @@ fn core_module(definitions: &[(&str, &str)], broken: bool) -> Vec<u8> {
 
 /// `cabi_realloc(old, old_size, align, new_size)`: a bump allocator (8-aligned) that
 /// grows memory as needed and traps when it cannot.
-fn realloc() -> Function {
+pub(super) fn realloc() -> Function {
     let mut f = Function::new([(1, ValType::I32)]); // local 4: the new pointer
     f.instructions()
         // ptr = (heap + 7) & !7

@@ -200,7 +200,7 @@ fn core_module(definitions: &[Definition], looping: bool, handles: bool) -> Vec<
     );
 
     let mut code = CodeSection::new();
-    code.function(&realloc());
+    code.function(&super::fixture::realloc());
     let mut defs = Function::new([]);
     if looping {
         defs.instructions()
@@ -256,40 +256,3 @@ fn core_module(definitions: &[Definition], looping: bool, handles: bool) -> Vec<
     module.finish()
 }
 
-/// `cabi_realloc(old, old_size, align, new_size)`: a bump allocator (8-aligned) that
-/// grows memory as needed and traps when it cannot.
-fn realloc() -> Function {
-    let mut f = Function::new([(1, ValType::I32)]); // local 4: the new pointer
-    f.instructions()
-        .global_get(0)
-        .i32_const(7)
-        .i32_add()
-        .i32_const(-8)
-        .i32_and()
-        .local_set(4)
-        .local_get(4)
-        .local_get(3)
-        .i32_add()
-        .global_set(0)
-        .block(BlockType::Empty)
-        .loop_(BlockType::Empty)
-        .global_get(0)
-        .memory_size(0)
-        .i32_const(16)
-        .i32_shl()
-        .i32_le_u()
-        .br_if(1)
-        .i32_const(1)
-        .memory_grow(0)
-        .i32_const(-1)
-        .i32_eq()
-        .if_(BlockType::Empty)
-        .unreachable()
-        .end()
-        .br(0)
-        .end()
-        .end()
-        .local_get(4)
-        .end();
-    f
-}
