@@ -255,4 +255,3 @@ fn core_module(definitions: &[Definition], looping: bool, handles: bool) -> Vec<
         .section(&data);
     module.finish()
 }
-

@@ -2,15 +2,28 @@
 
 use super::*;
 
+/// The task registry (its spinning counter) and a store of default limits.
+fn task_set_up() -> (Arc<Spinning>, Arc<Registry>, Arc<TaskStore>) {
+    let spinning = Arc::default();
+    let registry = task_registry(&spinning);
+    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    (spinning, registry, store)
+}
+
+/// Calls `tool` with `arguments` as a task (the client declares tasks), request `id`:
+/// the task's id.
+fn start_task(session: &Session, id: u64, tool: &str, arguments: Value) -> String {
+    let params = json!({"name": tool, "arguments": arguments});
+    created_id(&reply(session, &modern(DECLARED, id, "tools/call", params)))
+}
+
 /// The published extension (ext-tasks e434597): a client declaring it in its request's
 /// capabilities gets a task (`resultType: "task"`, the `Task` fields flat, `ttlMs`,
 /// `pollIntervalMs`) without asking for one in the params; `tasks/get` gives the
 /// result inline.
 #[tokio::test]
 async fn modern_requests_follow_the_published_tasks_extension() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (_, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
     let discover = reply(&session, &modern(DECLARED, 1, "server/discover", json!({})));
     assert_eq!(
@@ -106,19 +119,9 @@ async fn modern_requests_follow_the_published_tasks_extension() {
 /// whose result says `isError: true`.
 #[tokio::test]
 async fn a_modern_tool_error_is_a_completed_task_with_its_error_result() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (_, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "fails", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&session, 1, "fails", json!({}));
     let got = until_status(&session, &id, "completed").await;
     assert_eq!(got["result"]["result"]["isError"], true, "{got}");
     assert!(
@@ -138,19 +141,9 @@ async fn a_modern_tool_error_is_a_completed_task_with_its_error_result() {
 /// nothing.
 #[tokio::test]
 async fn modern_cancel_and_update_are_acknowledged_empty() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (spinning, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "spin", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&session, 1, "spin", json!({}));
     until("spinning", || spinning.0.load(Ordering::SeqCst) == 1).await;
     let server_info = json!({"io.modelcontextprotocol/serverInfo": crate::protocol::server_info()});
     let updated = reply(
@@ -197,15 +190,7 @@ async fn modern_cancel_and_update_are_acknowledged_empty() {
         &modern(DECLARED, 6, "tasks/cancel", json!({"taskId": id})),
     );
     assert_eq!(again["result"]["resultType"], "complete", "{again}");
-    let echo = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            7,
-            "tools/call",
-            json!({"name": "echo", "arguments": {}}),
-        ),
-    ));
+    let echo = start_task(&session, 7, "echo", json!({}));
     let done = until_status(&session, &echo, "completed").await;
     let late = reply(
         &session,
@@ -220,19 +205,9 @@ async fn modern_cancel_and_update_are_acknowledged_empty() {
 /// naming what to use instead. 2025-11-25 knows no `tasks/update`.
 #[tokio::test]
 async fn methods_the_extension_removed_are_not_found() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (_, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "echo", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&session, 1, "echo", json!({}));
     let result = reply(
         &session,
         &modern(DECLARED, 2, "tasks/result", json!({"taskId": id})),
@@ -267,19 +242,9 @@ async fn methods_the_extension_removed_are_not_found() {
 /// `-32021` naming it; a tool that runs only as a task is refused to such a client.
 #[tokio::test]
 async fn modern_task_requests_without_the_extension_are_refused() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (_, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "only_task", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&session, 1, "only_task", json!({}));
     let required =
         json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
     for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
@@ -328,20 +293,10 @@ async fn modern_task_requests_without_the_extension_are_refused() {
 /// method, and is left as it was.
 #[tokio::test]
 async fn another_owner_cannot_see_update_or_cancel_a_modern_task() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (spinning, registry, store) = task_set_up();
     let owner = modern_session(&registry, &store, "a");
     let other = modern_session(&registry, &store, "b");
-    let id = created_id(&reply(
-        &owner,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "spin", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&owner, 1, "spin", json!({}));
     until("spinning", || spinning.0.load(Ordering::SeqCst) == 1).await;
     let unknown = "00000000-0000-4000-8000-000000000000";
     for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
@@ -387,20 +342,10 @@ async fn another_owner_cannot_see_update_or_cancel_a_modern_task() {
 /// waiting (working, completed) changes nothing.
 #[tokio::test]
 async fn forged_oversized_and_unasked_updates_change_nothing() {
-    let spinning = Arc::default();
-    let registry = task_registry(&spinning);
-    let store = Arc::new(TaskStore::new(&McpLimits::default()));
+    let (_, registry, store) = task_set_up();
     let session = modern_session(&registry, &store, "s");
     let other = modern_session(&registry, &store, "t");
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            1,
-            "tools/call",
-            json!({"name": "echo", "arguments": {"k": 1}}),
-        ),
-    ));
+    let id = start_task(&session, 1, "echo", json!({"k": 1}));
     let done = until_status(&session, &id, "completed").await;
     let counts = store.counts();
     for (responses, got) in [
@@ -608,15 +553,7 @@ async fn a_modern_task_refuses_forged_answers_and_asks_only_declaring_clients() 
             .unwrap();
         assert!(text.contains(why), "{text}");
     }
-    let id = created_id(&reply(
-        &session,
-        &modern(
-            DECLARED,
-            20,
-            "tools/call",
-            json!({"name": "greet", "arguments": {}}),
-        ),
-    ));
+    let id = start_task(&session, 20, "greet", json!({}));
     let done = until_status(&session, &id, "completed").await;
     assert_eq!(
         done["result"]["result"]["content"][0]["text"],
