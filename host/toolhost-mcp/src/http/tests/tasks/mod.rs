@@ -159,6 +159,18 @@ fn no_such_published_task_for(id: u64) -> Value {
 }
 
 /// The task id of a published extension's `CreateTaskResult` (`resultType: "task"`).
+/// `tasks/get` of `task` (2026-07-28) with `token`: the answer.
+async fn get(addr: SocketAddr, token: &str, task: &str) -> Value {
+    modern_request(addr, Some(token), "tasks/get", json!({"taskId": task})).await
+}
+
+/// Calls `tool` (no arguments) with `token` (2026-07-28, tasks declared): the id of
+/// the task it became.
+async fn start_task(addr: SocketAddr, token: &str, tool: &str) -> String {
+    let params = json!({"name": tool, "arguments": {}});
+    created_id(&modern_request(addr, Some(token), "tools/call", params).await)
+}
+
 fn created_id(created: &Value) -> String {
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     assert_eq!(created["result"]["status"], "working", "{created}");

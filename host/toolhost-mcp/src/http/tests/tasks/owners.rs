@@ -119,22 +119,9 @@ async fn modern_http_tasks_belong_to_their_token() {
         json!({}),
         "{discover}"
     );
-    let created = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tools/call",
-        json!({"name": "nap", "arguments": {}}),
-    )
-    .await;
-    let task = created_id(&created);
+    let task = start_task(server.addr, TOKEN_A, "nap").await;
     // The request that created it is over: a later one from the same token finds it.
-    let got = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/get",
-        json!({"taskId": task}),
-    )
-    .await;
+    let got = get(server.addr, TOKEN_A, &task).await;
     assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
     // Bob (another named token) and the two unnamed tokens: as an id never given.
     for token in [TOKEN_B, "token-cccccccccccccccc", "token-dddddddddddddddd"] {
@@ -167,32 +154,13 @@ async fn modern_http_tasks_belong_to_their_token() {
         assert_eq!(listed["error"]["code"], -32601, "{listed}");
     }
     // An unnamed token's task is its own, not the other unnamed token's.
-    let unnamed = modern_request(
-        server.addr,
-        Some("token-cccccccccccccccc"),
-        "tools/call",
-        json!({"name": "echo", "arguments": {}}),
-    )
-    .await;
-    let unnamed = created_id(&unnamed);
-    let foreign = modern_request(
-        server.addr,
-        Some("token-dddddddddddddddd"),
-        "tasks/get",
-        json!({"taskId": unnamed}),
-    )
-    .await;
+    let unnamed = start_task(server.addr, "token-cccccccccccccccc", "echo").await;
+    let foreign = get(server.addr, "token-dddddddddddddddd", &unnamed).await;
     assert_eq!(foreign, no_such_published_task_for(7));
     // Alice's result comes inline, the task untouched by the others.
     let mut done = Value::Null;
     for _ in 0..500 {
-        done = modern_request(
-            server.addr,
-            Some(TOKEN_A),
-            "tasks/get",
-            json!({"taskId": task}),
-        )
-        .await;
+        done = get(server.addr, TOKEN_A, &task).await;
         if done["result"]["status"] != "working" {
             break;
         }
@@ -215,14 +183,7 @@ async fn modern_http_tasks_belong_to_their_token() {
 async fn modern_http_task_requests_mirror_the_task_id_in_mcp_name() {
     let spinning: Arc<Spinning> = Arc::default();
     let server = start_tasks_with(stateful().with_tokens(Some(tokens())), &spinning).await;
-    let created = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tools/call",
-        json!({"name": "spin", "arguments": {}}),
-    )
-    .await;
-    let task = created_id(&created);
+    let task = start_task(server.addr, TOKEN_A, "spin").await;
     let bearer = format!("Bearer {TOKEN_A}");
     for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
         let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": {
@@ -251,13 +212,7 @@ async fn modern_http_task_requests_mirror_the_task_id_in_mcp_name() {
             assert!(message.starts_with(why), "{method}: {message}");
         }
     }
-    let got = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/get",
-        json!({"taskId": task}),
-    )
-    .await;
+    let got = get(server.addr, TOKEN_A, &task).await;
     assert_eq!(got["result"]["status"], "working", "{got}");
     assert_eq!(spinning.0.load(Ordering::SeqCst), 1);
     modern_request(
@@ -280,26 +235,13 @@ async fn modern_http_task_requests_mirror_the_task_id_in_mcp_name() {
 async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
     let spinning: Arc<Spinning> = Arc::default();
     let server = start_tasks_with(stateful().with_tokens(Some(tokens())), &spinning).await;
-    let created = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tools/call",
-        json!({"name": "spin", "arguments": {}}),
-    )
-    .await;
-    let task = created_id(&created);
+    let task = start_task(server.addr, TOKEN_A, "spin").await;
     until("the task's call runs", || {
         spinning.0.load(Ordering::SeqCst) == 1
     })
     .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let got = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/get",
-        json!({"taskId": task}),
-    )
-    .await;
+    let got = get(server.addr, TOKEN_A, &task).await;
     assert_eq!(got["result"]["status"], "working", "{got}");
     let cancelled = modern_request(
         server.addr,
@@ -315,13 +257,7 @@ async fn a_modern_http_task_outlives_its_request_and_is_cancelled_later() {
         spinning.0.load(Ordering::SeqCst) == 0
     })
     .await;
-    let got = modern_request(
-        server.addr,
-        Some(TOKEN_A),
-        "tasks/get",
-        json!({"taskId": task}),
-    )
-    .await;
+    let got = get(server.addr, TOKEN_A, &task).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
     server.stop().await;
 }

@@ -18,24 +18,13 @@ fn shared_config(backend: &Arc<dyn TaskBackend>) -> HttpConfig {
         ))
 }
 
-async fn get(addr: SocketAddr, token: &str, task: &str) -> Value {
-    modern_request(addr, Some(token), "tasks/get", json!({"taskId": task})).await
-}
-
 #[tokio::test]
 async fn a_task_created_through_one_server_is_got_and_cancelled_through_another() {
     let backend: Arc<dyn TaskBackend> = Arc::new(MemoryBackend::new(1 << 20));
     let (spinning_a, spinning_b) = (Arc::default(), Arc::default());
     let a = start_tasks_with(shared_config(&backend), &spinning_a).await;
     let b = start_tasks_with(shared_config(&backend), &spinning_b).await;
-    let created = modern_request(
-        a.addr,
-        Some(TOKEN_A),
-        "tools/call",
-        json!({"name": "spin", "arguments": {}}),
-    )
-    .await;
-    let task = created_id(&created);
+    let task = start_task(a.addr, TOKEN_A, "spin").await;
     until("spinning on A", || spinning_a.0.load(Ordering::SeqCst) == 1).await;
     // B, which never saw it, finds it for its owner only.
     let got = get(b.addr, TOKEN_A, &task).await;
@@ -76,14 +65,7 @@ async fn a_task_created_through_one_server_is_got_and_cancelled_through_another(
         "{on_b}"
     );
     // A task that completes on A: its result comes inline through B, as through A.
-    let created = modern_request(
-        a.addr,
-        Some(TOKEN_A),
-        "tools/call",
-        json!({"name": "nap", "arguments": {}}),
-    )
-    .await;
-    let task = created_id(&created);
+    let task = start_task(a.addr, TOKEN_A, "nap").await;
     let mut done = Value::Null;
     for _ in 0..500 {
         done = get(b.addr, TOKEN_A, &task).await;
