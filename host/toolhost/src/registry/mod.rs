@@ -116,7 +116,6 @@ pub use types::{Environment, TaskSupport, ToolAnnotations, ToolCall, ToolDefinit
 pub(crate) use dispatch::encoded_len;
 pub use error::{format_bytes, format_duration};
 pub use timestamp::format_utc_time;
-pub use tools::check_name;
 use tools::{insert_batch, Entry, Origin, Tools};
 
 /// Default per-call time limit: a call still running after this is stopped with
@@ -455,6 +454,27 @@ impl Registry {
         self.tools
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Checks a tool name against MCP's rule: 1 to 128 characters of `a-zA-Z0-9_-`.
+///
+/// # Errors
+/// [`RegisterError::EmptyName`] or [`RegisterError::InvalidName`].
+pub fn check_name(name: &str) -> Result<(), RegisterError> {
+    if name.is_empty() {
+        return Err(RegisterError::EmptyName);
+    }
+    let valid = name.len() <= MAX_TOOL_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(RegisterError::InvalidName {
+            name: name.to_owned(),
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{metadata, name_key, names, Handler, RegisterError, ToolDefinition, MAX_TOOL_NAME_LEN};
+use super::{check_name, metadata, name_key, names, Handler, RegisterError, ToolDefinition};
 
 /// A registered tool.
 pub(super) struct Entry {
@@ -111,25 +111,4 @@ pub(super) fn insert_batch(
         }));
     }
     Ok(())
-}
-
-/// Checks a tool name against MCP's rule: 1 to 128 characters of `a-zA-Z0-9_-`.
-///
-/// # Errors
-/// [`RegisterError::EmptyName`] or [`RegisterError::InvalidName`].
-pub fn check_name(name: &str) -> Result<(), RegisterError> {
-    if name.is_empty() {
-        return Err(RegisterError::EmptyName);
-    }
-    let valid = name.len() <= MAX_TOOL_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if valid {
-        Ok(())
-    } else {
-        Err(RegisterError::InvalidName {
-            name: name.to_owned(),
-        })
-    }
 }
