@@ -173,6 +173,9 @@ pub struct PrincipalQuota {
     generation: AtomicU64,
     /// Whether that policy gives it a profile.
     allowed: std::sync::atomic::AtomicBool,
+    /// Its key in a shared counter ([`SharedQuotas`]): its binding hashed (never a
+    /// token or a name in the clear).
+    shared_key: String,
 }
 
 /// A call's place under [`QuotaLimits::concurrent_calls`], given back when dropped.
@@ -205,6 +208,7 @@ impl PrincipalQuota {
             issuer: principal.issuer().map(str::to_owned),
             generation: AtomicU64::new(0),
             allowed: std::sync::atomic::AtomicBool::new(true),
+            shared_key: shared_key(&principal.key()),
         };
         quota.set_limits(limits);
         quota
@@ -250,6 +254,24 @@ impl PrincipalQuota {
                 limit,
                 retry_after,
             })
+    }
+
+    /// Counts a call against the principal's calls-per-minute quota in `shared` (the
+    /// count every process given the same counter sees; one round trip), when it has
+    /// that quota; nothing to do (no round trip) when it has none.
+    ///
+    /// # Errors
+    /// [`SharedRefusal::Exceeded`] when the principal's calls in this minute (across
+    /// all processes) are used up; [`SharedRefusal::Unavailable`] when the counter
+    /// cannot count (the call must then be refused: fail closed).
+    pub async fn count_shared_call(&self, shared: &SharedQuotas) -> Result<(), SharedRefusal> {
+        let limit = self.calls_per_minute.load(Ordering::Acquire);
+        if limit == UNLIMITED {
+            return Ok(());
+        }
+        shared
+            .count(&self.shared_key, Quota::CallsPerMinute, 1, limit)
+            .await
     }
 
     /// Starts a call: takes a calls-per-minute token and a concurrent-calls place
@@ -361,6 +383,74 @@ impl PrincipalQuota {
     /// The principal it was made for (its scopes as first seen).
     fn principal(&self) -> Principal<'_> {
         Principal::new(self.client.as_deref(), &self.scopes).with_issuer(self.issuer.as_deref())
+    }
+}
+
+/// A principal's binding as a shared counter's key: the first 128 bits of its SHA-256,
+/// in hex (a binding can name a token's client; the shared store never sees it).
+fn shared_key(binding: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(binding.as_bytes());
+    digest[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Why a quota counted in a shared counter refused a call.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedRefusal {
+    /// The principal's quota is used up across the processes.
+    #[error(transparent)]
+    Exceeded(QuotaExceeded),
+    /// The counter could not count (the shared state server is unreachable, slow or
+    /// broken): a call under that quota is refused rather than let through uncounted.
+    #[error("the quota state server cannot count this principal's quota now ({0}); calls under a quota are refused until it is back, calls of principals without one still work")]
+    Unavailable(#[source] crate::state::StateError),
+}
+
+/// The rate quotas counted across processes (`--state`): a [`QuotaCounter`] shared by
+/// every process, counting each principal's calls per minute in fixed one-minute
+/// windows of the counter's clock (see [`crate::state::QuotaCounter`] for the
+/// tolerance: at most the limit within a window, up to twice it across a window
+/// boundary). The per-process quotas still apply too.
+///
+/// [`QuotaCounter`]: crate::state::QuotaCounter
+#[derive(Debug, Clone)]
+pub struct SharedQuotas(Arc<dyn crate::state::QuotaCounter>);
+
+impl SharedQuotas {
+    /// Quotas counted in `counter`.
+    #[must_use]
+    pub fn new(counter: Arc<dyn crate::state::QuotaCounter>) -> Self {
+        Self(counter)
+    }
+
+    /// Counts `amount` of `quota` for the principal keyed `key` against `limit`.
+    async fn count(
+        &self,
+        key: &str,
+        quota: Quota,
+        amount: u64,
+        limit: u64,
+    ) -> Result<(), SharedRefusal> {
+        let window = match quota {
+            Quota::BytesWrittenPerDay => crate::state::MAX_WINDOW,
+            _ => Duration::from_secs(60),
+        };
+        // One key per principal and quota; `key` is already hashed.
+        let name = format!("{key}:{}", quota.name());
+        match self.0.count(&name, amount, limit, window).await {
+            Ok(crate::state::Counted::Taken) => Ok(()),
+            Ok(crate::state::Counted::Refused { retry_after }) => {
+                Err(SharedRefusal::Exceeded(QuotaExceeded {
+                    quota,
+                    limit,
+                    retry_after,
+                }))
+            }
+            Err(err) => Err(SharedRefusal::Unavailable(err)),
+        }
     }
 }
 

@@ -7,7 +7,10 @@
 //! with its longest-lived task. Every change that depends on the record's state
 //! (lease expiry, cancel, heartbeat, finish) is one Lua script, so it is atomic on the
 //! server, and leases are kept in the server's clock (`TIME`), so the processes'
-//! clocks need not agree.
+//! clocks need not agree. A quota count ([`QuotaCounter`]) is a counter at
+//! `toolhost:quota:{key}:{window index}` (the key names a hashed principal and its
+//! quota, never a token), counted and checked by one script (one round trip) and
+//! expiring two windows after it was made.
 //!
 //! Bounds: each operation (connecting included) fails after [`OPERATION_TIMEOUT`]
 //! ([`StateError::Timeout`]); a result read back larger than `max_result_bytes` is
@@ -21,6 +24,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError, Script};
 use tokio::sync::Mutex;
 
+use super::counter::{window_ms, Counted, QuotaCounter};
 use super::{
     millis, BoxFuture, CancelRefusal, Heartbeat, StateError, TaskBackend, TaskRecord, TaskStatus,
     LEASE_EXPIRED, OPERATION_TIMEOUT,
@@ -35,6 +39,7 @@ pub const PASSWORD_ENV: &str = "TOOLHOST_STATE_PASSWORD";
 pub const MAX_LISTED: usize = 10_000;
 
 const TASK_PREFIX: &str = "toolhost:task:";
+const QUOTA_PREFIX: &str = "toolhost:quota:";
 const OWNER_PREFIX: &str = "toolhost:owner:";
 
 /// Lua shared by the scripts: the server's clock in ms, and a running task whose lease
@@ -116,6 +121,26 @@ if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'result', ARGV[6]) end
 return 1
 ";
 
+/// KEYS: the counter's key without its window. ARGV: amount, limit, window ms. The
+/// window's key (`KEY:INDEX`, the window's index in the server's clock) expires two
+/// windows after it was made; an amount past the limit is taken back at once. Answers
+/// -1 when counted, else the ms until the window ends.
+const COUNT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local amount = tonumber(ARGV[1])
+local window = tonumber(ARGV[3])
+local index = math.floor(now / window)
+local key = KEYS[1] .. ':' .. string.format('%d', index)
+local used = redis.call('INCRBY', key, amount)
+if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window * 2) end
+if used > tonumber(ARGV[2]) then
+  redis.call('DECRBY', key, amount)
+  return (index + 1) * window - now
+end
+return -1
+";
+
 /// A checked `--state` address: `redis://HOST[:PORT][/DB]` or `rediss://…` (TLS),
 /// never carrying a password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +196,7 @@ struct Scripts {
     cancel: Script,
     heartbeat: Script,
     finish: Script,
+    count: Script,
 }
 
 impl std::fmt::Debug for RedisBackend {
@@ -278,6 +304,7 @@ impl RedisBackend {
                 cancel: Script::new(&format!("{PRELUDE}{CANCEL}")),
                 heartbeat: Script::new(&format!("{PRELUDE}{HEARTBEAT}")),
                 finish: Script::new(&format!("{PRELUDE}{FINISH}")),
+                count: Script::new(COUNT),
             },
         };
         backend.ping().await?;
@@ -613,6 +640,43 @@ impl TaskBackend for RedisBackend {
                 })
                 .await?;
             Ok(done == 1)
+        })
+    }
+}
+
+impl QuotaCounter for RedisBackend {
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        amount: u64,
+        limit: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Counted, StateError>> {
+        Box::pin(async move {
+            let window = window_ms(window);
+            let answer: i64 = self
+                .run(|mut conn| async move {
+                    self.scripts
+                        .count
+                        .key(format!("{QUOTA_PREFIX}{key}"))
+                        .arg(amount)
+                        .arg(limit)
+                        .arg(window)
+                        .invoke_async(&mut conn)
+                        .await
+                })
+                .await?;
+            if answer == -1 {
+                return Ok(Counted::Taken);
+            }
+            match u64::try_from(answer) {
+                Ok(left) if (1..=window).contains(&left) => Ok(Counted::Refused {
+                    retry_after: Duration::from_millis(left),
+                }),
+                _ => Err(StateError::Garbage(format!(
+                    "a quota count answered {answer}"
+                ))),
+            }
         })
     }
 }

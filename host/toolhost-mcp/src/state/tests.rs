@@ -161,6 +161,97 @@ async fn memory_backend_keeps_owners_leases_and_results() {
     exercise(&MemoryBackend::new(64), "mem").await;
 }
 
+/// The counting cases every [`QuotaCounter`] must pass (the window is the current
+/// minute of the counter's clock: the caller makes sure it does not end mid-test).
+async fn exercise_counter(counter: &dyn QuotaCounter, prefix: &str) {
+    let minute = Duration::from_secs(60);
+    let key = |n: &str| format!("{prefix}-{n}");
+    for _ in 0..3 {
+        assert_eq!(
+            counter.count(&key("a"), 1, 3, minute).await.unwrap(),
+            Counted::Taken
+        );
+    }
+    let Counted::Refused { retry_after } = counter.count(&key("a"), 1, 3, minute).await.unwrap()
+    else {
+        panic!("a fourth within the minute")
+    };
+    assert!(
+        retry_after > Duration::ZERO && retry_after <= minute,
+        "{retry_after:?}"
+    );
+    // Another key is counted apart.
+    assert_eq!(
+        counter.count(&key("b"), 3, 3, minute).await.unwrap(),
+        Counted::Taken
+    );
+    // All or nothing: 5 of 6 taken, 2 more refused and not counted, 1 still fits.
+    assert_eq!(
+        counter.count(&key("bytes"), 5, 6, minute).await.unwrap(),
+        Counted::Taken
+    );
+    assert!(matches!(
+        counter.count(&key("bytes"), 2, 6, minute).await.unwrap(),
+        Counted::Refused { .. }
+    ));
+    assert_eq!(
+        counter.count(&key("bytes"), 1, 6, minute).await.unwrap(),
+        Counted::Taken
+    );
+}
+
+/// Waits until the current minute has at least 10 s left, so a test's counts fall in
+/// one window.
+async fn inside_one_minute() {
+    let into = now_ms() % 60_000;
+    if into > 50_000 {
+        tokio::time::sleep(Duration::from_millis(60_000 - into + 100)).await;
+    }
+}
+
+#[tokio::test]
+async fn memory_backend_counts_quotas_in_fixed_windows() {
+    inside_one_minute().await;
+    exercise_counter(&MemoryBackend::new(64), "mem").await;
+    // At a fixed time: the window's end is exact, and the next window starts afresh.
+    let counter = MemoryBackend::new(64);
+    let minute = Duration::from_secs(60);
+    let start = 1_000 * 60_000;
+    assert_eq!(
+        counter.count_at("k", 2, 2, minute, start + 15_000),
+        Counted::Taken
+    );
+    assert_eq!(
+        counter.count_at("k", 1, 2, minute, start + 59_999),
+        Counted::Refused {
+            retry_after: Duration::from_millis(1)
+        }
+    );
+    assert_eq!(
+        counter.count_at("k", 2, 2, minute, start + 60_000),
+        Counted::Taken
+    );
+    // A day's window ends at midnight UTC.
+    assert_eq!(
+        counter.count_at("d", 7, 5, MAX_WINDOW, 86_400_000 * 3 + 3_600_000),
+        Counted::Refused {
+            retry_after: Duration::from_secs(23 * 3600)
+        }
+    );
+}
+
+#[test]
+fn ended_windows_are_swept_so_the_memory_counter_stays_bounded() {
+    let counter = MemoryBackend::new(64);
+    let minute = Duration::from_secs(60);
+    for n in 0..5_000u64 {
+        // Each principal counted once, one minute after the other.
+        counter.count_at(&format!("p{n}"), 1, 1, minute, n * 60_000);
+    }
+    let kept = counter.lock_counts().0.len();
+    assert!(kept <= 1_025, "{kept} windows kept");
+}
+
 #[cfg(feature = "redis-state")]
 mod redis {
     use std::net::SocketAddr;
@@ -372,6 +463,21 @@ mod redis {
         assert!(StateUrl::parse("rediss://user@cache.internal:6380/0").is_ok());
     }
 
+    #[tokio::test]
+    async fn a_quota_count_answered_with_garbage_is_refused() {
+        // Where the count script answers -1 or the ms left in the window: a bulk string,
+        // then a number past the window.
+        for answer in [&b"$2\r\nok\r\n"[..], b":999999999\r\n"] {
+            let addr = scripted(vec![SET_UP, b"+PONG\r\n", answer]).await;
+            let (backend, _) = connect(addr).await;
+            let got = backend
+                .unwrap()
+                .count("k", 1, 3, Duration::from_secs(60))
+                .await;
+            assert!(matches!(got, Err(StateError::Garbage(_))), "{got:?}");
+        }
+    }
+
     /// Against a real server: `TOOLHOST_TEST_REDIS=redis://127.0.0.1:PORT/0`
     /// (scripts/state-check starts one and runs this).
     #[tokio::test]
@@ -422,5 +528,55 @@ mod redis {
             .get(&format!("{prefix}-alice"), &format!("{prefix}-2"))
             .await;
         assert_eq!(seen.unwrap().unwrap().status, TaskStatus::Completed);
+    }
+
+    /// Quota counts against a real server (`TOOLHOST_TEST_REDIS`): the same cases as
+    /// in memory, two backends (two processes) sharing one count, and every key with
+    /// a time to live.
+    #[tokio::test]
+    #[ignore = "needs a Redis server: scripts/state-check runs it"]
+    async fn redis_backend_counts_quotas_across_backends() {
+        let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
+        let url = StateUrl::parse(&url).unwrap();
+        let password = std::env::var(PASSWORD_ENV).ok();
+        let one = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
+        let two = RedisBackend::connect(&url, password.as_deref(), 64)
+            .await
+            .unwrap();
+        let prefix = format!("t{}", now_ms());
+        inside_one_minute().await;
+        exercise_counter(&one, &prefix).await;
+        // Shared: the second backend finds "a" used up.
+        assert!(matches!(
+            two.count(&format!("{prefix}-a"), 1, 3, Duration::from_secs(60))
+                .await
+                .unwrap(),
+            Counted::Refused { .. }
+        ));
+        let client = ::redis::Client::open(url.as_str()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        if let Some(password) = &password {
+            let _: () = ::redis::cmd("AUTH")
+                .arg(password)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        let keys: Vec<String> = ::redis::cmd("KEYS")
+            .arg(format!("toolhost:quota:{prefix}-*"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        for key in keys {
+            let ttl: i64 = ::redis::cmd("PTTL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!((1..=120_000).contains(&ttl), "{key}: {ttl}");
+        }
     }
 }
