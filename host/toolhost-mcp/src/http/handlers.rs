@@ -160,8 +160,7 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
         };
         match (batches, parse_batch(text)) {
             (true, Some(Ok(members))) => {
-                let shared = app.shared_quotas.as_ref().zip(quota.as_deref());
-                return post_batch(&app, &conn, &session, members, shared).await;
+                return post_batch(&app, &conn, &session, members, quota.as_deref()).await;
             }
             (true, Some(Err(err))) | (false, Some(Err(err))) => {
                 return json(
@@ -199,13 +198,13 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
                 app.sessions.count_refusal(StatusCode::TOO_MANY_REQUESTS);
                 return response;
             }
-            if let Some(shared) = &app.shared_quotas {
-                if let Err(refusal) = quota.count_shared_call(shared).await {
-                    let response = shared_quota_refusal(&refusal);
-                    debug!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), status = response.status().as_u16(), "refused a call by its shared quota: {refusal}");
-                    app.sessions.count_refusal(response.status());
-                    return response;
-                }
+            // Counted across processes too (`--state`): one round trip, only for a
+            // principal with the quota.
+            if let Err(refusal) = quota.count_shared_call().await {
+                let response = shared_quota_refusal(&refusal);
+                debug!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), status = response.status().as_u16(), "refused a call by its shared quota: {refusal}");
+                app.sessions.count_refusal(response.status());
+                return response;
             }
         }
     }
@@ -401,10 +400,7 @@ pub(super) async fn post_batch(
     conn: &HttpConnection,
     session: &Session,
     members: Vec<Result<Incoming, RpcError>>,
-    shared: Option<(
-        &crate::policy::SharedQuotas,
-        &crate::policy::quota::PrincipalQuota,
-    )>,
+    quota: Option<&crate::policy::quota::PrincipalQuota>,
 ) -> Response {
     enum Answer {
         Ready(Message),
@@ -415,10 +411,9 @@ pub(super) async fn post_batch(
     let mut guards = Vec::new();
     for member in members {
         // Each call of a batch counts against a shared quota as a call alone does.
-        if let (Some((shared, quota)), Ok(Incoming::Request { id, method, .. })) = (shared, &member)
-        {
+        if let (Some(quota), Ok(Incoming::Request { id, method, .. })) = (quota, &member) {
             if method == "tools/call" {
-                if let Err(refusal) = quota.count_shared_call(shared).await {
+                if let Err(refusal) = quota.count_shared_call().await {
                     debug!(target: LOG_TARGET, peer = %conn.peer, "refused a batched call by its shared quota: {refusal}");
                     answers.push(Answer::Ready(
                         session.error_message(&shared_refusal_error(id.clone(), &refusal)),

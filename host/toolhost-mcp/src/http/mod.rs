@@ -216,7 +216,6 @@ pub struct HttpConfig {
     pub(crate) asking: crate::elicit::Asking,
     pub(crate) policy: Option<Arc<crate::policy::LivePolicy>>,
     pub(crate) shared_tasks: Option<crate::state::SharedTasks>,
-    pub(crate) shared_quotas: Option<crate::policy::SharedQuotas>,
 }
 
 impl HttpConfig {
@@ -241,7 +240,6 @@ impl HttpConfig {
             asking: crate::elicit::Asking::default(),
             policy: None,
             shared_tasks: None,
-            shared_quotas: None,
         }
     }
 
@@ -383,7 +381,12 @@ impl HttpConfig {
 
     /// Serve under a per-principal `policy` ([`crate::policy`]): a client the policy
     /// gives no profile is refused with 403, and a `tools/call` over its principal's
-    /// calls-per-minute or concurrent-calls quota with 429 and `Retry-After`. What each
+    /// calls-per-minute or concurrent-calls quota with 429 and `Retry-After`. When the
+    /// policy's quotas are also counted across processes
+    /// ([`Quotas::share`](crate::policy::quota::Quotas::share), `--state`), a call of a
+    /// principal with a calls-per-minute quota is counted there (one round trip) before
+    /// it reaches its session: over the shared limit 429, the counter unable to count
+    /// 503 (fail closed); principals without that quota never wait on it. What each
     /// session is offered is for the [`Registries`] to build from the same policy. None
     /// by default: every token is treated alike.
     #[must_use]
@@ -400,20 +403,6 @@ impl HttpConfig {
     #[must_use]
     pub fn with_shared_tasks(mut self, shared: crate::state::SharedTasks) -> Self {
         self.shared_tasks = Some(shared);
-        self
-    }
-
-    /// Count the policy's calls-per-minute quotas in `shared` too (`--state`), so a
-    /// principal's limit holds across every process given the same counter: a
-    /// `tools/call` of a principal with that quota is counted there (one round trip)
-    /// before it reaches its session; over the limit it is refused with 429 and
-    /// `Retry-After` as the per-process quota is, and when the counter cannot count
-    /// (the shared state server lost) with 503 (fail closed); principals without the
-    /// quota never wait on it. Needs [`HttpConfig::with_policy`]. None by default: the
-    /// quotas are counted per process (docs/deploy.md "Quotas across processes").
-    #[must_use]
-    pub fn with_shared_quotas(mut self, shared: crate::policy::SharedQuotas) -> Self {
-        self.shared_quotas = Some(shared);
         self
     }
 
@@ -630,8 +619,6 @@ struct App {
     stopping: CancellationToken,
     /// The per-principal policy, if any ([`HttpConfig::with_policy`]).
     policy: Option<Arc<crate::policy::LivePolicy>>,
-    /// The quotas counted across processes, if any ([`HttpConfig::with_shared_quotas`]).
-    shared_quotas: Option<crate::policy::SharedQuotas>,
 }
 
 /// A refusal on its way back (boxed: a response is large next to what passes).

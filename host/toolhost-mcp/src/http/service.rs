@@ -164,7 +164,6 @@ impl McpService {
             shutdown_grace: config.shutdown_grace,
             stopping: CancellationToken::new(),
             policy: config.policy,
-            shared_quotas: config.shared_quotas,
         });
         let router = Router::new().fallback_service(
             post(post_mcp)

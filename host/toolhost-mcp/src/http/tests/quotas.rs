@@ -11,10 +11,11 @@ use crate::state::{BoxFuture, Counted, MemoryBackend, QuotaCounter, StateError};
 const POLICY: &str = "[[principal]]\ntoken = \"alice\"\nprofile = \"limited\"\n\n[profile.limited]\nquota = { calls_per_minute = 3 }\n\n[profile.default]\n";
 
 fn limited(counter: Arc<dyn QuotaCounter>) -> HttpConfig {
+    let live = LivePolicy::new(Policy::parse(POLICY).unwrap());
+    assert!(live.quotas().share(SharedQuotas::new(counter)));
     HttpConfig::new(None)
         .with_tokens(Some(tokens()))
-        .with_policy(Arc::new(LivePolicy::new(Policy::parse(POLICY).unwrap())))
-        .with_shared_quotas(SharedQuotas::new(counter))
+        .with_policy(Arc::new(live))
 }
 
 async fn call_as(addr: SocketAddr, token: &str, id: u64) -> Reply {
