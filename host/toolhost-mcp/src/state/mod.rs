@@ -72,12 +72,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use std::collections::HashMap;
 
+#[cfg(feature = "redis-state")]
+mod capped;
 mod counter;
 #[cfg(feature = "redis-state")]
 mod redis_backend;
 pub use self::counter::{Counted, QuotaCounter, MAX_WINDOW};
 #[cfg(feature = "redis-state")]
-pub use self::redis_backend::{RedisBackend, StateUrl, StateUrlError, MAX_LISTED, PASSWORD_ENV};
+pub use self::redis_backend::{
+    RedisBackend, StateUrl, StateUrlError, MAX_LISTED, PASSWORD_ENV, REPLY_OVERHEAD,
+};
 
 #[cfg(test)]
 mod tests;

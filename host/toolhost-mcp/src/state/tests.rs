@@ -329,13 +329,78 @@ mod redis {
 
     #[tokio::test]
     async fn a_server_announcing_a_huge_answer_fails_within_the_time_limit() {
-        // A bulk string of 1 GB announced, never sent: the read is bounded by time.
+        // A bulk string of 1 GB announced, never sent: refused at its header, at once.
         let (backend, took) = connect(hostile(Some(b"$1000000000\r\nxx".to_vec())).await).await;
+        let err = backend.unwrap_err();
         assert!(
-            matches!(backend, Err(StateError::Timeout(_))),
-            "{backend:?}"
+            matches!(&err, StateError::Garbage(why) if why.contains("a reply announces 1000000000 bytes, more than the 2097216 allowed")),
+            "{err:?}"
         );
         assert!(took < Duration::from_secs(2), "took {took:?}");
+    }
+
+    /// A server answering every read with `head`, then `filler` again and again, as
+    /// fast as the client takes it; its count of the bytes it got out is returned.
+    async fn streaming(
+        head: &'static [u8],
+        filler: &'static [u8],
+    ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = std::sync::Arc::clone(&sent);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let counted = std::sync::Arc::clone(&counted);
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    if !matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {
+                        return;
+                    }
+                    if socket.write_all(head).await.is_err() {
+                        return;
+                    }
+                    // At most 1 GiB: the test ends long before.
+                    for _ in 0..(1u64 << 30) / filler.len() as u64 {
+                        if socket.write_all(filler).await.is_err() {
+                            return;
+                        }
+                        counted.fetch_add(filler.len() as u64, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        (addr, sent)
+    }
+
+    #[tokio::test]
+    async fn a_huge_answer_streamed_is_cut_at_the_memory_bound_not_the_time_limit() {
+        static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+        // A 1 GiB bulk string's header is refused at once; a line that never ends, and
+        // an array of bulk strings each small, are cut once past the bound (64 B of
+        // result + 2 MiB), long before the time limit, having read a few MiB at most.
+        const BULKS: &[u8] =
+            b"$60\r\n012345678901234567890123456789012345678901234567890123456789\r\n";
+        let cases: [(&'static [u8], &'static [u8]); 2] = [(b"+", &FILLER), (b"*60000\r\n", BULKS)];
+        for (head, filler) in cases {
+            let (addr, sent) = streaming(head, filler).await;
+            let url = StateUrl::parse(&format!("redis://{addr}/0")).unwrap();
+            let started = std::time::Instant::now();
+            let backend =
+                RedisBackend::connect_with_timeout(&url, None, 64, Duration::from_secs(10)).await;
+            let took = started.elapsed();
+            let err = backend.unwrap_err();
+            assert!(
+                matches!(&err, StateError::Garbage(why) if why.contains("a reply is larger than the 2097216 bytes allowed")),
+                "{err:?}"
+            );
+            assert!(
+                took < Duration::from_secs(5),
+                "took {took:?}: cut by time, not size"
+            );
+            let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(sent < 32 << 20, "{sent} bytes sent before the cut");
+        }
     }
 
     #[tokio::test]
