@@ -196,7 +196,9 @@ pub(crate) async fn serve(
                 policed
                     .live()
                     .quotas()
-                    .share(toolhost_mcp::policy::SharedQuotas::new(backend.clone()));
+                    .share(toolhost_mcp::policy::SharedQuotas::new(
+                        Arc::clone(&backend) as _,
+                    ));
                 info!("calls per minute and bytes written per day of each principal are counted across processes through Redis");
             }
             config.with_shared_tasks(toolhost_mcp::state::SharedTasks::new(

@@ -73,9 +73,7 @@ pub(crate) fn scaleout(fixtures: &Fixtures) -> Result<Vec<Row>> {
         ),
         Row::judged(
             format!("{FIGURE}: task create + fetch, Redis / in memory"),
-            format!(
-                "{redis:.0} vs {memory:.0} tasks/s (p50 {redis_p50:.0} vs {memory_p50:.0} µs)"
-            ),
+            format!("{redis:.0} vs {memory:.0} tasks/s (p50 {redis_p50:.0} vs {memory_p50:.0} µs)"),
             redis / memory,
             format!("{:.2}", redis / memory),
             Target::Report,

@@ -189,6 +189,7 @@ impl Session {
 
     /// For a session rebuilt from its id by a process that did not answer its
     /// `initialize`: `revision` (what its requests name) taken as negotiated.
+    #[cfg(feature = "http")]
     pub(crate) fn resume_as(&self, revision: Revision) {
         if self.0.state.negotiated().is_none() {
             self.0.state.negotiate(revision);
