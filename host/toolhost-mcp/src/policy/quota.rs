@@ -210,7 +210,12 @@ impl PrincipalQuota {
             issuer: principal.issuer().map(str::to_owned),
             generation: AtomicU64::new(0),
             allowed: std::sync::atomic::AtomicBool::new(true),
-            shared_key: shared_key(&principal.key()),
+            // Hashed only where it is used: with a shared counter.
+            shared_key: if shared.is_some() {
+                shared_key(&principal.key())
+            } else {
+                String::new()
+            },
             shared,
         };
         quota.set_limits(limits);
