@@ -189,8 +189,23 @@ pub(crate) async fn serve(
         Some(policed) => config.with_policy(policed.live()),
         None => config,
     };
-    let config = match shared_tasks(http, &config.limits()).await? {
-        Some(shared) => config.with_shared_tasks(shared),
+    let config = match shared_state(http, &config.limits()).await? {
+        Some(backend) => {
+            // Under a policy, its quotas are counted in the same Redis.
+            if let Some(policed) = &policy {
+                policed
+                    .live()
+                    .quotas()
+                    .share(toolhost_mcp::policy::SharedQuotas::new(
+                        Arc::clone(&backend) as _,
+                    ));
+                info!("calls per minute and bytes written per day of each principal are counted across processes through Redis");
+            }
+            config.with_shared_tasks(toolhost_mcp::state::SharedTasks::new(
+                backend,
+                http.task_lease,
+            ))
+        }
         None => config,
     };
     raise_open_file_limit(http.max_connections);
@@ -225,13 +240,14 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// `--state`: the task state backend, connected and answering (else the host does not
-/// start), its password from `--state-password-file` or `TOOLHOST_STATE_PASSWORD`.
-async fn shared_tasks(
+/// `--state`: the shared state backend (tasks, and a policy's quotas), connected and
+/// answering (else the host does not start), its password from `--state-password-file`
+/// or `TOOLHOST_STATE_PASSWORD`.
+async fn shared_state(
     http: &HttpArgs,
     limits: &McpLimits,
-) -> anyhow::Result<Option<toolhost_mcp::state::SharedTasks>> {
-    use toolhost_mcp::state::{RedisBackend, SharedTasks, StateUrl, PASSWORD_ENV};
+) -> anyhow::Result<Option<Arc<toolhost_mcp::state::RedisBackend>>> {
+    use toolhost_mcp::state::{RedisBackend, StateUrl, PASSWORD_ENV};
     let Some(url) = &http.state else {
         return Ok(None);
     };
@@ -255,7 +271,7 @@ async fn shared_tasks(
     .await
     .with_context(|| format!("--state {}: cannot use the task state server", url.as_str()))?;
     info!(state = %url.as_str(), lease = ?http.task_lease, "tasks of callers without a session are shared through Redis");
-    Ok(Some(SharedTasks::new(Arc::new(backend), http.task_lease)))
+    Ok(Some(Arc::new(backend)))
 }
 
 /// Raises the soft open-file limit to the hard one: each connection holds a descriptor,

@@ -25,7 +25,7 @@ use toolhost::registry::{
 use toolhost_mcp::http::{Registries, SessionInfo, SessionRootTemplate};
 use toolhost_mcp::policy::quota::PrincipalQuota;
 use toolhost_mcp::policy::{
-    FileAccess, LivePolicy, Policy, PolicyError, Principal, Profile, ToolKind,
+    FileAccess, LivePolicy, Policy, PolicyError, Principal, Profile, SharedRefusal, ToolKind,
 };
 use toolhost_mcp::FileResources;
 
@@ -526,15 +526,33 @@ impl Handler for Guarded {
                     retry_after_secs: exceeded.retry_after_secs(),
                     message: exceeded.to_string(),
                 };
+            // Across processes (`--state`): refused over the shared limit, or when the
+            // shared counter cannot count (fail closed), naming why.
+            let shared_refused = |refusal: SharedRefusal| match refusal {
+                SharedRefusal::Exceeded(exceeded) => refused(exceeded),
+                SharedRefusal::Unavailable(_) => ToolError::QuotaExceeded {
+                    tool: name.clone(),
+                    quota: "quota_state_unavailable".to_owned(),
+                    limit: 0,
+                    retry_after_secs: 1,
+                    message: refusal.to_string(),
+                },
+            };
             // A nested call (a code tool's) runs in its caller's concurrent-calls place.
+            // (A top-level call was counted across processes by the HTTP layer.)
             let _permit = if ctx.is_nested() {
                 quota.begin_nested_call().map_err(refused)?;
+                quota.count_shared_call().await.map_err(shared_refused)?;
                 None
             } else {
                 Some(quota.begin_call().map_err(refused)?)
             };
             let written = written_bytes(&name, &args);
             if written > 0 {
+                quota
+                    .charge_written_shared(written)
+                    .await
+                    .map_err(shared_refused)?;
                 quota.charge_written(written).map_err(refused)?;
             }
             let call = ToolCall::new(name.clone(), args.raw());

@@ -1,4 +1,4 @@
-//! The benchmark suite: fourteen figures measured side by side in one run,
+//! The benchmark suite: the figures measured side by side in one run,
 //! printed as one table of ratios against their targets.
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
@@ -32,6 +32,7 @@ mod process;
 mod read_file;
 mod report;
 mod scale;
+mod scaleout;
 mod stdio;
 
 use report::{Row, Verdict, MARGIN};
@@ -62,6 +63,8 @@ fn main() {
                 Some(15)
             } else if arg == "fairness" {
                 Some(16)
+            } else if arg == "scaleout" {
+                Some(17)
             } else {
                 arg.parse().ok()
             }
@@ -152,6 +155,11 @@ fn main() {
         16,
         "fairness: one principal at its quota, another's latency",
         &mut fairness::fairness,
+    );
+    run(
+        17,
+        "scale-out: greet through HAProxy, tasks in memory vs Redis",
+        &mut || scaleout::scaleout(&fixtures),
     );
 
     println!();

@@ -186,7 +186,9 @@ impl App {
                 "Bad Request: no Mcp-Session-Id header; send initialize first, then the session id its answer carried with every request",
             ));
         };
-        match self.sessions.find(id, caller).await {
+        let revision = header_str(headers, PROTOCOL_HEADER)
+            .and_then(|value| crate::revision::Revision::parse(value.trim()));
+        match self.sessions.find(id, caller, revision).await {
             Ok(session) => Ok((session, id.to_owned())),
             Err(refusal) => Err(Box::new(session_refusal(refusal))),
         }

@@ -29,6 +29,47 @@ use super::{
     SERVER_ERROR, SESSION_HEADER, STREAM_QUEUE,
 };
 
+/// The answer to a call refused by a quota counted across processes: 429 with
+/// `Retry-After` over the limit, 503 (`Retry-After: 1`) when the counter cannot count.
+fn shared_quota_refusal(refusal: &crate::policy::SharedRefusal) -> Response {
+    let (status, retry_after) = match refusal {
+        crate::policy::SharedRefusal::Exceeded(exceeded) => {
+            (StatusCode::TOO_MANY_REQUESTS, exceeded.retry_after_secs())
+        }
+        crate::policy::SharedRefusal::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, 1),
+    };
+    let reason = if status == StatusCode::TOO_MANY_REQUESTS {
+        "Too Many Requests"
+    } else {
+        "Service Unavailable"
+    };
+    let mut response = refuse(status, format!("{reason}: {refusal}"));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    response
+}
+
+/// A batched call refused by a quota counted across processes, as its JSON-RPC error:
+/// -32029 with the quota (as a session answers a call over a per-process quota), or
+/// the server error (-32000) when the counter cannot count.
+fn shared_refusal_error(id: RequestId, refusal: &crate::policy::SharedRefusal) -> RpcError {
+    match refusal {
+        crate::policy::SharedRefusal::Exceeded(exceeded) => {
+            RpcError::new(id, crate::jsonrpc::QUOTA_EXCEEDED, exceeded.to_string()).with_data(
+                serde_json::json!({
+                    "quota": exceeded.quota.name(),
+                    "limit": exceeded.limit,
+                    "retryAfterSeconds": exceeded.retry_after_secs(),
+                }),
+            )
+        }
+        crate::policy::SharedRefusal::Unavailable(_) => {
+            RpcError::new(id, SERVER_ERROR, format!("Service Unavailable: {refusal}"))
+        }
+    }
+}
+
 pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) -> Response {
     let conn = HttpConnection::of(request.extensions_mut());
     let (parts, body) = request.into_parts();
@@ -118,7 +159,9 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
             revision.is_some_and(Revision::accepts_batches)
         };
         match (batches, parse_batch(text)) {
-            (true, Some(Ok(members))) => return post_batch(&app, &conn, &session, members).await,
+            (true, Some(Ok(members))) => {
+                return post_batch(&app, &conn, &session, members, quota.as_deref()).await;
+            }
             (true, Some(Err(err))) | (false, Some(Err(err))) => {
                 return json(
                     StatusCode::BAD_REQUEST,
@@ -153,6 +196,14 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
                     response.headers_mut().insert(header::RETRY_AFTER, value);
                 }
                 app.sessions.count_refusal(StatusCode::TOO_MANY_REQUESTS);
+                return response;
+            }
+            // Counted across processes too (`--state`): one round trip, only for a
+            // principal with the quota.
+            if let Err(refusal) = quota.count_shared_call().await {
+                let response = shared_quota_refusal(&refusal);
+                debug!(target: LOG_TARGET, peer = %conn.peer, client = caller.client.as_deref().unwrap_or("-"), status = response.status().as_u16(), "refused a call by its shared quota: {refusal}");
+                app.sessions.count_refusal(response.status());
                 return response;
             }
         }
@@ -349,6 +400,7 @@ pub(super) async fn post_batch(
     conn: &HttpConnection,
     session: &Session,
     members: Vec<Result<Incoming, RpcError>>,
+    quota: Option<&crate::policy::quota::PrincipalQuota>,
 ) -> Response {
     enum Answer {
         Ready(Message),
@@ -358,6 +410,18 @@ pub(super) async fn post_batch(
     // Dropped with this future (the client gone): the batch's calls stop.
     let mut guards = Vec::new();
     for member in members {
+        // Each call of a batch counts against a shared quota as a call alone does.
+        if let (Some(quota), Ok(Incoming::Request { id, method, .. })) = (quota, &member) {
+            if method == "tools/call" {
+                if let Err(refusal) = quota.count_shared_call().await {
+                    debug!(target: LOG_TARGET, peer = %conn.peer, "refused a batched call by its shared quota: {refusal}");
+                    answers.push(Answer::Ready(
+                        session.error_message(&shared_refusal_error(id.clone(), &refusal)),
+                    ));
+                    continue;
+                }
+            }
+        }
         match session.receive(member) {
             Step::Nothing => {}
             Step::Reply(reply) => answers.push(Answer::Ready(reply)),

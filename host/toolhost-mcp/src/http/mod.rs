@@ -381,7 +381,12 @@ impl HttpConfig {
 
     /// Serve under a per-principal `policy` ([`crate::policy`]): a client the policy
     /// gives no profile is refused with 403, and a `tools/call` over its principal's
-    /// calls-per-minute or concurrent-calls quota with 429 and `Retry-After`. What each
+    /// calls-per-minute or concurrent-calls quota with 429 and `Retry-After`. When the
+    /// policy's quotas are also counted across processes
+    /// ([`Quotas::share`](crate::policy::quota::Quotas::share), `--state`), a call of a
+    /// principal with a calls-per-minute quota is counted there (one round trip) before
+    /// it reaches its session: over the shared limit 429, the counter unable to count
+    /// 503 (fail closed); principals without that quota never wait on it. What each
     /// session is offered is for the [`Registries`] to build from the same policy. None
     /// by default: every token is treated alike.
     #[must_use]

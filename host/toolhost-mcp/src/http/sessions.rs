@@ -495,7 +495,17 @@ impl Sessions {
     }
 
     /// The session `id` names, rebuilt from the id if this process does not hold it.
-    pub(crate) async fn find(&self, id: &str, caller: &Caller) -> Result<Session, Refusal> {
+    /// A rebuilt session (its `initialize` was answered by another process, or it was
+    /// forgotten while idle) takes `revision`, the legacy revision the request names
+    /// (`MCP-Protocol-Version`), as the one negotiated: it then answers as that
+    /// revision does and tells its client of list changes (a policy or plugin reload
+    /// on this process), as on the process that opened it.
+    pub(crate) async fn find(
+        &self,
+        id: &str,
+        caller: &Caller,
+        revision: Option<crate::revision::Revision>,
+    ) -> Result<Session, Refusal> {
         let Some(key) = &self.settings.key else {
             return Err(Refusal::NotFound);
         };
@@ -518,6 +528,9 @@ impl Sessions {
                 None,
             )
             .await?;
+        if let Some(revision) = revision.filter(|revision| !revision.is_modern()) {
+            session.resume_as(revision);
+        }
         info!(session_id = %id, "session resumed from its id (opened by another process, or forgotten while idle)");
         // Two requests may rebuild it at once: the first one in wins.
         Ok(self.insert(id.to_owned(), session))
@@ -686,21 +699,24 @@ mod tests {
         let sessions = sessions(2);
         let a = sessions.create(&Caller::default()).await.unwrap();
         let id = a.environment().session_id.clone();
-        assert!(sessions.find(&id, &Caller::default()).await.is_ok());
+        assert!(sessions.find(&id, &Caller::default(), None).await.is_ok());
         assert_eq!(
-            sessions.find(&id, &named("x")).await.unwrap_err(),
+            sessions.find(&id, &named("x"), None).await.unwrap_err(),
             Refusal::NotFound
         );
         // Forgotten to make room (idle), then found again from its id.
         sessions.create(&Caller::default()).await.unwrap();
         sessions.create(&Caller::default()).await.unwrap();
         assert_eq!(sessions.len(), 2);
-        let again = sessions.find(&id, &Caller::default()).await.unwrap();
+        let again = sessions.find(&id, &Caller::default(), None).await.unwrap();
         assert_eq!(again.environment().session_id, id);
         sessions.terminate(&id);
         assert!(again.is_closed());
         assert_eq!(
-            sessions.find(&id, &Caller::default()).await.unwrap_err(),
+            sessions
+                .find(&id, &Caller::default(), None)
+                .await
+                .unwrap_err(),
             Refusal::NotFound
         );
     }

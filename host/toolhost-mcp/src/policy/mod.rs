@@ -59,7 +59,9 @@ use std::time::Duration;
 
 pub use file::MAX_POLICY_BYTES;
 pub use live::{LivePolicy, PolicyRefusal};
-pub use quota::{Quota, QuotaExceeded, QuotaLimits, QuotasFull, MAX_PRINCIPALS};
+pub use quota::{
+    Quota, QuotaExceeded, QuotaLimits, QuotasFull, SharedQuotas, SharedRefusal, MAX_PRINCIPALS,
+};
 
 /// The most profiles a policy may name: 256.
 pub const MAX_PROFILES: usize = 256;

@@ -173,6 +173,11 @@ pub struct PrincipalQuota {
     generation: AtomicU64,
     /// Whether that policy gives it a profile.
     allowed: std::sync::atomic::AtomicBool,
+    /// Its key in a shared counter ([`SharedQuotas`]): its binding hashed (never a
+    /// token or a name in the clear).
+    shared_key: String,
+    /// The counter its rate quotas are also counted in, across processes, if any.
+    shared: Option<SharedQuotas>,
 }
 
 /// A call's place under [`QuotaLimits::concurrent_calls`], given back when dropped.
@@ -190,7 +195,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl PrincipalQuota {
-    fn new(limits: &QuotaLimits, principal: &Principal<'_>) -> Self {
+    fn new(limits: &QuotaLimits, principal: &Principal<'_>, shared: Option<SharedQuotas>) -> Self {
         let quota = Self {
             calls_per_minute: AtomicU64::new(UNLIMITED),
             concurrent_calls: AtomicU64::new(UNLIMITED),
@@ -205,6 +210,13 @@ impl PrincipalQuota {
             issuer: principal.issuer().map(str::to_owned),
             generation: AtomicU64::new(0),
             allowed: std::sync::atomic::AtomicBool::new(true),
+            // Hashed only where it is used: with a shared counter.
+            shared_key: if shared.is_some() {
+                shared_key(&principal.key())
+            } else {
+                String::new()
+            },
+            shared,
         };
         quota.set_limits(limits);
         quota
@@ -250,6 +262,59 @@ impl PrincipalQuota {
                 limit,
                 retry_after,
             })
+    }
+
+    /// Counts a call against the principal's calls-per-minute quota in the shared
+    /// counter ([`Quotas::share`]: the count every process given the same counter
+    /// sees; one round trip), when there is one and the principal has that quota;
+    /// nothing to do (no round trip) otherwise. The per-process bucket is apart
+    /// ([`PrincipalQuota::begin_call`]).
+    ///
+    /// # Errors
+    /// [`SharedRefusal::Exceeded`] when the principal's calls in this minute (across
+    /// all processes) are used up; [`SharedRefusal::Unavailable`] when the counter
+    /// cannot count (the call must then be refused: fail closed).
+    pub async fn count_shared_call(&self) -> Result<(), SharedRefusal> {
+        let limit = self.calls_per_minute.load(Ordering::Acquire);
+        let Some(shared) = self.shared.as_ref().filter(|_| limit != UNLIMITED) else {
+            return Ok(());
+        };
+        shared
+            .count(&self.shared_key, Quota::CallsPerMinute, 1, limit)
+            .await
+    }
+
+    /// Counts `bytes` about to be written by a file tool against the principal's
+    /// bytes-written-per-day quota in the shared counter (the UTC day of the counter's
+    /// clock, across every process), all or nothing, when there is one and the
+    /// principal has that quota. The per-process count is apart
+    /// ([`PrincipalQuota::charge_written`]).
+    ///
+    /// # Errors
+    /// As [`PrincipalQuota::count_shared_call`]; then nothing is counted and the write
+    /// must not happen.
+    pub async fn charge_written_shared(&self, bytes: u64) -> Result<(), SharedRefusal> {
+        let limit = self.bytes_written_per_day.load(Ordering::Acquire);
+        let Some(shared) = self.shared.as_ref().filter(|_| limit != UNLIMITED) else {
+            return Ok(());
+        };
+        shared
+            .count(&self.shared_key, Quota::BytesWrittenPerDay, bytes, limit)
+            .await
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> QuotaLimits {
+        let limit = |value: &AtomicU64| {
+            let value = value.load(Ordering::Acquire);
+            (value != UNLIMITED).then_some(value)
+        };
+        QuotaLimits {
+            calls_per_minute: limit(&self.calls_per_minute),
+            concurrent_calls: limit(&self.concurrent_calls),
+            bytes_written_per_day: limit(&self.bytes_written_per_day),
+            http_requests_per_minute: limit(&self.http_requests_per_minute),
+        }
     }
 
     /// Starts a call: takes a calls-per-minute token and a concurrent-calls place
@@ -364,6 +429,75 @@ impl PrincipalQuota {
     }
 }
 
+/// A principal's binding as a shared counter's key: the first 128 bits of its SHA-256,
+/// in hex (a binding can name a token's client; the shared store never sees it).
+fn shared_key(binding: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(binding.as_bytes());
+    digest[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Why a quota counted in a shared counter refused a call.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedRefusal {
+    /// The principal's quota is used up across the processes.
+    #[error(transparent)]
+    Exceeded(QuotaExceeded),
+    /// The counter could not count (the shared state server is unreachable, slow or
+    /// broken): a call under that quota is refused rather than let through uncounted.
+    #[error("the quota state server cannot count this principal's quota now ({0}); calls under a quota are refused until it is back, calls of principals without one still work")]
+    Unavailable(#[source] crate::state::StateError),
+}
+
+/// The quotas counted across processes (`--state`, [`Quotas::share`]): a
+/// [`QuotaCounter`] shared by every process, counting each principal's calls per
+/// minute in fixed one-minute windows of the counter's clock, and its bytes written in
+/// UTC days (see [`crate::state::QuotaCounter`] for the
+/// tolerance: at most the limit within a window, up to twice it across a window
+/// boundary). The per-process quotas still apply too.
+///
+/// [`QuotaCounter`]: crate::state::QuotaCounter
+#[derive(Debug, Clone)]
+pub struct SharedQuotas(Arc<dyn crate::state::QuotaCounter>);
+
+impl SharedQuotas {
+    /// Quotas counted in `counter`.
+    #[must_use]
+    pub fn new(counter: Arc<dyn crate::state::QuotaCounter>) -> Self {
+        Self(counter)
+    }
+
+    /// Counts `amount` of `quota` for the principal keyed `key` against `limit`.
+    async fn count(
+        &self,
+        key: &str,
+        quota: Quota,
+        amount: u64,
+        limit: u64,
+    ) -> Result<(), SharedRefusal> {
+        let window = match quota {
+            Quota::BytesWrittenPerDay => crate::state::MAX_WINDOW,
+            _ => Duration::from_secs(60),
+        };
+        // One key per principal and quota; `key` is already hashed.
+        let name = format!("{key}:{}", quota.name());
+        match self.0.count(&name, amount, limit, window).await {
+            Ok(crate::state::Counted::Taken) => Ok(()),
+            Ok(crate::state::Counted::Refused { retry_after }) => {
+                Err(SharedRefusal::Exceeded(QuotaExceeded {
+                    quota,
+                    limit,
+                    retry_after,
+                }))
+            }
+            Err(err) => Err(SharedRefusal::Unavailable(err)),
+        }
+    }
+}
+
 /// Takes one token from `bucket`, sized by `limit`.
 fn take(
     bucket: &Mutex<Option<Bucket>>,
@@ -421,6 +555,8 @@ pub struct Quotas {
     hasher: std::collections::hash_map::RandomState,
     max: usize,
     per_shard: usize,
+    /// The counter the rate quotas are also counted in ([`Quotas::share`]).
+    shared: std::sync::OnceLock<SharedQuotas>,
 }
 
 impl Default for Quotas {
@@ -447,7 +583,21 @@ impl Quotas {
             hasher: std::collections::hash_map::RandomState::new(),
             max: per_shard * SHARDS,
             per_shard,
+            shared: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Counts the principals' calls per minute and bytes written per day in `shared`
+    /// too, so their limits hold across every process given the same counter
+    /// (`--state`); set it before serving: only the states made after it count there.
+    /// `false` (and nothing changes) when a counter was set already.
+    pub fn share(&self, shared: SharedQuotas) -> bool {
+        self.shared.set(shared).is_ok()
+    }
+
+    /// The shared counter, if any ([`Quotas::share`]).
+    pub fn shared(&self) -> Option<&SharedQuotas> {
+        self.shared.get()
     }
 
     fn shard(&self, key: &str) -> &RwLock<Shard> {
@@ -511,7 +661,11 @@ impl Quotas {
                 return Err(QuotasFull { max: self.max });
             }
         }
-        let quota = Arc::new(PrincipalQuota::new(limits, principal));
+        let quota = Arc::new(PrincipalQuota::new(
+            limits,
+            principal,
+            self.shared.get().cloned(),
+        ));
         shard.map.insert(key.into_owned(), Arc::clone(&quota));
         Ok(quota)
     }

@@ -445,3 +445,114 @@ fn churning_other_subjects_never_resets_a_principal_within_its_window() {
         &quotas.principal(&held, &QuotaLimits::default()).unwrap()
     ));
 }
+
+/// A counter that records the keys it is asked about, counting in memory.
+#[derive(Debug, Default)]
+struct Recording {
+    keys: std::sync::Mutex<Vec<String>>,
+    counter: Option<crate::state::MemoryBackend>,
+}
+
+impl crate::state::QuotaCounter for Recording {
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        amount: u64,
+        limit: u64,
+        window: Duration,
+    ) -> crate::state::BoxFuture<'a, Result<crate::state::Counted, crate::state::StateError>> {
+        self.keys.lock().unwrap().push(key.to_owned());
+        Box::pin(async move {
+            match &self.counter {
+                Some(counter) => counter.count(key, amount, limit, window).await,
+                None => Err(crate::state::StateError::Timeout(Duration::from_secs(2))),
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn quotas_shared_by_two_processes_hold_together_under_hashed_keys() {
+    let counter = Arc::new(Recording {
+        counter: Some(crate::state::MemoryBackend::new(64)),
+        ..Recording::default()
+    });
+    // Two processes: each its own policy and quota states, one counter.
+    let one = LivePolicy::new(Policy::parse(TWO).unwrap());
+    let two = LivePolicy::new(Policy::parse(TWO).unwrap());
+    for live in [&one, &two] {
+        assert!(live.quotas().share(SharedQuotas::new(
+            Arc::clone(&counter) as Arc<dyn crate::state::QuotaCounter>
+        )));
+        assert!(!live
+            .quotas()
+            .share(SharedQuotas::new(Arc::new(Recording::default()))));
+    }
+    let alice = Principal::new(Some("alice"), &[]);
+    let (_, at_one) = one.admit(&alice).unwrap();
+    let (_, at_two) = two.admit(&alice).unwrap();
+    // Bytes written per day (10): 6 through one, then 5 through two is too many (not
+    // counted), 4 fits.
+    at_one.charge_written_shared(6).await.unwrap();
+    let over = at_two.charge_written_shared(5).await.unwrap_err();
+    let SharedRefusal::Exceeded(over) = over else {
+        panic!("{over:?}")
+    };
+    assert_eq!((over.quota, over.limit), (Quota::BytesWrittenPerDay, 10));
+    at_two.charge_written_shared(4).await.unwrap();
+    assert!(at_one.charge_written_shared(1).await.is_err());
+    // Calls per minute (2), counted by both.
+    at_one.count_shared_call().await.unwrap();
+    at_two.count_shared_call().await.unwrap();
+    let SharedRefusal::Exceeded(over) = at_one.count_shared_call().await.unwrap_err() else {
+        panic!("a third call")
+    };
+    assert_eq!((over.quota, over.limit), (Quota::CallsPerMinute, 2));
+    // The counter never saw the principal's name: a hash, and the quota's name.
+    let keys = counter.keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 7);
+    for key in &keys {
+        assert!(!key.contains("alice"), "{key}");
+        let (hash, quota) = key.split_once(':').unwrap();
+        assert_eq!(hash.len(), 32, "{key}");
+        assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
+        assert!(
+            ["calls_per_minute", "bytes_written_per_day"].contains(&quota),
+            "{key}"
+        );
+    }
+    // A principal without those quotas never reaches the counter.
+    let scopes = ["tools:read".to_owned()];
+    let (_, reader) = one.admit(&Principal::new(Some("bob"), &scopes)).unwrap();
+    reader.count_shared_call().await.unwrap();
+    reader.charge_written_shared(1_000).await.unwrap();
+    assert_eq!(counter.keys.lock().unwrap().len(), 7);
+}
+
+#[tokio::test]
+async fn a_shared_counter_that_cannot_count_refuses_limited_principals_only() {
+    let live = LivePolicy::new(Policy::parse(TWO).unwrap());
+    live.quotas()
+        .share(SharedQuotas::new(Arc::new(Recording::default())));
+    let (_, alice) = live.admit(&Principal::new(Some("alice"), &[])).unwrap();
+    let refused = alice.count_shared_call().await.unwrap_err();
+    assert!(
+        matches!(refused, SharedRefusal::Unavailable(_)),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .starts_with("the quota state server cannot count this principal's quota now ("),
+        "{refused}"
+    );
+    assert!(matches!(
+        alice.charge_written_shared(1).await,
+        Err(SharedRefusal::Unavailable(_))
+    ));
+    // The reader profile has no quota: never refused, the counter never asked.
+    let scopes = ["tools:read".to_owned()];
+    let (_, reader) = live.admit(&Principal::new(Some("bob"), &scopes)).unwrap();
+    reader.count_shared_call().await.unwrap();
+    reader.charge_written_shared(1_000).await.unwrap();
+}

@@ -189,6 +189,15 @@ impl Session {
         self.0.state.negotiated().map(Revision::as_str)
     }
 
+    /// For a session rebuilt from its id by a process that did not answer its
+    /// `initialize`: `revision` (what its requests name) taken as negotiated.
+    #[cfg(feature = "http")]
+    pub(crate) fn resume_as(&self, revision: Revision) {
+        if self.0.state.negotiated().is_none() {
+            self.0.state.negotiate(revision);
+        }
+    }
+
     /// Whether an array is read as a JSON-RPC batch: only once `initialize` settled on
     /// 2025-03-26, the one revision with batches. A transport that reads an array
     /// otherwise passes it to [`Session::receive`] as it is, which refuses it.

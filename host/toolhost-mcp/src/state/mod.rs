@@ -27,6 +27,9 @@
 //!   ([`TaskBackend`] implementations refuse a larger one read back:
 //!   [`StateError::TooLarge`]).
 //!
+//! Quota counts shared the same way are [`QuotaCounter`] (fixed windows, counted on the
+//! server in one round trip; both backends implement it).
+//!
 //! A server shares its sessionless callers' tasks through a backend given to
 //! `HttpConfig::with_shared_tasks` (feature `http`); the CLI's `--state` gives it a
 //! `RedisBackend`. The trait itself, on the in-process backend:
@@ -70,9 +73,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use std::collections::HashMap;
 
 #[cfg(feature = "redis-state")]
-mod redis_backend;
+mod capped;
+mod counter;
 #[cfg(feature = "redis-state")]
-pub use self::redis_backend::{RedisBackend, StateUrl, StateUrlError, MAX_LISTED, PASSWORD_ENV};
+mod redis_backend;
+pub use self::counter::{Counted, QuotaCounter, MAX_WINDOW};
+#[cfg(feature = "redis-state")]
+pub use self::redis_backend::{
+    RedisBackend, StateUrl, StateUrlError, MAX_LISTED, PASSWORD_ENV, REPLY_OVERHEAD,
+};
 
 #[cfg(test)]
 mod tests;
@@ -324,11 +333,14 @@ struct Stored {
 
 /// Task records in this process only: the reference behaviour of [`TaskBackend`]
 /// (the Redis backend is tested against the same cases), with the same time to live,
-/// lease and result-size rules.
+/// lease and result-size rules; and quota counts in this process only (the reference
+/// behaviour of [`QuotaCounter`]).
 #[derive(Debug)]
 pub struct MemoryBackend {
     tasks: Mutex<HashMap<String, Stored>>,
     max_result_bytes: usize,
+    /// Quota windows ([`QuotaCounter`]), and how many there were after the last sweep.
+    counts: Mutex<(counter::Windows, usize)>,
 }
 
 impl MemoryBackend {
@@ -338,6 +350,7 @@ impl MemoryBackend {
         MemoryBackend {
             tasks: Mutex::new(HashMap::new()),
             max_result_bytes,
+            counts: Mutex::new((HashMap::new(), 0)),
         }
     }
 
@@ -371,6 +384,10 @@ impl MemoryBackend {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Stored>> {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_counts(&self) -> std::sync::MutexGuard<'_, (counter::Windows, usize)> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -7,10 +7,17 @@
 //! with its longest-lived task. Every change that depends on the record's state
 //! (lease expiry, cancel, heartbeat, finish) is one Lua script, so it is atomic on the
 //! server, and leases are kept in the server's clock (`TIME`), so the processes'
-//! clocks need not agree.
+//! clocks need not agree. A quota count ([`QuotaCounter`]) is a counter at
+//! `toolhost:quota:{key}:{window index}` (the key names a hashed principal and its
+//! quota, never a token), counted and checked by one script (one round trip) and
+//! expiring two windows after it was made.
 //!
 //! Bounds: each operation (connecting included) fails after [`OPERATION_TIMEOUT`]
-//! ([`StateError::Timeout`]); a result read back larger than `max_result_bytes` is
+//! ([`StateError::Timeout`]); one reply may take at most the result cap plus
+//! [`REPLY_OVERHEAD`] bytes of memory: the connection's reads follow the RESP framing
+//! and cut a reply (or a header announcing one) past that as it arrives
+//! ([`StateError::Garbage`]), so a hostile server streaming a 1 GiB answer is stopped
+//! at the bound, not at the time limit; a result read back larger than `max_result_bytes` is
 //! refused by the script before it is sent ([`StateError::TooLarge`]); an owner's list
 //! reads at most [`MAX_LISTED`] records. A broken connection is dropped and made
 //! again by the next operation, so everything works again once the server is back.
@@ -18,9 +25,25 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError, Script};
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError, Script,
+};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
+use super::capped::{Capped, REFUSED};
+
+/// What a connection reads from: TCP, or TLS over it.
+trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// What one reply may hold beyond a task's result (`max_task_result_bytes`): 2 MiB (a
+/// record's other fields; an owner's list of up to [`MAX_LISTED`] ids takes about
+/// 450 KiB).
+pub const REPLY_OVERHEAD: u64 = 2 << 20;
+
+use super::counter::{window_ms, Counted, QuotaCounter};
 use super::{
     millis, BoxFuture, CancelRefusal, Heartbeat, StateError, TaskBackend, TaskRecord, TaskStatus,
     LEASE_EXPIRED, OPERATION_TIMEOUT,
@@ -35,6 +58,7 @@ pub const PASSWORD_ENV: &str = "TOOLHOST_STATE_PASSWORD";
 pub const MAX_LISTED: usize = 10_000;
 
 const TASK_PREFIX: &str = "toolhost:task:";
+const QUOTA_PREFIX: &str = "toolhost:quota:";
 const OWNER_PREFIX: &str = "toolhost:owner:";
 
 /// Lua shared by the scripts: the server's clock in ms, and a running task whose lease
@@ -116,6 +140,26 @@ if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'result', ARGV[6]) end
 return 1
 ";
 
+/// KEYS: the counter's key without its window. ARGV: amount, limit, window ms. The
+/// window's key (`KEY:INDEX`, the window's index in the server's clock) expires two
+/// windows after it was made; an amount past the limit is taken back at once. Answers
+/// -1 when counted, else the ms until the window ends.
+const COUNT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local amount = tonumber(ARGV[1])
+local window = tonumber(ARGV[3])
+local index = math.floor(now / window)
+local key = KEYS[1] .. ':' .. string.format('%d', index)
+local used = redis.call('INCRBY', key, amount)
+if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window * 2) end
+if used > tonumber(ARGV[2]) then
+  redis.call('DECRBY', key, amount)
+  return (index + 1) * window - now
+end
+return -1
+";
+
 /// A checked `--state` address: `redis://HOST[:PORT][/DB]` or `rediss://…` (TLS),
 /// never carrying a password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +215,7 @@ struct Scripts {
     cancel: Script,
     heartbeat: Script,
     finish: Script,
+    count: Script,
 }
 
 impl std::fmt::Debug for RedisBackend {
@@ -219,6 +264,9 @@ fn state_error(err: &RedisError, timeout: Duration) -> StateError {
         || text.contains("NOAUTH")
     {
         StateError::Auth(text)
+    } else if full.contains(REFUSED) {
+        // Cut by the reply bound (`Capped`): not a broken connection, a hostile answer.
+        StateError::Garbage(text)
     } else if err.is_timeout() {
         StateError::Timeout(timeout)
     } else if err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped() {
@@ -278,6 +326,7 @@ impl RedisBackend {
                 cancel: Script::new(&format!("{PRELUDE}{CANCEL}")),
                 heartbeat: Script::new(&format!("{PRELUDE}{HEARTBEAT}")),
                 finish: Script::new(&format!("{PRELUDE}{FINISH}")),
+                count: Script::new(COUNT),
             },
         };
         backend.ping().await?;
@@ -308,16 +357,80 @@ impl RedisBackend {
         if let Some(conn) = slot.as_ref() {
             return Ok(conn.clone());
         }
+        let conn = self.open().await?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// A new connection: TCP (TLS for rediss://, the webpki roots) made here, so that
+    /// what it reads passes through [`Capped`]: a reply larger than
+    /// [`RedisBackend::max_reply`] cuts the connection before it is buffered whole.
+    async fn open(&self) -> Result<MultiplexedConnection, StateError> {
+        let info = self.client.get_connection_info();
+        let unreachable = |err: std::io::Error| StateError::Unreachable(clip(&err.to_string()));
+        let stream: Box<dyn Io> = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let tcp = TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map_err(unreachable)?;
+                let _ = tcp.set_nodelay(true);
+                Box::new(tcp)
+            }
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                ..
+            } => {
+                if *insecure {
+                    return Err(StateError::Garbage(
+                        "rediss://...#insecure (no certificate check) is not supported; give the server a certificate its name verifies".into(),
+                    ));
+                }
+                let tcp = TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map_err(unreachable)?;
+                let _ = tcp.set_nodelay(true);
+                let mut roots = rustls::RootCertStore::empty();
+                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+                let config = rustls::ClientConfig::builder()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                let name = rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|err| StateError::Garbage(clip(&err.to_string())))?;
+                let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+                    .connect(name, tcp)
+                    .await
+                    .map_err(unreachable)?;
+                Box::new(tls)
+            }
+            _ => {
+                return Err(StateError::Garbage(
+                    "--state must be a TCP address (redis:// or rediss://)".into(),
+                ))
+            }
+        };
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let conn = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|err| state_error(&err, self.timeout))?;
-        *slot = Some(conn.clone());
+        let (conn, driver) = MultiplexedConnection::new_with_config(
+            info.redis_settings(),
+            Capped::new(stream, self.max_reply()),
+            config,
+        )
+        .await
+        .map_err(|err| state_error(&err, self.timeout))?;
+        // Ends when the connection is dropped (or breaks).
+        tokio::spawn(driver);
         Ok(conn)
+    }
+
+    /// The most bytes one reply may take: the result cap plus [`REPLY_OVERHEAD`] (a
+    /// record's other fields, an owner's list of ids).
+    fn max_reply(&self) -> u64 {
+        u64::try_from(self.max_result_bytes)
+            .unwrap_or(u64::MAX)
+            .saturating_add(REPLY_OVERHEAD)
     }
 
     /// Runs `op` on the connection within the time limit; a failure other than a
@@ -613,6 +726,43 @@ impl TaskBackend for RedisBackend {
                 })
                 .await?;
             Ok(done == 1)
+        })
+    }
+}
+
+impl QuotaCounter for RedisBackend {
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        amount: u64,
+        limit: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Counted, StateError>> {
+        Box::pin(async move {
+            let window = window_ms(window);
+            let answer: i64 = self
+                .run(|mut conn| async move {
+                    self.scripts
+                        .count
+                        .key(format!("{QUOTA_PREFIX}{key}"))
+                        .arg(amount)
+                        .arg(limit)
+                        .arg(window)
+                        .invoke_async(&mut conn)
+                        .await
+                })
+                .await?;
+            if answer == -1 {
+                return Ok(Counted::Taken);
+            }
+            match u64::try_from(answer) {
+                Ok(left) if (1..=window).contains(&left) => Ok(Counted::Refused {
+                    retry_after: Duration::from_millis(left),
+                }),
+                _ => Err(StateError::Garbage(format!(
+                    "a quota count answered {answer}"
+                ))),
+            }
         })
     }
 }

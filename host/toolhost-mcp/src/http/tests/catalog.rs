@@ -34,7 +34,7 @@ async fn open_stream(addr: SocketAddr, app: &Arc<super::super::App>, session: &s
     assert_eq!(response.status(), StatusCode::OK);
     let found = app
         .sessions
-        .find(session, &crate::http::caller::Caller::default())
+        .find(session, &crate::http::caller::Caller::default(), None)
         .await
         .unwrap();
     until("the stream is attached", || found.notifier().is_connected()).await;

@@ -147,7 +147,7 @@ async fn a_question_goes_out_on_the_calls_stream_and_forged_or_foreign_answers_a
     let session = server
         .app
         .sessions
-        .find(&alice, &crate::http::caller::Caller::default())
+        .find(&alice, &crate::http::caller::Caller::default(), None)
         .await
         .unwrap();
     assert_eq!(session.questions().open_count(), 1);

@@ -304,6 +304,7 @@ mod catalog;
 mod elicit;
 mod mount;
 mod oauth;
+mod quotas;
 mod resources;
 mod sessions;
 mod storms;

@@ -64,7 +64,7 @@ async fn sessions_from_initialize_to_delete() {
         server
             .app
             .sessions
-            .find(&id, &crate::http::caller::Caller::default())
+            .find(&id, &crate::http::caller::Caller::default(), None)
             .await
             .unwrap()
             .environment()
@@ -97,6 +97,72 @@ async fn another_process_with_the_same_key_serves_the_session() {
     for server in [one, two, other] {
         server.stop().await;
     }
+}
+
+/// A policy or plugin reload on one process reaches a session that process resumed
+/// (its `initialize` answered by another): the process tells the session's event
+/// stream `notifications/tools/list_changed`, as the process that opened it would.
+#[tokio::test]
+async fn a_session_resumed_by_another_process_hears_of_its_list_changes() {
+    let probe = Arc::default();
+    let secret = b"a secret shared by both processes, 32+ bytes";
+    let config =
+        || HttpConfig::new(Some(SessionKey::from_secret(secret).unwrap())).with_list_changed(true);
+    let one = start(config(), &probe).await;
+    let registry = registry(&probe);
+    let server = HttpServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        config(),
+        Registries::shared(Arc::clone(&registry)),
+    )
+    .await
+    .unwrap();
+    let two = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let id = post(one.addr, &[], INIT).await.session();
+    // The event stream on the other process, as a client sends it: the session id and
+    // the revision it negotiated.
+    let stream = TcpStream::connect(two).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::get(MCP_PATH)
+        .header("host", format!("127.0.0.1:{}", two.port()))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &id)
+        .header(PROTOCOL_HEADER, "2025-06-18")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A reload on that process: a tool more.
+    registry
+        .register(
+            ToolDefinition::new("later", "Later.", json!({"type": "object"})),
+            |_ctx: CallContext, _args: Arguments, _env: Environment| async move {
+                Ok(ToolResult::new("later"))
+            },
+        )
+        .unwrap();
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .expect("tools/list_changed on the resumed session's stream")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        frame.into_data().unwrap(),
+        Bytes::from_static(
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+        )
+    );
+    let _ = stop.send(());
+    one.stop().await;
 }
 
 #[tokio::test]

@@ -48,7 +48,7 @@ async fn the_session_stream_carries_the_servers_own_messages() {
     let session = server
         .app
         .sessions
-        .find(&id, &crate::http::caller::Caller::default())
+        .find(&id, &crate::http::caller::Caller::default(), None)
         .await
         .unwrap();
     until("the stream is attached", || {

@@ -28,7 +28,7 @@ async fn task_status_comes_on_the_sessions_get_stream() {
     let held = server
         .app
         .sessions
-        .find(&session, &crate::http::caller::Caller::default())
+        .find(&session, &crate::http::caller::Caller::default(), None)
         .await
         .unwrap();
     until("the stream is attached", || held.notifier().is_connected()).await;
