@@ -9,7 +9,7 @@
    keeping tasks in memory, then on one given `--state redis://...`: tasks a second
    and the p50 of one create + fetch.
 
-Needs haproxy and redis-server: without one, prints `SKIP <why>` and exits 0 (figure 17
+Needs haproxy and redis-server: without one, prints `SKIP <why>` and exits 0 (figure 18
 of the benchmark suite, `scripts/bench scaleout`, then shows the figure skipped).
 Prints `FIGURES greet_1=... greet_3=... tasks_memory=... tasks_redis=...
 task_p50_memory_us=... task_p50_redis_us=...` last.

@@ -64,7 +64,7 @@ fn main() {
             } else if arg == "fairness" {
                 Some(16)
             } else if arg == "scaleout" {
-                Some(17)
+                Some(18)
             } else {
                 arg.parse().ok()
             }
@@ -157,7 +157,7 @@ fn main() {
         &mut fairness::fairness,
     );
     run(
-        17,
+        18,
         "scale-out: greet through HAProxy, tasks in memory vs Redis",
         &mut || scaleout::scaleout(&fixtures),
     );

@@ -1,4 +1,4 @@
-//! Figure 17: scale-out throughput. `scripts/scaleout-bench.py` (Python's standard
+//! Figure 18: scale-out throughput. `scripts/scaleout-bench.py` (Python's standard
 //! library only) puts HAProxy (round robin) in front of 1, then 3 `host serve --http
 //! --stateless` processes and measures greet calls a second from 8 kept-alive clients;
 //! then task create + fetch (a 2026-07-28 task, `tasks/get` until completed) one after
@@ -16,7 +16,7 @@ use crate::fixtures::Fixtures;
 use crate::report::{Row, Target};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
-const FIGURE: &str = "17 scale-out";
+const FIGURE: &str = "18 scale-out";
 
 /// The figure's rows (one skipped row when python3, haproxy or redis-server is missing).
 pub(crate) fn scaleout(fixtures: &Fixtures) -> Result<Vec<Row>> {
