@@ -1,7 +1,9 @@
-//! Figure 11: the file tools over roots of 10^3, 10^4 and 10^5 files. Each root is a
+//! Figure 11: the file tools over roots of 10^3, 10^4 and 10^5 files, and 10^6 with
+//! `files-1m` (`scripts/bench files-1m`: that tree is made for the run, ~4 GB of
+//! blocks, and deleted after it). Each root is a
 //! generated tree (kept in `target/bench-data/files-N`, made once and reused: 100 files
 //! of ~60 bytes per directory; every thousandth file is a `.md` holding the word
-//! `needle`, the others `.txt`). Per size, a fresh `host run --root ROOT` is asked
+//! `needle`, the others `.txt`; every ten-thousandth in the 10^6 tree, [`spacing`]). Per size, a fresh `host run --root ROOT` is asked
 //! `glob "**/*.md"` and `grep "needle"` (both walk every file; N/1000 match, under both
 //! tools' result caps), [`RUNS`] times each after one warm-up: the p50 per file, and the
 //! host's peak RSS (VmHWM) after the handshake and after the calls.
@@ -14,16 +16,33 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::fixtures::Fixtures;
+use super::report::median;
 use super::report::{bytes, time, Row, Samples, Target};
 use super::scale::Host;
+use super::stdio::{process_cpu, process_cpu_since};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
 /// Root sizes, in files.
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// The opt-in largest root (`scripts/bench files-1m`): ~4 GB of 4 KiB blocks and a
+/// million inodes, so it is made for the run and deleted after it.
+const MILLION: usize = 1_000_000;
 /// Files per directory.
 const PER_DIR: usize = 100;
 /// Timed calls per tool and size.
 const RUNS: usize = 5;
+
+/// One file in this many is a `.md` holding `needle`: every thousandth up to 10^5
+/// files; in the 10^6 tree every ten-thousandth, so the 100 matches stay under
+/// grep's 200 entries and glob's 500 paths (past a cap a tool stops early and would
+/// not walk every file).
+fn spacing(n: usize) -> usize {
+    if n > 100_000 {
+        n / 100
+    } else {
+        1000
+    }
+}
 
 /// The tree of `n` files, made once (a `.complete` marker is written last, so a tree cut
 /// short by an interrupted run is made again).
@@ -42,7 +61,7 @@ fn tree(fixtures: &Fixtures, n: usize) -> Result<PathBuf> {
         if i % PER_DIR == 0 {
             std::fs::create_dir_all(&dir)?;
         }
-        let (name, text) = if i % 1000 == 7 {
+        let (name, text) = if i % spacing(n) == 7 {
             (
                 format!("f{i:07}.md"),
                 format!("file {i}: a needle in the haystack, line one\n"),
@@ -78,59 +97,77 @@ struct Size {
     n: usize,
     glob: Samples,
     grep: Samples,
+    /// The median of the timed grep calls' host CPU time (every thread), in seconds.
+    grep_cpu: f64,
     idle_peak: u64,
     peak: u64,
 }
 
 /// Figure 11.
 pub(crate) fn files(fixtures: &Fixtures) -> Result<Vec<Row>> {
+    let million = std::env::args().any(|arg| arg == "files-1m");
     let mut sizes = Vec::new();
-    for n in SIZES {
+    for n in SIZES.into_iter().chain(million.then_some(MILLION)) {
+        let made = Instant::now();
         let root = tree(fixtures, n)?;
+        if n == MILLION {
+            println!(
+                "  the {n}-file tree took {}",
+                time(made.elapsed().as_secs_f64())
+            );
+        }
         let mut command = Command::new(HOST);
         command.arg("run").arg("--root").arg(&root);
         let mut host = Host::spawn_command(command)?;
         host.handshake()?;
         let idle_peak = host.status_bytes("VmHWM:")?;
         let mut id = 100;
+        let mut grep_cpu = Vec::new();
         let mut call = |host: &mut Host, tool: &str, args: Value| -> Result<(Duration, Value)> {
             id += 1;
+            let cpu = process_cpu(host.pid())?;
             let started = Instant::now();
             let answer =
                 host.request(id, "tools/call", json!({"name": tool, "arguments": args}))?;
-            Ok((started.elapsed(), result_of(&answer)?))
+            let elapsed = started.elapsed();
+            if tool == "grep" {
+                grep_cpu.push(process_cpu_since(host.pid(), &cpu)?);
+            }
+            Ok((elapsed, result_of(&answer)?))
         };
         let (mut glob, mut grep) = (Samples::default(), Samples::default());
         for run in 0..=RUNS {
             let (elapsed, found) = call(&mut host, "glob", json!({"pattern": "**/*.md"}))?;
             let paths = found["paths"].as_array().map_or(0, Vec::len);
-            if paths != n / 1000 || found["truncated"] != false {
-                bail!(
-                    "glob over {n} files found {paths} paths, not {}: {found}",
-                    n / 1000
-                );
+            let expected = n / spacing(n);
+            if paths != expected || found["truncated"] != false {
+                bail!("glob over {n} files found {paths} paths, not {expected}: {found}");
             }
             let (grep_elapsed, hits) = call(&mut host, "grep", json!({"pattern": "needle"}))?;
             let text = hits.to_string();
-            if text.matches("needle").count() < n / 1000 {
-                bail!(
-                    "grep over {n} files found fewer than {} needles: {text:.400}",
-                    n / 1000
-                );
+            if text.matches("needle").count() < expected {
+                bail!("grep over {n} files found fewer than {expected} needles: {text:.400}");
             }
             if run > 0 {
                 glob.push(elapsed);
                 grep.push(grep_elapsed);
             }
         }
+        // The warm-up call's CPU is left out, as its time is.
+        let grep_cpu = median(&grep_cpu[1..]);
         let peak = host.status_bytes("VmHWM:")?;
         host.stop(Duration::from_secs(10))?;
+        if n == MILLION {
+            std::fs::remove_dir_all(&root)?;
+            std::fs::remove_file(fixtures.data_dir.join(format!("files-{n}.complete")))?;
+        }
         println!(
-            "  {n} files: glob p50 {} ({:.2} µs per file), grep p50 {} ({:.2} µs per file), peak RSS {} after the handshake, {} after the calls",
+            "  {n} files: glob p50 {} ({:.2} µs per file), grep p50 {} ({:.2} µs per file, host CPU {:.2} µs per file), peak RSS {} after the handshake, {} after the calls",
             time(glob.p50()),
             glob.p50() / n as f64 * 1e6,
             time(grep.p50()),
             grep.p50() / n as f64 * 1e6,
+            grep_cpu / n as f64 * 1e6,
             bytes(idle_peak),
             bytes(peak)
         );
@@ -138,11 +175,38 @@ pub(crate) fn files(fixtures: &Fixtures) -> Result<Vec<Row>> {
             n,
             glob,
             grep,
+            grep_cpu,
             idle_peak,
             peak,
         });
     }
+    pictures(&sizes)?;
     Ok(rows_of(&sizes))
+}
+
+/// docs/benchmarks/files.svg: time per file of glob and grep against the root's size.
+fn pictures(sizes: &[Size]) -> Result<()> {
+    use super::plot::{Chart, Scale, Series};
+    let per_file = |of: fn(&Size) -> f64| -> Vec<(f64, f64)> {
+        sizes
+            .iter()
+            .map(|s| (s.n as f64, of(s) / s.n as f64 * 1e6))
+            .collect()
+    };
+    Chart {
+        title: "File tools: time per file (p50)".to_owned(),
+        x_label: "files under the root".to_owned(),
+        y_label: "µs per file".to_owned(),
+        x_scale: Scale::Log,
+        y_scale: Scale::Linear,
+        series: vec![
+            Series::new("grep \"needle\"", per_file(|s| s.grep.p50())),
+            Series::new("glob \"**/*.md\"", per_file(|s| s.glob.p50())),
+            Series::new("grep, host CPU", per_file(|s| s.grep_cpu)),
+        ],
+    }
+    .write("files")?;
+    Ok(())
 }
 
 fn rows_of(sizes: &[Size]) -> Vec<Row> {
@@ -151,11 +215,12 @@ fn rows_of(sizes: &[Size]) -> Vec<Row> {
         rows.push(Row::judged(
             format!("11 file tools, {} files", size.n),
             format!(
-                "glob p50 {} ({:.2} µs/file); grep p50 {} ({:.2} µs/file); peak RSS {} -> {}",
+                "glob p50 {} ({:.2} µs/file); grep p50 {} ({:.2} µs/file, CPU {:.2} µs/file); peak RSS {} -> {}",
                 time(size.glob.p50()),
                 size.glob.p50() / size.n as f64 * 1e6,
                 time(size.grep.p50()),
                 size.grep.p50() / size.n as f64 * 1e6,
+                size.grep_cpu / size.n as f64 * 1e6,
                 bytes(size.idle_peak),
                 bytes(size.peak)
             ),
@@ -184,6 +249,20 @@ fn rows_of(sizes: &[Size]) -> Vec<Row> {
             Target::AtMost(1.0),
         ));
     }
+    // grep's host CPU per file (every thread of the process), reported: what the
+    // tool costs apart from how much of the shared cores the call got.
+    let cpu_ratio = (last.grep_cpu / last.n as f64) / (first.grep_cpu / first.n as f64);
+    rows.push(Row::judged(
+        format!("11 grep host CPU per file, {} / {} files", last.n, first.n),
+        format!(
+            "{:.2} vs {:.2} µs per file",
+            last.grep_cpu / last.n as f64 * 1e6,
+            first.grep_cpu / first.n as f64 * 1e6
+        ),
+        cpu_ratio,
+        format!("{cpu_ratio:.2}"),
+        Target::Report,
+    ));
     // The last step alone (reported): past the smallest root, whose files and
     // directory entries fit in the CPU's caches, the curve's own slope.
     if sizes.len() > 2 {

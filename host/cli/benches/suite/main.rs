@@ -28,10 +28,12 @@ mod files;
 mod fixtures;
 mod grep;
 mod observe;
+mod plot;
 mod process;
 mod read_file;
 mod report;
 mod scale;
+mod sessions;
 mod stdio;
 
 use report::{Row, Verdict, MARGIN};
@@ -50,7 +52,7 @@ fn main() {
         .filter_map(|arg| {
             if arg == "scale" {
                 Some(10)
-            } else if arg == "files" {
+            } else if arg == "files" || arg == "files-1m" {
                 Some(11)
             } else if arg == "reload" {
                 Some(12)
@@ -62,6 +64,8 @@ fn main() {
                 Some(15)
             } else if arg == "fairness" {
                 Some(16)
+            } else if arg == "sessions" {
+                Some(17)
             } else {
                 arg.parse().ok()
             }
@@ -152,6 +156,11 @@ fn main() {
         16,
         "fairness: one principal at its quota, another's latency",
         &mut fairness::fairness,
+    );
+    run(
+        17,
+        "HTTP sessions: 1, 100 and 1,000 calling greet",
+        &mut || sessions::sessions(&rt, &fixtures).map(|(rows, ..)| rows),
     );
 
     println!();
