@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 
 use super::fixtures::Fixtures;
 use super::report::{bytes, latency, time, Row, Samples, Target};
+use super::stdio::{process_cpu, process_cpu_since};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
 /// Concurrent sessions of the load phases.
@@ -393,11 +394,21 @@ pub(crate) struct Size {
     pub(crate) sessions: usize,
     pub(crate) calls: Samples,
     pub(crate) wall: f64,
+    /// CPU seconds of the server's threads over the phases.
+    pub(crate) server_cpu: f64,
+    /// CPU seconds of the bench's own threads (the clients) over the phases.
+    pub(crate) client_cpu: f64,
 }
 
 impl Size {
     pub(crate) fn throughput(&self) -> f64 {
         self.calls.len() as f64 / self.wall.max(f64::MIN_POSITIVE)
+    }
+
+    /// Server and client CPU seconds per call.
+    fn cpu_per_call(&self) -> (f64, f64) {
+        let calls = self.calls.len().max(1) as f64;
+        (self.server_cpu / calls, self.client_cpu / calls)
     }
 }
 
@@ -453,6 +464,8 @@ pub(crate) fn sessions(
                 sessions,
                 calls: Samples::default(),
                 wall: 0.0,
+                server_cpu: 0.0,
+                client_cpu: 0.0,
             })
             .collect();
         // An untimed phase at the largest size first (every session's first call).
@@ -462,7 +475,13 @@ pub(crate) fn sessions(
         for _ in 0..ROUNDS {
             for size in &mut sizes {
                 first_id += 1;
+                let (server_cpu, client_cpu) = (
+                    process_cpu(server.child.id())?,
+                    process_cpu(std::process::id())?,
+                );
                 let (back, samples, wall) = load(sessions, size.sessions, first_id << 40).await?;
+                size.server_cpu += process_cpu_since(server.child.id(), &server_cpu)?;
+                size.client_cpu += process_cpu_since(std::process::id(), &client_cpu)?;
                 sessions = back;
                 size.calls.extend(&samples);
                 size.wall += wall.as_secs_f64();
@@ -473,12 +492,15 @@ pub(crate) fn sessions(
     })?;
     drop(server);
     for size in &sizes {
+        let (server_cpu, client_cpu) = size.cpu_per_call();
         println!(
-            "  {} sessions calling greet: {:.0} calls/s, {} ({} calls)",
+            "  {} sessions calling greet: {:.0} calls/s, {} ({} calls); CPU per call: server {}, bench client {}",
             size.sessions,
             size.throughput(),
             latency(&size.calls),
-            size.calls.len()
+            size.calls.len(),
+            time(server_cpu),
+            time(client_cpu)
         );
     }
     let per = |(count, rss): (usize, u64)| rss.saturating_sub(idle.base) as f64 / count as f64;
@@ -556,10 +578,12 @@ fn rows_of(sizes: &[Size], idle: &Idle) -> Vec<Row> {
             Row::judged(
                 format!("17 HTTP, {} sessions calling greet", size.sessions),
                 format!(
-                    "{:.0} calls/s; {} ({} calls)",
+                    "{:.0} calls/s; {} ({} calls); CPU/call server {}, client {}",
                     size.throughput(),
                     latency(&size.calls),
-                    size.calls.len()
+                    size.calls.len(),
+                    time(size.cpu_per_call().0),
+                    time(size.cpu_per_call().1)
                 ),
                 0.0,
                 "-",
