@@ -8,7 +8,9 @@
 //! over its threads of `/proc/PID/task/TID/schedstat`) over the calls of a phase,
 //! divided by their number. The in-process figure is `Registry::dispatch` of the same
 //! greet plugin (fresh instance, as shipped) on this thread: its CPU time per call
-//! (`/proc/thread-self/schedstat`) and latency.
+//! (`/proc/thread-self/schedstat`) and latency. The floor the stdio call is judged
+//! against (at most 1.5x, latency and CPU) adds to that a pipe round trip of the same
+//! request line through `cat` as an echo server, measured in the same run.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
