@@ -3,7 +3,8 @@
 //!
 //! `cargo bench -p host --bench suite` (or `scripts/bench`, which also builds the plugins
 //! and installs ripgrep). Pass figure numbers to run only those:
-//! `cargo bench -p host --bench suite -- 1 6`; `scale` stands for figure 10.
+//! `cargo bench -p host --bench suite -- 1 6`; `scale` stands for figure 10, `sessions`
+//! for 17, `files-1m` for 11 with a 10^6-file root.
 //!
 //! Exit status: 0 when every target is met or missed by less than its margin (10 %), 1
 //! when one is missed by more, or a figure failed; 2 when the suite could not start.
@@ -28,11 +29,13 @@ mod files;
 mod fixtures;
 mod grep;
 mod observe;
+mod plot;
 mod process;
 mod read_file;
 mod report;
 mod scale;
 mod scaleout;
+mod sessions;
 mod stdio;
 
 use report::{Row, Verdict, MARGIN};
@@ -51,7 +54,7 @@ fn main() {
         .filter_map(|arg| {
             if arg == "scale" {
                 Some(10)
-            } else if arg == "files" {
+            } else if arg == "files" || arg == "files-1m" {
                 Some(11)
             } else if arg == "reload" {
                 Some(12)
@@ -63,6 +66,8 @@ fn main() {
                 Some(15)
             } else if arg == "fairness" {
                 Some(16)
+            } else if arg == "sessions" {
+                Some(17)
             } else if arg == "scaleout" {
                 Some(18)
             } else {
@@ -155,6 +160,11 @@ fn main() {
         16,
         "fairness: one principal at its quota, another's latency",
         &mut fairness::fairness,
+    );
+    run(
+        17,
+        "HTTP sessions: 1, 100 and 1,000 calling greet",
+        &mut || sessions::sessions(&rt, &fixtures).map(|(rows, ..)| rows),
     );
     run(
         18,

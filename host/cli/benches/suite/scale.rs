@@ -149,6 +149,11 @@ impl Host {
         self.status_bytes("VmRSS:")
     }
 
+    /// The process id of the running `host run`.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A byte count of `/proc/PID/status`, by its label (`VmRSS:`, `VmHWM:`).
     pub(crate) fn status_bytes(&self, label: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
@@ -313,7 +318,66 @@ pub(crate) fn scale(fixtures: &Fixtures) -> Result<Vec<Row>> {
     let same = measure(fixtures, Copies::Same)?;
     let mut rows = rows_of(&distinct, Copies::Distinct, true);
     rows.extend(rows_of(&same, Copies::Same, false));
+    pictures(&distinct, &same)?;
     Ok(rows)
+}
+
+/// docs/benchmarks/scale-{start,rss,call}.svg: figure 10's curves.
+fn pictures(distinct: &[Size], same: &[Size]) -> Result<()> {
+    use super::plot::{Chart, Scale, Series};
+    let curve = |sizes: &[Size], of: &dyn Fn(&Size) -> f64| -> Vec<(f64, f64)> {
+        sizes.iter().map(|s| (s.n as f64, of(s))).collect()
+    };
+    let chart = |title: &str, y_label: &str, y_scale: Scale, series: Vec<Series>| Chart {
+        title: title.to_owned(),
+        x_label: "plugins".to_owned(),
+        y_label: y_label.to_owned(),
+        x_scale: Scale::Log,
+        y_scale,
+        series,
+    };
+    chart(
+        "Start to the first tools/list (p50)",
+        "ms",
+        Scale::Log,
+        vec![
+            Series::new(
+                "distinct, warm cache",
+                curve(distinct, &|s| s.warm.p50() * 1e3),
+            ),
+            Series::new("distinct, cold", curve(distinct, &|s| s.cold.p50() * 1e3)),
+            Series::new("same, warm cache", curve(same, &|s| s.warm.p50() * 1e3)),
+            Series::new("same, cold", curve(same, &|s| s.cold.p50() * 1e3)),
+        ],
+    )
+    .write("scale-start")?;
+    chart(
+        "Idle RSS of host run",
+        "MiB",
+        Scale::Log,
+        vec![
+            Series::new("distinct plugins", curve(distinct, &|s| s.rss as f64 / MIB)),
+            Series::new("same plugin, N names", curve(same, &|s| s.rss as f64 / MIB)),
+        ],
+    )
+    .write("scale-rss")?;
+    chart(
+        "greet over stdio, sequential call p50",
+        "µs",
+        Scale::Linear,
+        vec![
+            Series::new(
+                "distinct plugins",
+                curve(distinct, &|s| s.calls.p50() * 1e6),
+            ),
+            Series::new(
+                "same plugin, N names",
+                curve(same, &|s| s.calls.p50() * 1e6),
+            ),
+        ],
+    )
+    .write("scale-call")?;
+    Ok(())
 }
 
 /// Every size of one kind.

@@ -8,7 +8,9 @@
 //! over its threads of `/proc/PID/task/TID/schedstat`) over the calls of a phase,
 //! divided by their number. The in-process figure is `Registry::dispatch` of the same
 //! greet plugin (fresh instance, as shipped) on this thread: its CPU time per call
-//! (`/proc/thread-self/schedstat`) and latency.
+//! (`/proc/thread-self/schedstat`) and latency. The floor the stdio call is judged
+//! against (at most 1.5x, latency and CPU) adds to that a pipe round trip of the same
+//! request line through `cat` as an echo server, measured in the same run.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -122,37 +124,12 @@ impl Server {
     /// thousand calls; a thread that ends during a phase loses its share (tokio's
     /// workers and the blocking pool's threads live for seconds).
     fn cpu(&self) -> Result<HashMap<u64, f64>> {
-        let mut threads = HashMap::new();
-        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.id()))? {
-            let task = task?;
-            let Some(tid) = task
-                .file_name()
-                .to_str()
-                .and_then(|t| t.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
-                continue;
-            };
-            if let Some(ns) = stat
-                .split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse::<f64>().ok())
-            {
-                threads.insert(tid, ns / 1e9);
-            }
-        }
-        Ok(threads)
+        process_cpu(self.child.id())
     }
 
     /// CPU seconds the process's threads spent since `before` ([`Server::cpu`]).
     fn cpu_since(&self, before: &HashMap<u64, f64>) -> Result<f64> {
-        Ok(self
-            .cpu()?
-            .iter()
-            .map(|(tid, now)| now - before.get(tid).copied().unwrap_or(0.0))
-            .sum())
+        process_cpu_since(self.child.id(), before)
     }
 
     pub(crate) fn stop(mut self) -> Result<()> {
@@ -167,6 +144,99 @@ impl Server {
         self.child.kill()?;
         self.child.wait()?;
         bail!("host run did not exit within 5 s of the end of its input")
+    }
+}
+
+/// CPU seconds of each of process `pid`'s threads so far, by thread id
+/// (`/proc/PID/task/TID/schedstat`: nanoseconds on the CPU). Per thread and in
+/// nanoseconds, since `/proc/PID/stat` counts 10 ms ticks, too coarse for a few
+/// thousand calls; a thread that ends during a phase loses its share (tokio's
+/// workers and the blocking pool's threads live for seconds).
+pub(crate) fn process_cpu(pid: u32) -> Result<HashMap<u64, f64>> {
+    let mut threads = HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let task = task?;
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(ns) = stat
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<f64>().ok())
+        {
+            threads.insert(tid, ns / 1e9);
+        }
+    }
+    Ok(threads)
+}
+
+/// CPU seconds process `pid`'s threads spent since `before` ([`process_cpu`]).
+pub(crate) fn process_cpu_since(pid: u32, before: &HashMap<u64, f64>) -> Result<f64> {
+    Ok(process_cpu(pid)?
+        .iter()
+        .map(|(tid, now)| now - before.get(tid).copied().unwrap_or(0.0))
+        .sum())
+}
+
+/// The pipe round trip's floor: `cat` as an echo server, sent the same request lines
+/// one at a time (each read back whole before the next is written).
+struct Echo {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Echo {
+    fn spawn() -> Result<Echo> {
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start cat (the echo server of the pipe round trip)")?;
+        let stdin = child.stdin.take().context("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        Ok(Echo {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        })
+    }
+
+    /// [`CALLS`] sequential round trips; adds their latencies to `samples` and returns
+    /// the echo server's CPU seconds.
+    fn phase(&mut self, first_id: u64, samples: &mut Samples) -> Result<f64> {
+        let requests: Vec<Vec<u8>> = (0..CALLS as u64).map(|i| request(first_id + i)).collect();
+        let cpu = process_cpu(self.child.id())?;
+        for request in &requests {
+            let started = Instant::now();
+            self.stdin.write_all(request)?;
+            self.stdin.flush()?;
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("the echo server closed its stdout");
+            }
+            samples.push(started.elapsed());
+            if self.line.as_bytes() != request.as_slice() {
+                bail!("the echo server answered {:?}", self.line);
+            }
+        }
+        process_cpu_since(self.child.id(), &cpu)
+    }
+
+    fn stop(mut self) -> Result<()> {
+        drop(self.stdin);
+        self.child.wait()?;
+        Ok(())
     }
 }
 
@@ -283,6 +353,9 @@ pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
     for server in &mut servers {
         phase(server, 1_000_000, IN_FLIGHT, &mut Samples::default())?;
     }
+    let mut echo = Echo::spawn()?;
+    let (mut echoed, mut echo_cpu) = (Samples::with_capacity(CALLS * ROUNDS), 0.0);
+    echo.phase(1_000_000, &mut Samples::default())?;
     let mut id = 1;
     for _ in 0..ROUNDS {
         for (server, m) in servers.iter_mut().zip(&mut measured) {
@@ -291,11 +364,15 @@ pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
             m.parallel_cpu += phase(server, id, IN_FLIGHT, &mut m.parallel)?;
             id += CALLS as u64;
         }
+        echo_cpu += echo.phase(id, &mut echoed)?;
+        id += CALLS as u64;
     }
+    echo.stop()?;
     for server in servers {
         server.stop()?;
     }
     let per_call = (CALLS * ROUNDS) as f64;
+    let echo_cpu = echo_cpu / per_call;
     let (seq_cpu, par_cpu) = (
         measured[0].sequential_cpu / per_call,
         measured[0].parallel_cpu / per_call,
@@ -362,6 +439,46 @@ pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
             Target::Report,
         ),
     ];
+    // The floor: the same dispatch in process plus a pipe round trip to an echo server,
+    // both measured in this run. Latency: the sum of their p50s; CPU: the in-process
+    // CPU per call (back to back) plus the echo server's per round trip.
+    let floor_p50 = inproc.p50() + echoed.p50();
+    let floor_cpu = inproc_cpu + echo_cpu;
+    println!(
+        "  floor: in process p50 {} + echo pipe round trip {} = {}; CPU {} + {} = {}",
+        time(inproc.p50()),
+        latency(&echoed),
+        time(floor_p50),
+        time(inproc_cpu),
+        time(echo_cpu),
+        time(floor_cpu)
+    );
+    let over = sequential.p50() / floor_p50;
+    rows.push(Row::judged(
+        "9 stdio sequential p50 / floor (in process + echo pipe round trip)",
+        format!(
+            "p50 {} vs {} + {}",
+            time(sequential.p50()),
+            time(inproc.p50()),
+            time(echoed.p50())
+        ),
+        over,
+        format!("{over:.2}"),
+        Target::AtMost(1.5),
+    ));
+    let over_cpu = seq_cpu / floor_cpu;
+    rows.push(Row::judged(
+        "9 stdio host CPU per call / floor (in process + echo server's)",
+        format!(
+            "{:.1} µs vs {:.1} + {:.1} µs",
+            us(seq_cpu),
+            us(inproc_cpu),
+            us(echo_cpu)
+        ),
+        over_cpu,
+        format!("{over_cpu:.2}"),
+        Target::AtMost(1.5),
+    ));
     if let Some(base) = measured.get(1) {
         let ratio = sequential.p50() / base.sequential.p50();
         println!(
