@@ -68,8 +68,8 @@ impl Registry {
     }
 
     /// The definitions of the tools a composing tool may call
-    /// ([`Composer::definitions`]): every tool but the composing ones, in registration
-    /// order.
+    /// ([`Composer::definitions`](super::Composer::definitions)): every tool but the
+    /// composing ones, in registration order.
     pub fn composable_definitions(&self) -> Vec<ToolDefinition> {
         self.read()
             .entries
@@ -103,15 +103,17 @@ impl Registry {
     }
 
     /// Whether tool `name` is registered and composes other tools
-    /// ([`Handler::composes`]): what a handler that delegates to this registry answers
-    /// for its own `composes`, so the registry it is offered in serves its nested calls.
+    /// ([`Handler::composes`](super::Handler::composes)): what a handler that delegates
+    /// to this registry answers for its own `composes`, so the registry it is offered in
+    /// serves its nested calls.
     pub fn composes(&self, name: &str) -> bool {
         self.lookup(name)
             .is_some_and(|entry| entry.handler.composes())
     }
 
-    /// Whether the composing tool `composer` may call tool `name` ([`Handler::may_call`]);
-    /// `false` when `composer` is not registered.
+    /// Whether the composing tool `composer` may call tool `name`
+    /// ([`Handler::may_call`](super::Handler::may_call)); `false` when `composer` is not
+    /// registered.
     pub fn may_call(&self, composer: &str, name: &str) -> bool {
         self.lookup(composer)
             .is_some_and(|entry| entry.handler.may_call(name))
