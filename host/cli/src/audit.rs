@@ -276,6 +276,39 @@ struct Record<'a> {
     limit: Option<String>,
     duration_ms: f64,
     bytes_out: usize,
+    /// Paths the call read, as its tool named them (distinct, at most 64, each cut to
+    /// 256 bytes).
+    #[serde(skip_serializing_if = "is_empty")]
+    files_read: &'a [String],
+    /// Paths it wrote or deleted.
+    #[serde(skip_serializing_if = "is_empty")]
+    files_written: &'a [String],
+    /// File calls whose path did not fit the 64 of its list.
+    #[serde(skip_serializing_if = "is_zero")]
+    files_truncated: u32,
+    /// `host:port`s its plugin's HTTP requests went to (distinct, at most 64).
+    #[serde(skip_serializing_if = "is_empty")]
+    hosts: &'a [String],
+    /// Requests whose host did not fit the 64.
+    #[serde(skip_serializing_if = "is_zero")]
+    hosts_truncated: u32,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    clippy::ref_option_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_empty(list: &&[String]) -> bool {
+    list.is_empty()
 }
 
 /// The line written when records can be written again.
@@ -420,6 +453,8 @@ impl AuditLog {
         let arguments_sha256 = sha256_text(&Sha256::digest(arguments), &mut digest);
         let error = end.outcome.err();
         let plugins = self.plugins.read().ok();
+        let touched = end.record.map(toolhost::registry::CallRecord::touched);
+        let none: &[String] = &[];
         let record = Record {
             event: "call",
             session: &end.env.session_id,
@@ -444,6 +479,11 @@ impl AuditLog {
             },
             duration_ms: end.duration.as_secs_f64() * 1e3,
             bytes_out: end.bytes_out,
+            files_read: touched.as_ref().map_or(none, |t| t.files_read.as_slice()),
+            files_written: touched.as_ref().map_or(none, |t| t.files_written.as_slice()),
+            files_truncated: touched.as_ref().map_or(0, |t| t.files_truncated),
+            hosts: touched.as_ref().map_or(none, |t| t.hosts.as_slice()),
+            hosts_truncated: touched.as_ref().map_or(0, |t| t.hosts_truncated),
         };
         self.shared.push(&record);
     }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use toolhost::registry::{CallEnd, Limit, ToolError, TraceParent};
+use toolhost::registry::{CallEnd, Limit, Step, ToolError, TraceParent};
 
 mod proto;
 #[cfg(test)]
@@ -274,12 +274,16 @@ pub(crate) struct CallSpans {
     pub(crate) limit: Option<(&'static str, Option<i64>)>,
     /// The handler's child span: its id, start and end.
     pub(crate) handler: Option<([u8; 8], u64, u64)>,
+    /// What the call did through the host (instantiation, guest call, files, HTTP),
+    /// moved out of its record (empty when it did nothing there): the handler's
+    /// grandchildren, their ids derived from the call's span id at export.
+    pub(crate) steps: Vec<Step>,
 }
 
 impl CallSpans {
     /// How many spans this is.
     fn count(&self) -> u64 {
-        1 + u64::from(self.handler.is_some())
+        1 + u64::from(self.handler.is_some()) + self.steps.len() as u64
     }
 }
 
@@ -430,6 +434,11 @@ impl Tracer {
             error: end.outcome.is_err(),
             limit,
             handler,
+            // Moved, not copied: the audit log (told first) reads only the lists.
+            steps: end
+                .record
+                .map(|record| std::mem::take(&mut record.touched().steps))
+                .unwrap_or_default(),
         });
     }
 
