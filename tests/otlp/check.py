@@ -51,7 +51,10 @@ class Collector(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(answer)
+            try:
+                self.wfile.write(answer)
+            except ConnectionResetError:
+                pass  # the exporter reads the status line only, then closes
         else:
             self.send_response(400)
             self.send_header("Content-Length", "0")
