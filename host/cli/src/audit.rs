@@ -480,7 +480,9 @@ impl AuditLog {
             duration_ms: end.duration.as_secs_f64() * 1e3,
             bytes_out: end.bytes_out,
             files_read: touched.as_ref().map_or(none, |t| t.files_read.as_slice()),
-            files_written: touched.as_ref().map_or(none, |t| t.files_written.as_slice()),
+            files_written: touched
+                .as_ref()
+                .map_or(none, |t| t.files_written.as_slice()),
             files_truncated: touched.as_ref().map_or(0, |t| t.files_truncated),
             hosts: touched.as_ref().map_or(none, |t| t.hosts.as_slice()),
             hosts_truncated: touched.as_ref().map_or(0, |t| t.hosts_truncated),

@@ -263,7 +263,8 @@ async fn files_and_hosts_a_call_touched_are_listed_bounded_in_its_one_record() {
     call(&registry, "s", "touch", &arguments).await.unwrap();
     let many: Vec<String> = (0..70).map(|i| format!("f{i}.md")).collect();
     let hosts: Vec<String> = (0..66).map(|i| format!("h{i}.test")).collect();
-    let arguments = serde_json::json!({"reads": many, "writes": ["w.md"], "hosts": hosts}).to_string();
+    let arguments =
+        serde_json::json!({"reads": many, "writes": ["w.md"], "hosts": hosts}).to_string();
     call(&registry, "s", "touch", &arguments).await.unwrap();
     call(&registry, "s", "echo", "{}").await.unwrap();
     registry.flush();
@@ -288,7 +289,13 @@ async fn files_and_hosts_a_call_touched_are_listed_bounded_in_its_one_record() {
     assert_eq!(second["hosts"][0], "h0.test:8000");
     assert_eq!(second["hosts_truncated"], 2);
     // A call that touched nothing carries none of the fields.
-    for key in ["files_read", "files_written", "hosts", "files_truncated", "hosts_truncated"] {
+    for key in [
+        "files_read",
+        "files_written",
+        "hosts",
+        "files_truncated",
+        "hosts_truncated",
+    ] {
         assert!(records[2].get(key).is_none(), "{key}");
     }
 }

@@ -274,7 +274,11 @@ fn traced(url: &str, sampler: Sampler, queue: usize) -> (Registry, Arc<Observers
         .unwrap();
     registry
         .register(
-            ToolDefinition::new("touch", "Reads a file and fetches a URL, as a plugin would.", serde_json::json!({"type": "object"})),
+            ToolDefinition::new(
+                "touch",
+                "Reads a file and fetches a URL, as a plugin would.",
+                serde_json::json!({"type": "object"}),
+            ),
             |ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
                 // What the plugin host records of a plugin's call: its instantiation, then
                 // the guest call, during which it reads a file and makes a request.
@@ -283,7 +287,14 @@ fn traced(url: &str, sampler: Sampler, queue: usize) -> (Registry, Arc<Observers
                     record.step(StepKind::Instantiate, start, false);
                     let guest = record.now();
                     record.file_read("notes/a.md", 12, record.now(), true);
-                    let index = record.http("GET", "127.0.0.1", 8080, "http://127.0.0.1:8080/page", Some(200), record.now());
+                    let index = record.http(
+                        "GET",
+                        "127.0.0.1",
+                        8080,
+                        "http://127.0.0.1:8080/page",
+                        Some(200),
+                        record.now(),
+                    );
                     record.http_body_read(index.unwrap(), 5);
                     record.step(StepKind::GuestCall, guest, false);
                 }
@@ -458,14 +469,22 @@ async fn a_plugin_calls_file_read_and_request_are_child_spans_of_its_guest_call(
         (read, guest),
         (get, guest),
     ] {
-        assert_eq!(child.parent.as_deref(), Some(&parent.span_id[..]), "{}", child.name);
+        assert_eq!(
+            child.parent.as_deref(),
+            Some(&parent.span_id[..]),
+            "{}",
+            child.name
+        );
         assert_eq!(child.trace_id, server.trace_id);
         assert!(
             parent.start <= child.start && child.start <= child.end && child.end <= parent.end,
             "{child:?} within {parent:?}"
         );
     }
-    assert_eq!((instantiate.kind, guest.kind, read.kind, get.kind), (1, 1, 1, 3));
+    assert_eq!(
+        (instantiate.kind, guest.kind, read.kind, get.kind),
+        (1, 1, 1, 3)
+    );
     assert_eq!(read.attr("file.path"), Some(&Value::from("notes/a.md")));
     assert_eq!(read.attr("toolhost.file.bytes"), Some(&Value::from(12)));
     assert_eq!(read.status_code, None);

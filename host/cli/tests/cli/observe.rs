@@ -670,8 +670,7 @@ fn audit_records_list_the_files_and_hosts_each_call_touched() {
     std::fs::create_dir(root.path().join("notes")).unwrap();
     std::fs::write(root.path().join("notes/todo.md"), "one two\nthree\n").unwrap();
     let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch", "wordcount"])
-        .unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch", "wordcount"]).unwrap();
     std::fs::write(
         plugins.path().join("webfetch.toml"),
         format!("[grants]\nhttp = [\"{origin}\"]\n"),
@@ -712,7 +711,11 @@ fn audit_records_list_the_files_and_hosts_each_call_touched() {
     for (id, name, arguments) in [
         (2, "wordcount", json!({"path": "notes/todo.md"})),
         (3, "fetch", json!({"url": format!("{origin}/x?key=k3y")})),
-        (4, "write_file", json!({"path": "out/new.md", "content": "hi"})),
+        (
+            4,
+            "write_file",
+            json!({"path": "out/new.md", "content": "hi"}),
+        ),
     ] {
         let reply = server.request(
             id,
@@ -742,9 +745,19 @@ fn audit_records_list_the_files_and_hosts_each_call_touched() {
     assert_eq!(
         records.iter().map(touched).collect::<Vec<_>>(),
         [
-            ("wordcount".to_owned(), Some(json!(["notes/todo.md"])), None, None),
+            (
+                "wordcount".to_owned(),
+                Some(json!(["notes/todo.md"])),
+                None,
+                None
+            ),
             ("fetch".to_owned(), None, None, Some(json!([host]))),
-            ("write_file".to_owned(), None, Some(json!(["out/new.md"])), None),
+            (
+                "write_file".to_owned(),
+                None,
+                Some(json!(["out/new.md"])),
+                None
+            ),
         ]
     );
     assert!(!text.contains("k3y"), "{text}");

@@ -27,9 +27,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::error::Elapsed;
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-use toolhost::registry::{
-    Arguments, CallContext, Environment, StepKind, ToolError, ToolResult,
-};
+use toolhost::registry::{Arguments, CallContext, Environment, StepKind, ToolError, ToolResult};
 
 use crate::classify::{self, CallFacts};
 use crate::host::file_grant::FileGrant;

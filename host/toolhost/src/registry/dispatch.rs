@@ -92,7 +92,14 @@ impl Registry {
             record: record.as_deref(),
         };
         let outcome = self
-            .run(ctx, call, env, &size, &ran, Some((started, &times, record.as_ref())))
+            .run(
+                ctx,
+                call,
+                env,
+                &size,
+                &ran,
+                Some((started, &times, record.as_ref())),
+            )
             .await
             .map_err(|err| cap_error(err, self.result_cap));
         watch.done = true;
@@ -128,7 +135,11 @@ impl Registry {
         // With an observer: when the call was admitted, and where to note when its
         // handler ran (no clock read, no store without one), and the call's record when
         // the observer reads one.
-        timed: Option<(Instant, &HandlerTimes, Option<&std::sync::Arc<super::CallRecord>>)>,
+        timed: Option<(
+            Instant,
+            &HandlerTimes,
+            Option<&std::sync::Arc<super::CallRecord>>,
+        )>,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {

@@ -309,8 +309,22 @@ mod tests {
         record.file_read("denied", 0, start, false);
         for i in 0..(MAX_LISTED + 2) {
             let port = 8000 + u16::try_from(i).unwrap();
-            record.http("GET", "127.0.0.1", port, "http://127.0.0.1/", Some(200), start);
-            record.http("GET", "127.0.0.1", port, "http://127.0.0.1/", Some(200), start);
+            record.http(
+                "GET",
+                "127.0.0.1",
+                port,
+                "http://127.0.0.1/",
+                Some(200),
+                start,
+            );
+            record.http(
+                "GET",
+                "127.0.0.1",
+                port,
+                "http://127.0.0.1/",
+                Some(200),
+                start,
+            );
         }
         let touched = record.touched();
         assert_eq!(touched.files_read.len(), MAX_LISTED);

@@ -129,7 +129,10 @@ impl Host for ImportCtx {
         content: Vec<u8>,
         content_type: Option<String>,
     ) -> Result<(), FileError> {
-        let start = self.call.record().map(|record| (record.now(), content.len() as u64));
+        let start = self
+            .call
+            .record()
+            .map(|record| (record.now(), content.len() as u64));
         let result = self.write_file(&path, content, content_type).await;
         if let (Some(record), Some((start, bytes))) = (self.call.record(), start) {
             record.file_written(&self.redactor.redact(&path), bytes, start, result.is_ok());

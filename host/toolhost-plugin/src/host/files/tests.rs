@@ -562,7 +562,10 @@ async fn file_calls_are_recorded_as_named_when_the_call_has_a_record() {
     let mut ctx = import_ctx(ImportLimits::default(), 4);
     let record = Arc::new(CallRecord::new());
     ctx.call = CallContext::new().with_record(Arc::clone(&record));
-    assert_eq!(Host::read(&mut ctx, "ten.md".into()).await.unwrap().size, 10);
+    assert_eq!(
+        Host::read(&mut ctx, "ten.md".into()).await.unwrap().size,
+        10
+    );
     assert!(Host::read(&mut ctx, "../etc/passwd".into()).await.is_err());
     Host::write(&mut ctx, "out/n.md".into(), b"abc".to_vec(), None)
         .await

@@ -273,7 +273,9 @@ async fn a_recorded_request_keeps_no_query_and_no_secret() {
         Arc::from("fetcher"),
         crate::limits::ImportLimits::default(),
     ));
-    let redactor = Arc::new(crate::plugin_config::Redactor::new(["k3y-s3cret".to_owned()]));
+    let redactor = Arc::new(crate::plugin_config::Redactor::new([
+        "k3y-s3cret".to_owned()
+    ]));
     let mut hooks = HttpHooks::new(Arc::from("fetcher"), Arc::new(grant), meter, redactor);
     let record = Arc::new(CallRecord::new());
     hooks.begin_call(
@@ -286,7 +288,16 @@ async fn a_recorded_request_keeps_no_query_and_no_secret() {
     let answered =
         Pin::from(hooks.send_request(request(&uri, None), None, Box::new(async { Ok(()) }))).await;
     let (response, _io) = answered.ok().unwrap();
-    assert_eq!(response.into_body().collect().await.ok().unwrap().to_bytes(), "hello");
+    assert_eq!(
+        response
+            .into_body()
+            .collect()
+            .await
+            .ok()
+            .unwrap()
+            .to_bytes(),
+        "hello"
+    );
     server.await.unwrap();
     let refused = Pin::from(hooks.send_request(
         request("http://127.0.0.2:9/", None),
@@ -306,7 +317,11 @@ async fn a_recorded_request_keeps_no_query_and_no_secret() {
 
     let touched = record.touched();
     assert_eq!(touched.hosts, [format!("127.0.0.1:{port}")]);
-    let steps: Vec<_> = touched.steps.iter().map(|s| (s.kind.clone(), s.failed)).collect();
+    let steps: Vec<_> = touched
+        .steps
+        .iter()
+        .map(|s| (s.kind.clone(), s.failed))
+        .collect();
     assert_eq!(
         steps,
         [
