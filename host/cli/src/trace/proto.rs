@@ -166,15 +166,9 @@ fn status(m: &mut Message, error: bool) {
 /// the call's thread draws no id per step; distinct from the call's and the other steps'
 /// ids but by a 2^-64 chance.
 pub(super) fn step_id(span_id: [u8; 8], index: usize) -> [u8; 8] {
-    let mut z = u64::from_be_bytes(span_id)
-        .wrapping_add((index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    if z == 0 {
-        z = 1;
-    }
-    z.to_be_bytes()
+    let offset = (index as u64 + 1).wrapping_mul(super::GOLDEN);
+    let id = super::mix(u64::from_be_bytes(span_id).wrapping_add(offset));
+    if id == 0 { 1 } else { id }.to_be_bytes()
 }
 
 /// The spans of what the call did through the host, as `Span` fields `field` of `out`:
