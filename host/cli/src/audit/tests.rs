@@ -6,6 +6,7 @@ use toolhost::registry::{
     CallContext, CallObserver, Environment, Registry, ToolCall, ToolDefinition, ToolResult,
 };
 
+use super::writer::time_text;
 use super::*;
 use crate::observe::Observers;
 
