@@ -71,9 +71,13 @@ pub(crate) struct HttpHooks {
 struct Recording {
     record: Arc<toolhost::registry::CallRecord>,
     start: std::time::Duration,
-    method: http::Method,
+    /// The method, secrets redacted (an extension method is any token the plugin chose).
+    method: String,
     /// The URL's path, secrets redacted (never its query).
     path: String,
+    /// The plugin's secrets, for the host name (a wildcard grant lets a plugin put one
+    /// in a subdomain).
+    redactor: Arc<Redactor>,
 }
 
 impl Recording {
@@ -82,19 +86,14 @@ impl Recording {
     fn done(&self, target: &Target, status: Option<u16>) -> Option<usize> {
         let scheme = if target.https { "https" } else { "http" };
         let default_port = if target.https { 443 } else { 80 };
+        let host = self.redactor.redact(&target.host);
         let url = if target.port == default_port {
-            format!("{scheme}://{}{}", target.host, self.path)
+            format!("{scheme}://{host}{}", self.path)
         } else {
-            format!("{scheme}://{}:{}{}", target.host, target.port, self.path)
+            format!("{scheme}://{host}:{}{}", target.port, self.path)
         };
-        self.record.http(
-            self.method.as_str(),
-            &target.host,
-            target.port,
-            &url,
-            status,
-            self.start,
-        )
+        self.record
+            .http(&self.method, &host, target.port, &url, status, self.start)
     }
 
     /// The record, for the response body to count its bytes on.
@@ -325,8 +324,9 @@ impl WasiHttpHooks for HttpHooks {
             (Some(record), Ok(_)) => Some(Recording {
                 record: Arc::clone(record),
                 start: record.now(),
-                method: request.method().clone(),
+                method: self.redactor.redact(request.method().as_str()).into_owned(),
                 path: self.redactor.redact(request.uri().path()).into_owned(),
+                redactor: Arc::clone(&self.redactor),
             }),
             _ => None,
         };
