@@ -598,8 +598,26 @@ async fn file_calls_are_recorded_as_named_when_the_call_has_a_record() {
             ]
         );
     }
+    // A plugin naming a path after one of its secret config values: the path is
+    // recorded with the secret replaced, as in its log lines.
+    ctx.redactor = Arc::new(crate::plugin_config::Redactor::new([
+        "tok-s3cret".to_owned()
+    ]));
+    assert!(Host::read(&mut ctx, "leak/tok-s3cret.md".into())
+        .await
+        .is_err());
+    {
+        let touched = record.touched();
+        assert_eq!(
+            touched.steps[4].kind,
+            StepKind::FileRead {
+                path: "leak/[REDACTED].md".to_owned(),
+                bytes: 0
+            }
+        );
+    }
     // Without a record: nothing recorded anywhere (the old record is not reached).
     ctx.call = CallContext::new();
     Host::read(&mut ctx, "ten.md".into()).await.unwrap();
-    assert_eq!(record.touched().steps.len(), 4);
+    assert_eq!(record.touched().steps.len(), 5);
 }
