@@ -248,7 +248,7 @@ impl Shared {
         true
     }
 
-    /// The writer thread: waits for a first record, gathers for [`FLUSH_INTERVAL`](super::FLUSH_INTERVAL)
+    /// The writer thread: waits for a first record, gathers for [`FLUSH_INTERVAL`]
     /// (unless hurried), writes the batch; at close, writes what is left and returns.
     pub(super) fn run(&self) {
         let mut batch = Records::default();
