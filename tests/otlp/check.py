@@ -1,7 +1,7 @@
 """Traces as an independent OTLP receiver decodes them: the official
 `opentelemetry-proto` package (PyPI) parses what `host run --otlp-endpoint` exports.
 
-    python check.py HOST WEBFETCH.wasm
+    python check.py HOST WEBFETCH.wasm WORDCOUNT.wasm
 
 Starts, on 127.0.0.1: an OTLP/HTTP receiver (POST /v1/traces, protobuf) and a web server
 that records each request's `traceparent`; runs `host run` with the webfetch plugin
@@ -10,7 +10,10 @@ with `_meta.traceparent`; closes the input (the host flushes its spans as it end
 checks the decoded span tree: the SERVER span `tools/call fetch` in the client's trace
 with the client's span as parent and the MCP/GenAI attributes, its `execute_tool fetch`
 child, the service name, and that the request behind the plugin carried the same trace
-with an exported span as parent. Prints one line per check; exits 1 on the first failure.
+with an exported span as parent; the request's CLIENT span (method, server.address,
+status, url.full without the query) under the guest call's span `plugin.call fetch`;
+and a wordcount call's `files.read` span (path, bytes) under `plugin.call wordcount`.
+Prints one line per check; exits 1 on the first failure.
 """
 import json
 import os
@@ -48,7 +51,10 @@ class Collector(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(answer)
+            try:
+                self.wfile.write(answer)
+            except ConnectionResetError:
+                pass  # the exporter reads the status line only, then closes
         else:
             self.send_response(400)
             self.send_header("Content-Length", "0")
@@ -94,7 +100,7 @@ def attributes(span):
     return out
 
 
-def main(host, webfetch):
+def main(host, webfetch, wordcount):
     collector, collector_url = serve(Collector)
     origin, origin_url = serve(Origin)
     work = tempfile.mkdtemp()
@@ -104,6 +110,13 @@ def main(host, webfetch):
         shutil.copy(webfetch, os.path.join(plugins, "webfetch.wasm"))
         with open(os.path.join(plugins, "webfetch.toml"), "w") as f:
             f.write(f'[grants]\nhttp = ["{origin_url}"]\n')
+        shutil.copy(wordcount, os.path.join(plugins, "wordcount.wasm"))
+        with open(os.path.join(plugins, "wordcount.toml"), "w") as f:
+            f.write('[grants]\nfiles = "read"\n')
+        root = os.path.join(work, "root")
+        os.makedirs(os.path.join(root, "notes"))
+        with open(os.path.join(root, "notes", "todo.md"), "w") as f:
+            f.write("one two\nthree\n")
         lines = [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -112,6 +125,9 @@ def main(host, webfetch):
             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
              "params": {"name": "fetch", "arguments": {"url": f"{origin_url}/page?secret=s3cr3t"},
                         "_meta": {"traceparent": TRACEPARENT}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "wordcount", "arguments": {"path": "notes/todo.md"},
+                        "_meta": {"traceparent": TRACEPARENT}}},
         ]
         env = dict(os.environ, OTEL_SERVICE_NAME="otlp-check",
                    OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
@@ -119,6 +135,7 @@ def main(host, webfetch):
             [host, "run", "--no-builtins", "--plugins", plugins,
              "--cache-dir", os.path.join(work, "cache"),
              "--plugin-http", origin_url, "--plugin-http-allow-net", "127.0.0.1",
+             "--plugin-files", "read", "--root", root,
              "--otlp-endpoint", collector_url],
             input="".join(json.dumps(line) + "\n" for line in lines),
             capture_output=True, text=True, timeout=120, env=env,
@@ -128,6 +145,10 @@ def main(host, webfetch):
         call = next((a for a in answers if a.get("id") == 2), None)
         check("the fetch answered", call is not None and call["result"]["isError"] is False,
               json.dumps(call)[:500])
+        counted = next((a for a in answers if a.get("id") == 3), None)
+        check("the wordcount answered",
+              counted is not None and counted["result"]["isError"] is False,
+              json.dumps(counted)[:500])
     finally:
         collector.shutdown()
         origin.shutdown()
@@ -172,8 +193,47 @@ def main(host, webfetch):
     check("the plugin's request carried the client's trace",
           len(parts) == 4 and parts[1] == CLIENT_TRACE, header)
     check("with an exported span of the call as parent", parts[2] in ids, header)
+
+    guest = by_name.get("plugin.call fetch")
+    check("plugin.call fetch is execute_tool fetch's child",
+          guest is not None and guest.parent_span_id == child.span_id
+          and guest.kind == Span.SPAN_KIND_INTERNAL, str([s.name for s in spans]))
+    instantiate = by_name.get("plugin.instantiate fetch")
+    check("plugin.instantiate fetch is execute_tool fetch's child",
+          instantiate is not None and instantiate.parent_span_id == child.span_id)
+    get = by_name.get("GET")
+    check("one CLIENT span GET under plugin.call fetch",
+          get is not None and get.kind == Span.SPAN_KIND_CLIENT
+          and get.parent_span_id == guest.span_id and get.trace_id == server.trace_id,
+          str(get))
+    port = int(origin_url.rsplit(":", 1)[1])
+    http_attrs = attributes(get)
+    expected = {"http.request.method": "GET", "server.address": "127.0.0.1",
+                "server.port": port, "url.full": f"{origin_url}/page",
+                "http.response.status_code": 200, "http.response.body.size": 5}
+    for key, value in expected.items():
+        check(f"GET attribute {key} = {value}", http_attrs.get(key) == value, str(http_attrs))
+    check("the GET span lies within plugin.call fetch",
+          guest.start_time_unix_nano <= get.start_time_unix_nano
+          <= get.end_time_unix_nano <= guest.end_time_unix_nano)
+
+    counted_server = by_name.get("tools/call wordcount")
+    counted_handler = by_name.get("execute_tool wordcount")
+    counted_guest = by_name.get("plugin.call wordcount")
+    read = by_name.get("files.read")
+    check("execute_tool wordcount and plugin.call wordcount nest under tools/call wordcount",
+          counted_server is not None and counted_handler is not None and counted_guest is not None
+          and counted_handler.parent_span_id == counted_server.span_id
+          and counted_guest.parent_span_id == counted_handler.span_id)
+    check("one files.read span under plugin.call wordcount",
+          read is not None and read.parent_span_id == counted_guest.span_id
+          and read.kind == Span.SPAN_KIND_INTERNAL, str(read))
+    read_attrs = attributes(read)
+    check("files.read names the path as the plugin did and the bytes read",
+          read_attrs.get("file.path") == "notes/todo.md"
+          and read_attrs.get("toolhost.file.bytes") == len("one two\nthree\n"), str(read_attrs))
     print(f"otlp-check: all passed ({len(spans)} spans in {len(exports)} exports)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

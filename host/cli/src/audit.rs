@@ -35,19 +35,21 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
-use tracing::error;
 
 use toolhost::registry::{CallEnd, ObserverRefusal, ToolError};
+
+use writer::{Queue, Records, Shared, State};
+
+mod writer;
 
 /// `--audit-log-keep`'s default: rotated files kept.
 pub(crate) const DEFAULT_KEEP: usize = 5;
@@ -123,132 +125,6 @@ pub(crate) struct AuditLog {
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
-/// What the calls and the writer thread share.
-#[derive(Debug)]
-struct Shared {
-    path: PathBuf,
-    /// Rotate before a record would take the file past this size; `None`: never.
-    max_bytes: Option<u64>,
-    keep: usize,
-    /// [`QUEUE_BYTES`] (smaller in tests).
-    queue_bytes: usize,
-    /// [`QUEUE_WAIT`] (shorter in tests).
-    queue_wait: Duration,
-    /// Set while records cannot be written: calls are refused.
-    failed: AtomicBool,
-    /// Records that could not be written since the last one that could.
-    lost: AtomicU64,
-    /// Why the last write failed.
-    reason: Mutex<String>,
-    /// Taken to write (by the writer, and by a call writing `audit_resumed`) and rotate.
-    file: Mutex<State>,
-    queue: Mutex<Queue>,
-    /// The writer waits on it for records.
-    work: Condvar,
-    /// Calls wait on it for room, and flushes for their records to be written.
-    room: Condvar,
-    /// Tests: the writer takes it (after the file's lock) before each batch, so a test
-    /// holding it stalls the disk.
-    #[cfg(test)]
-    stall: Mutex<()>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// The text of the last batch (its buffer reused by the next).
-    text: Vec<u8>,
-    /// The last second a record's time was formatted in, and its text up to the
-    /// milliseconds (`2026-12-04T19:50:26.`): records of the same second reuse it.
-    second: Option<(u64, String)>,
-    /// The file as last opened, with its device and inode and its size as written since.
-    open: Option<OpenLog>,
-}
-
-/// The records between the calls and the writer.
-#[derive(Debug, Default)]
-struct Queue {
-    /// The queued records, back to back: serialized straight into it by the calls, taken
-    /// whole by the writer (the two buffers swapped: no allocation per record).
-    records: Records,
-    /// The bytes of the queued records and of the batch being written.
-    bytes: usize,
-    /// Records queued since start.
-    pushed: u64,
-    /// Records written or counted lost since start.
-    done: u64,
-    /// The writer waits for a first record (a call wakes it; otherwise none does).
-    idle: bool,
-    /// Write now, without gathering (a flush, a queue half full).
-    hurry: bool,
-    /// The log is dropped: write what is queued and stop.
-    closed: bool,
-}
-
-/// Records waiting for the writer: each one's JSON object without its time
-/// (`{"event":...}` and a newline), back to back, with its time and where it ends.
-#[derive(Debug, Default)]
-struct Records {
-    text: Vec<u8>,
-    ends: Vec<(SystemTime, usize)>,
-}
-
-impl Records {
-    fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn clear(&mut self) {
-        self.text.clear();
-        self.ends.clear();
-    }
-
-    /// Each record's time and text.
-    fn iter(&self) -> impl Iterator<Item = (SystemTime, &[u8])> {
-        let mut start = 0;
-        self.ends.iter().map(move |&(time, end)| {
-            let rest = self.text.get(start..end).unwrap_or_default();
-            start = end;
-            (time, rest)
-        })
-    }
-
-    /// Serializes `value` as the next record's text (not yet counted: see
-    /// [`Records::commit`]); its size in bytes.
-    fn write(&mut self, value: &impl Serialize) -> usize {
-        let start = self.text.len();
-        if serde_json::to_writer(&mut self.text, value).is_err() {
-            self.text.truncate(start);
-            self.text.extend_from_slice(b"{}");
-        }
-        self.text.push(b'\n');
-        self.text.len() - start
-    }
-
-    /// The record written last, stamped `time`.
-    fn commit(&mut self, time: SystemTime) {
-        self.ends.push((time, self.text.len()));
-    }
-
-    /// Forgets the record written last and not committed.
-    fn undo(&mut self) {
-        let end = self.ends.last().map_or(0, |&(_, end)| end);
-        self.text.truncate(end);
-    }
-}
-
-/// The audit file, open for appending.
-#[derive(Debug)]
-struct OpenLog {
-    file: File,
-    dev: u64,
-    ino: u64,
-    size: u64,
-}
-
 /// One line of the log, without its time (put first by the writer).
 #[derive(Serialize)]
 struct Record<'a> {
@@ -276,6 +152,39 @@ struct Record<'a> {
     limit: Option<String>,
     duration_ms: f64,
     bytes_out: usize,
+    /// Paths the call read, as its tool named them (distinct, at most 64, each cut to
+    /// 256 bytes).
+    #[serde(skip_serializing_if = "is_empty")]
+    files_read: &'a [String],
+    /// Paths it wrote or deleted.
+    #[serde(skip_serializing_if = "is_empty")]
+    files_written: &'a [String],
+    /// File calls whose path did not fit the 64 of its list.
+    #[serde(skip_serializing_if = "is_zero")]
+    files_truncated: u32,
+    /// `host:port`s its plugin's HTTP requests went to (distinct, at most 64).
+    #[serde(skip_serializing_if = "is_empty")]
+    hosts: &'a [String],
+    /// Requests whose host did not fit the 64.
+    #[serde(skip_serializing_if = "is_zero")]
+    hosts_truncated: u32,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    clippy::ref_option_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_empty(list: &&[String]) -> bool {
+    list.is_empty()
 }
 
 /// The line written when records can be written again.
@@ -420,6 +329,8 @@ impl AuditLog {
         let arguments_sha256 = sha256_text(&Sha256::digest(arguments), &mut digest);
         let error = end.outcome.err();
         let plugins = self.plugins.read().ok();
+        let touched = end.record.map(toolhost::registry::CallRecord::touched);
+        let none: &[String] = &[];
         let record = Record {
             event: "call",
             session: &end.env.session_id,
@@ -444,6 +355,13 @@ impl AuditLog {
             },
             duration_ms: end.duration.as_secs_f64() * 1e3,
             bytes_out: end.bytes_out,
+            files_read: touched.as_ref().map_or(none, |t| t.files_read.as_slice()),
+            files_written: touched
+                .as_ref()
+                .map_or(none, |t| t.files_written.as_slice()),
+            files_truncated: touched.as_ref().map_or(0, |t| t.files_truncated),
+            hosts: touched.as_ref().map_or(none, |t| t.hosts.as_slice()),
+            hosts_truncated: touched.as_ref().map_or(0, |t| t.hosts_truncated),
         };
         self.shared.push(&record);
     }
@@ -462,293 +380,6 @@ impl Drop for AuditLog {
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
-    }
-}
-
-impl Shared {
-    fn lock_file(&self) -> MutexGuard<'_, State> {
-        self.file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn lock_reason(&self) -> MutexGuard<'_, String> {
-        self.reason
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn reason(&self) -> String {
-        self.lock_reason().clone()
-    }
-
-    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Queues `record`, stamped now; waits for room up to [`Shared::queue_wait`], past
-    /// which the record counts as lost and calls are refused.
-    fn push(&self, record: &impl Serialize) {
-        let mut queue = self.lock_queue();
-        let mut until = None;
-        loop {
-            let size = queue.records.write(record) + RECORD_OVERHEAD;
-            if queue.bytes == 0 || queue.bytes + size <= self.queue_bytes {
-                // Stamped under the lock: the times go up with the lines.
-                queue.records.commit(SystemTime::now());
-                queue.bytes += size;
-                queue.pushed += 1;
-                break;
-            }
-            // No room: wait for the writer (woken now), then write it again.
-            queue.records.undo();
-            queue.hurry = true;
-            self.work.notify_one();
-            let until = *until.get_or_insert_with(|| Instant::now() + self.queue_wait);
-            let now = Instant::now();
-            if now >= until {
-                drop(queue);
-                self.lose(
-                    1,
-                    format!(
-                        "its writer could not take a record for {} s: the disk is slower than the calls",
-                        self.queue_wait.as_secs_f64()
-                    ),
-                );
-                return;
-            }
-            queue = self
-                .room
-                .wait_timeout(queue, until - now)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
-        let half = queue.bytes > self.queue_bytes / 2;
-        if half && !queue.hurry {
-            queue.hurry = true;
-            queue.idle = false;
-            self.work.notify_one();
-        } else if queue.idle {
-            queue.idle = false;
-            self.work.notify_one();
-        }
-    }
-
-    /// Counts `count` records as lost for `reason`, and refuses calls until a record can
-    /// be written.
-    fn lose(&self, count: u64, reason: String) {
-        self.lost.fetch_add(count, Ordering::AcqRel);
-        let first = !self.failed.load(Ordering::Acquire);
-        if first {
-            error!(path = %self.path.display(), "cannot write the audit log ({reason}): {count} record(s) lost, and calls are refused until it can be written");
-        }
-        *self.lock_reason() = reason;
-        self.failed.store(true, Ordering::Release);
-    }
-
-    fn flush(&self, limit: Duration) -> bool {
-        let until = Instant::now() + limit;
-        let mut queue = self.lock_queue();
-        let target = queue.pushed;
-        if queue.done >= target {
-            return true;
-        }
-        queue.hurry = true;
-        queue.idle = false;
-        self.work.notify_one();
-        while queue.done < target {
-            let now = Instant::now();
-            if now >= until {
-                return false;
-            }
-            queue = self
-                .room
-                .wait_timeout(queue, until - now)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
-        true
-    }
-
-    /// The writer thread: waits for a first record, gathers for [`FLUSH_INTERVAL`]
-    /// (unless hurried), writes the batch; at close, writes what is left and returns.
-    fn run(&self) {
-        let mut batch = Records::default();
-        let mut queue = self.lock_queue();
-        loop {
-            while queue.records.is_empty() && !queue.closed {
-                queue.idle = true;
-                queue = self
-                    .work
-                    .wait(queue)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-            queue.idle = false;
-            if queue.records.is_empty() {
-                return;
-            }
-            let until = Instant::now() + FLUSH_INTERVAL;
-            while !queue.hurry && !queue.closed {
-                let now = Instant::now();
-                if now >= until {
-                    break;
-                }
-                queue = self
-                    .work
-                    .wait_timeout(queue, until - now)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .0;
-            }
-            queue.hurry = false;
-            std::mem::swap(&mut batch, &mut queue.records);
-            let end = queue.pushed;
-            drop(queue);
-            let bytes = batch.text.len() + batch.len() * RECORD_OVERHEAD;
-            self.write_batch(&batch);
-            batch.clear();
-            queue = self.lock_queue();
-            queue.bytes = queue.bytes.saturating_sub(bytes);
-            queue.done = end;
-            self.room.notify_all();
-        }
-    }
-
-    /// Writes `batch`; while records cannot be written, counts them lost instead.
-    fn write_batch(&self, batch: &Records) {
-        let mut state = self.lock_file();
-        #[cfg(test)]
-        let _stalled = self
-            .stall
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.failed.load(Ordering::Acquire) {
-            self.lost.fetch_add(batch.len() as u64, Ordering::AcqRel);
-            return;
-        }
-        if let Err((reason, unwritten)) = self.write_records(&mut state, batch) {
-            self.lose(unwritten, reason);
-        }
-    }
-
-    /// Appends `records` (the file's lock held), rotating before one that would pass the
-    /// size; `Err` says why, and how many records were not written.
-    fn write_records(&self, state: &mut State, records: &Records) -> Result<(), (String, u64)> {
-        let result = self.append(state, records);
-        if result.is_err() {
-            // Opened again (and checked again) at the next batch.
-            state.open = None;
-        }
-        result
-    }
-
-    fn append(&self, state: &mut State, records: &Records) -> Result<(), (String, u64)> {
-        use std::os::unix::fs::MetadataExt;
-        let all = records.len() as u64;
-        // The path still names the open file: not rotated, replaced or removed outside.
-        let current = std::fs::symlink_metadata(&self.path).ok();
-        let same = match (&state.open, &current) {
-            (Some(open), Some(meta)) => {
-                meta.file_type().is_file() && meta.dev() == open.dev && meta.ino() == open.ino
-            }
-            _ => false,
-        };
-        if !same {
-            state.open = Some(self.open_log().map_err(|why| (why, all))?);
-        }
-        let mut text = std::mem::take(&mut state.text);
-        text.clear();
-        let result = self.append_into(state, records, &mut text, all);
-        state.text = text;
-        result
-    }
-
-    /// [`Shared::append`] with the text to write built in `text`.
-    fn append_into(
-        &self,
-        state: &mut State,
-        records: &Records,
-        text: &mut Vec<u8>,
-        all: u64,
-    ) -> Result<(), (String, u64)> {
-        // Records in `text`, and records written before it.
-        let (mut pending, mut written) = (0u64, 0u64);
-        for (time, rest) in records.iter() {
-            let start = text.len();
-            text.extend_from_slice(b"{\"time\":\"");
-            time_text(&mut state.second, time, text);
-            text.extend_from_slice(b"\",");
-            text.extend_from_slice(rest.get(1..).unwrap_or_default());
-            let size = state.open.as_ref().map_or(0, |open| open.size);
-            if let Some(max) = self.max_bytes {
-                let before = size + start as u64;
-                if before > 0 && before + (text.len() - start) as u64 > max {
-                    // This record goes into a new file: the ones before it first.
-                    let line = text.split_off(start);
-                    Self::write_text(state, text).map_err(|why| (why, all - written))?;
-                    written += pending;
-                    pending = 0;
-                    *text = line;
-                    state.open = None;
-                    self.rotate()
-                        .map_err(|err| (format!("cannot rotate: {err}"), all - written))?;
-                    state.open = Some(self.open_log().map_err(|why| (why, all - written))?);
-                }
-            }
-            pending += 1;
-        }
-        Self::write_text(state, text).map_err(|why| (why, all - written))
-    }
-
-    /// One `write` of `text` to the open file.
-    fn write_text(state: &mut State, text: &[u8]) -> Result<(), String> {
-        if text.is_empty() {
-            return Ok(());
-        }
-        let open = state
-            .open
-            .as_mut()
-            .ok_or_else(|| "the audit log is not open".to_owned())?;
-        open.file.write_all(text).map_err(|err| err.to_string())?;
-        open.size = open.size.saturating_add(text.len() as u64);
-        Ok(())
-    }
-
-    /// Opens the file (never through a symbolic link) and notes what it is.
-    fn open_log(&self) -> Result<OpenLog, String> {
-        use std::os::unix::fs::MetadataExt;
-        let file = open_append(&self.path).map_err(|err| match err {
-            AuditError::Symlink { .. } => "it is a symbolic link".to_owned(),
-            AuditError::Open { source, .. } => source.to_string(),
-            other => other.to_string(),
-        })?;
-        let meta = file.metadata().map_err(|err| err.to_string())?;
-        if !meta.file_type().is_file() {
-            return Err("it is not a regular file".to_owned());
-        }
-        Ok(OpenLog {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.len(),
-            file,
-        })
-    }
-
-    /// `FILE.(keep-1)` to `FILE.keep`, ..., `FILE` to `FILE.1`.
-    fn rotate(&self) -> std::io::Result<()> {
-        let numbered = |n: usize| {
-            let mut name = self.path.clone().into_os_string();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
-        };
-        for n in (1..self.keep).rev() {
-            match std::fs::rename(numbered(n), numbered(n + 1)) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
-                _ => {}
-            }
-        }
-        std::fs::rename(&self.path, numbered(1))
     }
 }
 
@@ -799,34 +430,6 @@ fn open_append(path: &Path) -> Result<File, AuditError> {
                 }
             }
         })
-}
-
-/// Appends `time` as [`toolhost::registry::format_utc_time`] writes it
-/// (`2026-12-04T19:50:26.123Z`) to `out`, formatting the date and second only when they
-/// are not the ones in `second`.
-fn time_text(second: &mut Option<(u64, String)>, time: SystemTime, out: &mut Vec<u8>) {
-    let since = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let prefix = match second {
-        Some((cached, prefix)) if *cached == secs => prefix,
-        _ => {
-            let mut text = toolhost::registry::format_utc_time(time);
-            // Up to and with the dot before the milliseconds.
-            text.truncate(text.rfind('.').map_or(text.len(), |dot| dot + 1));
-            &mut second.insert((secs, text)).1
-        }
-    };
-    out.extend_from_slice(prefix.as_bytes());
-    let millis = since.subsec_millis();
-    #[allow(clippy::cast_possible_truncation, reason = "digits, below 10")]
-    out.extend_from_slice(&[
-        b'0' + (millis / 100) as u8,
-        b'0' + (millis / 10 % 10) as u8,
-        b'0' + (millis % 10) as u8,
-        b'Z',
-    ]);
 }
 
 /// `sha256:` and the hex of `digest`, written into `out`.

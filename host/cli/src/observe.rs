@@ -39,6 +39,12 @@ impl CallObserver for Observers {
     fn finished(&self, end: &CallEnd<'_>) {
         self.finished_as(end, None);
     }
+
+    /// The audit log lists the files and hosts a call touched; the tracer makes spans of
+    /// its steps. The metrics alone need no record.
+    fn records(&self) -> bool {
+        self.audit.is_some() || self.tracer.is_some()
+    }
 }
 
 impl Observers {
@@ -70,6 +76,10 @@ impl CallObserver for SessionObservers {
 
     fn finished(&self, end: &CallEnd<'_>) {
         self.observers.finished_as(end, Some(&self.principal));
+    }
+
+    fn records(&self) -> bool {
+        self.observers.records()
     }
 }
 

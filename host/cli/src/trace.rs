@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use toolhost::registry::{CallEnd, Limit, ToolError, TraceParent};
+use toolhost::registry::{CallEnd, Limit, Step, ToolError, TraceParent};
 
 mod proto;
 #[cfg(test)]
@@ -274,12 +274,16 @@ pub(crate) struct CallSpans {
     pub(crate) limit: Option<(&'static str, Option<i64>)>,
     /// The handler's child span: its id, start and end.
     pub(crate) handler: Option<([u8; 8], u64, u64)>,
+    /// What the call did through the host (instantiation, guest call, files, HTTP),
+    /// moved out of its record (empty when it did nothing there): the handler's
+    /// grandchildren, their ids derived from the call's span id at export.
+    pub(crate) steps: Vec<Step>,
 }
 
 impl CallSpans {
     /// How many spans this is.
     fn count(&self) -> u64 {
-        1 + u64::from(self.handler.is_some())
+        1 + u64::from(self.handler.is_some()) + self.steps.len() as u64
     }
 }
 
@@ -289,7 +293,8 @@ pub(crate) struct Tracer {
     queue: SyncSender<CallSpans>,
     sampler: Sampler,
     transport: &'static str,
-    ids: std::collections::hash_map::RandomState,
+    /// The random seed span and trace ids are drawn from ([`Tracer::random_u64`]).
+    seed: u64,
     next_id: AtomicU64,
     dropped: std::sync::Arc<AtomicU64>,
     dropped_logged: AtomicBool,
@@ -331,7 +336,10 @@ impl Tracer {
             queue: sender,
             sampler,
             transport,
-            ids: std::collections::hash_map::RandomState::new(),
+            seed: {
+                use std::hash::BuildHasher;
+                std::collections::hash_map::RandomState::new().hash_one(0x746f_6f6c_686f_7374_u64)
+            },
             next_id: AtomicU64::new(1),
             dropped: std::sync::Arc::new(AtomicU64::new(0)),
             dropped_logged: AtomicBool::new(false),
@@ -368,13 +376,14 @@ impl Tracer {
         }
     }
 
-    /// A random, non-zero id (SipHash of a counter under this process's random keys).
+    /// A random-looking, non-zero id: [`mix`] of a counter offset by this process's
+    /// random seed. Distinct for each of the 2^64 counter values ([`mix`] is a
+    /// bijection), unpredictable without the seed, and a few instructions where a
+    /// SipHash per id cost about 160 (figure 13).
     fn random_u64(&self) -> u64 {
-        use std::hash::{BuildHasher, Hasher};
         loop {
-            let mut hasher = self.ids.build_hasher();
-            hasher.write_u64(self.next_id.fetch_add(1, Relaxed));
-            let id = hasher.finish();
+            let n = self.next_id.fetch_add(1, Relaxed);
+            let id = mix(self.seed.wrapping_add(n.wrapping_mul(GOLDEN)));
             if id != 0 {
                 return id;
             }
@@ -430,6 +439,11 @@ impl Tracer {
             error: end.outcome.is_err(),
             limit,
             handler,
+            // Moved, not copied: the audit log (told first) reads only the lists.
+            steps: end
+                .record
+                .map(|record| std::mem::take(&mut record.touched().steps))
+                .unwrap_or_default(),
         });
     }
 
@@ -502,6 +516,17 @@ pub(crate) fn cut(text: &str) -> &str {
         at -= 1;
     }
     &text[..at]
+}
+
+/// The 64-bit golden ratio: the step between the inputs of [`mix`] (odd, so the inputs
+/// of 2^64 steps are distinct).
+pub(crate) const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// splitmix64's finalizer: a bijection of `u64` that spreads every input bit.
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn nanos_of(duration: Duration) -> u64 {

@@ -6,6 +6,7 @@ use toolhost::registry::{
     CallContext, CallObserver, Environment, Registry, ToolCall, ToolDefinition, ToolResult,
 };
 
+use super::writer::time_text;
 use super::*;
 use crate::observe::Observers;
 
@@ -80,6 +81,35 @@ fn audited_with(log: AuditLog) -> Audited {
             |_ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
                 tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
                 Ok(ToolResult::new("late"))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "touch",
+                "Records reads of the paths it is given, `writes` paths written and a request to each of `hosts`, as the plugin host would.",
+                serde_json::json!({"type": "object", "properties": {}}),
+            ),
+            |ctx: CallContext, args: toolhost::registry::Arguments, _env: Environment| async move {
+                let record = ctx.record().expect("the audit log asks for a record");
+                let strings = |key: &str| -> Vec<String> {
+                    args.get(key)
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                        .unwrap_or_default()
+                };
+                for path in strings("reads") {
+                    record.file_read(&path, 1, record.now(), true);
+                }
+                for path in strings("writes") {
+                    record.file_written(&path, 1, record.now(), true);
+                }
+                for (i, host) in strings("hosts").iter().enumerate() {
+                    let port = 8000 + u16::try_from(i).unwrap();
+                    record.http("GET", host, port, "http://h/", Some(200), record.now());
+                }
+                Ok(ToolResult::new("ok"))
             },
         )
         .unwrap();
@@ -214,6 +244,61 @@ async fn a_tool_name_or_arguments_cannot_forge_a_record() {
     assert_eq!(records[0]["outcome"], "refused");
     assert_eq!(records[0]["error_kind"], "unknown_tool");
     assert_eq!(records[1]["arguments"], forged_arguments);
+}
+
+/// The files and hosts a call touched are listed in its own record, distinct and at
+/// most 64 of each with the rest counted; a path the model named to break the line
+/// (`a\n{"tool":"x"}`) stays a string of its one record.
+#[tokio::test]
+async fn files_and_hosts_a_call_touched_are_listed_bounded_in_its_one_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let registry = audited(&path, None, 1);
+    let forged = "a\n{\"event\":\"call\",\"tool\":\"x\"}\u{2028}\r";
+    let arguments = serde_json::json!({
+        "reads": [forged, "notes/a.md", "notes/a.md"],
+        "writes": ["out.md"],
+        "hosts": ["127.0.0.1"],
+    })
+    .to_string();
+    call(&registry, "s", "touch", &arguments).await.unwrap();
+    let many: Vec<String> = (0..70).map(|i| format!("f{i}.md")).collect();
+    let hosts: Vec<String> = (0..66).map(|i| format!("h{i}.test")).collect();
+    let arguments =
+        serde_json::json!({"reads": many, "writes": ["w.md"], "hosts": hosts}).to_string();
+    call(&registry, "s", "touch", &arguments).await.unwrap();
+    call(&registry, "s", "echo", "{}").await.unwrap();
+    registry.flush();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let records = records(&path);
+    let first = &records[0];
+    assert_eq!(
+        first["files_read"],
+        serde_json::json!([forged, "notes/a.md"])
+    );
+    assert_eq!(first["files_written"], serde_json::json!(["out.md"]));
+    assert_eq!(first["hosts"], serde_json::json!(["127.0.0.1:8000"]));
+    assert!(first.get("files_truncated").is_none());
+    assert!(first.get("hosts_truncated").is_none());
+    let second = &records[1];
+    assert_eq!(second["files_read"].as_array().unwrap().len(), 64);
+    assert_eq!(second["files_read"][63], "f63.md");
+    assert_eq!(second["files_written"], serde_json::json!(["w.md"]));
+    assert_eq!(second["files_truncated"], 6);
+    assert_eq!(second["hosts"].as_array().unwrap().len(), 64);
+    assert_eq!(second["hosts"][0], "h0.test:8000");
+    assert_eq!(second["hosts_truncated"], 2);
+    // A call that touched nothing carries none of the fields.
+    for key in [
+        "files_read",
+        "files_written",
+        "hosts",
+        "files_truncated",
+        "hosts_truncated",
+    ] {
+        assert!(records[2].get(key).is_none(), "{key}");
+    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! (their lengths known ahead), each span is written into a scratch buffer reused for
 //! the whole batch, so a span costs no allocation.
 
+use toolhost::registry::{Step, StepKind};
+
 use super::CallSpans;
 
 /// A protobuf message being written.
@@ -135,6 +137,7 @@ fn span_head(
     span_id: [u8; 8],
     parent: Option<[u8; 8]>,
     name: &str,
+    suffix: &str,
     kind: u64,
     start: u64,
     end: u64,
@@ -144,7 +147,7 @@ fn span_head(
     if let Some(parent) = parent {
         m.bytes(4, &parent);
     }
-    m.string2(5, name, &call.tool);
+    m.string2(5, name, suffix);
     m.uint(6, kind);
     m.fixed64(7, start);
     m.fixed64(8, end);
@@ -159,10 +162,98 @@ fn status(m: &mut Message, error: bool) {
     }
 }
 
+/// The id of step `index` of the call whose span is `span_id`: derived (splitmix64), so
+/// the call's thread draws no id per step; distinct from the call's and the other steps'
+/// ids but by a 2^-64 chance.
+pub(super) fn step_id(span_id: [u8; 8], index: usize) -> [u8; 8] {
+    let offset = (index as u64 + 1).wrapping_mul(super::GOLDEN);
+    let id = super::mix(u64::from_be_bytes(span_id).wrapping_add(offset));
+    if id == 0 { 1 } else { id }.to_be_bytes()
+}
+
+/// The spans of what the call did through the host, as `Span` fields `field` of `out`:
+/// the plugin's instantiation and guest call (`INTERNAL`, children of the handler's
+/// span), its file calls (`INTERNAL`, `files.read` / `files.write` with `file.path` and
+/// `toolhost.file.bytes`) and HTTP requests (`CLIENT`, named by the method, with
+/// `http.request.method`, `server.address`, `server.port`, `url.full` without query,
+/// `http.response.status_code`, `http.response.body.size`), children of the guest call
+/// (of the handler's span for a built-in tool).
+fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Message) {
+    let handler = call.handler.map_or(call.span_id, |(id, _, _)| id);
+    let guest = call
+        .steps
+        .iter()
+        .position(|step| step.kind == StepKind::GuestCall)
+        .map_or(handler, |index| step_id(call.span_id, index));
+    let at = |offset: std::time::Duration| {
+        call.start_unix_nanos
+            .saturating_add(super::nanos_of(offset))
+            .min(call.end_unix_nanos)
+    };
+    for (index, step) in call.steps.iter().enumerate() {
+        let Step {
+            kind,
+            start,
+            end,
+            failed,
+        } = step;
+        let (name, suffix, span_kind, parent) = match kind {
+            StepKind::Instantiate => ("plugin.instantiate ", call.tool.as_str(), 1, handler),
+            StepKind::GuestCall => ("plugin.call ", call.tool.as_str(), 1, handler),
+            StepKind::FileRead { .. } => ("files.read", "", 1, guest),
+            StepKind::FileWrite { .. } => ("files.write", "", 1, guest),
+            StepKind::Http { method, .. } => (method.as_str(), "", 3, guest),
+            _ => continue,
+        };
+        scratch.0.clear();
+        span_head(
+            scratch,
+            call,
+            step_id(call.span_id, index),
+            Some(parent),
+            name,
+            suffix,
+            span_kind,
+            at(*start),
+            at(*end),
+        );
+        let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        let mut error = *failed;
+        match kind {
+            StepKind::FileRead { path, bytes } | StepKind::FileWrite { path, bytes } => {
+                scratch.str_value(9, "file.path", path);
+                scratch.key_value(9, "toolhost.file.bytes", int(*bytes));
+            }
+            StepKind::Http {
+                method,
+                host,
+                port,
+                url,
+                status,
+                bytes,
+            } => {
+                scratch.str_value(9, "http.request.method", method);
+                scratch.str_value(9, "server.address", host);
+                scratch.key_value(9, "server.port", int(u64::from(*port)));
+                scratch.str_value(9, "url.full", url);
+                if let Some(status) = status {
+                    scratch.key_value(9, "http.response.status_code", int(u64::from(*status)));
+                    error |= *status >= 400;
+                }
+                scratch.key_value(9, "http.response.body.size", int(*bytes));
+            }
+            _ => {}
+        }
+        status(scratch, error);
+        out.bytes(field, &scratch.0);
+    }
+}
+
 /// A call's spans (`repeated KeyValue attributes = 9; repeated Event events = 11;
 /// Status status = 15` after the head) as `Span` fields `field` of `out`, each written
 /// in `scratch` first.
 fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Message) {
+    step_spans(out, field, call, scratch);
     if let Some((id, start, end)) = &call.handler {
         scratch.0.clear();
         span_head(
@@ -171,6 +262,7 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             *id,
             Some(call.span_id),
             "execute_tool ",
+            &call.tool,
             1,
             *start,
             *end,
@@ -187,6 +279,7 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         call.span_id,
         call.parent_span_id,
         "tools/call ",
+        &call.tool,
         2,
         call.start_unix_nanos,
         call.end_unix_nanos,

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolhost::registry::{
-    CallContext, CallObserver, Environment, Limit, Registry, ToolCall, ToolDefinition, ToolError,
-    ToolResult, TraceParent,
+    CallContext, CallObserver, Environment, Limit, Registry, StepKind, ToolCall, ToolDefinition,
+    ToolError, ToolResult, TraceParent,
 };
 
 use super::{Sampler, TraceConfig, Tracer, MAX_ATTRIBUTE_BYTES};
@@ -272,6 +272,36 @@ fn traced(url: &str, sampler: Sampler, queue: usize) -> (Registry, Arc<Observers
             },
         )
         .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "touch",
+                "Reads a file and fetches a URL, as a plugin would.",
+                serde_json::json!({"type": "object"}),
+            ),
+            |ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
+                // What the plugin host records of a plugin's call: its instantiation, then
+                // the guest call, during which it reads a file and makes a request.
+                if let Some(record) = ctx.record() {
+                    let start = record.now();
+                    record.step(StepKind::Instantiate, start, false);
+                    let guest = record.now();
+                    record.file_read("notes/a.md", 12, record.now(), true);
+                    let index = record.http(
+                        "GET",
+                        "127.0.0.1",
+                        8080,
+                        "http://127.0.0.1:8080/page",
+                        Some(200),
+                        record.now(),
+                    );
+                    record.http_body_read(index.unwrap(), 5);
+                    record.step(StepKind::GuestCall, guest, false);
+                }
+                Ok(ToolResult::new(Value::from("done")))
+            },
+        )
+        .unwrap();
     let tracer = Tracer::start(config(url, sampler), queue).unwrap();
     let observers = Arc::new(Observers {
         audit: None,
@@ -403,6 +433,70 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
         let text = String::from_utf8_lossy(&body);
         assert!(!text.contains("s3cret"), "{text}");
         assert!(!text.contains("grew past"), "{text}");
+    }
+    assert_eq!(tracer(&observers).dropped(), 0);
+}
+
+/// What a plugin call did through the host is exported as the handler's descendants:
+/// `plugin.instantiate` and `plugin.call` under `execute_tool`, the file read and the
+/// HTTP request (a CLIENT span) under the guest call, each with its attributes, within
+/// its parent's time.
+#[tokio::test]
+async fn a_plugin_calls_file_read_and_request_are_child_spans_of_its_guest_call() {
+    let (url, bodies) = collector(Answer::Ok);
+    let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
+    call(&registry, "touch", "3", Some(PARENT)).await;
+    let (_, spans, _) = received(&bodies, 6);
+    assert_eq!(spans.len(), 6, "{spans:?}");
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name}: {spans:?}"))
+    };
+    let server = named("tools/call touch");
+    let handler = named("execute_tool touch");
+    let instantiate = named("plugin.instantiate touch");
+    let guest = named("plugin.call touch");
+    let read = named("files.read");
+    let get = named("GET");
+    let ids: std::collections::HashSet<&Vec<u8>> = spans.iter().map(|s| &s.span_id).collect();
+    assert_eq!(ids.len(), 6, "distinct span ids");
+    for (child, parent) in [
+        (handler, server),
+        (instantiate, handler),
+        (guest, handler),
+        (read, guest),
+        (get, guest),
+    ] {
+        assert_eq!(
+            child.parent.as_deref(),
+            Some(&parent.span_id[..]),
+            "{}",
+            child.name
+        );
+        assert_eq!(child.trace_id, server.trace_id);
+        assert!(
+            parent.start <= child.start && child.start <= child.end && child.end <= parent.end,
+            "{child:?} within {parent:?}"
+        );
+    }
+    assert_eq!(
+        (instantiate.kind, guest.kind, read.kind, get.kind),
+        (1, 1, 1, 3)
+    );
+    assert_eq!(read.attr("file.path"), Some(&Value::from("notes/a.md")));
+    assert_eq!(read.attr("toolhost.file.bytes"), Some(&Value::from(12)));
+    assert_eq!(read.status_code, None);
+    for (key, value) in [
+        ("http.request.method", Value::from("GET")),
+        ("server.address", Value::from("127.0.0.1")),
+        ("server.port", Value::from(8080)),
+        ("url.full", Value::from("http://127.0.0.1:8080/page")),
+        ("http.response.status_code", Value::from(200)),
+        ("http.response.body.size", Value::from(5)),
+    ] {
+        assert_eq!(get.attr(key), Some(&value), "{key}");
     }
     assert_eq!(tracer(&observers).dropped(), 0);
 }

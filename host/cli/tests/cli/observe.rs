@@ -659,3 +659,106 @@ fn tasks_created_and_ended_are_counted_in_the_metrics() {
     let (code, stderr, _) = server.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// The audit record of each call lists what it touched: a plugin's file read (the path
+/// as it named it), a plugin's web host (`host:port`, whatever the URL's path and query),
+/// a built-in write's path; and nothing another call touched.
+#[test]
+fn audit_records_list_the_files_and_hosts_each_call_touched() {
+    let (origin, seen) = traceparent_server();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("notes")).unwrap();
+    std::fs::write(root.path().join("notes/todo.md"), "one two\nthree\n").unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch", "wordcount"]).unwrap();
+    std::fs::write(
+        plugins.path().join("webfetch.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        plugins.path().join("wordcount.toml"),
+        "[grants]\nfiles = \"read\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let audit = logs.path().join("audit.jsonl");
+    let mut server = Server::start(
+        root.path(),
+        &[
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--plugin-http",
+            &origin,
+            "--plugin-http-allow-net",
+            "127.0.0.1",
+            "--plugin-files",
+            "read",
+            "--audit-log",
+            audit.to_str().unwrap(),
+        ],
+    );
+    server.drain_stderr();
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    for (id, name, arguments) in [
+        (2, "wordcount", json!({"path": "notes/todo.md"})),
+        (3, "fetch", json!({"url": format!("{origin}/x?key=k3y")})),
+        (
+            4,
+            "write_file",
+            json!({"path": "out/new.md", "content": "hi"}),
+        ),
+    ] {
+        let reply = server.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        assert_eq!(reply["result"]["isError"], false, "{name}: {reply}");
+    }
+    seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    let text = audit_lines(&audit, 3);
+    let (code, stderr, _) = server.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3, "{text}");
+    let host = origin.trim_start_matches("http://");
+    let touched = |record: &Value| {
+        (
+            record["tool"].as_str().unwrap().to_owned(),
+            record.get("files_read").cloned(),
+            record.get("files_written").cloned(),
+            record.get("hosts").cloned(),
+        )
+    };
+    assert_eq!(
+        records.iter().map(touched).collect::<Vec<_>>(),
+        [
+            (
+                "wordcount".to_owned(),
+                Some(json!(["notes/todo.md"])),
+                None,
+                None
+            ),
+            ("fetch".to_owned(), None, None, Some(json!([host]))),
+            (
+                "write_file".to_owned(),
+                None,
+                Some(json!(["out/new.md"])),
+                None
+            ),
+        ]
+    );
+    assert!(!text.contains("k3y"), "{text}");
+}

@@ -27,7 +27,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::error::Elapsed;
 use wasmtime::{Engine, Store, UpdateDeadline};
 
-use toolhost::registry::{Arguments, CallContext, Environment, ToolError, ToolResult};
+use toolhost::registry::{Arguments, CallContext, Environment, StepKind, ToolError, ToolResult};
 
 use crate::classify::{self, CallFacts};
 use crate::host::file_grant::FileGrant;
@@ -207,9 +207,24 @@ impl PluginRuntime {
         let started = Instant::now();
         let result = match self.start(name, ctx).await {
             Ok(mut running) => {
+                let record = ctx.record();
                 let outcome = tokio::time::timeout_at(running.deadline.into(), async {
+                    let Some(record) = record else {
+                        let (plugin, store) = running.plugin(&self.code).await?;
+                        return plugin.call(store, name, arguments.raw(), env).await;
+                    };
+                    // Traced or audited: the instantiation (when the instance is fresh)
+                    // and the guest call are steps of the call.
+                    let fresh = running.instance.plugin.is_none();
+                    let start = record.now();
                     let (plugin, store) = running.plugin(&self.code).await?;
-                    plugin.call(store, name, arguments.raw(), env).await
+                    if fresh {
+                        record.step(StepKind::Instantiate, start, false);
+                    }
+                    let start = record.now();
+                    let out = plugin.call(store, name, arguments.raw(), env).await;
+                    record.step(StepKind::GuestCall, start, out.is_err());
+                    out
                 })
                 .await;
                 self.finish(running, outcome)
@@ -291,6 +306,7 @@ impl PluginRuntime {
         // The call's context (its progress hook holds the client's channel) is not kept
         // by an instance that waits idle for the next call.
         instance.store.data_mut().imports.call = CallContext::new();
+        instance.store.data_mut().http_hooks.end_call();
         // Secrets out before anything reads the output (the log, an error's stderr tail).
         let redactor = &self.grants.redactor;
         let stderr = log::redacted(redactor, instance.stderr.take());
@@ -404,9 +420,12 @@ impl Instance {
         state
             .imports
             .begin_call(tool, ctx.clone().deadline_at(deadline));
-        state
-            .http_hooks
-            .begin_call(tool, deadline, ctx.outgoing_trace_parent());
+        state.http_hooks.begin_call(
+            tool,
+            deadline,
+            ctx.outgoing_trace_parent(),
+            ctx.record().cloned(),
+        );
         state.http_hooks.set_gate(ctx.outgoing_gate().cloned());
         // A plugin with a fuel limit runs on the engine that meters fuel
         // (`Metering::for_limits`), so this cannot fail; the others have no fuel to set.

@@ -73,6 +73,10 @@ impl Registry {
             ));
         }
         let times = HandlerTimes::default();
+        // What the call does through the host, when the observer reads it.
+        let record = observer
+            .records()
+            .then(|| std::sync::Arc::new(super::CallRecord::since(started)));
         // Told of the end even when the caller drops this future first.
         let mut watch = Watch {
             observer: &**observer,
@@ -85,9 +89,17 @@ impl Registry {
             trace_span_id: ctx.trace_span_id(),
             times: Some(&times),
             nested_in: ctx.nested_in(),
+            record: record.as_deref(),
         };
         let outcome = self
-            .run(ctx, call, env, &size, &ran, Some((started, &times)))
+            .run(
+                ctx,
+                call,
+                env,
+                &size,
+                &ran,
+                Some((started, &times, record.as_ref())),
+            )
             .await
             .map_err(|err| cap_error(err, self.result_cap));
         watch.done = true;
@@ -107,6 +119,7 @@ impl Registry {
             trace_span_id: ctx.trace_span_id(),
             handler: times.read(),
             nested_in: ctx.nested_in(),
+            record: record.as_deref(),
         });
         outcome
     }
@@ -120,8 +133,13 @@ impl Registry {
         size_out: &AtomicUsize,
         ran: &AtomicBool,
         // With an observer: when the call was admitted, and where to note when its
-        // handler ran (no clock read, no store without one).
-        timed: Option<(Instant, &HandlerTimes)>,
+        // handler ran (no clock read, no store without one), and the call's record when
+        // the observer reads one.
+        timed: Option<(
+            Instant,
+            &HandlerTimes,
+            Option<&std::sync::Arc<super::CallRecord>>,
+        )>,
     ) -> Result<ToolResult, ToolError> {
         let name = call.name.as_str();
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
@@ -147,6 +165,9 @@ impl Registry {
             .clone()
             .deadline_at(deadline)
             .with_result_cap(self.result_cap);
+        if let Some((_, _, Some(record))) = timed {
+            handler_ctx = handler_ctx.with_record(std::sync::Arc::clone(record));
+        }
         let cancellation = ctx.cancellation().clone();
         // A composing tool reaches the registry's other tools through a channel this
         // dispatch serves (a plain tool pays only this check). When the caller's context
@@ -167,7 +188,7 @@ impl Registry {
         let handler = &entry.handler;
         ran.store(true, Relaxed);
         // Notes how long the handler ran, however this function returns.
-        let timing = timed.map(|(admitted, times)| {
+        let timing = timed.map(|(admitted, times, _)| {
             times.after.store(nanos(started - admitted), Relaxed);
             HandlerTiming { started, times }
         });
@@ -346,6 +367,7 @@ struct Watch<'a> {
     trace_span_id: Option<[u8; 8]>,
     times: Option<&'a HandlerTimes>,
     nested_in: Option<&'a str>,
+    record: Option<&'a super::CallRecord>,
 }
 
 impl Drop for Watch<'_> {
@@ -368,6 +390,7 @@ impl Drop for Watch<'_> {
             trace_span_id: self.trace_span_id,
             handler: self.times.and_then(HandlerTimes::read),
             nested_in: self.nested_in,
+            record: self.record,
         });
     }
 }

@@ -67,6 +67,7 @@ pub struct CallContext {
     composer: Option<super::Composer>,
     gate: Option<GateHandle>,
     nested_in: Option<std::sync::Arc<str>>,
+    record: Option<std::sync::Arc<super::CallRecord>>,
 }
 
 /// What a call's outgoing network requests (a plugin's HTTP) are counted against, set
@@ -223,6 +224,21 @@ impl CallContext {
     pub fn outgoing_trace_parent(&self) -> Option<super::TraceParent> {
         let (parent, span_id) = (self.trace_parent?, self.trace_span_id?);
         Some(super::TraceParent { span_id, ..parent })
+    }
+
+    /// This context recording what the call does through the host into `record`
+    /// (dispatch sets it when the registry's observer
+    /// [asks](super::CallObserver::records)).
+    pub fn with_record(mut self, record: std::sync::Arc<super::CallRecord>) -> Self {
+        self.record = Some(record);
+        self
+    }
+
+    /// Where a handler records what the call does through the host (files read and
+    /// written, HTTP requests), when someone watches: `None` otherwise, and the handler
+    /// records nothing (no clock read, no allocation).
+    pub fn record(&self) -> Option<&std::sync::Arc<super::CallRecord>> {
+        self.record.as_ref()
     }
 
     /// This context counting its outgoing requests against `gate`.

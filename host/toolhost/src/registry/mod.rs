@@ -85,6 +85,7 @@ mod names;
 mod observe;
 mod offered;
 mod panic;
+mod record;
 mod sampling;
 mod timestamp;
 mod tools;
@@ -106,6 +107,7 @@ pub use observe::{
     OUTCOME_CLASSES,
 };
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
+pub use record::{CallRecord, Step, StepKind, Touched, MAX_LISTED, MAX_STEPS, MAX_TEXT_BYTES};
 pub use sampling::{
     SamplingMessage, SamplingRequest, SamplingResponse, MAX_SAMPLING_REQUEST_BYTES,
     MAX_SAMPLING_RESPONSE_BYTES,
@@ -221,6 +223,7 @@ impl Registry {
                 trace_span_id: None,
                 handler: None,
                 nested_in,
+                record: None,
             });
         }
     }

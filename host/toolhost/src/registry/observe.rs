@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{Environment, Limit, ToolCall, ToolError, ToolResult, TraceParent};
+use super::{CallRecord, Environment, Limit, ToolCall, ToolError, ToolResult, TraceParent};
 
 /// Sees every call of a registry: asked before it runs (and may refuse it), told when it
 /// ends. Refusals before a call (an unknown tool, arguments without a required field, an
@@ -59,6 +59,14 @@ pub trait CallObserver: Send + Sync {
     /// (its caller gave up on it) ends then, as [`ToolError::Cancelled`]: every admitted
     /// call is told of exactly once.
     fn finished(&self, end: &CallEnd<'_>);
+
+    /// Whether this observer reads [`CallEnd::record`] (what the call did through the
+    /// host: files, HTTP requests, a plugin's instantiation and guest call). `false` by
+    /// default: a call then records nothing and pays nothing for it. `true`: each
+    /// admitted call gets a [`CallRecord`] (one allocation).
+    fn records(&self) -> bool {
+        false
+    }
 }
 
 /// Why a [`CallObserver`] refused a call: a message for the client saying what is wrong
@@ -121,6 +129,9 @@ pub struct CallEnd<'a> {
     /// The composing tool that made this call through its
     /// [`Composer`](super::Composer), for a nested call; `None` for a direct one.
     pub nested_in: Option<&'a str>,
+    /// What the call did through the host, when the observer
+    /// [asked](CallObserver::records) and the call was admitted.
+    pub record: Option<&'a CallRecord>,
 }
 
 /// When a call's handler ran, within the call ([`CallEnd::handler`]).

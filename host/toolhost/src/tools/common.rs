@@ -142,6 +142,42 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// The `path` argument as the model named it, when the call has a record (else `None`,
+/// with nothing allocated): what [`recorded`] lists.
+pub(crate) fn named_path(ctx: &crate::registry::CallContext, args: &Arguments) -> Option<String> {
+    ctx.record()?;
+    args.optional_str("path").ok().flatten().map(str::to_owned)
+}
+
+/// Runs a file tool's `run` future and, when the call has a record (a traced or audited
+/// call) and `path` (from [`named_path`]), records that path as read or `written`, with
+/// the `size` its result gives; a failed call records a failed step. A call without a
+/// record pays a `None` check.
+pub(crate) async fn recorded(
+    ctx: &crate::registry::CallContext,
+    path: Option<String>,
+    written: bool,
+    run: impl std::future::Future<Output = Result<crate::registry::ToolResult, ToolError>>,
+) -> Result<crate::registry::ToolResult, ToolError> {
+    let (Some(record), Some(path)) = (ctx.record(), path) else {
+        return run.await;
+    };
+    let start = record.now();
+    let result = run.await;
+    let bytes = result.as_ref().map_or(0, |done| {
+        done.content
+            .get("size")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    });
+    if written {
+        record.file_written(&path, bytes, start, result.is_ok());
+    } else {
+        record.file_read(&path, bytes, start, result.is_ok());
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -68,7 +68,10 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ToolDefinition::new(NAME, DESCRIPTION, parameters)
             .with_title(TITLE)
             .with_annotations(changes_files(NOT_IDEMPOTENT)),
-        |tools, _ctx, args| async move { run(tools, args).await },
+        |tools, ctx, args| async move {
+            let path = super::common::named_path(&ctx, &args);
+            super::common::recorded(&ctx, path, true, run(tools, args)).await
+        },
     )
 }
 

@@ -85,7 +85,10 @@ pub(super) fn register(registry: &Registry, tools: &Arc<FileTools>) -> Result<()
         ToolDefinition::new(NAME, DESCRIPTION, parameters)
             .with_title(TITLE)
             .with_annotations(ToolAnnotations::read_only()),
-        |tools, _ctx, args| async move { run(tools, args).await },
+        |tools, ctx, args| async move {
+            let path = super::common::named_path(&ctx, &args);
+            super::common::recorded(&ctx, path, false, run(tools, args)).await
+        },
     )
 }
 

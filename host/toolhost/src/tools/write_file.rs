@@ -47,7 +47,10 @@ an edit tool when one is offered.",
         ToolDefinition::new(NAME, description, parameters)
             .with_title(TITLE)
             .with_annotations(changes_files(IDEMPOTENT)),
-        |tools, _ctx, args| async move { run(tools, args).await },
+        |tools, ctx, args| async move {
+            let path = super::common::named_path(&ctx, &args);
+            super::common::recorded(&ctx, path, true, run(tools, args)).await
+        },
     )
 }
 

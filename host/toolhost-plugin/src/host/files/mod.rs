@@ -109,7 +109,12 @@ impl ImportCtx {
 /// then runs on the blocking pool ([`ImportCtx::blocking`]).
 impl Host for ImportCtx {
     async fn read(&mut self, path: String) -> Result<File, FileError> {
+        let start = self.call.record().map(|record| record.now());
         let result = self.read_file(&path).await;
+        if let (Some(record), Some(start)) = (self.call.record(), start) {
+            let bytes = result.as_ref().map_or(0, |file| file.size);
+            record.file_read(&self.redactor.redact(&path), bytes, start, result.is_ok());
+        }
         self.logged("read", &path, result)
     }
 
@@ -124,12 +129,23 @@ impl Host for ImportCtx {
         content: Vec<u8>,
         content_type: Option<String>,
     ) -> Result<(), FileError> {
+        let start = self
+            .call
+            .record()
+            .map(|record| (record.now(), content.len() as u64));
         let result = self.write_file(&path, content, content_type).await;
+        if let (Some(record), Some((start, bytes))) = (self.call.record(), start) {
+            record.file_written(&self.redactor.redact(&path), bytes, start, result.is_ok());
+        }
         self.logged("write", &path, result)
     }
 
     async fn delete(&mut self, path: String) -> Result<(), FileError> {
+        let start = self.call.record().map(|record| record.now());
         let result = self.delete_file(&path).await;
+        if let (Some(record), Some(start)) = (self.call.record(), start) {
+            record.file_written(&self.redactor.redact(&path), 0, start, result.is_ok());
+        }
         self.logged("delete", &path, result)
     }
 }

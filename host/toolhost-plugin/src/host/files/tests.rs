@@ -552,3 +552,72 @@ fn a_grant_without_storage_is_denied() {
     let grant = FileGrant::new("wc", FileAccess::Read, None, None, FilePolicy::default()).unwrap();
     assert!(denied(grant.read("a.md", CAP)).starts_with("the host has no file storage"));
 }
+
+/// A traced or audited call records each file call as the plugin named the path, with
+/// its bytes: reads and writes that worked are listed, a refused one is a failed step
+/// and not listed; a call without a record records nothing.
+#[tokio::test]
+async fn file_calls_are_recorded_as_named_when_the_call_has_a_record() {
+    use toolhost::registry::{CallContext, CallRecord, StepKind};
+    let mut ctx = import_ctx(ImportLimits::default(), 4);
+    let record = Arc::new(CallRecord::new());
+    ctx.call = CallContext::new().with_record(Arc::clone(&record));
+    assert_eq!(
+        Host::read(&mut ctx, "ten.md".into()).await.unwrap().size,
+        10
+    );
+    assert!(Host::read(&mut ctx, "../etc/passwd".into()).await.is_err());
+    Host::write(&mut ctx, "out/n.md".into(), b"abc".to_vec(), None)
+        .await
+        .unwrap();
+    Host::delete(&mut ctx, "fast.md".into()).await.unwrap();
+    {
+        let touched = record.touched();
+        assert_eq!(touched.files_read, ["ten.md"]);
+        assert_eq!(touched.files_written, ["out/n.md", "fast.md"]);
+        let steps: Vec<_> = touched
+            .steps
+            .iter()
+            .map(|s| (s.kind.clone(), s.failed))
+            .collect();
+        let read = |path: &str, bytes| StepKind::FileRead {
+            path: path.to_owned(),
+            bytes,
+        };
+        let write = |path: &str, bytes| StepKind::FileWrite {
+            path: path.to_owned(),
+            bytes,
+        };
+        assert_eq!(
+            steps,
+            [
+                (read("ten.md", 10), false),
+                (read("../etc/passwd", 0), true),
+                (write("out/n.md", 3), false),
+                (write("fast.md", 0), false),
+            ]
+        );
+    }
+    // A plugin naming a path after one of its secret config values: the path is
+    // recorded with the secret replaced, as in its log lines.
+    ctx.redactor = Arc::new(crate::plugin_config::Redactor::new([
+        "tok-s3cret".to_owned()
+    ]));
+    assert!(Host::read(&mut ctx, "leak/tok-s3cret.md".into())
+        .await
+        .is_err());
+    {
+        let touched = record.touched();
+        assert_eq!(
+            touched.steps[4].kind,
+            StepKind::FileRead {
+                path: "leak/[REDACTED].md".to_owned(),
+                bytes: 0
+            }
+        );
+    }
+    // Without a record: nothing recorded anywhere (the old record is not reached).
+    ctx.call = CallContext::new();
+    Host::read(&mut ctx, "ten.md".into()).await.unwrap();
+    assert_eq!(record.touched().steps.len(), 5);
+}

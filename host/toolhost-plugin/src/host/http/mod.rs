@@ -62,6 +62,44 @@ pub(crate) struct HttpHooks {
     /// What the current call's requests are counted against beyond its grant (a
     /// server's per-principal quota), if anything.
     gate: Option<toolhost::registry::OutgoingGate>,
+    /// Where the current call's requests are recorded, when someone watches.
+    record: Option<Arc<toolhost::registry::CallRecord>>,
+}
+
+/// A request being recorded ([`toolhost::registry::CallRecord::http`]): made only when
+/// the call has a record.
+struct Recording {
+    record: Arc<toolhost::registry::CallRecord>,
+    start: std::time::Duration,
+    /// The method, secrets redacted (an extension method is any token the plugin chose).
+    method: String,
+    /// The URL's path, secrets redacted (never its query).
+    path: String,
+    /// The plugin's secrets, for the host name (a wildcard grant lets a plugin put one
+    /// in a subdomain).
+    redactor: Arc<Redactor>,
+}
+
+impl Recording {
+    /// Records the request to `target` with `status` (none: it got no answer); the
+    /// step's index, for the response body's byte count.
+    fn done(&self, target: &Target, status: Option<u16>) -> Option<usize> {
+        let scheme = if target.https { "https" } else { "http" };
+        let default_port = if target.https { 443 } else { 80 };
+        let host = self.redactor.redact(&target.host);
+        let url = if target.port == default_port {
+            format!("{scheme}://{host}{}", self.path)
+        } else {
+            format!("{scheme}://{host}:{}{}", target.port, self.path)
+        };
+        self.record
+            .http(&self.method, &host, target.port, &url, status, self.start)
+    }
+
+    /// The record, for the response body to count its bytes on.
+    fn record(&self) -> &Arc<toolhost::registry::CallRecord> {
+        &self.record
+    }
 }
 
 /// Where a checked request goes.
@@ -110,21 +148,30 @@ impl HttpHooks {
             deadline: None,
             traceparent: None,
             gate: None,
+            record: None,
         }
     }
 
     /// Resets the per-call count for a call of `tool` ending at `deadline`, whose
-    /// requests carry `traceparent` (when trace propagation is on).
+    /// requests carry `traceparent` (when trace propagation is on) and are recorded in
+    /// `record` (when the call has one).
     pub(crate) fn begin_call(
         &mut self,
         tool: &str,
         deadline: Instant,
         traceparent: Option<toolhost::registry::TraceParent>,
+        record: Option<Arc<toolhost::registry::CallRecord>>,
     ) {
         tool.clone_into(&mut self.tool);
         self.requests = 0;
         self.deadline = Some(deadline);
         self.traceparent = traceparent.filter(|_| crate::http_policy::trace_propagation());
+        self.record = record;
+    }
+
+    /// Lets go of the ended call's record (an idle instance keeps nothing of a call).
+    pub(crate) fn end_call(&mut self) {
+        self.record = None;
     }
 
     /// Counts the current call's requests against `gate` too (set per call: `None`
@@ -272,6 +319,17 @@ impl WasiHttpHooks for HttpHooks {
             request.headers_mut().remove("tracestate");
         }
         let checked = self.check(&request);
+        // Recorded only once the checks passed (a refused request reached no host).
+        let recording = match (&self.record, &checked) {
+            (Some(record), Ok(_)) => Some(Recording {
+                record: Arc::clone(record),
+                start: record.now(),
+                method: self.redactor.redact(request.method().as_str()).into_owned(),
+                path: self.redactor.redact(request.uri().path()).into_owned(),
+                redactor: Arc::clone(&self.redactor),
+            }),
+            _ => None,
+        };
         let grant = Arc::clone(&self.grant);
         let deadline = self.deadline;
         let log = self.log();
@@ -287,7 +345,19 @@ impl WasiHttpHooks for HttpHooks {
                     return Err(err);
                 }
             };
-            let sent = send(&grant, &target, request, options, deadline, log).await;
+            let sent = send(
+                &grant,
+                &target,
+                request,
+                options,
+                deadline,
+                log,
+                recording.as_ref(),
+            )
+            .await;
+            if let (Some(recording), Err(_)) = (&recording, &sent) {
+                recording.done(&target, None);
+            }
             if let Some(observer) = observer {
                 let outcome = match &sent {
                     Ok((response, _)) => HttpOutcome::Status(response.status().as_u16()),

@@ -27,7 +27,7 @@ fn hooks(allow: &[&str], limits: HttpLimits) -> HttpHooks {
         crate::limits::ImportLimits::default(),
     ));
     let mut hooks = HttpHooks::new(Arc::from("p"), Arc::new(grant), meter, Arc::default());
-    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None, None);
     hooks
 }
 
@@ -107,7 +107,7 @@ fn the_request_count_and_declared_body_size_are_limited() {
         Err("ConnectionLimitReached".into())
     );
     // Denied requests count too, so a loop of them stops early.
-    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None, None);
     assert!(checked(&mut hooks, "https://evil.test/", None).is_err());
     assert!(checked(&mut hooks, "https://api.test/", None).is_ok());
     assert_eq!(
@@ -145,6 +145,7 @@ async fn a_capped_body_fails_past_its_limit_and_says_so() {
         limit: 10,
         over: Arc::clone(&over),
         response: true,
+        counted: None,
     };
     let err = body.collect().await.expect_err("over the cap");
     assert!(
@@ -158,6 +159,7 @@ async fn a_capped_body_fails_past_its_limit_and_says_so() {
         limit: 10,
         over: Arc::new(AtomicBool::new(false)),
         response: false,
+        counted: None,
     };
     assert_eq!(body.collect().await.ok().unwrap().to_bytes().len(), 10);
 }
@@ -208,7 +210,7 @@ async fn the_observer_is_told_each_request_and_how_it_ended() {
         crate::limits::ImportLimits::default(),
     ));
     let mut hooks = HttpHooks::new(Arc::from("fetcher"), Arc::new(grant), meter, Arc::default());
-    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None);
+    hooks.begin_call("t", Instant::now() + Duration::from_secs(5), None, None);
     let uri = format!("http://127.0.0.1:{port}/missing");
     let answered =
         Pin::from(hooks.send_request(request(&uri, None), None, Box::new(async { Ok(()) }))).await;
@@ -234,4 +236,121 @@ async fn the_observer_is_told_each_request_and_how_it_ended() {
             ("fetcher".to_owned(), HttpOutcome::Failed),
         ]
     );
+}
+
+/// A request of a traced or audited call is recorded with its method, host, port,
+/// status and response bytes, and a URL without its query or fragment and with the
+/// plugin's secrets redacted from its path; a request refused by the grant reached no
+/// host and is not recorded; one that got no answer is, without a status.
+#[tokio::test]
+async fn a_recorded_request_keeps_no_query_and_no_secret() {
+    use toolhost::registry::{CallRecord, StepKind};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+            .await
+            .unwrap();
+    });
+    let grant = HttpGrant {
+        allow: vec![format!("http://127.0.0.1:{port}").parse().unwrap()],
+        policy: HttpPolicy::default().with_allow_nets(vec!["127.0.0.0/8".parse().unwrap()]),
+        limits: HttpLimits::default(),
+    };
+    let meter = Arc::new(PluginMeter::new(
+        Arc::from("fetcher"),
+        crate::limits::ImportLimits::default(),
+    ));
+    // Secrets in the path, and (as a plugin with a wildcard grant could put one in a
+    // subdomain) in the host name: here the loopback address's first three bytes.
+    let redactor = Arc::new(crate::plugin_config::Redactor::new([
+        "k3y-s3cret".to_owned(),
+        "127.0.0".to_owned(),
+    ]));
+    let mut hooks = HttpHooks::new(Arc::from("fetcher"), Arc::new(grant), meter, redactor);
+    let record = Arc::new(CallRecord::new());
+    hooks.begin_call(
+        "t",
+        Instant::now() + Duration::from_secs(5),
+        None,
+        Some(Arc::clone(&record)),
+    );
+    let uri = format!("http://127.0.0.1:{port}/v1/k3y-s3cret/items?token=abc123&q=1#frag");
+    let answered =
+        Pin::from(hooks.send_request(request(&uri, None), None, Box::new(async { Ok(()) }))).await;
+    let (response, _io) = answered.ok().unwrap();
+    assert_eq!(
+        response
+            .into_body()
+            .collect()
+            .await
+            .ok()
+            .unwrap()
+            .to_bytes(),
+        "hello"
+    );
+    server.await.unwrap();
+    let refused = Pin::from(hooks.send_request(
+        request("http://127.0.0.2:9/", None),
+        None,
+        Box::new(async { Ok(()) }),
+    ))
+    .await;
+    assert!(refused.is_err());
+    let failed = Pin::from(hooks.send_request(
+        request(&format!("http://127.0.0.1:{port}/again?x=1"), None),
+        None,
+        Box::new(async { Ok(()) }),
+    ))
+    .await;
+    assert!(failed.is_err());
+    hooks.end_call();
+
+    let touched = record.touched();
+    assert_eq!(touched.hosts, [format!("[REDACTED].1:{port}")]);
+    let steps: Vec<_> = touched
+        .steps
+        .iter()
+        .map(|s| (s.kind.clone(), s.failed))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (
+                StepKind::Http {
+                    method: "GET".to_owned(),
+                    host: "[REDACTED].1".to_owned(),
+                    port,
+                    url: format!("http://[REDACTED].1:{port}/v1/[REDACTED]/items"),
+                    status: Some(200),
+                    bytes: 5,
+                },
+                false
+            ),
+            (
+                StepKind::Http {
+                    method: "GET".to_owned(),
+                    host: "[REDACTED].1".to_owned(),
+                    port,
+                    url: format!("http://[REDACTED].1:{port}/again"),
+                    status: None,
+                    bytes: 0,
+                },
+                true
+            ),
+        ]
+    );
+    assert!(touched.steps[0].start <= touched.steps[0].end);
 }

@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
-use super::{content_length, refused, HttpGrant, LogCtx, Target};
+use super::{content_length, refused, HttpGrant, LogCtx, Recording, Target};
 use crate::http_policy::{forbidden_address, unmap};
 
 /// The smallest of the timeouts that apply; `None` for none.
@@ -45,6 +45,7 @@ pub(super) async fn send(
     options: Option<RequestOptions>,
     deadline: Option<Instant>,
     log: LogCtx,
+    recording: Option<&Recording>,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -183,6 +184,7 @@ pub(super) async fn send(
             limit,
             over: Arc::clone(&over),
             response: false,
+            counted: None,
         }
         .boxed_unsync()
     });
@@ -235,6 +237,12 @@ pub(super) async fn send(
             return Err(refuse(&why, Error::HttpResponseBodySize(Some(limit))));
         }
     }
+    // Recorded with its status; the body's bytes are counted when the plugin is done
+    // reading it.
+    let counted = recording.and_then(|recording| {
+        let index = recording.done(target, Some(response.status().as_u16()))?;
+        Some((Arc::clone(recording.record()), index))
+    });
     let response = response.map(|body| {
         Capped {
             inner: body.map_err(Error::from),
@@ -242,6 +250,7 @@ pub(super) async fn send(
             limit,
             over: Arc::new(AtomicBool::new(false)),
             response: true,
+            counted,
         }
         .boxed_unsync()
     });
@@ -299,6 +308,17 @@ pub(super) struct Capped<B> {
     pub(super) over: Arc<AtomicBool>,
     /// A response body (else a request body): which error to give.
     pub(super) response: bool,
+    /// The call's record and the request's step there, whose byte count this body's
+    /// bytes are, told as they arrive and when it is dropped.
+    pub(super) counted: Option<(Arc<toolhost::registry::CallRecord>, usize)>,
+}
+
+impl<B> Drop for Capped<B> {
+    fn drop(&mut self) {
+        if let Some((record, index)) = &self.counted {
+            record.http_body_read(*index, self.seen);
+        }
+    }
 }
 
 impl<B> Body for Capped<B>
@@ -316,6 +336,10 @@ where
         if let Some(Ok(frame)) = &frame {
             if let Some(data) = frame.data_ref() {
                 self.seen = self.seen.saturating_add(data.len() as u64);
+                // Counted as it arrives: the body may outlive the call.
+                if let Some((record, index)) = &self.counted {
+                    record.http_body_read(*index, self.seen);
+                }
                 if self.seen > self.limit {
                     self.over.store(true, Ordering::Relaxed);
                     let limit = Some(self.limit);
