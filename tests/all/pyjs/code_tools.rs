@@ -69,6 +69,7 @@ fn code_tools(built: &Built, tools: ToolNames) -> CodeTools {
     let host = PluginHost::new(
         PluginHostConfig::builder()
             .cache_dir(Some(cache_dir()))
+            .definition_limits(loaded_machine_limits())
             .plugin_tools(Some(tools))
             .build(),
     )

@@ -36,6 +36,16 @@ use toolhost_plugin::{HttpPolicy, LoadReport, PluginHost, PluginHostConfig};
 
 use crate::common::cache_dir;
 
+/// The definitions deadline these tests load the interpreters under: an interpreter's
+/// instantiation and `definitions` take well under a second alone, but the suite loads
+/// them while other tests compile and run on the same cores, where the default 5 s
+/// (`DefinitionLimits::timeout`, a guard against a plugin that never answers) has been
+/// overrun; none of these tests is about that deadline.
+fn loaded_machine_limits() -> toolhost_plugin::limits::DefinitionLimits {
+    toolhost_plugin::limits::DefinitionLimits::default()
+        .with_timeout(std::time::Duration::from_secs(60))
+}
+
 mod catalog;
 mod code_tools;
 mod rich;
@@ -115,6 +125,7 @@ fn load(
     let host = PluginHost::new(
         PluginHostConfig::builder()
             .cache_dir(Some(cache_dir()))
+            .definition_limits(loaded_machine_limits())
             .http(
                 HttpPolicy::default()
                     .with_allow(vec![origin.parse().expect("host pattern")])
