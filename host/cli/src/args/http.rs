@@ -133,6 +133,12 @@ pub struct HttpArgs {
     /// The Redis password for --state, read from this file (its first line).
     #[arg(long, value_name = "FILE", requires = "state")]
     pub state_password_file: Option<PathBuf>,
+    /// For a rediss:// --state: the CA certificates (PEM, one or more) the server's
+    /// certificate must chain to, in place of the public webpki roots (a self-hosted
+    /// Redis usually has a private CA). Read at start; unreadable or holding no
+    /// certificate: the host does not start. At most 1 MiB.
+    #[arg(long, value_name = "FILE", requires = "state")]
+    pub state_ca_file: Option<PathBuf>,
     /// How long a task shared through --state stays working without its process
     /// renewing it (every 200ms); past it, it is reported failed ("the process running
     /// it stopped"). Between 1s and 1h.
