@@ -199,7 +199,7 @@ pub(crate) async fn serve(
                     .share(toolhost_mcp::policy::SharedQuotas::new(
                         Arc::clone(&backend) as _,
                     ));
-                info!("calls per minute and bytes written per day of each principal are counted across processes through Redis");
+                info!("calls per minute, bytes written per day and plugin HTTP requests per minute of each principal are counted across processes through Redis");
             }
             config.with_shared_tasks(toolhost_mcp::state::SharedTasks::new(
                 backend,

@@ -124,9 +124,9 @@ pub struct HttpArgs {
     /// Keep the tasks of callers without a session in Redis (redis://HOST:PORT/DB or
     /// rediss://...), so every process given the same address gets, and cancels, them
     /// (docs/deploy.md, "Scale-out: tasks shared through Redis"); with --policy, each
-    /// principal's calls per minute and bytes written per day are counted there too, so
-    /// they hold across the processes (fixed windows; Redis lost: quota-limited calls
-    /// refused 503). Never with a password in it: use --state-password-file or
+    /// principal's calls per minute, bytes written per day and plugin HTTP requests per
+    /// minute are counted there too, so they hold across the processes (fixed windows;
+    /// Redis lost: quota-limited calls refused 503, limited plugin requests refused). Never with a password in it: use --state-password-file or
     /// TOOLHOST_STATE_PASSWORD. Unreachable at start: the host does not start.
     #[arg(long, value_name = "URL", requires = "http")]
     pub state: Option<String>,
