@@ -83,10 +83,13 @@ pub struct OutgoingGate {
     shared: Option<std::sync::Arc<SharedAdmit>>,
 }
 
+/// A request's count by an [`OutgoingGate`]'s shared part, awaited before the request
+/// is sent: `Err` refuses it with the message.
+pub type OutgoingCount = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
 /// The asynchronous part of an [`OutgoingGate`]: `None` when nothing is to be counted
 /// (no round trip), else the count to await before the request is sent.
-type SharedAdmit =
-    dyn Fn() -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send>>> + Send + Sync;
+type SharedAdmit = dyn Fn() -> Option<OutgoingCount> + Send + Sync;
 
 impl OutgoingGate {
     /// A gate asking `admit` before each outgoing request.
@@ -103,10 +106,7 @@ impl OutgoingGate {
     #[must_use]
     pub fn with_shared(
         mut self,
-        shared: impl Fn() -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send>>>
-            + Send
-            + Sync
-            + 'static,
+        shared: impl Fn() -> Option<OutgoingCount> + Send + Sync + 'static,
     ) -> Self {
         self.shared = Some(std::sync::Arc::new(shared));
         self
@@ -123,7 +123,7 @@ impl OutgoingGate {
     /// The shared count of a request [`OutgoingGate::admit`] let through, to await
     /// before it is sent (`Err`: refused, with the message); `None` when there is none.
     #[must_use]
-    pub fn admit_shared(&self) -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send>>> {
+    pub fn admit_shared(&self) -> Option<OutgoingCount> {
         self.shared.as_ref().and_then(|shared| shared())
     }
 }
