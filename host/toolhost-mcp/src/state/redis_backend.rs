@@ -1,5 +1,7 @@
 //! [`TaskBackend`] over Redis (feature `redis-state`): every process given the same
-//! `--state redis://HOST:PORT/DB` sees the same task records.
+//! `--state redis://HOST:PORT/DB` sees the same task records. `rediss://` is TLS
+//! (rustls), the server's certificate checked against the public webpki roots or, with
+//! `--state-ca-file` ([`StateCa`]), against the operator's CA only.
 //!
 //! Layout: a task is a hash at `toolhost:task:{id}` (fields `owner`, `status`,
 //! `message`, `created`, `updated`, `ttl`, `lease`, `result`) expiring `ttl` after
@@ -206,6 +208,24 @@ impl StateUrl {
 /// self-hosted Redis almost always has a certificate from a private CA; trusting the
 /// public roots as well would let anyone holding a public certificate for the server's
 /// name pass as the server, so the file replaces them rather than adds to them.
+///
+/// ```
+/// use toolhost_mcp::state::{RedisBackend, StateCa, StateCaError, StateError, StateUrl};
+///
+/// // What the host does with `--state rediss://... --state-ca-file FILE`.
+/// async fn shared(url: &str, ca_file: &std::path::Path) -> Result<RedisBackend, String> {
+///     let url = StateUrl::parse(url).map_err(|e| e.to_string())?;
+///     let ca = StateCa::from_pem_file(ca_file).map_err(|e| e.to_string())?;
+///     RedisBackend::connect_with_ca(&url, None, &ca, 1 << 20)
+///         .await
+///         .map_err(|e: StateError| e.to_string())
+/// }
+///
+/// // A file without a certificate is refused before anything is connected.
+/// let err = StateCa::from_pem(b"not a certificate\n", "ca.pem").unwrap_err();
+/// assert_eq!(err, StateCaError::NoCertificate("ca.pem".into()));
+/// # let _ = shared;
+/// ```
 #[derive(Clone)]
 pub struct StateCa {
     config: Arc<rustls::ClientConfig>,
@@ -337,14 +357,19 @@ fn handshake_error(err: std::io::Error) -> StateError {
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>());
     match tls {
-        Some(rustls::Error::InvalidCertificate(_)) => StateError::Tls(clip(&err.to_string())),
+        // A certificate refused, or the server refusing the handshake (an alert, no
+        // common version or cipher suite): what TLS said.
         Some(
-            rustls::Error::InvalidMessage(_)
-            | rustls::Error::InappropriateMessage { .. }
-            | rustls::Error::InappropriateHandshakeMessage { .. }
+            rustls::Error::InvalidCertificate(_)
             | rustls::Error::AlertReceived(_)
             | rustls::Error::PeerIncompatible(_)
             | rustls::Error::PeerMisbehaved(_),
+        ) => StateError::Tls(clip(&err.to_string())),
+        // Bytes that are not TLS: most likely a plain port.
+        Some(
+            rustls::Error::InvalidMessage(_)
+            | rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. },
         ) => StateError::Tls(format!("{}: {NOT_TLS}", clip(&err.to_string()))),
         _ => StateError::Unreachable(clip(&err.to_string())),
     }
