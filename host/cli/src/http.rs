@@ -199,7 +199,7 @@ pub(crate) async fn serve(
                     .share(toolhost_mcp::policy::SharedQuotas::new(
                         Arc::clone(&backend) as _,
                     ));
-                info!("calls per minute and bytes written per day of each principal are counted across processes through Redis");
+                info!("calls per minute, bytes written per day and plugin HTTP requests per minute of each principal are counted across processes through Redis");
             }
             config.with_shared_tasks(toolhost_mcp::state::SharedTasks::new(
                 backend,
@@ -242,12 +242,13 @@ pub(crate) async fn serve(
 
 /// `--state`: the shared state backend (tasks, and a policy's quotas), connected and
 /// answering (else the host does not start), its password from `--state-password-file`
-/// or `TOOLHOST_STATE_PASSWORD`.
+/// or `TOOLHOST_STATE_PASSWORD`, for rediss:// its CA from `--state-ca-file` (else the
+/// webpki roots).
 async fn shared_state(
     http: &HttpArgs,
     limits: &McpLimits,
 ) -> anyhow::Result<Option<Arc<toolhost_mcp::state::RedisBackend>>> {
-    use toolhost_mcp::state::{RedisBackend, StateUrl, PASSWORD_ENV};
+    use toolhost_mcp::state::{RedisBackend, StateCa, StateUrl, PASSWORD_ENV};
     let Some(url) = &http.state else {
         return Ok(None);
     };
@@ -263,12 +264,20 @@ async fn shared_state(
             .ok()
             .filter(|value| !value.is_empty()),
     };
-    let backend = RedisBackend::connect(
-        &url,
-        password.as_deref(),
-        limits.max_task_result_bytes().get(),
-    )
-    .await
+    let max_result = limits.max_task_result_bytes().get();
+    let backend = match &http.state_ca_file {
+        Some(path) => {
+            if !url.as_str().starts_with("rediss://") {
+                anyhow::bail!(
+                    "--state-ca-file is for a rediss:// (TLS) --state address; {} is plain TCP",
+                    url.as_str()
+                );
+            }
+            let ca = StateCa::from_pem_file(path)?;
+            RedisBackend::connect_with_ca(&url, password.as_deref(), &ca, max_result).await
+        }
+        None => RedisBackend::connect(&url, password.as_deref(), max_result).await,
+    }
     .with_context(|| format!("--state {}: cannot use the task state server", url.as_str()))?;
     info!(state = %url.as_str(), lease = ?http.task_lease, "tasks of callers without a session are shared through Redis");
     Ok(Some(Arc::new(backend)))

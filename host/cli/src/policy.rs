@@ -496,10 +496,25 @@ struct Guarded {
 
 fn guarded(from: Arc<Registry>, name: String, quota: Arc<PrincipalQuota>) -> Guarded {
     let counted = Arc::clone(&quota);
+    let shared = Arc::clone(&quota);
     let gate = OutgoingGate::new(move || {
         counted
             .take_http_request()
             .map_err(|exceeded| exceeded.to_string())
+    })
+    // Across processes (`--state`): each request counted in Redis before it is sent;
+    // over the shared limit, or Redis lost (fail closed), the request is refused.
+    .with_shared(move || {
+        if !shared.shares_http_requests() {
+            return None;
+        }
+        let quota = Arc::clone(&shared);
+        Some(Box::pin(async move {
+            quota
+                .count_shared_http_request()
+                .await
+                .map_err(|refusal| refusal.to_string())
+        }))
     });
     Guarded {
         from,

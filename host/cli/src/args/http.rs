@@ -124,15 +124,21 @@ pub struct HttpArgs {
     /// Keep the tasks of callers without a session in Redis (redis://HOST:PORT/DB or
     /// rediss://...), so every process given the same address gets, and cancels, them
     /// (docs/deploy.md, "Scale-out: tasks shared through Redis"); with --policy, each
-    /// principal's calls per minute and bytes written per day are counted there too, so
-    /// they hold across the processes (fixed windows; Redis lost: quota-limited calls
-    /// refused 503). Never with a password in it: use --state-password-file or
+    /// principal's calls per minute, bytes written per day and plugin HTTP requests per
+    /// minute are counted there too, so they hold across the processes (fixed windows;
+    /// Redis lost: quota-limited calls refused 503, limited plugin requests refused). Never with a password in it: use --state-password-file or
     /// TOOLHOST_STATE_PASSWORD. Unreachable at start: the host does not start.
     #[arg(long, value_name = "URL", requires = "http")]
     pub state: Option<String>,
     /// The Redis password for --state, read from this file (its first line).
     #[arg(long, value_name = "FILE", requires = "state")]
     pub state_password_file: Option<PathBuf>,
+    /// For a rediss:// --state: the CA certificates (PEM, one or more) the server's
+    /// certificate must chain to, in place of the public webpki roots (a self-hosted
+    /// Redis usually has a private CA). Read at start; unreadable or holding no
+    /// certificate: the host does not start. At most 1 MiB.
+    #[arg(long, value_name = "FILE", requires = "state")]
+    pub state_ca_file: Option<PathBuf>,
     /// How long a task shared through --state stays working without its process
     /// renewing it (every 200ms); past it, it is reported failed ("the process running
     /// it stopped"). Between 1s and 1h.

@@ -303,6 +303,32 @@ impl PrincipalQuota {
             .await
     }
 
+    /// Whether the principal's outgoing HTTP requests are counted in a shared counter
+    /// too (one is given and the principal has an `http_requests_per_minute` quota):
+    /// then each request waits on [`PrincipalQuota::count_shared_http_request`].
+    pub fn shares_http_requests(&self) -> bool {
+        self.shared.is_some() && self.http_requests_per_minute.load(Ordering::Acquire) != UNLIMITED
+    }
+
+    /// Counts one outgoing HTTP request of a plugin against the principal's
+    /// requests-per-minute quota in the shared counter (a fixed minute of the counter's
+    /// clock, across every process; one round trip, awaited before the request is
+    /// sent), when there is one and the principal has that quota. The per-process
+    /// bucket is apart ([`PrincipalQuota::take_http_request`]).
+    ///
+    /// # Errors
+    /// As [`PrincipalQuota::count_shared_call`]: the request must then not be sent
+    /// (fail closed).
+    pub async fn count_shared_http_request(&self) -> Result<(), SharedRefusal> {
+        let limit = self.http_requests_per_minute.load(Ordering::Acquire);
+        let Some(shared) = self.shared.as_ref().filter(|_| limit != UNLIMITED) else {
+            return Ok(());
+        };
+        shared
+            .count(&self.shared_key, Quota::HttpRequestsPerMinute, 1, limit)
+            .await
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> QuotaLimits {
         let limit = |value: &AtomicU64| {
@@ -453,9 +479,9 @@ pub enum SharedRefusal {
 }
 
 /// The quotas counted across processes (`--state`, [`Quotas::share`]): a
-/// [`QuotaCounter`] shared by every process, counting each principal's calls per
-/// minute in fixed one-minute windows of the counter's clock, and its bytes written in
-/// UTC days (see [`crate::state::QuotaCounter`] for the
+/// [`QuotaCounter`] shared by every process, counting each principal's calls and
+/// outgoing HTTP requests per minute in fixed one-minute windows of the counter's
+/// clock, and its bytes written in UTC days (see [`crate::state::QuotaCounter`] for the
 /// tolerance: at most the limit within a window, up to twice it across a window
 /// boundary). The per-process quotas still apply too.
 ///
@@ -587,8 +613,8 @@ impl Quotas {
         }
     }
 
-    /// Counts the principals' calls per minute and bytes written per day in `shared`
-    /// too, so their limits hold across every process given the same counter
+    /// Counts the principals' calls per minute, bytes written per day and outgoing
+    /// HTTP requests per minute in `shared` too, so their limits hold across every process given the same counter
     /// (`--state`); set it before serving: only the states made after it count there.
     /// `false` (and nothing changes) when a counter was set already.
     pub fn share(&self, shared: SharedQuotas) -> bool {

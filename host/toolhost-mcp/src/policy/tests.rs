@@ -556,3 +556,66 @@ async fn a_shared_counter_that_cannot_count_refuses_limited_principals_only() {
     reader.count_shared_call().await.unwrap();
     reader.charge_written_shared(1_000).await.unwrap();
 }
+
+#[tokio::test]
+async fn outgoing_http_requests_are_counted_across_processes_and_fail_closed() {
+    let policy = TWO.replace(
+        "bytes_written_per_day = 10 }",
+        "bytes_written_per_day = 10, http_requests_per_minute = 3 }",
+    );
+    let counter = Arc::new(Recording {
+        counter: Some(crate::state::MemoryBackend::new(64)),
+        ..Recording::default()
+    });
+    let one = LivePolicy::new(Policy::parse(&policy).unwrap());
+    let two = LivePolicy::new(Policy::parse(&policy).unwrap());
+    for live in [&one, &two] {
+        assert!(live.quotas().share(SharedQuotas::new(
+            Arc::clone(&counter) as Arc<dyn crate::state::QuotaCounter>
+        )));
+    }
+    let alice = Principal::new(Some("alice"), &[]);
+    let (_, at_one) = one.admit(&alice).unwrap();
+    let (_, at_two) = two.admit(&alice).unwrap();
+    assert!(at_one.shares_http_requests() && at_two.shares_http_requests());
+    // 3 a minute across both: two through one, one through two, then none anywhere,
+    // though each process's own bucket (3) still has requests left.
+    at_one.count_shared_http_request().await.unwrap();
+    at_two.count_shared_http_request().await.unwrap();
+    at_one.count_shared_http_request().await.unwrap();
+    for process in [&at_two, &at_one] {
+        let SharedRefusal::Exceeded(over) = process.count_shared_http_request().await.unwrap_err()
+        else {
+            panic!("a fourth request")
+        };
+        assert_eq!((over.quota, over.limit), (Quota::HttpRequestsPerMinute, 3));
+        assert!(over.retry_after <= Duration::from_secs(60), "{over:?}");
+    }
+    at_two.take_http_request().unwrap();
+    let keys = counter.keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 5);
+    assert!(keys
+        .iter()
+        .all(|key| key.ends_with(":http_requests_per_minute") && !key.contains("alice")));
+    // A principal without that quota never reaches the counter.
+    let (_, reader) = one
+        .admit(&Principal::new(Some("bob"), &scopes(&["tools:read"])))
+        .unwrap();
+    assert!(!reader.shares_http_requests());
+    reader.count_shared_http_request().await.unwrap();
+    assert_eq!(counter.keys.lock().unwrap().len(), 5);
+    // A counter that cannot count: the limited principal's requests refused.
+    let lost = LivePolicy::new(Policy::parse(&policy).unwrap());
+    lost.quotas()
+        .share(SharedQuotas::new(Arc::new(Recording::default())));
+    let (_, cut_off) = lost.admit(&alice).unwrap();
+    let refused = cut_off.count_shared_http_request().await.unwrap_err();
+    assert!(
+        matches!(refused, SharedRefusal::Unavailable(_)),
+        "{refused:?}"
+    );
+    // Without a shared counter: nothing to await.
+    let alone = LivePolicy::new(Policy::parse(&policy).unwrap());
+    let (_, local) = alone.admit(&alice).unwrap();
+    assert!(!local.shares_http_requests());
+}

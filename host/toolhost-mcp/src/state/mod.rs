@@ -80,7 +80,8 @@ mod redis_backend;
 pub use self::counter::{Counted, QuotaCounter, MAX_WINDOW};
 #[cfg(feature = "redis-state")]
 pub use self::redis_backend::{
-    RedisBackend, StateUrl, StateUrlError, MAX_LISTED, PASSWORD_ENV, REPLY_OVERHEAD,
+    RedisBackend, StateCa, StateCaError, StateUrl, StateUrlError, MAX_CA_FILE_BYTES, MAX_LISTED,
+    PASSWORD_ENV, REPLY_OVERHEAD,
 };
 
 #[cfg(test)]
@@ -212,6 +213,11 @@ pub enum StateError {
     /// The server refused the credentials (no password given, or a wrong one).
     #[error("the task state server refused the credentials ({0}); give its password with --state-password-file FILE or TOOLHOST_STATE_PASSWORD")]
     Auth(String),
+    /// The TLS connection (rediss://) failed: the server's certificate was refused (not
+    /// signed by a trusted CA, not naming the host, expired) or the port does not speak
+    /// TLS.
+    #[error("the TLS connection to the task state server failed ({0}); a server whose certificate a private CA signed needs that CA given with --state-ca-file FILE, and the certificate must name the host of --state")]
+    Tls(String),
     /// The server took longer than the operation's time limit.
     #[error("the task state server did not answer within {} ms; tasks cannot be created or read until it answers, plain tool calls still work", .0.as_millis())]
     Timeout(Duration),

@@ -1,5 +1,7 @@
 //! [`TaskBackend`] over Redis (feature `redis-state`): every process given the same
-//! `--state redis://HOST:PORT/DB` sees the same task records.
+//! `--state redis://HOST:PORT/DB` sees the same task records. `rediss://` is TLS
+//! (rustls), the server's certificate checked against the public webpki roots or, with
+//! `--state-ca-file` ([`StateCa`]), against the operator's CA only.
 //!
 //! Layout: a task is a hash at `toolhost:task:{id}` (fields `owner`, `status`,
 //! `message`, `created`, `updated`, `ttl`, `lease`, `result`) expiring `ttl` after
@@ -22,6 +24,7 @@
 //! reads at most [`MAX_LISTED`] records. A broken connection is dropped and made
 //! again by the next operation, so everything works again once the server is back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -200,9 +203,183 @@ impl StateUrl {
     }
 }
 
+/// The certificate authorities a rediss:// server's certificate must chain to
+/// (`--state-ca-file`): the operator's own, in place of the public webpki roots. A
+/// self-hosted Redis almost always has a certificate from a private CA; trusting the
+/// public roots as well would let anyone holding a public certificate for the server's
+/// name pass as the server, so the file replaces them rather than adds to them.
+///
+/// ```
+/// use toolhost_mcp::state::{RedisBackend, StateCa, StateCaError, StateError, StateUrl};
+///
+/// // What the host does with `--state rediss://... --state-ca-file FILE`.
+/// async fn shared(url: &str, ca_file: &std::path::Path) -> Result<RedisBackend, String> {
+///     let url = StateUrl::parse(url).map_err(|e| e.to_string())?;
+///     let ca = StateCa::from_pem_file(ca_file).map_err(|e| e.to_string())?;
+///     RedisBackend::connect_with_ca(&url, None, &ca, 1 << 20)
+///         .await
+///         .map_err(|e: StateError| e.to_string())
+/// }
+///
+/// // A file without a certificate is refused before anything is connected.
+/// let err = StateCa::from_pem(b"not a certificate\n", "ca.pem").unwrap_err();
+/// assert_eq!(err, StateCaError::NoCertificate("ca.pem".into()));
+/// # let _ = shared;
+/// ```
+#[derive(Clone)]
+pub struct StateCa {
+    config: Arc<rustls::ClientConfig>,
+    certificates: usize,
+}
+
+impl std::fmt::Debug for StateCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateCa")
+            .field("certificates", &self.certificates)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a `--state-ca-file` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateCaError {
+    /// The file could not be read.
+    #[error("cannot read --state-ca-file {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// What the system said.
+        reason: String,
+    },
+    /// The file holds no PEM certificate (`-----BEGIN CERTIFICATE-----`).
+    #[error("--state-ca-file {0} holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the CA certificate that signed the Redis server's certificate")]
+    NoCertificate(String),
+    /// A certificate in the file is malformed or not usable as a trust anchor.
+    #[error("--state-ca-file {path}: {reason}; give the CA certificate (PEM) that signed the Redis server's certificate")]
+    BadCertificate {
+        /// The file.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The file is larger than [`MAX_CA_FILE_BYTES`].
+    #[error("--state-ca-file {0} is larger than {MAX_CA_FILE_BYTES} bytes; give only the CA certificates")]
+    TooLarge(String),
+}
+
+/// The largest `--state-ca-file` read: 1 MiB (a bundle of a few hundred certificates).
+pub const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+
+impl StateCa {
+    /// The certificates (one or more, PEM) in the file at `path`.
+    ///
+    /// # Errors
+    /// [`StateCaError`] when the file is unreadable, larger than
+    /// [`MAX_CA_FILE_BYTES`], or holds no usable certificate.
+    pub fn from_pem_file(path: &std::path::Path) -> Result<Self, StateCaError> {
+        use std::io::Read;
+        let shown = path.display().to_string();
+        let unreadable = |err: std::io::Error| StateCaError::Unreadable {
+            path: shown.clone(),
+            reason: err.to_string(),
+        };
+        let file = std::fs::File::open(path).map_err(unreadable)?;
+        let mut pem = Vec::new();
+        file.take(MAX_CA_FILE_BYTES + 1)
+            .read_to_end(&mut pem)
+            .map_err(unreadable)?;
+        if pem.len() as u64 > MAX_CA_FILE_BYTES {
+            return Err(StateCaError::TooLarge(shown));
+        }
+        Self::from_pem(&pem, &shown)
+    }
+
+    /// The certificates (one or more, PEM) in `pem`, read from `source` (named in
+    /// errors).
+    ///
+    /// # Errors
+    /// [`StateCaError`] when `pem` holds no usable certificate.
+    pub fn from_pem(pem: &[u8], source: &str) -> Result<Self, StateCaError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::CertificateDer;
+        let bad = |reason: String| StateCaError::BadCertificate {
+            path: source.to_owned(),
+            reason,
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        let mut certificates = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|err| bad(format!("not valid PEM ({err})")))?;
+            roots
+                .add(cert)
+                .map_err(|err| bad(format!("a certificate is not usable as a CA ({err})")))?;
+            certificates += 1;
+        }
+        if certificates == 0 {
+            return Err(StateCaError::NoCertificate(source.to_owned()));
+        }
+        Ok(StateCa {
+            config: tls_config(roots),
+            certificates,
+        })
+    }
+
+    /// How many certificates the file held.
+    #[must_use]
+    pub fn certificates(&self) -> usize {
+        self.certificates
+    }
+}
+
+/// A TLS client configuration trusting `roots`, no client certificate.
+fn tls_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
+    Arc::new(
+        rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// The TLS configuration of rediss:// without `--state-ca-file`: the webpki roots.
+fn public_roots() -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    tls_config(roots)
+}
+
+/// What a TLS error from a server that may not speak TLS adds.
+const NOT_TLS: &str = "does the server speak TLS on this port? rediss:// wants its TLS port";
+
+/// A failed TLS handshake as a [`StateError`]: [`StateError::Tls`] when TLS said why
+/// (a certificate refused, a server that does not speak TLS), else unreachable.
+fn handshake_error(err: std::io::Error) -> StateError {
+    let tls = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match tls {
+        // A certificate refused, or the server refusing the handshake (an alert, no
+        // common version or cipher suite): what TLS said.
+        Some(
+            rustls::Error::InvalidCertificate(_)
+            | rustls::Error::AlertReceived(_)
+            | rustls::Error::PeerIncompatible(_)
+            | rustls::Error::PeerMisbehaved(_),
+        ) => StateError::Tls(clip(&err.to_string())),
+        // Bytes that are not TLS: most likely a plain port.
+        Some(
+            rustls::Error::InvalidMessage(_)
+            | rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. },
+        ) => StateError::Tls(format!("{}: {NOT_TLS}", clip(&err.to_string()))),
+        _ => StateError::Unreachable(clip(&err.to_string())),
+    }
+}
+
 /// Task records in Redis, shared by every process given the same address.
 pub struct RedisBackend {
     client: Client,
+    /// For rediss://: the CA of `--state-ca-file`, else the webpki roots.
+    tls: Arc<rustls::ClientConfig>,
     connection: Mutex<Option<MultiplexedConnection>>,
     max_result_bytes: usize,
     timeout: Duration,
@@ -292,16 +469,34 @@ impl RedisBackend {
         password: Option<&str>,
         max_result_bytes: usize,
     ) -> Result<Self, StateError> {
-        Self::connect_with_timeout(url, password, max_result_bytes, OPERATION_TIMEOUT).await
+        Self::connect_with_timeout(url, password, None, max_result_bytes, OPERATION_TIMEOUT).await
     }
 
-    /// [`RedisBackend::connect`] with another per-operation time limit (tests).
+    /// [`RedisBackend::connect`] for a rediss:// server whose certificate chains to `ca`
+    /// (`--state-ca-file`) rather than to the public webpki roots.
     ///
     /// # Errors
-    /// As [`RedisBackend::connect`].
+    /// As [`RedisBackend::connect`]; [`StateError::Tls`] when the server's certificate
+    /// does not chain to `ca`, does not name the host, or the port does not speak TLS.
+    pub async fn connect_with_ca(
+        url: &StateUrl,
+        password: Option<&str>,
+        ca: &StateCa,
+        max_result_bytes: usize,
+    ) -> Result<Self, StateError> {
+        Self::connect_with_timeout(url, password, Some(ca), max_result_bytes, OPERATION_TIMEOUT)
+            .await
+    }
+
+    /// [`RedisBackend::connect`] (or [`RedisBackend::connect_with_ca`] when `ca` is
+    /// given) with another per-operation time limit (tests).
+    ///
+    /// # Errors
+    /// As [`RedisBackend::connect_with_ca`].
     pub async fn connect_with_timeout(
         url: &StateUrl,
         password: Option<&str>,
+        ca: Option<&StateCa>,
         max_result_bytes: usize,
         timeout: Duration,
     ) -> Result<Self, StateError> {
@@ -315,8 +510,13 @@ impl RedisBackend {
         }
         let client =
             Client::open(info).map_err(|err| StateError::Garbage(clip(&err.to_string())))?;
+        let tls = match ca {
+            Some(ca) => Arc::clone(&ca.config),
+            None => public_roots(),
+        };
         let backend = RedisBackend {
             client,
+            tls,
             connection: Mutex::new(None),
             max_result_bytes,
             timeout,
@@ -362,7 +562,8 @@ impl RedisBackend {
         Ok(conn)
     }
 
-    /// A new connection: TCP (TLS for rediss://, the webpki roots) made here, so that
+    /// A new connection: TCP (TLS for rediss://, the `--state-ca-file` CA or the webpki
+    /// roots) made here, so that
     /// what it reads passes through [`Capped`]: a reply larger than
     /// [`RedisBackend::max_reply`] cuts the connection before it is buffered whole.
     async fn open(&self) -> Result<MultiplexedConnection, StateError> {
@@ -391,17 +592,24 @@ impl RedisBackend {
                     .await
                     .map_err(unreachable)?;
                 let _ = tcp.set_nodelay(true);
-                let mut roots = rustls::RootCertStore::empty();
-                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                let config = rustls::ClientConfig::builder()
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
                 let name = rustls::pki_types::ServerName::try_from(host.clone())
                     .map_err(|err| StateError::Garbage(clip(&err.to_string())))?;
-                let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
-                    .connect(name, tcp)
-                    .await
-                    .map_err(unreachable)?;
+                // Within the operation's bound, so a server that never answers a TLS
+                // hello (a plain Redis waits for a newline) is reported as such rather
+                // than as a plain timeout.
+                let handshake = self.timeout.saturating_sub(self.timeout / 4);
+                let tls = tokio::time::timeout(
+                    handshake,
+                    tokio_rustls::TlsConnector::from(Arc::clone(&self.tls)).connect(name, tcp),
+                )
+                .await
+                .map_err(|_| {
+                    StateError::Tls(format!(
+                        "no TLS handshake answer within {} ms: {NOT_TLS}",
+                        handshake.as_millis()
+                    ))
+                })?
+                .map_err(handshake_error)?;
                 Box::new(tls)
             }
             _ => {

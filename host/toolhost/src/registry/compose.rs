@@ -441,6 +441,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_outgoing_gates_shared_count_is_awaited_only_when_it_gives_one() {
+        let plain = crate::registry::OutgoingGate::new(|| Ok(()));
+        assert!(plain.admit_shared().is_none());
+        let counted = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let seen = std::sync::Arc::clone(&counted);
+        let shared = crate::registry::OutgoingGate::new(|| Ok(())).with_shared(move || {
+            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(Box::pin(async move {
+                if n < 1 {
+                    Ok(())
+                } else {
+                    Err("quota exceeded: http_requests_per_minute (limit 1)".to_owned())
+                }
+            }))
+        });
+        // A nested call's gate is the caller's, its shared part included.
+        let ctx = CallContext::new().with_outgoing_gate(shared);
+        let nested = ctx.nested("run_javascript");
+        let gate = nested.outgoing_gate().unwrap();
+        assert_eq!(gate.admit_shared().unwrap().await, Ok(()));
+        assert_eq!(
+            gate.admit_shared().unwrap().await,
+            Err("quota exceeded: http_requests_per_minute (limit 1)".to_owned())
+        );
+        assert_eq!(counted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
     async fn nested_calls_pass_the_gate_and_the_observer_and_never_reach_a_composing_tool() {
         let (registry, seen) = registry();
         let ctx = CallContext::new().with_gate(Arc::new(Deny));

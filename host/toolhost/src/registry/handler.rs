@@ -73,14 +73,43 @@ pub struct CallContext {
 /// What a call's outgoing network requests (a plugin's HTTP) are counted against, set
 /// by the caller with [`CallContext::with_outgoing_gate`] (a server's per-principal
 /// quota): asked once per request before it is sent; `Err` refuses the request with
-/// the message (which names the quota and when it resets). Must be cheap.
+/// the message (which names the quota and when it resets). Must be cheap. A gate may
+/// also count each admitted request somewhere a round trip away (a counter shared by
+/// several processes, [`OutgoingGate::with_shared`]): that count is awaited before the
+/// request is sent, never while the plugin runs.
 #[derive(Clone)]
-pub struct OutgoingGate(std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+pub struct OutgoingGate {
+    admit: std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+    shared: Option<std::sync::Arc<SharedAdmit>>,
+}
+
+/// A request's count by an [`OutgoingGate`]'s shared part, awaited before the request
+/// is sent: `Err` refuses it with the message.
+pub type OutgoingCount = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+/// The asynchronous part of an [`OutgoingGate`]: `None` when nothing is to be counted
+/// (no round trip), else the count to await before the request is sent.
+type SharedAdmit = dyn Fn() -> Option<OutgoingCount> + Send + Sync;
 
 impl OutgoingGate {
     /// A gate asking `admit` before each outgoing request.
     pub fn new(admit: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
-        Self(std::sync::Arc::new(admit))
+        Self {
+            admit: std::sync::Arc::new(admit),
+            shared: None,
+        }
+    }
+
+    /// This gate, also awaiting the count `shared` gives (when it gives one) after
+    /// [`OutgoingGate::admit`] let a request through and before it is sent; `Err`
+    /// refuses the request with the message.
+    #[must_use]
+    pub fn with_shared(
+        mut self,
+        shared: impl Fn() -> Option<OutgoingCount> + Send + Sync + 'static,
+    ) -> Self {
+        self.shared = Some(std::sync::Arc::new(shared));
+        self
     }
 
     /// Whether one more request may go out now.
@@ -88,7 +117,14 @@ impl OutgoingGate {
     /// # Errors
     /// The refusal's message.
     pub fn admit(&self) -> Result<(), String> {
-        (self.0)()
+        (self.admit)()
+    }
+
+    /// The shared count of a request [`OutgoingGate::admit`] let through, to await
+    /// before it is sent (`Err`: refused, with the message); `None` when there is none.
+    #[must_use]
+    pub fn admit_shared(&self) -> Option<OutgoingCount> {
+        self.shared.as_ref().and_then(|shared| shared())
     }
 }
 

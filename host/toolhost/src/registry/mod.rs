@@ -97,7 +97,8 @@ pub use compose::Composer;
 pub use content::{ContentBlock, EmbeddedResource, Media, ResourceBody, ResourceLink};
 pub use error::{Limit, RegisterError, ToolError};
 pub use handler::{
-    CallContext, CallGate, Handler, HandlerFuture, OutgoingGate, Progress, ProgressHook,
+    CallContext, CallGate, Handler, HandlerFuture, OutgoingCount, OutgoingGate, Progress,
+    ProgressHook,
 };
 pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};

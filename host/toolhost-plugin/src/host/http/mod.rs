@@ -319,32 +319,51 @@ impl WasiHttpHooks for HttpHooks {
             request.headers_mut().remove("tracestate");
         }
         let checked = self.check(&request);
-        // Recorded only once the checks passed (a refused request reached no host).
-        let recording = match (&self.record, &checked) {
-            (Some(record), Ok(_)) => Some(Recording {
-                record: Arc::clone(record),
-                start: record.now(),
-                method: self.redactor.redact(request.method().as_str()).into_owned(),
-                path: self.redactor.redact(request.uri().path()).into_owned(),
-                redactor: Arc::clone(&self.redactor),
-            }),
+        // Counted across processes (a quota shared through Redis) once the local checks
+        // passed: awaited below, before anything is resolved or sent.
+        let shared = match (&self.gate, &checked) {
+            (Some(gate), Ok(_)) => gate.admit_shared(),
             _ => None,
         };
+        // Recorded only once the checks passed (a refused request reached no host).
+        let recording = match (&self.record, &checked) {
+            (Some(record), Ok(_)) => Some((
+                Arc::clone(record),
+                self.redactor.redact(request.method().as_str()).into_owned(),
+                self.redactor.redact(request.uri().path()).into_owned(),
+            )),
+            _ => None,
+        };
+        let redactor = Arc::clone(&self.redactor);
         let grant = Arc::clone(&self.grant);
         let deadline = self.deadline;
         let log = self.log();
         let plugin = Arc::clone(&self.plugin);
         Box::new(async move {
             let observer = grant.policy.observer.as_ref();
+            let refused_err = |err| {
+                if let Some(observer) = observer {
+                    observer.request(&plugin, HttpOutcome::Refused);
+                }
+                Err(err)
+            };
             let target = match checked {
                 Ok(target) => target,
-                Err(err) => {
-                    if let Some(observer) = observer {
-                        observer.request(&plugin, HttpOutcome::Refused);
-                    }
-                    return Err(err);
-                }
+                Err(err) => return refused_err(err),
             };
+            if let Some(shared) = shared {
+                if let Err(why) = shared.await {
+                    refused(&log, &target.to_string(), &why);
+                    return refused_err(Error::InternalError(Some(why)));
+                }
+            }
+            let recording = recording.map(|(record, method, path)| Recording {
+                start: record.now(),
+                record,
+                method,
+                path,
+                redactor,
+            });
             let sent = send(
                 &grant,
                 &target,
