@@ -207,11 +207,19 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             StepKind::Http { method, .. } => (method.as_str(), "", 3, guest),
             _ => continue,
         };
+        // A request whose traceparent named its span: that id, which the server
+        // behind it took as its parent.
+        let span_id = match kind {
+            StepKind::Http {
+                span_id: Some(id), ..
+            } => *id,
+            _ => step_id(call.span_id, index),
+        };
         scratch.0.clear();
         span_head(
             scratch,
             call,
-            step_id(call.span_id, index),
+            span_id,
             Some(parent),
             name,
             suffix,
@@ -233,6 +241,7 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
                 url,
                 status,
                 bytes,
+                ..
             } => {
                 scratch.str_value(9, "http.request.method", method);
                 scratch.str_value(9, "server.address", host);
