@@ -193,6 +193,10 @@ def main(host, webfetch, wordcount):
     check("the plugin's request carried the client's trace",
           len(parts) == 4 and parts[1] == CLIENT_TRACE, header)
     check("with an exported span of the call as parent", parts[2] in ids, header)
+    client = by_name.get("GET")
+    check("that span is the request's own CLIENT span (W3C: the server's parent)",
+          client is not None and parts[2] == client.span_id.hex()
+          and client.kind == Span.SPAN_KIND_CLIENT, header)
 
     guest = by_name.get("plugin.call fetch")
     check("plugin.call fetch is execute_tool fetch's child",

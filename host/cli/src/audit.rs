@@ -125,7 +125,9 @@ pub(crate) struct AuditLog {
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
-/// One line of the log, without its time (put first by the writer).
+/// One line of the log, without its time (put first by the writer). Written by its
+/// [`writer::Line`] implementation, by hand; its `Serialize` (serde's derive) is the
+/// reference the tests check that line against.
 #[derive(Serialize)]
 struct Record<'a> {
     event: &'static str,
@@ -324,45 +326,21 @@ impl AuditLog {
     /// After a call: queues its record (naming `principal`, the session's client, when
     /// known) for the writer; waits only when the queue is full.
     pub(crate) fn finished(&self, end: &CallEnd<'_>, principal: Option<&str>) {
-        let arguments = end.call.arguments.as_bytes();
-        let mut digest = [0u8; 71];
-        let arguments_sha256 = sha256_text(&Sha256::digest(arguments), &mut digest);
-        let error = end.outcome.err();
         let plugins = self.plugins.read().ok();
         let touched = end.record.map(toolhost::registry::CallRecord::touched);
-        let none: &[String] = &[];
-        let record = Record {
-            event: "call",
-            session: &end.env.session_id,
+        let plugin = plugins
+            .as_ref()
+            .and_then(|plugins| plugins.get(&end.call.name))
+            .map(AsRef::as_ref);
+        let mut digest = [0u8; 71];
+        let record = call_record(
+            end,
             principal,
-            turn: &end.env.turn_id,
-            request: &end.call.id,
-            tool: &end.call.name,
-            nested_in: end.nested_in,
-            plugin: plugins
-                .as_ref()
-                .and_then(|plugins| plugins.get(&end.call.name))
-                .map(AsRef::as_ref),
-            arguments_sha256,
-            arguments_bytes: arguments.len(),
-            arguments: self.arguments.then_some(end.call.arguments.as_str()),
-            outcome: end.outcome_class(),
-            ran: end.ran,
-            error_kind: error.map(ToolError::kind),
-            limit: match error {
-                Some(ToolError::LimitExceeded { limit, .. }) => Some(limit.to_string()),
-                _ => None,
-            },
-            duration_ms: end.duration.as_secs_f64() * 1e3,
-            bytes_out: end.bytes_out,
-            files_read: touched.as_ref().map_or(none, |t| t.files_read.as_slice()),
-            files_written: touched
-                .as_ref()
-                .map_or(none, |t| t.files_written.as_slice()),
-            files_truncated: touched.as_ref().map_or(0, |t| t.files_truncated),
-            hosts: touched.as_ref().map_or(none, |t| t.hosts.as_slice()),
-            hosts_truncated: touched.as_ref().map_or(0, |t| t.hosts_truncated),
-        };
+            plugin,
+            touched.as_deref(),
+            self.arguments,
+            &mut digest,
+        );
         self.shared.push(&record);
     }
 
@@ -381,6 +359,207 @@ impl Drop for AuditLog {
             let _ = writer.join();
         }
     }
+}
+
+/// The record of the call that ended (`digest`: room for its arguments' SHA-256 text).
+/// The SHA-256 is computed here, once, over the arguments' text as the call got it.
+fn call_record<'a>(
+    end: &'a CallEnd<'a>,
+    principal: Option<&'a str>,
+    plugin: Option<&'a RawValue>,
+    touched: Option<&'a toolhost::registry::Touched>,
+    arguments: bool,
+    digest: &'a mut [u8; 71],
+) -> Record<'a> {
+    let bytes = end.call.arguments.as_bytes();
+    let arguments_sha256 = sha256_text(&Sha256::digest(bytes), digest);
+    let error = end.outcome.err();
+    let none: &[String] = &[];
+    Record {
+        event: "call",
+        session: &end.env.session_id,
+        principal,
+        turn: &end.env.turn_id,
+        request: &end.call.id,
+        tool: &end.call.name,
+        nested_in: end.nested_in,
+        plugin,
+        arguments_sha256,
+        arguments_bytes: bytes.len(),
+        arguments: arguments.then_some(end.call.arguments.as_str()),
+        outcome: end.outcome_class(),
+        ran: end.ran,
+        error_kind: error.map(ToolError::kind),
+        limit: match error {
+            Some(ToolError::LimitExceeded { limit, .. }) => Some(limit.to_string()),
+            _ => None,
+        },
+        duration_ms: end.duration.as_secs_f64() * 1e3,
+        bytes_out: end.bytes_out,
+        files_read: touched.map_or(none, |t| t.files_read.as_slice()),
+        files_written: touched.map_or(none, |t| t.files_written.as_slice()),
+        files_truncated: touched.map_or(0, |t| t.files_truncated),
+        hosts: touched.map_or(none, |t| t.hosts.as_slice()),
+        hosts_truncated: touched.map_or(0, |t| t.hosts_truncated),
+    }
+}
+
+impl writer::Line for Record<'_> {
+    /// The record's JSON object, field by field in the order of its declaration (the
+    /// order serde's derive writes, which the tests check it against): the fields of a
+    /// fixed form (the event and outcome names, the digest, numbers, the plugin's JSON
+    /// made at load) copied as they are, the others (ids, names, paths, hosts, the
+    /// arguments) through [`json_str`], which escapes exactly as serde_json does.
+    fn write_line(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"event\":\"");
+        out.extend_from_slice(self.event.as_bytes());
+        out.extend_from_slice(b"\",\"session\":");
+        json_str(out, self.session);
+        if let Some(principal) = self.principal {
+            out.extend_from_slice(b",\"principal\":");
+            json_str(out, principal);
+        }
+        out.extend_from_slice(b",\"turn\":");
+        json_str(out, self.turn);
+        out.extend_from_slice(b",\"request\":");
+        json_str(out, self.request);
+        out.extend_from_slice(b",\"tool\":");
+        json_str(out, self.tool);
+        if let Some(nested_in) = self.nested_in {
+            out.extend_from_slice(b",\"nested_in\":");
+            json_str(out, nested_in);
+        }
+        if let Some(plugin) = self.plugin {
+            out.extend_from_slice(b",\"plugin\":");
+            out.extend_from_slice(plugin.get().as_bytes());
+        }
+        out.extend_from_slice(b",\"arguments_sha256\":\"");
+        out.extend_from_slice(self.arguments_sha256.as_bytes());
+        out.extend_from_slice(b"\",\"arguments_bytes\":");
+        json_u64(out, self.arguments_bytes as u64);
+        if let Some(arguments) = self.arguments {
+            out.extend_from_slice(b",\"arguments\":");
+            json_str(out, arguments);
+        }
+        out.extend_from_slice(b",\"outcome\":\"");
+        out.extend_from_slice(self.outcome.as_bytes());
+        out.extend_from_slice(if self.ran {
+            b"\",\"ran\":true"
+        } else {
+            b"\",\"ran\":false"
+        });
+        if let Some(kind) = self.error_kind {
+            out.extend_from_slice(b",\"error_kind\":\"");
+            out.extend_from_slice(kind.as_bytes());
+            out.push(b'"');
+        }
+        if let Some(limit) = &self.limit {
+            out.extend_from_slice(b",\"limit\":");
+            json_str(out, limit);
+        }
+        out.extend_from_slice(b",\"duration_ms\":");
+        // serde_json's own number text (ryu; `null` when not finite).
+        if serde_json::to_writer(&mut *out, &self.duration_ms).is_err() {
+            out.extend_from_slice(b"null");
+        }
+        out.extend_from_slice(b",\"bytes_out\":");
+        json_u64(out, self.bytes_out as u64);
+        json_list(out, b",\"files_read\":", self.files_read);
+        json_list(out, b",\"files_written\":", self.files_written);
+        if self.files_truncated != 0 {
+            out.extend_from_slice(b",\"files_truncated\":");
+            json_u64(out, u64::from(self.files_truncated));
+        }
+        json_list(out, b",\"hosts\":", self.hosts);
+        if self.hosts_truncated != 0 {
+            out.extend_from_slice(b",\"hosts_truncated\":");
+            json_u64(out, u64::from(self.hosts_truncated));
+        }
+        out.push(b'}');
+    }
+}
+
+impl writer::Line for Resumed<'_> {
+    fn write_line(&self, out: &mut Vec<u8>) {
+        if serde_json::to_writer(&mut *out, self).is_err() {
+            out.extend_from_slice(b"{}");
+        }
+    }
+}
+
+/// `text` as a JSON string, escaped exactly as serde_json escapes it (`"`, `\` and the
+/// control characters below U+0020; everything else, U+2028 included, as it is): text
+/// with nothing to escape (the common case: ids, names, paths) is copied in one piece,
+/// the rest goes through serde_json.
+fn json_str(out: &mut Vec<u8>, text: &str) {
+    if !needs_escape(text.as_bytes()) {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else if serde_json::to_writer(&mut *out, text).is_err() {
+        // Writing to a Vec does not fail; were it to, the field stays valid JSON.
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// Whether `bytes` hold a byte serde_json escapes: one below 0x20, `"` or `\`. Eight
+/// bytes at a time (the usual bit tricks: a byte below `n` sets its high bit in
+/// `(x - n * 0x01..01) & !x & 0x80..80`, and only such a byte does), the rest one by one.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let found = below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if found != 0 {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// `key` then `list` as a JSON array of strings, when `list` is not empty.
+fn json_list(out: &mut Vec<u8>, key: &[u8], list: &[String]) {
+    if list.is_empty() {
+        return;
+    }
+    out.extend_from_slice(key);
+    out.push(b'[');
+    for (i, item) in list.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_str(out, item);
+    }
+    out.push(b']');
+}
+
+/// `n` in decimal.
+fn json_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        #[allow(clippy::cast_possible_truncation, reason = "a digit, below 10")]
+        {
+            digits[at] = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
 }
 
 /// Refuses an audit file inside one of `roots` (the directories the file tools reach),

@@ -47,7 +47,7 @@ pub struct ObserveArgs {
     pub otlp_endpoint: Option<String>,
     /// Do not add the calling client's W3C traceparent to a plugin's outgoing HTTP
     /// requests (by default a call whose client sent one passes it on, naming the
-    /// call's own span, so the servers a plugin reaches join the client's trace).
+    /// request's own CLIENT span, so the servers a plugin reaches join the client's trace).
     #[arg(long)]
     pub no_trace_propagation: bool,
 }

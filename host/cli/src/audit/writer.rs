@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
 use tracing::error;
 
 use super::{open_append, AuditError, FLUSH_INTERVAL, RECORD_OVERHEAD};
@@ -108,14 +107,11 @@ impl Records {
         })
     }
 
-    /// Serializes `value` as the next record's text (not yet counted: see
+    /// Writes `value` as the next record's text (not yet counted: see
     /// [`Records::commit`]); its size in bytes.
-    pub(super) fn write(&mut self, value: &impl Serialize) -> usize {
+    pub(super) fn write(&mut self, value: &impl Line) -> usize {
         let start = self.text.len();
-        if serde_json::to_writer(&mut self.text, value).is_err() {
-            self.text.truncate(start);
-            self.text.extend_from_slice(b"{}");
-        }
+        value.write_line(&mut self.text);
         self.text.push(b'\n');
         self.text.len() - start
     }
@@ -130,6 +126,12 @@ impl Records {
         let end = self.ends.last().map_or(0, |&(_, end)| end);
         self.text.truncate(end);
     }
+}
+
+/// A record that writes itself as one JSON object (no newline) at the end of a buffer.
+pub(super) trait Line {
+    /// Appends the record's JSON object to `out`.
+    fn write_line(&self, out: &mut Vec<u8>);
 }
 
 /// The audit file, open for appending.
@@ -166,7 +168,7 @@ impl Shared {
 
     /// Queues `record`, stamped now; waits for room up to [`Shared::queue_wait`], past
     /// which the record counts as lost and calls are refused.
-    pub(super) fn push(&self, record: &impl Serialize) {
+    pub(super) fn push(&self, record: &impl Line) {
         let mut queue = self.lock_queue();
         let mut until = None;
         loop {

@@ -4,6 +4,8 @@
 //! (their lengths known ahead), each span is written into a scratch buffer reused for
 //! the whole batch, so a span costs no allocation.
 
+use std::sync::LazyLock;
+
 use toolhost::registry::{Step, StepKind};
 
 use super::CallSpans;
@@ -205,11 +207,19 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             StepKind::Http { method, .. } => (method.as_str(), "", 3, guest),
             _ => continue,
         };
+        // A request whose traceparent named its span: that id, which the server
+        // behind it took as its parent.
+        let span_id = match kind {
+            StepKind::Http {
+                span_id: Some(id), ..
+            } => *id,
+            _ => step_id(call.span_id, index),
+        };
         scratch.0.clear();
         span_head(
             scratch,
             call,
-            step_id(call.span_id, index),
+            span_id,
             Some(parent),
             name,
             suffix,
@@ -231,6 +241,7 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
                 url,
                 status,
                 bytes,
+                ..
             } => {
                 scratch.str_value(9, "http.request.method", method);
                 scratch.str_value(9, "server.address", host);
@@ -248,6 +259,27 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         out.bytes(field, &scratch.0);
     }
 }
+
+/// Attributes of a fixed key and value, as `Span` fields 9, encoded once.
+fn fixed_attributes(pairs: &[(&str, &str)]) -> Vec<u8> {
+    let mut m = Message::default();
+    for (key, value) in pairs {
+        m.str_value(9, key, value);
+    }
+    m.0
+}
+
+/// The call's span's first attributes, the same for every call.
+static SERVER_FIXED: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    fixed_attributes(&[
+        ("mcp.method.name", "tools/call"),
+        ("gen_ai.operation.name", "execute_tool"),
+    ])
+});
+
+/// The handler's span's first attribute, the same for every call.
+static HANDLER_FIXED: LazyLock<Vec<u8>> =
+    LazyLock::new(|| fixed_attributes(&[("gen_ai.operation.name", "execute_tool")]));
 
 /// A call's spans (`repeated KeyValue attributes = 9; repeated Event events = 11;
 /// Status status = 15` after the head) as `Span` fields `field` of `out`, each written
@@ -267,7 +299,7 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             *start,
             *end,
         );
-        scratch.str_value(9, "gen_ai.operation.name", "execute_tool");
+        scratch.0.extend_from_slice(&HANDLER_FIXED);
         scratch.str_value(9, "gen_ai.tool.name", &call.tool);
         status(scratch, call.error);
         out.bytes(field, &scratch.0);
@@ -284,8 +316,7 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         call.start_unix_nanos,
         call.end_unix_nanos,
     );
-    scratch.str_value(9, "mcp.method.name", "tools/call");
-    scratch.str_value(9, "gen_ai.operation.name", "execute_tool");
+    scratch.0.extend_from_slice(&SERVER_FIXED);
     scratch.str_value(9, "gen_ai.tool.name", &call.tool);
     scratch.str_value(9, "mcp.session.id", &call.session);
     scratch.str_value(9, "network.transport", call.transport);

@@ -503,22 +503,33 @@ fn fetch_with_traceparent(extra: &[&str], parent: &str) -> (String, Vec<u8>) {
 fn a_plugins_request_carries_the_calls_traceparent_unless_turned_off() {
     let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let (header, spans) = fetch_with_traceparent(&[], parent);
-    // The client's trace, with the call's own span as parent.
+    // The client's trace, with the request's own CLIENT span as parent (W3C: the
+    // downstream server's parent is the span of the request that reached it).
     assert_eq!(header.len(), 55, "{header:?}");
     assert_eq!(&header[..36], &parent[..36], "{header}");
     assert_eq!(&header[52..], "-01");
     assert_ne!(
         &header[36..52],
         &parent[36..52],
-        "the call's span, not the client's"
+        "a span of the host's, not the client's"
     );
     let own: Vec<u8> = (0..8)
         .map(|i| u8::from_str_radix(&header[36 + 2 * i..38 + 2 * i], 16).unwrap())
         .collect();
-    // span_id (field 2, 8 bytes) of the exported call span is the header's parent.
-    assert!(
-        contains(&spans, &[&[0x12, 0x08][..], &own].concat()),
-        "the exported span has the id the request named"
+    // The exported span whose span_id (field 2, 8 bytes) the header named is the
+    // request's: its parent_span_id (field 4, 8 bytes), then its name (field 5) `GET`
+    // and its kind (field 6) CLIENT (3).
+    let named = [&[0x12, 0x08][..], &own].concat();
+    let at = spans
+        .windows(named.len())
+        .position(|w| w == named)
+        .expect("the exported spans have the id the request named");
+    let after = &spans[at + named.len()..];
+    assert_eq!(&after[..2], &[0x22, 0x08], "a parent follows the span id");
+    assert_eq!(
+        &after[10..17],
+        &[0x2a, 0x03, b'G', b'E', b'T', 0x30, 0x03],
+        "the span the request named is its CLIENT span GET, not the call's"
     );
     let (header, _) = fetch_with_traceparent(&["--no-trace-propagation"], parent);
     assert_eq!(header, "", "no traceparent with --no-trace-propagation");

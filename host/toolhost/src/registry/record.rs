@@ -114,6 +114,10 @@ pub enum StepKind {
         status: Option<u16>,
         /// Response body bytes the plugin read.
         bytes: u64,
+        /// The id of the request's CLIENT span when the request carried a
+        /// `traceparent` naming it ([`CallRecord::http_span`]); `None`: the exporter
+        /// picks one.
+        span_id: Option<[u8; 8]>,
     },
 }
 
@@ -222,11 +226,24 @@ impl CallRecord {
                 url: cut(url).to_owned(),
                 status,
                 bytes: 0,
+                span_id: None,
             },
             start,
             end,
             failed: status.is_none(),
         })
+    }
+
+    /// HTTP step `index` is the request whose `traceparent` named `span_id` as its
+    /// parent: its CLIENT span is exported with that id, so the server behind the
+    /// request and the exported span agree.
+    pub fn http_span(&self, index: usize, span_id: [u8; 8]) {
+        let mut touched = self.touched();
+        if let Some(step) = touched.steps.get_mut(index) {
+            if let StepKind::Http { span_id: id, .. } = &mut step.kind {
+                *id = Some(span_id);
+            }
+        }
     }
 
     /// The response body of HTTP step `index` was read to `bytes` (its end or the

@@ -61,6 +61,35 @@ impl TraceParent {
     pub fn sampled(&self) -> bool {
         self.flags & 1 == 1
     }
+
+    /// The context of the `n`th child span of this one (an outgoing request's CLIENT
+    /// span): the same trace and flags, a span id derived from this span's id and `n`
+    /// (a bijective mix, so distinct for each `n`, never zero, and unpredictable to
+    /// whoever does not know this span's id).
+    ///
+    /// ```
+    /// use toolhost::registry::TraceParent;
+    ///
+    /// let call = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    /// let (first, second) = (call.child(0), call.child(1));
+    /// assert_eq!((first.trace_id, first.flags), (call.trace_id, call.flags));
+    /// assert!(first.span_id != call.span_id && first.span_id != second.span_id);
+    /// ```
+    #[must_use]
+    pub fn child(&self, n: u64) -> Self {
+        // splitmix64's finalizer of the parent's id offset by n steps of the golden
+        // ratio (odd) and a constant of this use: distinct for each n.
+        let mut z = u64::from_be_bytes(self.span_id)
+            .wrapping_add(0x6368_696c_645f_6964)
+            .wrapping_add(n.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Self {
+            span_id: if z == 0 { 1 } else { z }.to_be_bytes(),
+            ..*self
+        }
+    }
 }
 
 impl std::fmt::Display for TraceParent {

@@ -78,6 +78,8 @@ struct Recording {
     /// The plugin's secrets, for the host name (a wildcard grant lets a plugin put one
     /// in a subdomain).
     redactor: Arc<Redactor>,
+    /// The id of the request's CLIENT span, when its `traceparent` named it.
+    span_id: Option<[u8; 8]>,
 }
 
 impl Recording {
@@ -92,8 +94,13 @@ impl Recording {
         } else {
             format!("{scheme}://{host}:{}{}", target.port, self.path)
         };
-        self.record
-            .http(&self.method, &host, target.port, &url, status, self.start)
+        let index = self
+            .record
+            .http(&self.method, &host, target.port, &url, status, self.start);
+        if let (Some(index), Some(span_id)) = (index, self.span_id) {
+            self.record.http_span(index, span_id);
+        }
+        index
     }
 
     /// The record, for the response body to count its bytes on.
@@ -311,9 +318,14 @@ impl WasiHttpHooks for HttpHooks {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
-        if let Some(parent) = self.traceparent {
+        // The request's own CLIENT span (W3C: the server behind it takes that span as
+        // its parent), a child of the call's span numbered by the call's requests.
+        let client_span = self
+            .traceparent
+            .map(|parent| parent.child(u64::from(self.requests)));
+        if let Some(span) = client_span {
             // Ours replaces any the plugin set: the trace is the client's, not the plugin's.
-            if let Ok(value) = http::HeaderValue::from_str(&parent.to_string()) {
+            if let Ok(value) = http::HeaderValue::from_str(&span.to_string()) {
                 request.headers_mut().insert("traceparent", value);
             }
             request.headers_mut().remove("tracestate");
@@ -363,6 +375,7 @@ impl WasiHttpHooks for HttpHooks {
                 method,
                 path,
                 redactor,
+                span_id: client_span.map(|span| span.span_id),
             });
             let sent = send(
                 &grant,

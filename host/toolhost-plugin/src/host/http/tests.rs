@@ -336,6 +336,7 @@ async fn a_recorded_request_keeps_no_query_and_no_secret() {
                     url: format!("http://[REDACTED].1:{port}/v1/[REDACTED]/items"),
                     status: Some(200),
                     bytes: 5,
+                    span_id: None,
                 },
                 false
             ),
@@ -347,6 +348,7 @@ async fn a_recorded_request_keeps_no_query_and_no_secret() {
                     url: format!("http://[REDACTED].1:{port}/again"),
                     status: None,
                     bytes: 0,
+                    span_id: None,
                 },
                 true
             ),
