@@ -23,7 +23,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from quota_check import ALICE, BOB, fail, free_port, post, stop_redis, wait_port  # noqa: E402
+from processes import free_port, stop_all  # noqa: E402
+from quota_check import ALICE, BOB, fail, post, stop_redis, wait_port  # noqa: E402
 
 LIMIT = 4
 POLICY = f"""
@@ -147,13 +148,7 @@ def main():
               "her call served; bob's requests went out", file=sys.stderr)
     finally:
         web.shutdown()
-        for process in processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+        stop_all(processes)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from processes import free_port, stop_all
+
 ALICE = "token-alice-aaaaaaaaaaaaaaaa"
 BOB = "token-bob-bbbbbbbbbbbbbbbbbbbb"
 LIMIT = 10
@@ -48,11 +50,6 @@ def fail(message):
     print(f"state-check (quotas): FAILED: {message}", file=sys.stderr)
     sys.exit(1)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, process, what, log):
@@ -309,13 +306,7 @@ def main():
             time.sleep(0.2)
         print(f"state-check: Redis back: alice's calls counted again ({status})", file=sys.stderr)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+        stop_all(processes)
 
 
 if __name__ == "__main__":

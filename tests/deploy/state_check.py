@@ -14,6 +14,8 @@ import time
 import urllib.error
 import urllib.request
 
+from processes import free_port, stop_all
+
 ALICE = "token-alice-aaaaaaaaaaaaaaaa"
 BOB = "token-bob-bbbbbbbbbbbbbbbbbbbb"
 LEASE_S = 2
@@ -24,11 +26,6 @@ def fail(message):
     print(f"state-check: FAILED: {message}", file=sys.stderr)
     sys.exit(1)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def meta(tasks=True, asks=False):
@@ -333,13 +330,7 @@ def main():
                 fail(f"task {i} after the Redis restart: {kept}")
         print("state-check: Redis restarted: tasks created again, the 20 earlier tasks kept", file=sys.stderr)
     finally:
-        for process in hosts:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+        stop_all(hosts)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from state_check import ALICE, BOB, fail, free_port, get, start_task, wait_status  # noqa: E402
+from processes import free_port, stop_all  # noqa: E402
+from state_check import ALICE, BOB, fail, get, start_task, wait_status  # noqa: E402
 
 
 def main():
@@ -62,13 +63,7 @@ def main():
         print(f"state-check: rediss:// with --state-ca-file: task {task} created through "
               f":{ports[0]}, completed through :{ports[1]}", file=sys.stderr)
     finally:
-        for process in hosts:
-            process.terminate()
-        for process in hosts:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_all(hosts)
 
 
 if __name__ == "__main__":
