@@ -174,14 +174,13 @@ impl crate::http_policy::HttpObserver for Seen {
     }
 }
 
-#[tokio::test]
-async fn the_observer_is_told_each_request_and_how_it_ended() {
-    use crate::http_policy::HttpOutcome;
-    // A loopback server answering 404 to one request.
+/// A loopback server that reads one request's head and answers it with `response`: its
+/// port, and the task to await once the request was sent.
+async fn answer_once(response: &'static [u8]) -> (u16, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (mut stream, _) = listener.accept().await.unwrap();
         let mut head = Vec::new();
         let mut buf = [0u8; 1024];
@@ -192,11 +191,17 @@ async fn the_observer_is_told_each_request_and_how_it_ended() {
             }
             head.extend_from_slice(&buf[..n]);
         }
-        stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        stream.write_all(response).await.unwrap();
     });
+    (port, server)
+}
+
+#[tokio::test]
+async fn the_observer_is_told_each_request_and_how_it_ended() {
+    use crate::http_policy::HttpOutcome;
+    let (port, server) =
+        answer_once(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
     let seen = Arc::new(Seen::default());
     let grant = HttpGrant {
         allow: vec![format!("http://127.0.0.1:{port}").parse().unwrap()],
@@ -245,25 +250,9 @@ async fn the_observer_is_told_each_request_and_how_it_ended() {
 #[tokio::test]
 async fn a_recorded_request_keeps_no_query_and_no_secret() {
     use toolhost::registry::{CallRecord, StepKind};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = stream.read(&mut buf).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        stream
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
-            .await
-            .unwrap();
-    });
+    let (port, server) =
+        answer_once(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+            .await;
     let grant = HttpGrant {
         allow: vec![format!("http://127.0.0.1:{port}").parse().unwrap()],
         policy: HttpPolicy::default().with_allow_nets(vec!["127.0.0.0/8".parse().unwrap()]),
