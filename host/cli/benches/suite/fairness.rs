@@ -5,49 +5,25 @@
 //! 429), in interleaved rounds; this figure runs it on the bench's host binary and
 //! judges the ratio of the medians.
 
-use std::path::Path;
-use std::process::Command;
+use std::ffi::OsStr;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
 use crate::report::{Row, Target};
+use crate::script::{run_script, ScriptRun};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
-const FIGURE: &str = "14 fairness: bob's p50 with alice flooding at her quota / alone";
+const FIGURE: &str = "16 fairness: bob's p50 with alice flooding at her quota / alone";
 
 /// The figure's row (skipped when there is no `python3`).
 pub(crate) fn fairness() -> Result<Vec<Row>> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .context("host/cli/ is not two levels below the repository")?;
-    let script = repo.join("scripts/policy-bench.py");
-    let output = match Command::new("python3").arg(&script).arg(HOST).output() {
-        Ok(output) => output,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(vec![Row::skipped(FIGURE, "python3 is not installed")]);
-        }
-        Err(err) => return Err(err).context("cannot run scripts/policy-bench.py"),
+    let figures = match run_script("policy-bench.py", &[OsStr::new(HOST)], |l| {
+        l.starts_with("round ")
+    })? {
+        ScriptRun::Figures(figures) => figures,
+        ScriptRun::Skipped(why) => return Ok(vec![Row::skipped(FIGURE, &why)]),
     };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    for line in stdout.lines().filter(|l| l.starts_with("round ")) {
-        println!("  {line}");
-    }
-    let Some(figures) = stdout.lines().find_map(|l| l.strip_prefix("FIGURES ")) else {
-        bail!(
-            "scripts/policy-bench.py gave no figures (exit {:?}): {}",
-            output.status.code(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    let value = |name: &str| -> Result<f64> {
-        figures
-            .split_whitespace()
-            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
-            .with_context(|| format!("no {name} in {figures:?}"))?
-            .parse()
-            .with_context(|| format!("{name} in {figures:?}"))
-    };
+    let value = |name: &str| figures.value(name);
     let (alone, loaded, ratio) = (value("alone_us")?, value("loaded_us")?, value("ratio")?);
     let (sent, refused) = (value("alice_calls")?, value("alice_429")?);
     Ok(vec![Row::judged(

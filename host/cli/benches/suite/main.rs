@@ -35,6 +35,7 @@ mod read_file;
 mod report;
 mod scale;
 mod scaleout;
+mod script;
 mod sessions;
 mod stdio;
 
