@@ -166,36 +166,30 @@ impl CallRecord {
 
     /// A file read of `path` (`bytes` read, `ok`: it succeeded) that started at `start`.
     pub fn file_read(&self, path: &str, bytes: u64, start: Duration, ok: bool) {
-        let end = self.now();
-        let path = cut(path);
-        let mut touched = self.touched();
-        if ok {
-            touched.list_file(path, false);
-        }
-        touched.push(Step {
-            kind: StepKind::FileRead {
-                path: path.to_owned(),
-                bytes,
-            },
-            start,
-            end,
-            failed: !ok,
-        });
+        self.file_step(path, bytes, start, ok, false);
     }
 
     /// A file write (or delete, `bytes` 0) of `path` that started at `start`.
     pub fn file_written(&self, path: &str, bytes: u64, start: Duration, ok: bool) {
+        self.file_step(path, bytes, start, ok, true);
+    }
+
+    /// A file read or write (`written`) step, its path listed when it succeeded.
+    fn file_step(&self, path: &str, bytes: u64, start: Duration, ok: bool, written: bool) {
         let end = self.now();
         let path = cut(path);
         let mut touched = self.touched();
         if ok {
-            touched.list_file(path, true);
+            touched.list_file(path, written);
         }
+        let path = path.to_owned();
+        let kind = if written {
+            StepKind::FileWrite { path, bytes }
+        } else {
+            StepKind::FileRead { path, bytes }
+        };
         touched.push(Step {
-            kind: StepKind::FileWrite {
-                path: path.to_owned(),
-                bytes,
-            },
+            kind,
             start,
             end,
             failed: !ok,
