@@ -22,12 +22,12 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from processes import free_port, stop_all
+from processes import free_port, start_haproxy, stop_all
+from processes import wait_port as listening
 
 ALICE = "token-alice-aaaaaaaaaaaaaaaa"
 BOB = "token-bob-bbbbbbbbbbbbbbbbbbbb"
@@ -53,15 +53,8 @@ def fail(message):
 
 
 def wait_port(port, process, what, log):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                fail(f"{what} did not start: " + open(log).read()[-2000:])
-            time.sleep(0.1)
+    if not listening(port, process):
+        fail(f"{what} did not start: " + open(log).read()[-2000:])
 
 
 def post(port, body, token, version="2026-07-28", session=None, method=None, name=None):
@@ -166,18 +159,7 @@ def main():
             processes.append(process)
             wait_port(port, process, f"policed host {n}", log)
             ports.append(port)
-        front = free_port()
-        config = os.path.join(work, "quota-haproxy.cfg")
-        with open(config, "w") as cfg:
-            cfg.write("defaults\n    mode http\n    timeout connect 5s\n"
-                      "    timeout client 1m\n    timeout server 1m\n"
-                      f"frontend mcp\n    bind 127.0.0.1:{front}\n    default_backend hosts\n"
-                      "backend hosts\n    balance roundrobin\n")
-            for n, port in enumerate(ports):
-                cfg.write(f"    server h{n} 127.0.0.1:{port}\n")
-        proxy_log = os.path.join(work, "quota-haproxy.log")
-        proxy = subprocess.Popen([args.haproxy, "-db", "-f", config],
-                                 stdout=open(proxy_log, "w"), stderr=subprocess.STDOUT)
+        front, proxy, proxy_log = start_haproxy(args.haproxy, work, "quota-haproxy", ports)
         processes.append(proxy)
         wait_port(front, proxy, "haproxy", proxy_log)
 

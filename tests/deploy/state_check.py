@@ -7,14 +7,13 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
-from processes import free_port, stop_all
+from processes import free_port, start_haproxy, stop_all, wait_port
 
 ALICE = "token-alice-aaaaaaaaaaaaaaaa"
 BOB = "token-bob-bbbbbbbbbbbbbbbbbbbb"
@@ -146,15 +145,8 @@ def main():
              "--state", state, "--state-password-file", os.path.join(work, "redis.pass"),
              "--task-lease", f"{LEASE_S}s"],
             stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    fail(f"host {n} did not start: see {log.name}: " + open(log.name).read())
-                time.sleep(0.1)
+        if not wait_port(port, process):
+            fail(f"host {n} did not start: see {log.name}: " + open(log.name).read())
         return process, port
 
     try:
@@ -226,28 +218,10 @@ def main():
         # 1b. The same behind HAProxy (round robin, no stickiness): every request of a
         # task lands on another process than the one before.
         if args.haproxy:
-            front = free_port()
-            config = os.path.join(work, "haproxy.cfg")
-            with open(config, "w") as cfg:
-                cfg.write("defaults\n    mode http\n    timeout connect 5s\n"
-                          "    timeout client 1m\n    timeout server 1m\n"
-                          f"frontend mcp\n    bind 127.0.0.1:{front}\n    default_backend hosts\n"
-                          "backend hosts\n    balance roundrobin\n")
-                for n, port in enumerate(ports):
-                    cfg.write(f"    server h{n} 127.0.0.1:{port}\n")
-            proxy = subprocess.Popen([args.haproxy, "-db", "-f", config],
-                                     stdout=open(os.path.join(work, "haproxy.log"), "w"),
-                                     stderr=subprocess.STDOUT)
+            front, proxy, proxy_log = start_haproxy(args.haproxy, work, "haproxy", ports)
             hosts.append(proxy)
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", front), timeout=1):
-                        break
-                except OSError:
-                    if proxy.poll() is not None or time.monotonic() > deadline:
-                        fail("haproxy did not start: " + open(os.path.join(work, "haproxy.log")).read())
-                    time.sleep(0.1)
+            if not wait_port(front, proxy, within=20):
+                fail("haproxy did not start: " + open(proxy_log).read())
             for i in range(6):
                 if i % 2 == 0:
                     task = start_task(front, "test_simple_text", {})

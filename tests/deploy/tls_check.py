@@ -7,13 +7,11 @@ every wait is bounded."""
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from processes import free_port, stop_all  # noqa: E402
+from processes import free_port, stop_all, wait_port  # noqa: E402
 from state_check import ALICE, BOB, fail, get, start_task, wait_status  # noqa: E402
 
 
@@ -43,15 +41,8 @@ def main():
                  "--state-password-file", os.path.join(work, "redis.pass")],
                 stdout=log, stderr=subprocess.STDOUT))
             ports.append(port)
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    if hosts[-1].poll() is not None or time.monotonic() > deadline:
-                        fail(f"rediss:// host {n} did not start: " + open(log.name).read())
-                    time.sleep(0.1)
+            if not wait_port(port, hosts[-1]):
+                fail(f"rediss:// host {n} did not start: " + open(log.name).read())
         task = start_task(ports[0], "test_simple_text", {})
         done = wait_status(ports[1], task, "completed", 10)
         text = done["result"]["content"][0]["text"]
