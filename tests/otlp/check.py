@@ -10,7 +10,9 @@ with `_meta.traceparent`; closes the input (the host flushes its spans as it end
 checks the decoded span tree: the SERVER span `tools/call fetch` in the client's trace
 with the client's span as parent and the MCP/GenAI attributes, its `execute_tool fetch`
 child, the service name, and that the request behind the plugin carried the same trace
-with an exported span as parent; the request's CLIENT span (method, server.address,
+with an exported span as parent; the arguments' check span `tool.arguments.check`
+(passed) under the SERVER span and before the handler's; a call refused by the check
+(its span `invalid_arguments`, no handler span); the request's CLIENT span (method, server.address,
 status, url.full without the query) under the guest call's span `plugin.call fetch`;
 and a wordcount call's `files.read` span (path, bytes) under `plugin.call wordcount`.
 Prints one line per check; exits 1 on the first failure.
@@ -128,6 +130,10 @@ def main(host, webfetch, wordcount):
             {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
              "params": {"name": "wordcount", "arguments": {"path": "notes/todo.md"},
                         "_meta": {"traceparent": TRACEPARENT}}},
+            # Refused by the arguments' check: wordcount requires `path`.
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+             "params": {"name": "wordcount", "arguments": {"secret": "s3cr3t"},
+                        "_meta": {"traceparent": TRACEPARENT}}},
         ]
         env = dict(os.environ, OTEL_SERVICE_NAME="otlp-check",
                    OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
@@ -149,6 +155,10 @@ def main(host, webfetch, wordcount):
         check("the wordcount answered",
               counted is not None and counted["result"]["isError"] is False,
               json.dumps(counted)[:500])
+        refused = next((a for a in answers if a.get("id") == 4), None)
+        check("the wordcount without a path was refused",
+              refused is not None and refused["result"]["isError"] is True,
+              json.dumps(refused)[:500])
     finally:
         collector.shutdown()
         origin.shutdown()
@@ -166,6 +176,8 @@ def main(host, webfetch, wordcount):
                 spans.extend(scope_spans.spans)
     check("the service name is OTEL_SERVICE_NAME", services == {"otlp-check"}, str(services))
     by_name = {span.name: span for span in spans}
+    by_id = {span.span_id: span for span in spans}
+    checks = [span for span in spans if span.name == "tool.arguments.check"]
     server = by_name.get("tools/call fetch")
     check("one SERVER span tools/call fetch",
           server is not None and server.kind == Span.SPAN_KIND_SERVER,
@@ -221,7 +233,8 @@ def main(host, webfetch, wordcount):
           guest.start_time_unix_nano <= get.start_time_unix_nano
           <= get.end_time_unix_nano <= guest.end_time_unix_nano)
 
-    counted_server = by_name.get("tools/call wordcount")
+    counted_server = next((s for s in spans if s.name == "tools/call wordcount"
+                           and attributes(s).get("jsonrpc.request.id") == "3"), None)
     counted_handler = by_name.get("execute_tool wordcount")
     counted_guest = by_name.get("plugin.call wordcount")
     read = by_name.get("files.read")
@@ -236,6 +249,35 @@ def main(host, webfetch, wordcount):
     check("files.read names the path as the plugin did and the bytes read",
           read_attrs.get("file.path") == "notes/todo.md"
           and read_attrs.get("toolhost.file.bytes") == len("one two\nthree\n"), str(read_attrs))
+
+    def checks_of(parent):
+        return [c for c in checks if c.parent_span_id == parent.span_id]
+
+    fetch_check = checks_of(server)
+    check("one tool.arguments.check span under tools/call fetch, passed",
+          len(fetch_check) == 1 and fetch_check[0].kind == Span.SPAN_KIND_INTERNAL
+          and attributes(fetch_check[0]).get("toolhost.arguments.valid") is True
+          and "error.type" not in attributes(fetch_check[0]),
+          str(fetch_check))
+    check("the check ended before execute_tool fetch started",
+          server.start_time_unix_nano <= fetch_check[0].start_time_unix_nano
+          <= fetch_check[0].end_time_unix_nano <= child.start_time_unix_nano)
+    refused_servers = [s for s in spans if s.name == "tools/call wordcount"
+                       and attributes(s).get("jsonrpc.request.id") == "4"]
+    check("the refused call has its SERVER span with error.type refused",
+          len(refused_servers) == 1
+          and attributes(refused_servers[0]).get("error.type") == "refused",
+          str(refused_servers))
+    refused_check = checks_of(refused_servers[0])
+    check("its tool.arguments.check span failed: error.type invalid_arguments, status ERROR",
+          len(refused_check) == 1
+          and attributes(refused_check[0]).get("toolhost.arguments.valid") is False
+          and attributes(refused_check[0]).get("error.type") == "invalid_arguments"
+          and refused_check[0].status.code == 2, str(refused_check))
+    check("no handler span for the refused call",
+          not any(s.parent_span_id == refused_servers[0].span_id
+                  and s.name.startswith("execute_tool") for s in spans))
+    check("every check span has an exported parent", all(c.parent_span_id in by_id for c in checks))
     print(f"otlp-check: all passed ({len(spans)} spans in {len(exports)} exports)")
 
 

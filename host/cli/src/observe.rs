@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use toolhost::registry::{CallEnd, CallObserver, CallStart, ObserverRefusal, Registry};
+use toolhost::registry::{CallEnd, CallObserver, CallStart, CallWatch, ObserverRefusal, Registry};
 
 use crate::audit::AuditLog;
 use crate::metrics::Metrics;
@@ -40,10 +40,18 @@ impl CallObserver for Observers {
         self.finished_as(end, None);
     }
 
-    /// The audit log lists the files and hosts a call touched; the tracer makes spans of
-    /// its steps. The metrics alone need no record.
-    fn records(&self) -> bool {
-        self.audit.is_some() || self.tracer.is_some()
+    /// The tracer samples the call now; the call is recorded when it is sampled (the
+    /// tracer makes spans of its steps) or audited (the audit log lists the files and
+    /// hosts it touched). The metrics alone need no record.
+    fn watch(&self, call: &CallStart<'_>) -> CallWatch {
+        let trace_id = self
+            .tracer
+            .as_ref()
+            .and_then(|tracer| tracer.sample(call.trace_parent.as_ref()));
+        CallWatch {
+            record: self.audit.is_some() || trace_id.is_some(),
+            trace_id,
+        }
     }
 }
 
@@ -78,8 +86,8 @@ impl CallObserver for SessionObservers {
         self.observers.finished_as(end, Some(&self.principal));
     }
 
-    fn records(&self) -> bool {
-        self.observers.records()
+    fn watch(&self, call: &CallStart<'_>) -> CallWatch {
+        self.observers.watch(call)
     }
 }
 

@@ -390,9 +390,10 @@ impl Tracer {
         }
     }
 
-    /// A call ended: queue its span when sampled (never waits).
-    pub(crate) fn finished(&self, end: &CallEnd<'_>) {
-        let parent = end.trace_parent.as_ref();
+    /// A call starts (or a refusal before one is told of): its trace id when it is
+    /// sampled (the caller's, or a new one for a call without a parent), `None` when the
+    /// sampler drops it. Decided once, at the start, so a dropped call records nothing.
+    pub(crate) fn sample(&self, parent: Option<&TraceParent>) -> Option<[u8; 16]> {
         let trace_id = match parent {
             Some(parent) => parent.trace_id,
             None => {
@@ -402,9 +403,15 @@ impl Tracer {
                 id
             }
         };
-        if !self.sampler.sampled(&trace_id, parent) {
+        self.sampler.sampled(&trace_id, parent).then_some(trace_id)
+    }
+
+    /// A call ended: queue its spans when it was sampled at its start (never waits).
+    pub(crate) fn finished(&self, end: &CallEnd<'_>) {
+        let Some(trace_id) = end.watch.trace_id else {
             return;
-        }
+        };
+        let parent = end.trace_parent.as_ref();
         let end_nanos = unix_nanos(SystemTime::now());
         let start_nanos = end_nanos.saturating_sub(nanos_of(end.duration));
         // The id the call's outgoing requests named as their parent, when it has one.

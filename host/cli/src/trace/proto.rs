@@ -34,6 +34,7 @@ fn field_len(len: u64) -> u64 {
 enum Value<'a> {
     Str(&'a [u8]),
     Int(i64),
+    Bool(bool),
 }
 
 impl Message {
@@ -76,7 +77,7 @@ impl Message {
     }
 
     /// `KeyValue { key = 1; AnyValue value = 2 }` as field `field`, with
-    /// `AnyValue { string_value = 1; int_value = 3 }`, written in place.
+    /// `AnyValue { string_value = 1; bool_value = 2; int_value = 3 }`, written in place.
     #[allow(
         clippy::cast_sign_loss,
         reason = "int64 is sent as its two's complement varint"
@@ -85,6 +86,7 @@ impl Message {
         let any = match value {
             Value::Str(text) => field_len(text.len() as u64),
             Value::Int(n) => 1 + varint_len(n as u64),
+            Value::Bool(_) => 2,
         };
         self.key(field, 2);
         self.varint(field_len(key.len() as u64) + field_len(any));
@@ -94,6 +96,7 @@ impl Message {
         match value {
             Value::Str(text) => self.bytes(1, text),
             Value::Int(n) => self.uint(3, n as u64),
+            Value::Bool(b) => self.uint(2, u64::from(b)),
         }
     }
 
@@ -140,7 +143,7 @@ fn span_head(
     parent: Option<[u8; 8]>,
     name: &str,
     suffix: &str,
-    kind: u64,
+    kind: u8,
     start: u64,
     end: u64,
 ) {
@@ -150,7 +153,7 @@ fn span_head(
         m.bytes(4, &parent);
     }
     m.string2(5, name, suffix);
-    m.uint(6, kind);
+    m.uint(6, u64::from(kind));
     m.fixed64(7, start);
     m.fixed64(8, end);
 }
@@ -174,7 +177,9 @@ pub(super) fn step_id(span_id: [u8; 8], index: usize) -> [u8; 8] {
 }
 
 /// The spans of what the call did through the host, as `Span` fields `field` of `out`:
-/// the plugin's instantiation and guest call (`INTERNAL`, children of the handler's
+/// its arguments' check (`INTERNAL`, `tool.arguments.check`, a child of the call's span,
+/// with `toolhost.arguments.valid`; a refusal has `error.type` `invalid_arguments`), the
+/// plugin's instantiation and guest call (`INTERNAL`, children of the handler's
 /// span), its file calls (`INTERNAL`, `files.read` / `files.write` with `file.path` and
 /// `toolhost.file.bytes`) and HTTP requests (`CLIENT`, named by the method, with
 /// `http.request.method`, `server.address`, `server.port`, `url.full` without query,
@@ -200,6 +205,7 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             failed,
         } = step;
         let (name, suffix, span_kind, parent) = match kind {
+            StepKind::ArgumentCheck => ("tool.arguments.check", "", 1, call.span_id),
             StepKind::Instantiate => ("plugin.instantiate ", call.tool.as_str(), 1, handler),
             StepKind::GuestCall => ("plugin.call ", call.tool.as_str(), 1, handler),
             StepKind::FileRead { .. } => ("files.read", "", 1, guest),
@@ -230,6 +236,12 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
         let mut error = *failed;
         match kind {
+            StepKind::ArgumentCheck => {
+                scratch.key_value(9, "toolhost.arguments.valid", Value::Bool(!failed));
+                if *failed {
+                    scratch.str_value(9, "error.type", "invalid_arguments");
+                }
+            }
             StepKind::FileRead { path, bytes } | StepKind::FileWrite { path, bytes } => {
                 scratch.str_value(9, "file.path", path);
                 scratch.key_value(9, "toolhost.file.bytes", int(*bytes));
@@ -294,13 +306,13 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             *id,
             Some(call.span_id),
             "execute_tool ",
-            &call.tool,
+            call.tool.as_str(),
             1,
             *start,
             *end,
         );
         scratch.0.extend_from_slice(&HANDLER_FIXED);
-        scratch.str_value(9, "gen_ai.tool.name", &call.tool);
+        scratch.str_value(9, "gen_ai.tool.name", call.tool.as_str());
         status(scratch, call.error);
         out.bytes(field, &scratch.0);
     }
@@ -311,13 +323,13 @@ fn call_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
         call.span_id,
         call.parent_span_id,
         "tools/call ",
-        &call.tool,
+        call.tool.as_str(),
         2,
         call.start_unix_nanos,
         call.end_unix_nanos,
     );
     scratch.0.extend_from_slice(&SERVER_FIXED);
-    scratch.str_value(9, "gen_ai.tool.name", &call.tool);
+    scratch.str_value(9, "gen_ai.tool.name", call.tool.as_str());
     scratch.str_value(9, "mcp.session.id", &call.session);
     scratch.str_value(9, "network.transport", call.transport);
     scratch.str_value(9, "toolhost.outcome", call.outcome);

@@ -10,12 +10,14 @@ use futures_util::FutureExt;
 
 use super::cap::cap_error;
 use super::{
-    Arguments, CallContext, CallEnd, CallStart, Environment, HandlerRun, Registry, ToolCall,
-    ToolError, ToolResult,
+    Arguments, CallContext, CallEnd, CallStart, Environment, HandlerRun, Registry, StepKind,
+    ToolCall, ToolError, ToolResult,
 };
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
 
 impl Registry {
     /// Runs one tool call.
@@ -57,13 +59,14 @@ impl Registry {
                 .map_err(|err| cap_error(err, self.result_cap));
         };
         let started = Instant::now();
-        if let Err(refusal) = observer.admit(&CallStart {
+        let start = CallStart {
             env,
             call,
             trace_parent: ctx.trace_parent(),
             trace_span_id: ctx.trace_span_id(),
             nested_in: ctx.nested_in(),
-        }) {
+        };
+        if let Err(refusal) = observer.admit(&start) {
             return Err(cap_error(
                 ToolError::Failed {
                     tool: call.name.clone(),
@@ -73,9 +76,11 @@ impl Registry {
             ));
         }
         let times = HandlerTimes::default();
-        // What the call does through the host, when the observer reads it.
-        let record = observer
-            .records()
+        let call_watch = observer.watch(&start);
+        // What the call does through the host, when the observer reads it (decided now:
+        // a call the observer does not trace or audit allocates nothing).
+        let record = call_watch
+            .record
             .then(|| std::sync::Arc::new(super::CallRecord::since(started)));
         // Told of the end even when the caller drops this future first.
         let mut watch = Watch {
@@ -90,6 +95,7 @@ impl Registry {
             times: Some(&times),
             nested_in: ctx.nested_in(),
             record: record.as_deref(),
+            call_watch,
         };
         let outcome = self
             .run(
@@ -120,6 +126,7 @@ impl Registry {
             handler: times.read(),
             nested_in: ctx.nested_in(),
             record: record.as_deref(),
+            watch: call_watch,
         });
         outcome
     }
@@ -145,14 +152,13 @@ impl Registry {
         let entry = self.lookup(name).ok_or_else(|| ToolError::UnknownTool {
             name: name.to_owned(),
         })?;
-        let arguments = Arguments::parse(name, &call.arguments)?;
-        if let Some(missing) = entry
-            .required
-            .iter()
-            .find(|field| arguments.get(field).is_none())
-        {
-            return Err(arguments.missing(missing));
+        let record = timed.and_then(|(_, _, record)| record);
+        let checking = record.map(|record| record.now());
+        let checked = check_arguments(name, &call.arguments, &entry.required);
+        if let (Some(record), Some(start)) = (record, checking) {
+            record.step(StepKind::ArgumentCheck, start, checked.is_err());
         }
+        let arguments = checked?;
 
         let started = Instant::now();
         let call_timeout = ctx.time_limit().unwrap_or(self.call_timeout);
@@ -165,7 +171,7 @@ impl Registry {
             .clone()
             .deadline_at(deadline)
             .with_result_cap(self.result_cap);
-        if let Some((_, _, Some(record))) = timed {
+        if let Some(record) = record {
             handler_ctx = handler_ctx.with_record(std::sync::Arc::clone(record));
         }
         let cancellation = ctx.cancellation().clone();
@@ -353,6 +359,16 @@ impl Registry {
     }
 }
 
+/// The call's arguments parsed and checked against the tool's `required` fields (empty
+/// arguments count as `{}`).
+fn check_arguments(tool: &str, raw: &str, required: &[String]) -> Result<Arguments, ToolError> {
+    let arguments = Arguments::parse(tool, raw)?;
+    match required.iter().find(|field| arguments.get(field).is_none()) {
+        Some(missing) => Err(arguments.missing(missing)),
+        None => Ok(arguments),
+    }
+}
+
 /// Tells the observer of a call whose future was dropped before it ended (the caller
 /// gave up on it: a client gone, a round that needs the user's input): it ends as
 /// [`ToolError::Cancelled`].
@@ -368,6 +384,7 @@ struct Watch<'a> {
     times: Option<&'a HandlerTimes>,
     nested_in: Option<&'a str>,
     record: Option<&'a super::CallRecord>,
+    call_watch: super::CallWatch,
 }
 
 impl Drop for Watch<'_> {
@@ -391,6 +408,7 @@ impl Drop for Watch<'_> {
             handler: self.times.and_then(HandlerTimes::read),
             nested_in: self.nested_in,
             record: self.record,
+            watch: self.call_watch,
         });
     }
 }

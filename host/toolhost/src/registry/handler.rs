@@ -264,7 +264,7 @@ impl CallContext {
 
     /// This context recording what the call does through the host into `record`
     /// (dispatch sets it when the registry's observer
-    /// [asks](super::CallObserver::records)).
+    /// [asks](super::CallWatch::record) for the call).
     pub fn with_record(mut self, record: std::sync::Arc<super::CallRecord>) -> Self {
         self.record = Some(record);
         self

@@ -104,7 +104,7 @@ pub use interaction::{Interaction, InteractionError, InteractionFuture};
 pub use metadata::{check_output, title_key, MAX_TITLE_CHARS, RESERVED_TOOL_TITLES};
 pub use names::{name_key, RESERVED_TOOL_NAMES};
 pub use observe::{
-    CallEnd, CallObserver, CallStart, HandlerRun, ObserverAlreadySet, ObserverRefusal,
+    CallEnd, CallObserver, CallStart, CallWatch, HandlerRun, ObserverAlreadySet, ObserverRefusal,
     OUTCOME_CLASSES,
 };
 pub use panic::{install_panic_hook, MAX_PANIC_MESSAGE_BYTES};
@@ -212,6 +212,14 @@ impl Registry {
         nested_in: Option<&str>,
     ) {
         if let Some(observer) = self.observer.get() {
+            // Asked now, for the refusal's span; it records nothing (it never ran).
+            let watch = observer.watch(&CallStart {
+                env,
+                call,
+                trace_parent: None,
+                trace_span_id: None,
+                nested_in,
+            });
             observer.finished(&CallEnd {
                 env,
                 call,
@@ -225,6 +233,10 @@ impl Registry {
                 handler: None,
                 nested_in,
                 record: None,
+                watch: CallWatch {
+                    record: false,
+                    ..watch
+                },
             });
         }
     }

@@ -60,13 +60,30 @@ pub trait CallObserver: Send + Sync {
     /// call is told of exactly once.
     fn finished(&self, end: &CallEnd<'_>);
 
-    /// Whether this observer reads [`CallEnd::record`] (what the call did through the
-    /// host: files, HTTP requests, a plugin's instantiation and guest call). `false` by
-    /// default: a call then records nothing and pays nothing for it. `true`: each
-    /// admitted call gets a [`CallRecord`] (one allocation).
-    fn records(&self) -> bool {
-        false
+    /// What this observer wants of a call, decided at its start: after a successful
+    /// [`CallObserver::admit`] (and, for a refusal before a call, just before
+    /// [`CallObserver::finished`]). Handed back in [`CallEnd::watch`]. The default wants
+    /// nothing: the call records nothing and pays nothing for it.
+    ///
+    /// A tracer decides here whether the call is sampled (the caller's trace is known
+    /// now) and asks for a [`CallRecord`] only then, so a call it drops records nothing.
+    fn watch(&self, call: &CallStart<'_>) -> CallWatch {
+        let _ = call;
+        CallWatch::default()
     }
+}
+
+/// What a [`CallObserver`] wants of one call ([`CallObserver::watch`]), decided at its
+/// start and handed back at its end ([`CallEnd::watch`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallWatch {
+    /// Whether the call gets a [`CallRecord`] of what it does through the host (one
+    /// allocation; [`CallEnd::record`]). Asked for an admitted call only.
+    pub record: bool,
+    /// The trace the call's span belongs to, when the observer traces this call: the
+    /// caller's trace id, or a new one for a call without a parent. `None`: the call is
+    /// not traced (sampled out, or no tracer).
+    pub trace_id: Option<[u8; 16]>,
 }
 
 /// Why a [`CallObserver`] refused a call: a message for the client saying what is wrong
@@ -130,8 +147,10 @@ pub struct CallEnd<'a> {
     /// [`Composer`](super::Composer), for a nested call; `None` for a direct one.
     pub nested_in: Option<&'a str>,
     /// What the call did through the host, when the observer
-    /// [asked](CallObserver::records) and the call was admitted.
+    /// [asked](CallWatch::record) and the call was admitted.
     pub record: Option<&'a CallRecord>,
+    /// What the observer decided at the call's start ([`CallObserver::watch`]).
+    pub watch: CallWatch,
 }
 
 /// When a call's handler ran, within the call ([`CallEnd::handler`]).

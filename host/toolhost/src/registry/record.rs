@@ -1,7 +1,7 @@
-//! [`CallRecord`]: what one call did through the host (plugin instantiation, the guest
-//! call, each file read or written, each outgoing HTTP request), for a
+//! [`CallRecord`]: what one call did through the host (its arguments' check, plugin
+//! instantiation, the guest call, each file read or written, each outgoing HTTP request), for a
 //! [`CallObserver`](super::CallObserver) that asked for it
-//! ([`CallObserver::records`](super::CallObserver::records)): a trace exporter makes
+//! ([`CallWatch::record`](super::CallWatch::record)): a trace exporter makes
 //! child spans of it, an audit log lists the paths and hosts.
 //!
 //! Made only when the observer asks (one allocation per call then); a call without one
@@ -82,6 +82,9 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum StepKind {
+    /// The call's arguments checked before its handler ran (a JSON object, the tool's
+    /// required fields present); [`Step::failed`]: refused.
+    ArgumentCheck,
     /// A plugin's instantiation (a fresh instance for the call).
     Instantiate,
     /// The guest's tool function.

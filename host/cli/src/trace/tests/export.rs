@@ -34,14 +34,14 @@ async fn a_collector_answering_500_is_a_counted_failure_and_calls_go_on() {
     let (url, bodies) = collector(Answer::Status500);
     let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
     call(&registry, "greet", "1", None).await;
-    let (_, spans, _) = received(&bodies, 2);
-    assert_eq!(spans.len(), 2);
+    let (_, spans, _) = received(&bodies, 3);
+    assert_eq!(spans.len(), 3);
     let tracer = tracer(&observers);
     tracer.flush(Duration::from_secs(5));
     assert_eq!(tracer.failures(), 1);
     assert_eq!(tracer.exported(), 0);
     call(&registry, "greet", "2", None).await;
-    assert_eq!(received(&bodies, 2).1.len(), 2);
+    assert_eq!(received(&bodies, 3).1.len(), 3);
 }
 
 #[test]

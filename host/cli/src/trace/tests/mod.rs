@@ -14,6 +14,7 @@ use super::{Sampler, TraceConfig, Tracer, MAX_ATTRIBUTE_BYTES};
 use crate::observe::Observers;
 
 mod export;
+mod sampling;
 mod spans;
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -99,9 +100,10 @@ fn attributes(buf: &[u8], number: u64) -> Vec<(String, Value)> {
             let any = bytes_of(kv, 2);
             let value = match one(&any, 1) {
                 Some(Field::Bytes(text)) => Value::from(String::from_utf8(text.to_vec()).unwrap()),
-                _ => match one(&any, 3) {
+                _ => match (one(&any, 3), one(&any, 2)) {
                     #[allow(clippy::cast_possible_wrap, reason = "int64 as sent")]
-                    Some(Field::Varint(n)) => Value::from(n as i64),
+                    (Some(Field::Varint(n)), _) => Value::from(n as i64),
+                    (None, Some(Field::Varint(b @ (0 | 1)))) => Value::from(b == 1),
                     other => panic!("{key}: {other:?}"),
                 },
             };
@@ -251,10 +253,43 @@ fn config(url: &str, sampler: Sampler) -> TraceConfig {
 }
 
 /// A registry whose calls are traced by a tracer to `url` (queue of `queue` spans):
-/// `greet` answers, `hog` hits the memory limit, `slow` sleeps 50 ms.
+/// `greet` answers, `hog` hits the memory limit, `slow` sleeps 50 ms, `need` requires
+/// `path`, `touch` records a file read and a request when its call is recorded (and
+/// answers `recorded` then, `unrecorded` otherwise).
 fn traced(url: &str, sampler: Sampler, queue: usize) -> (Registry, Arc<Observers>) {
+    traced_audited(url, sampler, queue, None)
+}
+
+/// [`traced`] with `audit` watching the calls too.
+fn traced_audited(
+    url: &str,
+    sampler: Sampler,
+    queue: usize,
+    audit: Option<crate::audit::AuditLog>,
+) -> (Registry, Arc<Observers>) {
     let registry = Registry::new();
     let schema = serde_json::json!({"type": "object"});
+    registry
+        .register(
+            ToolDefinition::new("slow", "Sleeps 50 ms.", schema.clone()),
+            |_ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(ToolResult::new(Value::from("late")))
+            },
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::new(
+                "need",
+                "Needs a path.",
+                serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            ),
+            |_ctx: CallContext, _args: toolhost::registry::Arguments, _env: Environment| async move {
+                Ok(ToolResult::new(Value::from("found")))
+            },
+        )
+        .unwrap();
     registry
         .register(
             ToolDefinition::new("greet", "Greets.", schema.clone()),
@@ -300,14 +335,15 @@ fn traced(url: &str, sampler: Sampler, queue: usize) -> (Registry, Arc<Observers
                     );
                     record.http_body_read(index.unwrap(), 5);
                     record.step(StepKind::GuestCall, guest, false);
+                    return Ok(ToolResult::new(Value::from("recorded")));
                 }
-                Ok(ToolResult::new(Value::from("done")))
+                Ok(ToolResult::new(Value::from("unrecorded")))
             },
         )
         .unwrap();
     let tracer = Tracer::start(config(url, sampler), queue).unwrap();
     let observers = Arc::new(Observers {
-        audit: None,
+        audit,
         metrics: None,
         tracer: Some(tracer),
     });
@@ -322,7 +358,17 @@ fn tracer(observers: &Observers) -> &Tracer {
 }
 
 async fn call(registry: &Registry, name: &str, id: &str, parent: Option<&str>) {
-    let mut ctx = CallContext::new();
+    let _ = call_with(registry, name, id, parent, CallContext::new()).await;
+}
+
+/// [`call`] in `ctx`, with the argument `token`, giving its answer.
+async fn call_with(
+    registry: &Registry,
+    name: &str,
+    id: &str,
+    parent: Option<&str>,
+    mut ctx: CallContext,
+) -> Result<ToolResult, ToolError> {
     if let Some(parent) = parent.and_then(TraceParent::parse) {
         ctx = ctx.with_trace_parent(parent);
     }
@@ -332,7 +378,7 @@ async fn call(registry: &Registry, name: &str, id: &str, parent: Option<&str>) {
         session_id: "session-1".to_owned(),
         turn_id: "turn-1".to_owned(),
     };
-    let _ = registry.dispatch(&ctx, &call, &env).await;
+    registry.dispatch(&ctx, &call, &env).await
 }
 
 /// The last resource's attributes, the spans, and the raw bodies a collector got.

@@ -8,9 +8,12 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
     let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
     call(&registry, "greet", "7", Some(PARENT)).await;
     call(&registry, "hog", r#""req-8""#, None).await;
-    let (resource, all_spans, raw) = received(&bodies, 4);
-    assert_eq!(all_spans.len(), 4, "{all_spans:?}");
+    let (resource, all_spans, raw) = received(&bodies, 6);
+    assert_eq!(all_spans.len(), 6, "{all_spans:?}");
     let (spans, children): (Vec<&Span>, Vec<&Span>) = all_spans.iter().partition(|s| s.kind == 2);
+    let (checks, children): (Vec<&Span>, Vec<&Span>) = children
+        .into_iter()
+        .partition(|s| s.name == "tool.arguments.check");
     assert!(resource.contains(&("service.name".to_owned(), Value::from("toolhost-test"))));
     assert!(resource.contains(&("deployment.environment".to_owned(), Value::from("ci"))));
     assert!(resource.contains(&("team".to_owned(), Value::from("tools"))));
@@ -76,6 +79,18 @@ async fn a_calls_span_has_the_mcp_attributes_and_the_clients_parent() {
             parent.attr("gen_ai.tool.name")
         );
     }
+    // The arguments' check is a child of each call's span, before its handler's.
+    for ((check, handler), parent) in checks.iter().zip(&children).zip([greet, hog]) {
+        assert_eq!(check.kind, 1, "INTERNAL");
+        assert_eq!(check.parent.as_deref(), Some(&parent.span_id[..]));
+        assert!(parent.start <= check.start && check.end <= handler.start);
+        assert_eq!(
+            check.attr("toolhost.arguments.valid"),
+            Some(&Value::from(true))
+        );
+        assert_eq!(check.attr("error.type"), None);
+        assert_eq!(check.status_code, None);
+    }
     // Neither the arguments nor the error's text are sent.
     for body in raw {
         let text = String::from_utf8_lossy(&body);
@@ -94,8 +109,8 @@ async fn a_plugin_calls_file_read_and_request_are_child_spans_of_its_guest_call(
     let (url, bodies) = collector(Answer::Ok);
     let (registry, observers) = traced(&url, Sampler::DEFAULT, 64);
     call(&registry, "touch", "3", Some(PARENT)).await;
-    let (_, spans, _) = received(&bodies, 6);
-    assert_eq!(spans.len(), 6, "{spans:?}");
+    let (_, spans, _) = received(&bodies, 7);
+    assert_eq!(spans.len(), 7, "{spans:?}");
     let named = |name: &str| {
         spans
             .iter()
@@ -108,9 +123,11 @@ async fn a_plugin_calls_file_read_and_request_are_child_spans_of_its_guest_call(
     let guest = named("plugin.call touch");
     let read = named("files.read");
     let get = named("GET");
+    let check = named("tool.arguments.check");
     let ids: std::collections::HashSet<&Vec<u8>> = spans.iter().map(|s| &s.span_id).collect();
-    assert_eq!(ids.len(), 6, "distinct span ids");
+    assert_eq!(ids.len(), 7, "distinct span ids");
     for (child, parent) in [
+        (check, server),
         (handler, server),
         (instantiate, handler),
         (guest, handler),
@@ -162,8 +179,8 @@ async fn a_malformed_or_huge_traceparent_gives_a_root_span_and_the_call_runs() {
         Some("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"),
     )
     .await;
-    let (_, spans, _) = received(&bodies, 4);
-    assert_eq!(spans.len(), 4);
+    let (_, spans, _) = received(&bodies, 6);
+    assert_eq!(spans.len(), 6);
     for span in spans.iter().filter(|s| s.kind == 2) {
         assert_eq!(span.parent, None);
         assert_ne!(span.trace_id, TraceParent::parse(PARENT).unwrap().trace_id);
@@ -211,10 +228,75 @@ async fn an_unsampled_parent_or_always_off_sends_nothing() {
     call(&off_registry, "greet", "1", Some(PARENT)).await;
     // A sampled call after them shows the exporter ran.
     call(&registry, "greet", "2", Some(PARENT)).await;
-    let (_, spans, _) = received(&bodies, 2);
-    assert_eq!(spans.len(), 2, "the sampled call and its handler's child");
-    assert_eq!(spans[1].attr("jsonrpc.request.id"), Some(&Value::from("2")));
+    let (_, spans, _) = received(&bodies, 3);
+    assert_eq!(
+        spans.len(),
+        3,
+        "the sampled call, its check's and its handler's child"
+    );
+    assert_eq!(spans[2].attr("jsonrpc.request.id"), Some(&Value::from("2")));
     tracer(&off_observers).flush(Duration::from_secs(2));
     assert!(off_bodies.recv_timeout(Duration::from_millis(500)).is_err());
     assert_eq!(tracer(&observers).dropped(), 0);
+}
+
+/// A call refused by its arguments' check: the check's span says so (`error.type`
+/// `invalid_arguments`, status ERROR, valid false), the call's span is `refused`, and
+/// no handler span follows.
+#[tokio::test]
+async fn a_refused_calls_argument_check_span_carries_the_error() {
+    let (url, bodies) = collector(Answer::Ok);
+    let (registry, _observers) = traced(&url, Sampler::DEFAULT, 64);
+    // `need` requires `path`; the call sends only `token`.
+    call(&registry, "need", "4", Some(PARENT)).await;
+    let (_, spans, raw) = received(&bodies, 2);
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    let (check, server) = (&spans[0], &spans[1]);
+    assert_eq!(server.name, "tools/call need");
+    assert_eq!(server.attr("error.type"), Some(&Value::from("refused")));
+    assert_eq!(check.name, "tool.arguments.check");
+    assert_eq!(check.parent.as_deref(), Some(&server.span_id[..]));
+    assert_eq!(check.trace_id, server.trace_id);
+    assert_eq!(
+        check.attr("toolhost.arguments.valid"),
+        Some(&Value::from(false))
+    );
+    assert_eq!(
+        check.attr("error.type"),
+        Some(&Value::from("invalid_arguments"))
+    );
+    assert_eq!(check.status_code, Some(2), "ERROR");
+    assert!(server.start <= check.start && check.end <= server.end);
+    // The refusal's text (which names the field) is not sent, nor the arguments.
+    let text = String::from_utf8_lossy(&raw[0]);
+    assert!(
+        !text.contains("is required") && !text.contains("s3cret"),
+        "{text}"
+    );
+}
+
+/// A call stopped by its time limit: an event `toolhost.limit_exceeded` on its span
+/// names the limit (`timeout`) and its value (the limit in milliseconds).
+#[tokio::test]
+async fn a_timeout_is_an_event_with_the_limit_and_its_value() {
+    let (url, bodies) = collector(Answer::Ok);
+    let (registry, _observers) = traced(&url, Sampler::DEFAULT, 64);
+    let ctx = CallContext::new().with_time_limit(Duration::from_millis(10));
+    let err = call_with(&registry, "slow", "5", None, ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "timed_out");
+    let (_, spans, _) = received(&bodies, 3);
+    let server = spans.iter().find(|s| s.kind == 2).unwrap();
+    assert_eq!(server.attr("error.type"), Some(&Value::from("timeout")));
+    assert_eq!(
+        server.events,
+        [(
+            "toolhost.limit_exceeded".to_owned(),
+            vec![
+                ("toolhost.limit".to_owned(), Value::from("timeout")),
+                ("toolhost.limit.value".to_owned(), Value::from(10)),
+            ]
+        )]
+    );
 }
