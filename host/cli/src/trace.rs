@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use toolhost::registry::{CallEnd, Limit, Step, ToolError, TraceParent};
+use toolhost::registry::{CallEnd, Limit, ToolError, TraceParent};
 
+mod entry;
 mod proto;
 #[cfg(test)]
 mod tests;
@@ -247,19 +248,24 @@ fn split_http_url(url: &str) -> Result<(String, String), String> {
 
 /// One call's finished spans, ready to encode: the call's own (`SERVER`, named
 /// `tools/call TOOL`) and, when its handler ran, the handler's run (`INTERNAL`, named
-/// `execute_tool TOOL`, a child). Built on the call's thread with three allocations (the
-/// tool name, the session id, the request id); the rest is encoded by the export thread.
+/// `execute_tool TOOL`, a child). Built on the call's thread with one allocation (the
+/// tool name, the session id and the request id in one text); the rest is encoded by the
+/// export thread.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CallSpans {
     pub(crate) trace_id: [u8; 16],
     pub(crate) span_id: [u8; 8],
     pub(crate) parent_span_id: Option<[u8; 8]>,
-    /// The tool's name, cut to [`MAX_ATTRIBUTE_BYTES`].
-    pub(crate) tool: String,
-    /// The session id, cut.
-    pub(crate) session: String,
-    /// The JSON-RPC id, cut, when there is one.
-    pub(crate) request: Option<String>,
+    /// The tool's name, the session id and the JSON-RPC id (each cut to
+    /// [`MAX_ATTRIBUTE_BYTES`]) one after the other: [`CallSpans::tool`],
+    /// [`CallSpans::session`], [`CallSpans::request`].
+    pub(crate) texts: entry::Texts,
+    /// Where the tool's name ends in `texts`.
+    pub(crate) tool_end: usize,
+    /// Where the session id ends in `texts`.
+    pub(crate) session_end: usize,
+    /// Whether the call has a JSON-RPC id (the rest of `texts`).
+    pub(crate) has_request: bool,
     /// `network.transport`.
     pub(crate) transport: &'static str,
     /// The outcome class.
@@ -277,13 +283,48 @@ pub(crate) struct CallSpans {
     /// What the call did through the host (instantiation, guest call, files, HTTP),
     /// moved out of its record (empty when it did nothing there): the handler's
     /// grandchildren, their ids derived from the call's span id at export.
-    pub(crate) steps: Vec<Step>,
+    pub(crate) steps: entry::CallSteps,
 }
 
 impl CallSpans {
+    /// The texts of a call's spans (each cut), and where the first two end.
+    pub(crate) fn texts(
+        tool: &str,
+        session: &str,
+        request: Option<&str>,
+    ) -> (entry::Texts, usize, usize) {
+        let (tool, session) = (cut(tool), cut(session));
+        let request = request.map_or("", cut);
+        let texts = entry::Texts::new([tool, session, request]);
+        (texts, tool.len(), tool.len() + session.len())
+    }
+
+    /// The tool's name.
+    pub(crate) fn tool(&self) -> &[u8] {
+        self.texts.bytes().get(..self.tool_end).unwrap_or_default()
+    }
+
+    /// The session id.
+    pub(crate) fn session(&self) -> &[u8] {
+        self.texts
+            .bytes()
+            .get(self.tool_end..self.session_end)
+            .unwrap_or_default()
+    }
+
+    /// The JSON-RPC id, when the call has one.
+    pub(crate) fn request(&self) -> Option<&[u8]> {
+        self.has_request.then(|| {
+            self.texts
+                .bytes()
+                .get(self.session_end..)
+                .unwrap_or_default()
+        })
+    }
+
     /// How many spans this is.
     fn count(&self) -> u64 {
-        1 + u64::from(self.handler.is_some()) + self.steps.len() as u64
+        1 + u64::from(self.handler.is_some()) + self.steps.as_slice().len() as u64
     }
 }
 
@@ -431,13 +472,17 @@ impl Tracer {
             Ok(_) => (Some(i64::try_from(end.bytes_out).unwrap_or(i64::MAX)), None),
             Err(err) => (None, limit_hit(err)),
         };
+        let request = request_id(&end.call.id);
+        let (texts, tool_end, session_end) =
+            CallSpans::texts(&end.call.name, &end.env.session_id, request);
         self.queue_spans(CallSpans {
             trace_id,
             span_id,
             parent_span_id: parent.map(|p| p.span_id),
-            tool: cut(&end.call.name).to_owned(),
-            session: cut(&end.env.session_id).to_owned(),
-            request: request_id(&end.call.id).map(|id| cut(id).to_owned()),
+            texts,
+            tool_end,
+            session_end,
+            has_request: request.is_some(),
             transport: self.transport,
             outcome: end.outcome_class(),
             start_unix_nanos: start_nanos,
@@ -447,10 +492,7 @@ impl Tracer {
             limit,
             handler,
             // Moved, not copied: the audit log (told first) reads only the lists.
-            steps: end
-                .record
-                .map(|record| std::mem::take(&mut record.touched().steps))
-                .unwrap_or_default(),
+            steps: entry::CallSteps::take(end.record),
         });
     }
 
