@@ -324,7 +324,7 @@ impl CallSpans {
 
     /// How many spans this is.
     fn count(&self) -> u64 {
-        1 + u64::from(self.handler.is_some()) + self.steps.as_slice().len() as u64
+        1 + u64::from(self.handler.is_some()) + self.steps.len() as u64
     }
 }
 

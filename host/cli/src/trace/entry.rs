@@ -1,9 +1,12 @@
 //! What a call's queue entry holds in place: its texts ([`Texts`]) and its steps
-//! ([`CallSteps`]), so that for a common call nothing allocated on the call's thread is
+//! ([`CallSteps`], 24 bytes a step without text), so that for a common call nothing allocated on the call's thread is
 //! freed on the export thread. Memory freed on another thread than the one that
 //! allocated it goes back to that thread's malloc arena under the arena's lock: with a
 //! few such frees per call the arenas contended, trimmed and grew again (20 times the
 //! `mprotect` and 15 times the `futex` calls of a host without traces, figure 13).
+
+use std::borrow::Cow;
+use std::time::Duration;
 
 use toolhost::registry::{CallRecord, Step, StepKind};
 
@@ -49,30 +52,64 @@ impl Texts {
     }
 }
 
-/// A call's steps: copied into the entry when there are at most [`INLINE_STEPS`] and
-/// none carries text (the record's list is then freed by the call's thread), else the
-/// record's list moved.
-#[derive(Debug, Clone, PartialEq)]
+/// A call's steps: kept in the entry, 24 bytes each, when there are at most
+/// [`INLINE_STEPS`] and none carries text (the record's list is then freed by the call's
+/// thread), else the record's list moved.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct CallSteps {
-    inline: [Step; INLINE_STEPS],
+    plain: [PlainStep; INLINE_STEPS],
     len: usize,
     moved: Vec<Step>,
 }
 
-/// What fills an unused place of [`CallSteps`].
-const UNUSED: Step = Step {
-    kind: StepKind::Instantiate,
-    start: std::time::Duration::ZERO,
-    end: std::time::Duration::ZERO,
-    failed: false,
-};
+/// A step without text: its kind, when it started and ended (nanoseconds from the
+/// call's admission) and whether it failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct PlainStep {
+    kind: Plain,
+    failed: bool,
+    start: u64,
+    end: u64,
+}
 
-impl Default for CallSteps {
-    fn default() -> Self {
-        Self {
-            inline: [UNUSED; INLINE_STEPS],
-            len: 0,
-            moved: Vec::new(),
+/// The kinds of step [`PlainStep`] keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Plain {
+    #[default]
+    ArgumentCheck,
+    Instantiate,
+    GuestCall,
+}
+
+impl PlainStep {
+    /// `step` when it carries no text.
+    fn of(step: &Step) -> Option<Self> {
+        let kind = match step.kind {
+            StepKind::ArgumentCheck => Plain::ArgumentCheck,
+            StepKind::Instantiate => Plain::Instantiate,
+            StepKind::GuestCall => Plain::GuestCall,
+            _ => return None,
+        };
+        let nanos = |at: Duration| u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
+        Some(Self {
+            kind,
+            failed: step.failed,
+            start: nanos(step.start),
+            end: nanos(step.end),
+        })
+    }
+
+    /// The step it keeps.
+    fn step(self) -> Step {
+        Step {
+            kind: match self.kind {
+                Plain::ArgumentCheck => StepKind::ArgumentCheck,
+                Plain::Instantiate => StepKind::Instantiate,
+                Plain::GuestCall => StepKind::GuestCall,
+            },
+            start: Duration::from_nanos(self.start),
+            end: Duration::from_nanos(self.end),
+            failed: self.failed,
         }
     }
 }
@@ -86,15 +123,15 @@ impl CallSteps {
             return steps;
         };
         let mut touched = record.touched();
-        let plain = |step: &Step| {
-            matches!(
-                step.kind,
-                StepKind::ArgumentCheck | StepKind::Instantiate | StepKind::GuestCall
-            )
-        };
-        if touched.steps.len() <= INLINE_STEPS && touched.steps.iter().all(plain) {
-            for (place, step) in steps.inline.iter_mut().zip(&touched.steps) {
-                place.clone_from(step);
+        if touched.steps.len() <= INLINE_STEPS {
+            for (place, step) in steps.plain.iter_mut().zip(&touched.steps) {
+                match PlainStep::of(step) {
+                    Some(plain) => *place = plain,
+                    None => {
+                        steps.moved = std::mem::take(&mut touched.steps);
+                        return steps;
+                    }
+                }
             }
             steps.len = touched.steps.len();
         } else {
@@ -103,13 +140,24 @@ impl CallSteps {
         steps
     }
 
-    /// The steps, in the order they ended.
-    pub(crate) fn as_slice(&self) -> &[Step] {
+    /// How many steps.
+    pub(crate) fn len(&self) -> usize {
         if self.moved.is_empty() {
-            self.inline.get(..self.len).unwrap_or_default()
+            self.len
         } else {
-            &self.moved
+            self.moved.len()
         }
+    }
+
+    /// The steps, in the order they ended.
+    pub(crate) fn each(&self) -> impl Iterator<Item = Cow<'_, Step>> {
+        let plain = self
+            .plain
+            .iter()
+            .take(if self.moved.is_empty() { self.len } else { 0 });
+        plain
+            .map(|plain| Cow::Owned(plain.step()))
+            .chain(self.moved.iter().map(Cow::Borrowed))
     }
 }
 
@@ -132,7 +180,8 @@ mod tests {
 
     #[test]
     fn plain_steps_are_copied_and_others_moved() {
-        assert!(CallSteps::take(None).as_slice().is_empty());
+        let all = |steps: &CallSteps| steps.each().map(Cow::into_owned).collect::<Vec<_>>();
+        assert_eq!(CallSteps::take(None).len(), 0);
         let record = CallRecord::new();
         for kind in [
             StepKind::ArgumentCheck,
@@ -142,15 +191,16 @@ mod tests {
             record.step(kind, record.now(), false);
         }
         let copied = CallSteps::take(Some(&record));
-        assert_eq!(copied.as_slice(), record.touched().steps.as_slice());
+        assert_eq!(all(&copied), record.touched().steps);
         assert!(copied.moved.is_empty());
-        assert_eq!(copied.as_slice().len(), 3);
+        assert_eq!(copied.len(), 3);
 
         // A step with text (a path) is moved with the rest, in order.
         record.file_read("notes/a.md", 3, record.now(), true);
         let before = record.touched().steps.clone();
         let moved = CallSteps::take(Some(&record));
-        assert_eq!(moved.as_slice(), before.as_slice());
+        assert_eq!(all(&moved), before);
+        assert_eq!(moved.len(), 4);
         assert!(record.touched().steps.is_empty());
 
         // More plain steps than fit are moved too.
@@ -158,9 +208,6 @@ mod tests {
         for _ in 0..=INLINE_STEPS {
             many.step(StepKind::GuestCall, many.now(), false);
         }
-        assert_eq!(
-            CallSteps::take(Some(&many)).as_slice().len(),
-            INLINE_STEPS + 1
-        );
+        assert_eq!(CallSteps::take(Some(&many)).len(), INLINE_STEPS + 1);
     }
 }

@@ -213,8 +213,7 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
     let handler = call.handler.map_or(call.span_id, |(id, _, _)| id);
     let guest = call
         .steps
-        .as_slice()
-        .iter()
+        .each()
         .position(|step| step.kind == StepKind::GuestCall)
         .map_or(handler, |index| step_id(call.span_id, index));
     let at = |offset: std::time::Duration| {
@@ -222,13 +221,13 @@ fn step_spans(out: &mut Message, field: u32, call: &CallSpans, scratch: &mut Mes
             .saturating_add(super::nanos_of(offset))
             .min(call.end_unix_nanos)
     };
-    for (index, step) in call.steps.as_slice().iter().enumerate() {
+    for (index, step) in call.steps.each().enumerate() {
         let Step {
             kind,
             start,
             end,
             failed,
-        } = step;
+        } = &*step;
         let (name, suffix, span_kind, parent) = match kind {
             StepKind::ArgumentCheck => ("tool.arguments.check", &b""[..], 1, call.span_id),
             StepKind::Instantiate => ("plugin.instantiate ", call.tool(), 1, handler),
