@@ -10,6 +10,7 @@ use tracing::{debug, info};
 
 use toolhost::registry::{CallContext, ToolCall, ToolError};
 
+use super::answer::call_result_text;
 use super::interaction::SessionInteraction;
 use super::state::{progress_hook, Subscription};
 use crate::convert::{call_result_for, CallParams};
@@ -321,6 +322,11 @@ impl PendingCall {
                     )
                     .with_data(data);
                     return Some(Message::error_with(&err, meta.revision.null_error_id()));
+                }
+                if !meta.modern {
+                    // The common answer, written without a JSON tree.
+                    let text = call_result_text(&outcome, meta.revision);
+                    return Some(Message::response(&id, Bytes::from(text)));
                 }
                 protocol::complete(&meta, call_result_for(&outcome, meta.revision))
             }
