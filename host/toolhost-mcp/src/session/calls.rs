@@ -238,8 +238,14 @@ impl PendingCall {
                 samples,
             )));
         }
-        // The call's own lines (the plugin's, the host's about it) go to its log sink.
-        let span = logging::call_span(sink);
+        // The call's own lines (the plugin's, the host's about it) go to its log sink. With
+        // none (sink 0) the span would tie them nowhere: no span then, which saves making,
+        // entering and closing one per call.
+        let span = if sink == 0 {
+            tracing::Span::none()
+        } else {
+            logging::call_span(sink)
+        };
         let run = async {
             let policy = &asking.approval;
             if policy.needs_approval(session.registry(), &call.name) {
