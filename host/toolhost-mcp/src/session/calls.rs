@@ -168,10 +168,13 @@ impl PendingCall {
             }
             _ => None,
         };
+        // The level is read as the call starts, as a call's own sink above takes it: a
+        // legacy session that has set no level gets none of this call's lines, even if it
+        // sets one while the call runs (no sink then, and no span to tie lines to it).
         let sink = match (&request_sink, meta.modern) {
             (Some(sink), _) => sink.id(),
-            (None, true) => 0,
-            (None, false) => session.0.state.sink_id(),
+            (None, false) if level.is_some() => session.0.state.sink_id(),
+            (None, _) => 0,
         };
         let progress = match &meta.progress_token {
             Some(progress_token) if notifier.is_connected() => Some(progress_hook(
