@@ -237,29 +237,9 @@ struct Members<'a> {
 }
 
 /// A member's name, borrowed from the line unless it holds an escape.
-struct Name<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Name<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
-            type Value = Name<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Name<'a>, E> {
-                Ok(Name(Cow::Borrowed(name)))
-            }
-            fn visit_str<E>(self, name: &str) -> Result<Name<'a>, E> {
-                Ok(Name(Cow::Owned(name.to_owned())))
-            }
-            fn visit_string<E>(self, name: String) -> Result<Name<'a>, E> {
-                Ok(Name(Cow::Owned(name)))
-            }
-        }
-        deserializer.deserialize_str(Visitor(std::marker::PhantomData))
-    }
-}
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -299,4 +279,22 @@ fn invalid_request(id: RequestId, what: &str) -> RpcError {
         INVALID_REQUEST,
         format!("Invalid Request: {what}; expected a JSON-RPC 2.0 message"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::Name;
+
+    #[test]
+    fn names_are_borrowed_unless_escaped() {
+        let Name(plain) = serde_json::from_str::<Name<'_>>(r#""method""#).unwrap();
+        assert!(matches!(plain, Cow::Borrowed("method")), "{plain:?}");
+        let Name(escaped) = serde_json::from_str::<Name<'_>>(r#""m\u0065thod""#).unwrap();
+        assert!(
+            matches!(&escaped, Cow::Owned(name) if name == "method"),
+            "{escaped:?}"
+        );
+    }
 }
