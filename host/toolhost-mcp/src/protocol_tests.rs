@@ -451,7 +451,8 @@ async fn log_lines_follow_the_level_the_client_set() {
             message["params"]["level"].clone(),
         ));
     }
-    // The plugin's lines at both levels, and the host's own line about the call.
+    // The plugin's lines at both levels, and the host's own line about the call (at
+    // debug: a call that succeeds is logged at debug, the audit log records them all).
     assert_eq!(
         notes[..2],
         [
@@ -460,7 +461,7 @@ async fn log_lines_follow_the_level_the_client_set() {
         ]
     );
     assert!(
-        notes[2..].contains(&(json!("toolhost_mcp::session"), json!("info"))),
+        notes[2..].contains(&(json!("toolhost_mcp::session"), json!("debug"))),
         "{notes:?}"
     );
     client.finish().await;

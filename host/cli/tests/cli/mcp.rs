@@ -312,9 +312,13 @@ fn mcp_session_over_stdio() {
     let (code, stderr, rest) = server.finish();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(rest.is_empty(), "unexpected stdout: {rest:?}");
-    // Logs went to stderr: the session id, and a turn id per call.
+    // Logs went to stderr: the session id, and at the default level (info) one line per
+    // failed call with its turn id (four failed above); a call that succeeds logs nothing
+    // there (the audit log records every call; -v shows each call's start and end).
     assert!(stderr.contains("session_id="), "{stderr}");
-    assert!(stderr.contains("turn_id="), "{stderr}");
+    assert_eq!(stderr.matches("tool call failed").count(), 4, "{stderr}");
+    assert_eq!(stderr.matches("turn_id=").count(), 4, "{stderr}");
+    assert!(!stderr.contains("tool call ok"), "{stderr}");
 }
 
 #[test]

@@ -397,6 +397,8 @@ fn sigterm_lets_a_running_call_finish_then_exits_0() {
         "3s",
         "--shutdown-grace",
         "20s",
+        // The call's start line ("tools/call") is at debug: the test waits for it.
+        "-v",
     ]);
     let spin = "hostile_loop";
     let addr = server.addr;

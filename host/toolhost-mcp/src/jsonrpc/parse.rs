@@ -2,6 +2,7 @@
 //! ([`parse_batch`]), each classified as an [`Incoming`] request, notification or
 //! response, or the [`RpcError`] to answer.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
@@ -110,10 +111,12 @@ fn classify(message: &RawValue) -> Result<Incoming, RpcError> {
         })?),
     };
     let reply_id = id.clone().unwrap_or_default();
-    let version = message
-        .get("jsonrpc")
-        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
-    if version.as_deref() != Some("2.0") {
+    // "2.0" as sent by every client; an escaped spelling is decoded first.
+    let version_ok = message.get("jsonrpc").is_some_and(|raw| {
+        raw.get() == "\"2.0\""
+            || serde_json::from_str::<String>(raw.get()).is_ok_and(|version| version == "2.0")
+    });
+    if !version_ok {
         return Err(invalid_request(reply_id, "\"jsonrpc\" must be \"2.0\""));
     }
     let method = match message.remove("method") {
@@ -225,10 +228,18 @@ pub(crate) fn parse_batch(
 /// up to the parser: serde keeps the last, others the first. A proxy or logger in front
 /// of the server could then read another request than the one served, so a repeated
 /// member makes the message an Invalid Request (found by the `jsonrpc_line` fuzz target).
+///
+/// Names are borrowed from the line (owned only when they hold an escape): four member
+/// names a message, none of them worth an allocation.
 struct Members<'a> {
-    members: BTreeMap<String, &'a RawValue>,
+    members: BTreeMap<Cow<'a, str>, &'a RawValue>,
     repeated: Option<String>,
 }
+
+/// A member's name, borrowed from the line unless it holds an escape.
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -244,11 +255,11 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
             ) -> Result<Members<'a>, M::Error> {
                 let mut members = BTreeMap::new();
                 let mut repeated = None;
-                while let Some(name) = map.next_key::<String>()? {
+                while let Some(Name(name)) = map.next_key::<Name<'a>>()? {
                     let value: &'a RawValue = map.next_value()?;
                     match members.entry(name) {
                         std::collections::btree_map::Entry::Occupied(entry) => {
-                            repeated.get_or_insert_with(|| entry.key().clone());
+                            repeated.get_or_insert_with(|| entry.key().to_string());
                         }
                         std::collections::btree_map::Entry::Vacant(entry) => {
                             entry.insert(value);
@@ -268,4 +279,22 @@ fn invalid_request(id: RequestId, what: &str) -> RpcError {
         INVALID_REQUEST,
         format!("Invalid Request: {what}; expected a JSON-RPC 2.0 message"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::Name;
+
+    #[test]
+    fn names_are_borrowed_unless_escaped() {
+        let Name(plain) = serde_json::from_str::<Name<'_>>(r#""method""#).unwrap();
+        assert!(matches!(plain, Cow::Borrowed("method")), "{plain:?}");
+        let Name(escaped) = serde_json::from_str::<Name<'_>>(r#""m\u0065thod""#).unwrap();
+        assert!(
+            matches!(&escaped, Cow::Owned(name) if name == "method"),
+            "{escaped:?}"
+        );
+    }
 }

@@ -140,6 +140,39 @@ fn a_repeated_member_is_an_invalid_request() {
     );
 }
 
+/// Member names are read borrowed from the line, and "2.0" compared as sent: an escaped
+/// name or version is still the same member or version, never a second one.
+#[test]
+fn escaped_names_and_versions_are_read_as_decoded() {
+    assert_eq!(
+        parse_line(br#"{"jsonrpc":"2\u002e0","\u0069d":5,"m\u0065thod":"ping"}"#),
+        Ok(Incoming::Request {
+            id: id("5"),
+            method: "ping".into(),
+            params: Params::default(),
+        })
+    );
+    // An escaped spelling of a member given plainly too is a repeated member.
+    let error = err(r#"{"jsonrpc":"2.0","id":1,"\u0069d":2,"method":"ping"}"#);
+    assert_eq!(
+        error.message,
+        "Invalid Request: the member \"id\" appears more than once, so the message is ambiguous; send each member once; expected a JSON-RPC 2.0 message"
+    );
+    for version in [r#""2.00""#, r#"" 2.0""#, r#""2\u002e1""#, "2.0", "null"] {
+        let line = format!(r#"{{"jsonrpc":{version},"id":1,"method":"ping"}}"#);
+        let error = err(&line);
+        assert_eq!(
+            (error.id, error.code, error.message.as_str()),
+            (
+                id("1"),
+                INVALID_REQUEST,
+                "Invalid Request: \"jsonrpc\" must be \"2.0\"; expected a JSON-RPC 2.0 message"
+            ),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn invalid_requests() {
     let cases = [

@@ -18,6 +18,7 @@
 //! show a message's way through it.
 
 mod announce;
+mod answer;
 mod calls;
 mod catalog;
 mod catalog_work;
