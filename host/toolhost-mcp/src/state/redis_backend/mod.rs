@@ -53,6 +53,11 @@ mod scripts;
 mod tasks;
 mod tls;
 
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tls_tests;
+
 pub use self::address::{StateUrl, StateUrlError};
 pub use self::tls::{StateCa, StateCaError, MAX_CA_FILE_BYTES};
 
