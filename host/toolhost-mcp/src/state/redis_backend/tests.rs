@@ -5,42 +5,56 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
 use crate::state::tests::{exercise, exercise_counter, inside_one_minute, record};
 use crate::state::{now_ms, Counted, QuotaCounter, TaskBackend, TaskStatus};
 
-/// A server on 127.0.0.1 answering each connection with `answer` (after reading
-/// what it is sent), or never when `None`; bounded: it stops with the test.
-async fn hostile(answer: Option<Vec<u8>>) -> SocketAddr {
+/// A server on 127.0.0.1 handing each connection it accepts to `answer`, each in its
+/// own task; bounded: it stops with the test.
+pub(super) async fn serve<F, Fut>(answer: F) -> SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {
-                            if let Some(answer) = &answer {
-                                if socket.write_all(answer).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                }
-            });
+        while let Ok((socket, _)) = listener.accept().await {
+            tokio::spawn(answer(socket));
         }
     });
     addr
+}
+
+/// Answers each read of `socket` with the next of `answers` (nothing once they run
+/// out), until the client goes.
+async fn answer_reads<A: AsRef<[u8]>>(mut socket: TcpStream, mut answers: impl Iterator<Item = A>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if let Some(answer) = answers.next() {
+                    if socket.write_all(answer.as_ref()).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A server on 127.0.0.1 answering each connection with `answer` (after reading
+/// what it is sent), or never when `None`; bounded: it stops with the test.
+async fn hostile(answer: Option<Vec<u8>>) -> SocketAddr {
+    serve(move |socket| answer_reads(socket, answer.clone().into_iter().cycle())).await
 }
 
 async fn connect(addr: SocketAddr) -> (Result<RedisBackend, StateError>, Duration) {
@@ -99,31 +113,28 @@ async fn streaming(
     head: &'static [u8],
     filler: &'static [u8],
 ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counted = std::sync::Arc::clone(&sent);
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let counted = std::sync::Arc::clone(&counted);
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                if !matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {
+    let addr = serve(move |mut socket| {
+        let counted = std::sync::Arc::clone(&counted);
+        async move {
+            let mut buf = [0u8; 4096];
+            if !matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {
+                return;
+            }
+            if socket.write_all(head).await.is_err() {
+                return;
+            }
+            // At most 1 GiB: the test ends long before.
+            for _ in 0..(1u64 << 30) / filler.len() as u64 {
+                if socket.write_all(filler).await.is_err() {
                     return;
                 }
-                if socket.write_all(head).await.is_err() {
-                    return;
-                }
-                // At most 1 GiB: the test ends long before.
-                for _ in 0..(1u64 << 30) / filler.len() as u64 {
-                    if socket.write_all(filler).await.is_err() {
-                        return;
-                    }
-                    counted.fetch_add(filler.len() as u64, std::sync::atomic::Ordering::SeqCst);
-                }
-            });
+                counted.fetch_add(filler.len() as u64, std::sync::atomic::Ordering::SeqCst);
+            }
         }
-    });
+    })
+    .await;
     (addr, sent)
 }
 
@@ -179,30 +190,7 @@ async fn a_huge_wrong_answer_is_refused_without_echoing_it() {
 /// A server that answers its first reads as `script` says (one entry per read; the
 /// client's set-up sends two commands at once, then PING), then nothing.
 async fn scripted(script: Vec<&'static [u8]>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let script = script.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let mut answers = script.into_iter();
-                loop {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {
-                            if let Some(answer) = answers.next() {
-                                if socket.write_all(answer).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                }
-            });
-        }
-    });
-    addr
+    serve(move |socket| answer_reads(socket, script.clone().into_iter())).await
 }
 
 const SET_UP: &[u8] = b"+OK\r\n+OK\r\n";
@@ -296,19 +284,43 @@ async fn a_quota_count_answered_with_garbage_is_refused() {
     }
 }
 
+/// The real server of `TOOLHOST_TEST_REDIS` (scripts/state-check starts one) and the
+/// password it wants, if any ([`PASSWORD_ENV`]).
+struct RealServer {
+    url: StateUrl,
+    password: Option<String>,
+}
+
+impl RealServer {
+    fn from_env() -> Self {
+        let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
+        RealServer {
+            url: StateUrl::parse(&url).unwrap(),
+            password: std::env::var(PASSWORD_ENV).ok(),
+        }
+    }
+
+    /// A backend on it (another process), refusing results past `max_result_bytes`.
+    async fn backend(&self, max_result_bytes: usize) -> RedisBackend {
+        RedisBackend::connect(&self.url, self.password.as_deref(), max_result_bytes)
+            .await
+            .unwrap()
+    }
+}
+
 /// Against a real server: `TOOLHOST_TEST_REDIS=redis://127.0.0.1:PORT/0`
 /// (scripts/state-check starts one and runs this).
 #[tokio::test]
 #[ignore = "needs a Redis server: scripts/state-check runs it"]
 async fn redis_backend_keeps_owners_leases_and_results() {
-    let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
-    let url = StateUrl::parse(&url).unwrap();
+    let server = RealServer::from_env();
     // The server scripts/state-check starts wants a password: without one, or with a
     // wrong one, the connection is refused saying so.
-    let password = std::env::var(PASSWORD_ENV).ok();
-    if password.is_some() {
+    if server.password.is_some() {
         for wrong in [None, Some("not-the-password")] {
-            let refused = RedisBackend::connect(&url, wrong, 64).await.unwrap_err();
+            let refused = RedisBackend::connect(&server.url, wrong, 64)
+                .await
+                .unwrap_err();
             assert!(matches!(refused, StateError::Auth(_)), "{refused:?}");
             assert!(
                 refused.to_string().contains("--state-password-file"),
@@ -316,16 +328,12 @@ async fn redis_backend_keeps_owners_leases_and_results() {
             );
         }
     }
-    let backend = RedisBackend::connect(&url, password.as_deref(), 64)
-        .await
-        .unwrap();
+    let backend = server.backend(64).await;
     let prefix = format!("t{}", now_ms());
     exercise(&backend, &prefix).await;
     // A record whose result is past the reader's cap is refused by the server's script
     // before it is sent.
-    let writer = RedisBackend::connect(&url, password.as_deref(), 1024)
-        .await
-        .unwrap();
+    let writer = server.backend(1024).await;
     let big = record(&format!("{prefix}-big"), &format!("{prefix}-alice"));
     writer.create(&big, Duration::from_secs(30)).await.unwrap();
     let result = "y".repeat(100);
@@ -339,9 +347,7 @@ async fn redis_backend_keeps_owners_leases_and_results() {
         "{read:?}"
     );
     // A second backend (another process) sees the same tasks.
-    let other = RedisBackend::connect(&url, password.as_deref(), 64)
-        .await
-        .unwrap();
+    let other = server.backend(64).await;
     let seen = other
         .get(&format!("{prefix}-alice"), &format!("{prefix}-2"))
         .await;
@@ -354,15 +360,9 @@ async fn redis_backend_keeps_owners_leases_and_results() {
 #[tokio::test]
 #[ignore = "needs a Redis server: scripts/state-check runs it"]
 async fn redis_backend_counts_quotas_across_backends() {
-    let url = std::env::var("TOOLHOST_TEST_REDIS").expect("TOOLHOST_TEST_REDIS");
-    let url = StateUrl::parse(&url).unwrap();
-    let password = std::env::var(PASSWORD_ENV).ok();
-    let one = RedisBackend::connect(&url, password.as_deref(), 64)
-        .await
-        .unwrap();
-    let two = RedisBackend::connect(&url, password.as_deref(), 64)
-        .await
-        .unwrap();
+    let server = RealServer::from_env();
+    let one = server.backend(64).await;
+    let two = server.backend(64).await;
     let prefix = format!("t{}", now_ms());
     inside_one_minute().await;
     exercise_counter(&one, &prefix).await;
@@ -373,9 +373,9 @@ async fn redis_backend_counts_quotas_across_backends() {
             .unwrap(),
         Counted::Refused { .. }
     ));
-    let client = ::redis::Client::open(url.as_str()).unwrap();
+    let client = ::redis::Client::open(server.url.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    if let Some(password) = &password {
+    if let Some(password) = &server.password {
         let _: () = ::redis::cmd("AUTH")
             .arg(password)
             .query_async(&mut conn)

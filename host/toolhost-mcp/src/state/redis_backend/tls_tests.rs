@@ -11,8 +11,8 @@ use std::time::Duration;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
+use super::tests::serve;
 use super::*;
 
 const CA: &[u8] = include_bytes!("../testdata/ca.pem");
@@ -68,32 +68,28 @@ async fn tls_server((cert, key): (&[u8], &[u8])) -> SocketAddr {
         .with_single_cert(chain, key)
         .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(socket).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    match tls.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                    let (count, used) = commands(&buf);
-                    buf.drain(..used);
-                    if tls.write_all(&b"+PONG\r\n".repeat(count)).await.is_err() {
-                        return;
-                    }
+    serve(move |socket| {
+        let acceptor = acceptor.clone();
+        async move {
+            let Ok(mut tls) = acceptor.accept(socket).await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match tls.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 }
-            });
+                let (count, used) = commands(&buf);
+                buf.drain(..used);
+                if tls.write_all(&b"+PONG\r\n".repeat(count)).await.is_err() {
+                    return;
+                }
+            }
         }
-    });
-    addr
+    })
+    .await
 }
 
 async fn connect(
@@ -181,20 +177,15 @@ async fn a_certificate_for_another_name_is_refused() {
 #[tokio::test]
 async fn a_plain_server_behind_rediss_is_refused_clearly_and_quickly() {
     // A plain Redis answers the TLS hello as a (wrong) command.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                if matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {
-                    let _ = socket
-                        .write_all(b"-ERR Protocol error: unbalanced quotes in request\r\n")
-                        .await;
-                }
-            });
+    let addr = serve(|mut socket| async move {
+        let mut buf = [0u8; 4096];
+        if matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {
+            let _ = socket
+                .write_all(b"-ERR Protocol error: unbalanced quotes in request\r\n")
+                .await;
         }
-    });
+    })
+    .await;
     let (backend, took) = connect(addr, "127.0.0.1", Some(&ca())).await;
     refused_for(
         &backend.unwrap_err(),
@@ -206,14 +197,11 @@ async fn a_plain_server_behind_rediss_is_refused_clearly_and_quickly() {
 #[tokio::test]
 async fn a_silent_server_behind_rediss_is_refused_as_not_tls_within_the_bound() {
     // A plain Redis waits for a newline the TLS hello may not hold: no answer.
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    let addr = serve(|socket| async move {
+        let _held = socket;
+        std::future::pending::<()>().await;
+    })
+    .await;
     let (backend, took) = connect(addr, "127.0.0.1", Some(&ca())).await;
     refused_for(
         &backend.unwrap_err(),
