@@ -51,9 +51,9 @@ use regex::bytes::Regex;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
-use super::common::{is_binary, storage_error};
+use super::common::is_binary;
 use super::register_file_tool;
-use super::{stopped, walk, FileTools};
+use super::{stopped, visit_shown, walk, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
@@ -197,28 +197,16 @@ async fn run(
         let output = with_scan(&search, ctx, |scan| {
             let mut chunk: Vec<String> = Vec::new();
             let mut listed = 0u64;
-            let mut expired = false;
-            tools
-                .storage
-                .visit_paths(&mut |path| {
-                    if ctx.expired() {
-                        expired = true;
-                        return ControlFlow::Break(());
-                    }
-                    if !(tools.policy.visible(&path)
-                        && glob.as_ref().is_none_or(|g| g.is_match(&path)))
-                    {
-                        return ControlFlow::Continue(());
-                    }
-                    listed += 1;
-                    chunk.push(path);
-                    if chunk.len() < CHUNK_FILES || scan.chunk(&mut chunk, None) {
-                        ControlFlow::Continue(())
-                    } else {
-                        ControlFlow::Break(())
-                    }
-                })
-                .map_err(|err| storage_error(NAME, err))?;
+            let wanted = |path: &str| glob.as_ref().is_none_or(|g| g.is_match(path));
+            let expired = visit_shown(&tools, ctx, NAME, wanted, |path| {
+                listed += 1;
+                chunk.push(path);
+                if chunk.len() < CHUNK_FILES || scan.chunk(&mut chunk, None) {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            })?;
             if !expired {
                 // The listing is complete: the files left, and how many there were in all.
                 scan.chunk(&mut chunk, Some(listed));
