@@ -25,9 +25,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost_sdk::schema::{object, string};
 
-use super::common::storage_error;
 use super::register_file_tool;
-use super::{stopped, walk, FileTools};
+use super::{stopped, visit_shown, walk, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
@@ -78,27 +77,17 @@ async fn run(
     walk(&budget, NAME, ctx, move |ctx| {
         let mut paths: Vec<String> = Vec::new();
         let mut truncated = false;
-        let mut expired = false;
-        tools
-            .storage
-            .visit_paths(&mut |path| {
-                if ctx.expired() {
-                    expired = true;
-                    return ControlFlow::Break(());
-                }
-                if !(tools.policy.visible(&path) && matcher.is_match(&path)) {
-                    return ControlFlow::Continue(());
-                }
-                // In path order: the first MAX_PATHS matches are the answer, and one
-                // more says it is cut.
-                if paths.len() == MAX_PATHS {
-                    truncated = true;
-                    return ControlFlow::Break(());
-                }
-                paths.push(path);
-                ControlFlow::Continue(())
-            })
-            .map_err(|err| storage_error(NAME, err))?;
+        let wanted = |path: &str| matcher.is_match(path);
+        let expired = visit_shown(&tools, ctx, NAME, wanted, |path| {
+            // In path order: the first MAX_PATHS matches are the answer, and one more
+            // says it is cut.
+            if paths.len() == MAX_PATHS {
+                truncated = true;
+                return ControlFlow::Break(());
+            }
+            paths.push(path);
+            ControlFlow::Continue(())
+        })?;
         if expired {
             return Err(stopped(ctx, NAME));
         }

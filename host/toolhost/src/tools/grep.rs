@@ -36,29 +36,34 @@
 //!   carry from one chunk to the next, and the walk stops once the output is full or the
 //!   scan budget spent. Each scanned file is read whole into a buffer each scanning
 //!   thread reuses (the Storage has no ranged read). Scanning runs on the blocking pool
-//!   under the [walk budget](super::walks), on up to [`MAX_WORKERS`] threads, and stops
+//!   under the [walk budget](super::walks), on up to [`MAX_WORKERS`] threads (the
+//!   calling one and helpers started at the first chunk that serve every chunk of the
+//!   call, `grep/crew.rs`: no thread is started per chunk), and stops
 //!   between files once the call's deadline passes or it is cancelled. Progress reports
 //!   give the number of files in all only once the listing is complete.
 
 use crate::registry::encoded_len;
 use crate::registry::ToolAnnotations;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use regex::bytes::Regex;
 use serde_json::{json, Value};
 use toolhost_sdk::schema::{boolean, enumeration, integer, object, string};
 
-use super::common::{is_binary, storage_error};
+use super::common::is_binary;
 use super::register_file_tool;
-use super::{stopped, walk, FileTools};
+use super::{stopped, visit_shown, walk, FileTools};
 use crate::registry::{
     Arguments, CallContext, RegisterError, Registry, ToolDefinition, ToolError, ToolResult,
 };
 use crate::vfs::{OpenedFile, Storage, StorageError};
 
+mod crew;
 mod lines;
+mod scan;
+
+use scan::with_scan;
 
 const NAME: &str = "grep";
 /// The display title (MCP `title`), one of [`RESERVED_TOOL_TITLES`](crate::registry::RESERVED_TOOL_TITLES).
@@ -189,45 +194,31 @@ async fn run(
             max_bytes: tools.policy.max_file_bytes.min(tools.max_read_bytes),
             budget: SCAN_BUDGET,
         };
-        let mut scan = Scan::new(&search, ctx);
-        let mut chunk: Vec<String> = Vec::new();
-        let mut listed = 0u64;
-        let mut expired = false;
-        tools
-            .storage
-            .visit_paths(&mut |path| {
-                if ctx.expired() {
-                    expired = true;
-                    return ControlFlow::Break(());
-                }
-                if !(tools.policy.visible(&path) && glob.as_ref().is_none_or(|g| g.is_match(&path)))
-                {
-                    return ControlFlow::Continue(());
-                }
+        let output = with_scan(&search, ctx, |scan| {
+            let mut chunk: Vec<String> = Vec::new();
+            let mut listed = 0u64;
+            let wanted = |path: &str| glob.as_ref().is_none_or(|g| g.is_match(path));
+            let expired = visit_shown(&tools, ctx, NAME, wanted, |path| {
                 listed += 1;
                 chunk.push(path);
-                if chunk.len() < CHUNK_FILES {
-                    return ControlFlow::Continue(());
-                }
-                let more = scan.chunk(&chunk, None);
-                chunk.clear();
-                if more {
+                if chunk.len() < CHUNK_FILES || scan.chunk(&mut chunk, None) {
                     ControlFlow::Continue(())
                 } else {
                     ControlFlow::Break(())
                 }
-            })
-            .map_err(|err| storage_error(NAME, err))?;
-        if !expired {
-            // The listing is complete: the files left, and how many there were in all.
-            scan.chunk(&chunk, Some(listed));
-        }
+            })?;
+            if !expired {
+                // The listing is complete: the files left, and how many there were in all.
+                scan.chunk(&mut chunk, Some(listed));
+            }
+            Ok(std::mem::take(&mut scan.output))
+        })?;
         // A call that expired on the way gets its time-out or cancellation, never a
         // partial answer that would race with the registry's.
         if ctx.expired() {
             return Err(stopped(ctx, NAME));
         }
-        Ok(ToolResult::new(scan.output.into_json(mode)))
+        Ok(ToolResult::new(output.into_json(mode)))
     })
     .await
 }
@@ -349,169 +340,6 @@ impl Search<'_> {
             Mode::Count => Hits::Count(lines::MatchingLines::new(regex, buf).count() as u64),
         }
     }
-}
-
-/// A scan in path order over the listing, taken a chunk at a time as the walk goes: the
-/// output and the bytes read so far carry from one chunk to the next, so the answer is
-/// that of one scan over the whole listing.
-struct Scan<'s, 'a> {
-    search: &'s Search<'a>,
-    ctx: &'s CallContext,
-    output: Output,
-    /// Bytes read so far, counted against the scan budget.
-    read: u64,
-    /// Files the threads have scanned so far, for progress reports.
-    reported: usize,
-    /// The output is full, the budget spent or the call expired: no more files.
-    over: bool,
-}
-
-impl<'s, 'a> Scan<'s, 'a> {
-    fn new(search: &'s Search<'a>, ctx: &'s CallContext) -> Self {
-        Scan {
-            search,
-            ctx,
-            output: Output::default(),
-            read: 0,
-            reported: 0,
-            over: false,
-        }
-    }
-
-    /// Scans `files`, the next ones in path order after those scanned before, on up to
-    /// [`MAX_WORKERS`] threads, then merges their hits in path order. `total` is the
-    /// number of files in all, once the listing is complete (for progress reports).
-    /// False once no further file can change the output.
-    ///
-    /// Threads take the next file from a shared counter, open it, and read and search it
-    /// if its size still fits the scan budget counted over the files read so far (a
-    /// claim on a shared counter, so the threads together never read more than the
-    /// budget); they put its hits in that file's slot. Threads stop taking files when the
-    /// call expires, when a file did not fit the budget, or when the output and the files
-    /// finished so far already hold more than the output can take: every file they
-    /// finished comes before any file not yet taken, so the merged output is full before
-    /// it would reach the untaken ones.
-    ///
-    /// The merge ([`merge`]) then walks the files in path order and applies the budget
-    /// exactly as a scan in path order would.
-    fn chunk(&mut self, files: &[String], total: Option<u64>) -> bool {
-        if self.over || files.is_empty() {
-            return !self.over;
-        }
-        let (search, ctx) = (self.search, self.ctx);
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_WORKERS)
-            .min(files.len())
-            .max(1);
-        let next = AtomicUsize::new(0);
-        let found_entries = AtomicUsize::new(self.output.entries.len());
-        let found_bytes = AtomicUsize::new(self.output.bytes);
-        let claimed = AtomicU64::new(self.read);
-        let deferred = AtomicBool::new(false);
-        let slots: Vec<OnceLock<Scanned>> = files.iter().map(|_| OnceLock::new()).collect();
-        // Files scanned, for progress reports (when the caller asked for them).
-        let files_done = AtomicUsize::new(self.reported);
-        let work = |regex: Regex| {
-            let mut buf = Vec::new();
-            while !ctx.expired()
-                && !deferred.load(Ordering::Relaxed)
-                && found_entries.load(Ordering::Relaxed) <= MAX_ENTRIES
-                && found_bytes.load(Ordering::Relaxed) <= RESULT_BUDGET
-            {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(path) = files.get(index) else {
-                    break;
-                };
-                let scanned = search.file(&regex, path, &mut buf, |size| {
-                    let before = claimed.fetch_add(size, Ordering::Relaxed);
-                    if before.saturating_add(size) <= search.budget {
-                        true
-                    } else {
-                        claimed.fetch_sub(size, Ordering::Relaxed);
-                        false
-                    }
-                });
-                if matches!(scanned.hits, Hits::Deferred) {
-                    deferred.store(true, Ordering::Relaxed);
-                }
-                let (entries, bytes) = scanned.hits.least_weight(path);
-                found_entries.fetch_add(entries, Ordering::Relaxed);
-                found_bytes.fetch_add(bytes, Ordering::Relaxed);
-                let _ = slots[index].set(scanned);
-                if ctx.wants_progress() {
-                    let done = files_done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-                    ctx.report_progress(done, total, || {
-                        Some(match total {
-                            Some(total) => format!("grep: {done} of {total} files scanned"),
-                            None => format!("grep: {done} files scanned"),
-                        })
-                    });
-                }
-            }
-        };
-        std::thread::scope(|scope| {
-            let work = &work;
-            for _ in 1..workers {
-                // A clone per thread: each gets its own match cache instead of sharing a pool.
-                let regex = search.regex.clone();
-                scope.spawn(move || work(regex));
-            }
-            work(search.regex.clone());
-        });
-        self.reported = files_done.into_inner();
-        self.over = !merge(search, files, slots, ctx, &mut self.output, &mut self.read);
-        !self.over
-    }
-}
-
-/// Merges the scanned files' hits in path order into `output`, counting each file's size
-/// against the scan budget in `total`: a file too large to read is skipped (the output
-/// is then incomplete), and the merge stops before the first file that would take the
-/// total past the budget. Files the threads deferred or did not take are opened and
-/// searched here, in order, unless the call has expired (then the output stops there,
-/// incomplete). False when it stopped before the end of `files` (the output is then
-/// `truncated`).
-fn merge(
-    search: &Search<'_>,
-    files: &[String],
-    slots: Vec<OnceLock<Scanned>>,
-    ctx: &CallContext,
-    output: &mut Output,
-    total: &mut u64,
-) -> bool {
-    let mut buf = Vec::new();
-    for (path, slot) in files.iter().zip(slots) {
-        let scanned = match slot.into_inner() {
-            Some(scanned) if !matches!(scanned.hits, Hits::Deferred) => scanned,
-            _ if ctx.expired() => {
-                output.truncated = true;
-                return false;
-            }
-            _ => search.file(&search.regex, path, &mut buf, |size| {
-                total.saturating_add(size) <= search.budget
-            }),
-        };
-        match scanned.hits {
-            Hits::TooLarge => {
-                output.truncated = true;
-                continue;
-            }
-            Hits::Deferred => {
-                output.truncated = true;
-                return false;
-            }
-            _ if total.saturating_add(scanned.size) > search.budget => {
-                output.truncated = true;
-                return false;
-            }
-            _ => *total += scanned.size,
-        }
-        if !output.add(path, scanned.hits) {
-            return false;
-        }
-    }
-    true
 }
 
 /// The merged result.

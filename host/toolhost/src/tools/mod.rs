@@ -404,6 +404,34 @@ where
     .await
 }
 
+/// Visits the paths of `tools`' store that its policy shows and `wanted` accepts, in
+/// path order, until `visit` breaks or the call expires (checked before each path).
+/// True when the call expired on the way (the listing is then incomplete).
+pub(crate) fn visit_shown(
+    tools: &FileTools,
+    ctx: &CallContext,
+    tool: &str,
+    wanted: impl Fn(&str) -> bool,
+    mut visit: impl FnMut(String) -> std::ops::ControlFlow<()>,
+) -> Result<bool, ToolError> {
+    use std::ops::ControlFlow;
+    let mut expired = false;
+    tools
+        .storage
+        .visit_paths(&mut |path| {
+            if ctx.expired() {
+                expired = true;
+                return ControlFlow::Break(());
+            }
+            if !(tools.policy.visible(&path) && wanted(&path)) {
+                return ControlFlow::Continue(());
+            }
+            visit(path)
+        })
+        .map_err(|err| common::storage_error(tool, err))?;
+    Ok(expired)
+}
+
 /// The error of a walk that stopped because its call expired: the registry has answered
 /// the call already (with its own time-out or cancellation), so this only ends the work.
 pub(crate) fn stopped(ctx: &CallContext, tool: &str) -> ToolError {

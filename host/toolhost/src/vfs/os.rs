@@ -17,7 +17,8 @@
 //!
 //! This file holds the store, its path checks and the [`Storage`] impl; the steps have
 //! their own files under `os/`: `read` (bounded reads, `openat2`), `rename` (atomic
-//! writes and renames), `walk` (listings), `names` (temporary and reserved names),
+//! writes and renames), `walk` (listings) and `window` (its bounded directory windows),
+//! `names` (temporary and reserved names),
 //! `errors` (file-system errors as [`StorageError`]s) and `recover` (clean-up at open).
 //!
 //! ```
@@ -55,6 +56,7 @@ mod names;
 mod read;
 mod rename;
 mod walk;
+mod window;
 
 /// The mode of every file this store writes (`rw-r--r--`), whatever the process umask.
 const FILE_MODE: u32 = 0o644;
@@ -396,7 +398,7 @@ impl Storage for OsStorage {
     /// per file where the file system gives each entry's type).
     fn list_paths(&self) -> Result<Vec<String>, StorageError> {
         let mut out = Vec::new();
-        self.walk_paths(&self.root, "", &mut |path| {
+        self.walk_paths(&mut |path| {
             out.push(path);
             ControlFlow::Continue(())
         })?;
@@ -410,7 +412,7 @@ impl Storage for OsStorage {
         &self,
         visit: &mut dyn FnMut(String) -> ControlFlow<()>,
     ) -> Result<(), StorageError> {
-        self.walk_paths(&self.root, "", visit)
+        self.walk_paths(visit)
     }
 
     /// Streams the files of [`list`](Storage::list) as
@@ -420,7 +422,7 @@ impl Storage for OsStorage {
         &self,
         visit: &mut dyn FnMut(FileEntry) -> ControlFlow<()>,
     ) -> Result<(), StorageError> {
-        self.walk(&self.root, "", visit)
+        self.walk(visit)
     }
 
     /// The checks of a portable [`read`](Storage::read) (path rules, no symlink on the
@@ -520,7 +522,7 @@ impl Storage for OsStorage {
 
     fn list(&self) -> Result<Vec<FileEntry>, StorageError> {
         let mut out = Vec::new();
-        self.walk(&self.root, "", &mut |entry| {
+        self.walk(&mut |entry| {
             out.push(entry);
             ControlFlow::Continue(())
         })?;

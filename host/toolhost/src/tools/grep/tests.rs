@@ -1,9 +1,11 @@
 //! grep's suite, run on both backends.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::scan::merge;
 use super::*;
 use crate::tools::testutil::{backend_tests, invalid_arguments, Backend, Harness};
 use crate::vfs::{FileEntry, MemoryStorage};
@@ -422,9 +424,10 @@ fn counted(output: &Output) -> Vec<String> {
 
 /// A whole scan of `files` as one chunk.
 fn scan(search: &Search<'_>, files: &[String], ctx: &CallContext) -> Output {
-    let mut scan = Scan::new(search, ctx);
-    scan.chunk(files, Some(files.len() as u64));
-    scan.output
+    with_scan(search, ctx, |scan| {
+        scan.chunk(&mut files.to_vec(), Some(files.len() as u64));
+        std::mem::take(&mut scan.output)
+    })
 }
 
 /// The output of a merge of `slots` from the start.
@@ -577,4 +580,42 @@ fn expired_call_stops_and_flags() {
     let output = scan(&search, &files, &CallContext::new());
     assert_eq!(output.entries, [json!("a.md:1:x")]);
     assert!(!output.truncated);
+}
+
+/// One scan fed many chunks (the same helpers serve every one): the answer of one scan
+/// in path order, with the budget and the output carried across the chunks' seams.
+#[test]
+fn chunks_of_one_scan_join_into_the_path_order_answer() {
+    let storage = MemoryStorage::new();
+    let mut expected = Vec::new();
+    let mut total = 0;
+    for i in 0..300usize {
+        let size = 1 + (i * 37) % 100;
+        let path = format!("f{i:03}");
+        sized(&storage, &path, size);
+        if total + size <= 10_000 && expected.len() == i {
+            total += size;
+            expected.push(format!("{path}=1"));
+        }
+    }
+    let files = storage.list_paths().unwrap();
+    let ctx = CallContext::new();
+    for chunk_files in [1, 7, 64, 300] {
+        let search = counting(&storage, 10_000);
+        let (output, more) = with_scan(&search, &ctx, |scan| {
+            let mut more = true;
+            for chunk in files.chunks(chunk_files) {
+                let mut chunk = chunk.to_vec();
+                more = scan.chunk(&mut chunk, None);
+                assert!(chunk.is_empty(), "the chunk is handed back empty");
+                if !more {
+                    break;
+                }
+            }
+            (std::mem::take(&mut scan.output), more)
+        });
+        assert_eq!(counted(&output), expected, "chunks of {chunk_files}");
+        assert!(output.truncated, "chunks of {chunk_files}");
+        assert!(!more, "chunks of {chunk_files}");
+    }
 }
