@@ -28,10 +28,14 @@ use crate::vfs::{validate_path, FileEntry, StorageError};
 
 /// The most bytes of names (and ~8 bytes per name) the walk holds at once, over the
 /// directories on the way down: each directory's window takes at most half of what
-/// those above it left, so ~58,000 names of 10 bytes side by side fit one window. Past
-/// it, a directory is read in several passes: time for memory (a directory of 10^6
-/// names of 100 bytes takes ~110 passes, where holding it whole took ~300 MB).
-pub(super) const WALK_BUDGET: usize = 2 * 1024 * 1024;
+/// those above it left, so ~230,000 names of 10 bytes side by side fit one window. Past
+/// it, a directory is read in several passes: time for memory. The size is that trade:
+/// a directory of 10^6 names of 100 bytes takes ~27 passes (~0.8 s each on the bench
+/// machine, within the default 30 s call limit; with 2 MiB it took ~110 and timed out),
+/// where holding it whole took ~300 MB; a walk holds at most ~2x this while a window
+/// fills, so 64 calls in flight stay under 1 GiB even over such a directory. Trees of
+/// ordinary width never reach it (the windows grow with what the directories hold).
+pub(super) const WALK_BUDGET: usize = 8 * 1024 * 1024;
 
 /// What a file visitor of the walk returns: go on, or stop the walk.
 type Flow = Result<ControlFlow<()>, StorageError>;
