@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,27 +30,18 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "deploy"))
+from processes import free_port, start_haproxy, stop_all, wait_port  # noqa: E402
+
 CLIENTS = 8
 SECONDS = 3.0
 TASKS = 200
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, process, what):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"scaleout-bench: {what} did not start")
-            time.sleep(0.05)
+def wait_started(port, process, what):
+    """Waits for `process` to listen on `port`; stops the run when it does not."""
+    if not wait_port(port, process):
+        sys.exit(f"scaleout-bench: {what} did not start")
 
 
 def start_host(host, work, plugins, state=None):
@@ -188,7 +178,7 @@ def main():
                  "--appendonly", "no", "--dir", work],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             processes.append(redis_proc)
-            wait_port(redis_port, redis_proc, "redis-server")
+            wait_started(redis_port, redis_proc, "redis-server")
             hosts = []
             for _ in range(3):
                 proc, port = start_host(host, work, plugins)
@@ -196,19 +186,10 @@ def main():
                 hosts.append(port)
             figures = {}
             for n in (1, 3):
-                front = free_port()
-                config = os.path.join(work, f"haproxy{n}.cfg")
-                with open(config, "w") as cfg:
-                    cfg.write("global\n    maxconn 512\ndefaults\n    mode http\n"
-                              "    timeout connect 5s\n    timeout client 1m\n    timeout server 1m\n"
-                              f"frontend mcp\n    bind 127.0.0.1:{front}\n    default_backend hosts\n"
-                              "backend hosts\n    balance roundrobin\n")
-                    for i, port in enumerate(hosts[:n]):
-                        cfg.write(f"    server h{i} 127.0.0.1:{port}\n")
-                proxy = subprocess.Popen([haproxy, "-db", "-f", config],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                front, proxy, _ = start_haproxy(haproxy, work, f"haproxy{n}", hosts[:n],
+                                                maxconn=512)
                 processes.append(proxy)
-                wait_port(front, proxy, "haproxy")
+                wait_started(front, proxy, "haproxy")
                 greet_rate(front)  # warm-up
                 figures[f"greet_{n}"] = greet_rate(front)
                 print(f"greet through HAProxy, {n} process(es), {CLIENTS} clients: "
@@ -225,13 +206,7 @@ def main():
                   f"tasks_memory={memory_rate:.1f} tasks_redis={redis_rate:.1f} "
                   f"task_p50_memory_us={memory_p50:.0f} task_p50_redis_us={redis_p50:.0f}")
         finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.terminate()
-                    try:
-                        process.wait(timeout=15)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
+            stop_all(processes)
 
 
 if __name__ == "__main__":

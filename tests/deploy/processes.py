@@ -39,13 +39,15 @@ def wait_port(port, process, within=60):
             time.sleep(0.1)
 
 
-def start_haproxy(haproxy, work, stem, ports):
+def start_haproxy(haproxy, work, stem, ports, maxconn=None):
     """HAProxy (round robin, no stickiness) in front of the hosts on `ports`, its config
     and log `work/<stem>.cfg|.log`: its port, its process and its log's path (not yet
-    waited for)."""
+    waited for). `maxconn`: its global connection limit, when given."""
     front = free_port()
     config = os.path.join(work, f"{stem}.cfg")
     with open(config, "w") as cfg:
+        if maxconn is not None:
+            cfg.write(f"global\n    maxconn {maxconn}\n")
         cfg.write("defaults\n    mode http\n    timeout connect 5s\n"
                   "    timeout client 1m\n    timeout server 1m\n"
                   f"frontend mcp\n    bind 127.0.0.1:{front}\n    default_backend hosts\n"
