@@ -38,6 +38,7 @@ mod scaleout;
 mod script;
 mod sessions;
 mod stdio;
+mod stdio_floor;
 
 use report::{Row, Verdict, MARGIN};
 

@@ -10,7 +10,8 @@
 //! greet plugin (fresh instance, as shipped) on this thread: its CPU time per call
 //! (`/proc/thread-self/schedstat`) and latency. The floor the stdio call is judged
 //! against (at most 1.5x, latency and CPU) adds to that a pipe round trip of the same
-//! request line through `cat` as an echo server, measured in the same run.
+//! request line through `cat` as an echo server, measured in the same run with the
+//! client and both servers on known CPUs ([`super::stdio_floor`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -24,6 +25,7 @@ use toolhost::registry::{CallContext, Environment, ToolCall};
 use super::calls::greet_registry;
 use super::fixtures::Fixtures;
 use super::report::{latency, time, Row, Samples, Target};
+use super::stdio_floor::{self, Echo};
 
 pub(crate) const HOST: &str = env!("CARGO_BIN_EXE_host");
 const GREETING: &str = "Hello, Ada!";
@@ -59,7 +61,19 @@ impl Server {
         fixtures: &Fixtures,
         extra: &[std::ffi::OsString],
     ) -> Result<Server> {
-        let mut child = Command::new(binary)
+        Self::start(Self::command(Command::new(binary), fixtures, extra), binary)
+    }
+
+    /// [`Server::spawn`] with every thread of the process on `cpu` (figure 9's floor).
+    pub(crate) fn spawn_pinned(binary: &Path, fixtures: &Fixtures, cpu: usize) -> Result<Server> {
+        let command = Self::command(stdio_floor::pinned(binary.as_os_str(), cpu), fixtures, &[]);
+        Self::start(command, binary)
+            .with_context(|| format!("pinned to CPU {cpu} by taskset (util-linux)"))
+    }
+
+    /// `command` (the host binary, perhaps behind a wrapper) with `host run`'s arguments.
+    fn command(mut command: Command, fixtures: &Fixtures, extra: &[std::ffi::OsString]) -> Command {
+        command
             .arg("run")
             .arg("--plugins")
             .arg(&fixtures.greet_dir)
@@ -69,7 +83,13 @@ impl Server {
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// Starts `command` and initializes its MCP session.
+    fn start(mut command: Command, binary: &Path) -> Result<Server> {
+        let mut child = command
             .spawn()
             .with_context(|| format!("cannot start {}", binary.display()))?;
         let stdin = child.stdin.take().context("no stdin")?;
@@ -185,62 +205,7 @@ pub(crate) fn process_cpu_since(pid: u32, before: &HashMap<u64, f64>) -> Result<
         .sum())
 }
 
-/// The pipe round trip's floor: `cat` as an echo server, sent the same request lines
-/// one at a time (each read back whole before the next is written).
-struct Echo {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-}
-
-impl Echo {
-    fn spawn() -> Result<Echo> {
-        let mut child = Command::new("cat")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot start cat (the echo server of the pipe round trip)")?;
-        let stdin = child.stdin.take().context("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
-        Ok(Echo {
-            child,
-            stdin,
-            stdout,
-            line: String::new(),
-        })
-    }
-
-    /// [`CALLS`] sequential round trips; adds their latencies to `samples` and returns
-    /// the echo server's CPU seconds.
-    fn phase(&mut self, first_id: u64, samples: &mut Samples) -> Result<f64> {
-        let requests: Vec<Vec<u8>> = (0..CALLS as u64).map(|i| request(first_id + i)).collect();
-        let cpu = process_cpu(self.child.id())?;
-        for request in &requests {
-            let started = Instant::now();
-            self.stdin.write_all(request)?;
-            self.stdin.flush()?;
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line)? == 0 {
-                bail!("the echo server closed its stdout");
-            }
-            samples.push(started.elapsed());
-            if self.line.as_bytes() != request.as_slice() {
-                bail!("the echo server answered {:?}", self.line);
-            }
-        }
-        process_cpu_since(self.child.id(), &cpu)
-    }
-
-    fn stop(mut self) -> Result<()> {
-        drop(self.stdin);
-        self.child.wait()?;
-        Ok(())
-    }
-}
-
-fn request(id: u64) -> Vec<u8> {
+pub(crate) fn request(id: u64) -> Vec<u8> {
     format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"greet\",\"arguments\":{{\"name\":\"Ada\"}}}}}}\n"
     )
@@ -353,7 +318,7 @@ pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
     for server in &mut servers {
         phase(server, 1_000_000, IN_FLIGHT, &mut Samples::default())?;
     }
-    let mut echo = Echo::spawn()?;
+    let mut echo = Echo::spawn(None)?;
     let (mut echoed, mut echo_cpu) = (Samples::with_capacity(CALLS * ROUNDS), 0.0);
     echo.phase(1_000_000, &mut Samples::default())?;
     let mut id = 1;
@@ -440,45 +405,13 @@ pub(crate) fn stdio(fixtures: &Fixtures) -> Result<Vec<Row>> {
         ),
     ];
     // The floor: the same dispatch in process plus a pipe round trip to an echo server,
-    // both measured in this run. Latency: the sum of their p50s; CPU: the in-process
-    // CPU per call (back to back) plus the echo server's per round trip.
-    let floor_p50 = inproc.p50() + echoed.p50();
-    let floor_cpu = inproc_cpu + echo_cpu;
-    println!(
-        "  floor: in process p50 {} + echo pipe round trip {} = {}; CPU {} + {} = {}",
-        time(inproc.p50()),
-        latency(&echoed),
-        time(floor_p50),
-        time(inproc_cpu),
-        time(echo_cpu),
-        time(floor_cpu)
-    );
-    let over = sequential.p50() / floor_p50;
-    rows.push(Row::judged(
-        "9 stdio sequential p50 / floor (in process + echo pipe round trip)",
-        format!(
-            "p50 {} vs {} + {}",
-            time(sequential.p50()),
-            time(inproc.p50()),
-            time(echoed.p50())
-        ),
-        over,
-        format!("{over:.2}"),
-        Target::AtMost(1.5),
-    ));
-    let over_cpu = seq_cpu / floor_cpu;
-    rows.push(Row::judged(
-        "9 stdio host CPU per call / floor (in process + echo server's)",
-        format!(
-            "{:.1} µs vs {:.1} + {:.1} µs",
-            us(seq_cpu),
-            us(inproc_cpu),
-            us(echo_cpu)
-        ),
-        over_cpu,
-        format!("{over_cpu:.2}"),
-        Target::AtMost(1.5),
-    ));
+    // judged with both servers pinned (stdio_floor.rs says why).
+    rows.extend(stdio_floor::rows(
+        fixtures,
+        (inproc.p50(), inproc_cpu),
+        (sequential, seq_cpu),
+        (&echoed, echo_cpu),
+    )?);
     if let Some(base) = measured.get(1) {
         let ratio = sequential.p50() / base.sequential.p50();
         println!(
