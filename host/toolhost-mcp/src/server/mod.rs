@@ -597,7 +597,7 @@ async fn step_task(
         Step::Reply(reply) => reply_to.reply(Some(reply)).await,
         Step::Call(call) => match queue.try_start(&call) {
             Some(slot) => {
-                tasks.spawn(queue::run_call(call, slot, notifier.clone(), reply_to));
+                queue::spawn_call(tasks, call, slot, notifier.clone(), reply_to);
             }
             None => queue.push(call, reply_to).await,
         },

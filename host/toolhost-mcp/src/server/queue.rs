@@ -225,19 +225,30 @@ impl CallQueue {
             // It leaves the queue: its place there is free for the reader.
             drop(queued);
             let slot = limiter.occupy(place, reserved);
-            calls.spawn(run_call(call, slot, notifier.clone(), reply_to));
+            spawn_call(&mut calls, call, slot, notifier.clone(), reply_to);
         }
     }
 }
 
-/// Runs `call` in `slot` and answers through `reply_to`. The slot is given back when the
-/// call ends, after its answer is queued.
-pub(super) async fn run_call(
+/// Starts [`run_call`] as a task of `tasks`, its future boxed. The call's whole dispatch
+/// (the registry, the plugin runtime, wasmtime's instantiation and call) is nested in
+/// that future by value, several kilobytes, and a spawned future is moved by value into
+/// its task's cell and its stage is rewritten when it ends: boxed, the task holds a
+/// pointer, and the future is written once, into its box (callgrind: about 5,000
+/// instructions a call fewer, most of them `memcpy`).
+pub(super) fn spawn_call(
+    tasks: &mut JoinSet<()>,
     call: PendingCall,
     slot: CallSlot,
     notifier: Notifier,
     reply_to: ReplyTo,
 ) {
+    tasks.spawn(Box::pin(run_call(call, slot, notifier, reply_to)));
+}
+
+/// Runs `call` in `slot` and answers through `reply_to`. The slot is given back when the
+/// call ends, after its answer is queued.
+async fn run_call(call: PendingCall, slot: CallSlot, notifier: Notifier, reply_to: ReplyTo) {
     let reply = call.run(&slot, notifier).await;
     reply_to.reply(reply).await;
     drop(slot);
