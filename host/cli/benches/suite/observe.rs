@@ -3,7 +3,10 @@
 //! listener and trace export all on (`--audit-log`, `--metrics`, `--otlp-endpoint` to a
 //! loopback collector that answers 200 to every export), against all off, in interleaved
 //! phases of the same run. Targets (docs/benchmarks.md): p50 and host CPU per call with
-//! everything on at most 1.10x of everything off.
+//! everything on at most 1.10x of everything off. Every server runs on one CPU and the
+//! client on another (one CPU for all where the bench has only one): unpinned, two
+//! servers of the same run could be placed differently and differ by a cross-CPU
+//! wake-up, not by what they do ([`super::stdio_floor`]).
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,6 +17,7 @@ use anyhow::Result;
 use super::fixtures::Fixtures;
 use super::report::{time, Row, Samples, Target};
 use super::stdio::{phase, Server, CALLS, HOST};
+use super::stdio_floor::{allowed_cpus, ThreadPin};
 
 /// Timed phases of each kind per server, interleaved.
 const ROUNDS: usize = 3;
@@ -91,9 +95,13 @@ pub(crate) fn observe(fixtures: &Fixtures) -> Result<Vec<Row>> {
         ("traces", &trace_flags),
     ];
     let host = std::path::Path::new(HOST);
+    let cpus = allowed_cpus()?;
+    let (client_cpu, server_cpu) = (cpus[0], cpus.get(1).copied().unwrap_or(cpus[0]));
+    let _client = ThreadPin::to(client_cpu)?;
+    println!("  the client on CPU {client_cpu}, every server on CPU {server_cpu}");
     let mut servers = configs
         .iter()
-        .map(|(_, flags)| Server::spawn_with(host, fixtures, flags))
+        .map(|(_, flags)| Server::spawn_pinned(host, fixtures, flags, server_cpu))
         .collect::<Result<Vec<_>>>()?;
     let mut measured: Vec<Measured> = configs.iter().map(|_| Measured::default()).collect();
     for server in &mut servers {

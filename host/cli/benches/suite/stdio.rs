@@ -64,9 +64,18 @@ impl Server {
         Self::start(Self::command(Command::new(binary), fixtures, extra), binary)
     }
 
-    /// [`Server::spawn`] with every thread of the process on `cpu` (figure 9's floor).
-    pub(crate) fn spawn_pinned(binary: &Path, fixtures: &Fixtures, cpu: usize) -> Result<Server> {
-        let command = Self::command(stdio_floor::pinned(binary.as_os_str(), cpu), fixtures, &[]);
+    /// [`Server::spawn_with`] with every thread of the process on `cpu`.
+    pub(crate) fn spawn_pinned(
+        binary: &Path,
+        fixtures: &Fixtures,
+        extra: &[std::ffi::OsString],
+        cpu: usize,
+    ) -> Result<Server> {
+        let command = Self::command(
+            stdio_floor::pinned(binary.as_os_str(), cpu),
+            fixtures,
+            extra,
+        );
         Self::start(command, binary)
             .with_context(|| format!("pinned to CPU {cpu} by taskset (util-linux)"))
     }

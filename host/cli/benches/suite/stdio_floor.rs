@@ -64,6 +64,43 @@ impl Placement {
     }
 }
 
+/// The CPUs this thread may run on, in order (at least one).
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
+    let allowed = sched_getaffinity(None).context("cannot read the bench's CPU set")?;
+    let cpus: Vec<usize> = (0..CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .collect();
+    if cpus.is_empty() {
+        bail!("the bench may run on no CPU");
+    }
+    Ok(cpus)
+}
+
+/// This thread (the bench's client) pinned to one CPU until dropped, then back on the
+/// CPUs it had.
+pub(crate) struct ThreadPin {
+    allowed: CpuSet,
+}
+
+impl ThreadPin {
+    pub(crate) fn to(cpu: usize) -> Result<ThreadPin> {
+        let allowed = sched_getaffinity(None).context("cannot read the bench's CPU set")?;
+        let mut one = CpuSet::new();
+        one.set(cpu);
+        sched_setaffinity(None, &one)
+            .with_context(|| format!("cannot pin the bench to CPU {cpu}"))?;
+        Ok(ThreadPin { allowed })
+    }
+}
+
+impl Drop for ThreadPin {
+    fn drop(&mut self) {
+        // Nothing to do on failure: the bench then goes on pinned, which only changes
+        // where later figures run, and they do not depend on it.
+        let _ = sched_setaffinity(None, &self.allowed);
+    }
+}
+
 /// `program` run by `taskset -c CPU` (util-linux), so that the process and every thread it
 /// starts run on `cpu` only, from its first instruction.
 pub(crate) fn pinned(program: &std::ffi::OsStr, cpu: usize) -> Command {
@@ -89,13 +126,8 @@ pub(crate) fn rows(
     unpinned_host: (&Samples, f64),
     unpinned_echo: (&Samples, f64),
 ) -> Result<Vec<Row>> {
-    let allowed = sched_getaffinity(None).context("cannot read the bench's CPU set")?;
-    let cpus: Vec<usize> = (0..CpuSet::MAX_CPU)
-        .filter(|&c| allowed.is_set(c))
-        .collect();
-    let Some(&first) = cpus.first() else {
-        bail!("the bench may run on no CPU");
-    };
+    let cpus = allowed_cpus()?;
+    let first = cpus[0];
     let mut placements = vec![Placement::OneCpu { cpu: first }];
     if let Some(&second) = cpus.get(1) {
         placements.push(Placement::TwoCpus {
@@ -105,7 +137,7 @@ pub(crate) fn rows(
     }
     let mut rows = Vec::new();
     for placement in placements {
-        let measured = measure(fixtures, placement, &allowed);
+        let measured = measure(fixtures, placement);
         let compared = measured.with_context(|| format!("figure 9, {}", placement.label()))?;
         rows.extend(judged(placement.label(), in_process, &compared, true));
     }
@@ -131,18 +163,14 @@ pub(crate) fn rows(
 }
 
 /// The host's and the echo's sequential round trips with this thread and both servers
-/// pinned as `placement` says; this thread's CPU set is `allowed` again afterwards.
-fn measure(fixtures: &Fixtures, placement: Placement, allowed: &CpuSet) -> Result<Compared> {
-    let mut client = CpuSet::new();
-    client.set(placement.client());
-    sched_setaffinity(None, &client).context("cannot pin the bench's thread")?;
-    let result = measure_pinned(fixtures, placement.server());
-    sched_setaffinity(None, allowed).context("cannot unpin the bench's thread")?;
-    result
+/// pinned as `placement` says.
+fn measure(fixtures: &Fixtures, placement: Placement) -> Result<Compared> {
+    let _client = ThreadPin::to(placement.client())?;
+    measure_pinned(fixtures, placement.server())
 }
 
 fn measure_pinned(fixtures: &Fixtures, server_cpu: usize) -> Result<Compared> {
-    let mut host = Server::spawn_pinned(HOST.as_ref(), fixtures, server_cpu)?;
+    let mut host = Server::spawn_pinned(HOST.as_ref(), fixtures, &[], server_cpu)?;
     let mut echo = Echo::spawn(Some(server_cpu))?;
     // Warm-up: code, allocator and pool slots.
     phase(&mut host, 1_000_000, 1, &mut Samples::default())?;
