@@ -29,6 +29,7 @@ mod files;
 mod fixtures;
 mod grep;
 mod observe;
+mod placement;
 mod plot;
 mod process;
 mod read_file;

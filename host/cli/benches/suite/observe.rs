@@ -15,9 +15,9 @@ use std::net::TcpListener;
 use anyhow::Result;
 
 use super::fixtures::Fixtures;
+use super::placement::{allowed_cpus, ThreadPin};
 use super::report::{time, Row, Samples, Target};
 use super::stdio::{phase, Server, CALLS, HOST};
-use super::stdio_floor::{allowed_cpus, ThreadPin};
 
 /// Timed phases of each kind per server, interleaved.
 const ROUNDS: usize = 3;

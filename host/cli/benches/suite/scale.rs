@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::fixtures::Fixtures;
+use super::placement::{allowed_cpus, pin_process, ThreadPin};
 use super::report::{bytes, latency, time, Row, Samples, Target};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
@@ -440,7 +441,15 @@ fn measure(fixtures: &Fixtures, copies: Copies) -> Result<Vec<Size>> {
         });
         hosts.push(host);
     }
-    // Calls: every size in turn, round by round, so drift hits all alike.
+    // Calls: every size in turn, round by round, so drift hits all alike; every host on
+    // one CPU and the client on another, so no host is measured across CPUs and
+    // another on one (placement.rs).
+    let cpus = allowed_cpus()?;
+    let (client_cpu, server_cpu) = (cpus[0], cpus.get(1).copied().unwrap_or(cpus[0]));
+    let _client = ThreadPin::to(client_cpu)?;
+    for host in &hosts {
+        pin_process(host.child.id(), server_cpu)?;
+    }
     let mut id = 10_000;
     for (size, host) in sizes.iter().zip(hosts.iter_mut()) {
         let tool = format!("p{:04}_greet", size.n - 1);

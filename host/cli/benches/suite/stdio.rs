@@ -24,6 +24,7 @@ use toolhost::registry::{CallContext, Environment, ToolCall};
 
 use super::calls::greet_registry;
 use super::fixtures::Fixtures;
+use super::placement;
 use super::report::{latency, time, Row, Samples, Target};
 use super::stdio_floor::{self, Echo};
 
@@ -71,11 +72,7 @@ impl Server {
         extra: &[std::ffi::OsString],
         cpu: usize,
     ) -> Result<Server> {
-        let command = Self::command(
-            stdio_floor::pinned(binary.as_os_str(), cpu),
-            fixtures,
-            extra,
-        );
+        let command = Self::command(placement::pinned(binary.as_os_str(), cpu), fixtures, extra);
         Self::start(command, binary)
             .with_context(|| format!("pinned to CPU {cpu} by taskset (util-linux)"))
     }

@@ -2,26 +2,22 @@
 //! client and the server on known CPUs.
 //!
 //! The floor is the same greet dispatched in process plus a pipe round trip of the same
-//! request line through `cat` as an echo server. On a virtual machine whose idle vCPUs
-//! halt (this one: a Firecracker guest, `guest_halt_poll_ns` = 0), a round trip between
-//! two processes costs ~20 µs when both run on one CPU and ~40 µs more when the answer
-//! has to wake the other, halted, vCPU; where the kernel puts the client, `cat` and
-//! `host run` differs from one process start to the next, so an unpinned host and an
-//! unpinned `cat` are often measured on different placements (figure 9 in
-//! docs/benchmarks.md: p50 20 µs in one run, 60 µs in the next, for the same binary).
-//! The judged rows therefore pin both servers the same way, once with the client on
-//! the server's CPU and once with the server on another CPU than the client's, and
-//! compare each host figure with the floor of the same placement. The unpinned figures
-//! are reported beside them.
+//! request line through `cat` as an echo server. A round trip's cost depends on where
+//! the client and the server run (placement.rs: on this guest a cross-CPU wake-up costs
+//! ~40 µs), and unpinned, `host run` and `cat` were often placed differently: p50 20 µs
+//! in one run and 60 µs in the next for the same binary (docs/benchmarks.md, figure 9).
+//! The judged rows therefore run both servers the same way, once on the client's CPU
+//! and once on another, and compare each host figure with the floor of the same
+//! placement. The unpinned figures are reported beside them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 
 use super::fixtures::Fixtures;
+use super::placement::{allowed_cpus, pinned, ThreadPin};
 use super::report::{latency, time, Row, Samples, Target};
 use super::stdio::{phase, process_cpu, process_cpu_since, request, Server, CALLS, HOST};
 
@@ -62,51 +58,6 @@ impl Placement {
             Placement::TwoCpus { .. } => "client and server on two CPUs",
         }
     }
-}
-
-/// The CPUs this thread may run on, in order (at least one).
-pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
-    let allowed = sched_getaffinity(None).context("cannot read the bench's CPU set")?;
-    let cpus: Vec<usize> = (0..CpuSet::MAX_CPU)
-        .filter(|&c| allowed.is_set(c))
-        .collect();
-    if cpus.is_empty() {
-        bail!("the bench may run on no CPU");
-    }
-    Ok(cpus)
-}
-
-/// This thread (the bench's client) pinned to one CPU until dropped, then back on the
-/// CPUs it had.
-pub(crate) struct ThreadPin {
-    allowed: CpuSet,
-}
-
-impl ThreadPin {
-    pub(crate) fn to(cpu: usize) -> Result<ThreadPin> {
-        let allowed = sched_getaffinity(None).context("cannot read the bench's CPU set")?;
-        let mut one = CpuSet::new();
-        one.set(cpu);
-        sched_setaffinity(None, &one)
-            .with_context(|| format!("cannot pin the bench to CPU {cpu}"))?;
-        Ok(ThreadPin { allowed })
-    }
-}
-
-impl Drop for ThreadPin {
-    fn drop(&mut self) {
-        // Nothing to do on failure: the bench then goes on pinned, which only changes
-        // where later figures run, and they do not depend on it.
-        let _ = sched_setaffinity(None, &self.allowed);
-    }
-}
-
-/// `program` run by `taskset -c CPU` (util-linux), so that the process and every thread it
-/// starts run on `cpu` only, from its first instruction.
-pub(crate) fn pinned(program: &std::ffi::OsStr, cpu: usize) -> Command {
-    let mut command = Command::new("taskset");
-    command.arg("-c").arg(cpu.to_string()).arg(program);
-    command
 }
 
 /// One host figure (sequential calls) and the floor it is judged against.
