@@ -26,7 +26,9 @@ const TARGET: &str = "wasm32-wasip2";
 fn classify(name: &str) -> &'static str {
     match name {
         "greet" | "divide" | "wordcount" | "webfetch" => "Example",
-        "multi" | "dupname" | "wrong_world" | "metadata" | "rich" | "conformance" => "Fixture",
+        "multi" | "dupname" | "wrong_world" | "metadata" | "rich" | "conformance" | "texttools" => {
+            "Fixture"
+        }
         hostile if hostile.starts_with("hostile_") => "Hostile",
         other => panic!(
             "don't know how to classify plugin `{other}` (plugins/{other}): add it to \

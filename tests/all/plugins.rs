@@ -50,6 +50,38 @@ async fn plugin_tools_follow_builtins_in_file_name_order() {
 }
 
 #[tokio::test]
+async fn four_tools_of_one_component_each_answer_for_themselves() {
+    // The bench lists 500 copies of this fixture; each of its tools must be its own.
+    let setup = setup(&["texttools"]);
+    assert!(setup.report.failed.is_empty(), "{:?}", setup.report.failed);
+    assert_eq!(
+        setup.report.loaded[0].tools,
+        ["upper", "lower", "reverse", "length"]
+    );
+    let text = r#"{"text":"Ünïcode ok"}"#;
+    for (tool, expected) in [
+        ("upper", "ÜNÏCODE OK"),
+        ("lower", "ünïcode ok"),
+        ("reverse", "ko edocïnÜ"),
+        ("length", "10"),
+    ] {
+        assert_eq!(
+            setup.call(tool, text).await.expect(tool),
+            json!(expected),
+            "{tool}"
+        );
+    }
+    // A model that leaves out the text gets the plugin's own argument error.
+    match setup.call("reverse", "{}").await {
+        Err(ToolError::InvalidArguments { tool, message }) => {
+            assert_eq!(tool, "reverse");
+            assert!(message.contains("text"), "{message}");
+        }
+        other => panic!("expected InvalidArguments, got {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn spec_examples_give_exact_results_and_error_kinds() {
     let setup = setup(&["greet", "divide"]);
     setup.assert_greet_works().await;

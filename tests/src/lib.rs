@@ -137,6 +137,7 @@ mod tests {
                 "metadata",
                 "multi",
                 "rich",
+                "texttools",
                 "webfetch",
                 "wordcount",
                 "wrong_world",

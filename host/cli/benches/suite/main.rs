@@ -28,6 +28,7 @@ mod fairness;
 mod files;
 mod fixtures;
 mod grep;
+mod listing;
 mod observe;
 mod placement;
 mod plot;

@@ -120,7 +120,7 @@ impl Host {
     }
 
     /// Every tool name, page by page; returns them and the number of pages.
-    fn list_all(&mut self) -> Result<(Vec<String>, usize)> {
+    pub(crate) fn list_all(&mut self) -> Result<(Vec<String>, usize)> {
         let mut names = Vec::new();
         let mut cursor: Option<String> = None;
         let mut pages = 0;
@@ -211,7 +211,7 @@ impl Host {
 
 /// How the plugins of a generated directory relate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Copies {
+pub(crate) enum Copies {
     /// Greet with a custom section naming its index: N distinct components.
     Distinct,
     /// Greet hard-linked: one component under N names.
@@ -242,23 +242,42 @@ fn distinct_copy(component: &[u8], index: usize) -> Vec<u8> {
     bytes
 }
 
-/// The directory of `n` plugins of kind `copies` (generated once per run).
+/// The directory of `n` greet plugins of kind `copies` (generated once per run).
 fn plugin_dir(fixtures: &Fixtures, n: usize, copies: Copies) -> Result<PathBuf> {
+    plugin_dir_of(fixtures, &fixtures.greet_wasm(), "greet", n, copies)
+}
+
+/// The directory of `n` plugins of kind `copies` made from `component` (`label` names
+/// it in the directory's name): `pNNNN.wasm`, each with a manifest giving it namespace
+/// `pNNNN`.
+pub(crate) fn plugin_dir_of(
+    fixtures: &Fixtures,
+    component: &Path,
+    label: &str,
+    n: usize,
+    copies: Copies,
+) -> Result<PathBuf> {
     let dir = fixtures
         .scratch
         .path()
-        .join(format!("scale-{}-{n}", copies.label()));
+        .join(format!("scale-{label}-{}-{n}", copies.label()));
     std::fs::create_dir_all(&dir)?;
-    let greet = fixtures.greet_wasm();
-    let component = std::fs::read(&greet)?;
+    let bytes =
+        std::fs::read(component).with_context(|| format!("cannot read {}", component.display()))?;
     for i in 0..n {
         let name = format!("p{i:04}");
         let wasm = dir.join(format!("{name}.wasm"));
+        // A directory made before in this run holds hard links to `component`: writing
+        // or copying through one would truncate the built component itself.
+        match std::fs::remove_file(&wasm) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err.into()),
+            _ => {}
+        }
         match copies {
-            Copies::Distinct => std::fs::write(&wasm, distinct_copy(&component, i))?,
+            Copies::Distinct => std::fs::write(&wasm, distinct_copy(&bytes, i))?,
             Copies::Same => {
-                if std::fs::hard_link(&greet, &wasm).is_err() {
-                    std::fs::copy(&greet, &wasm)?;
+                if std::fs::hard_link(component, &wasm).is_err() {
+                    std::fs::copy(component, &wasm)?;
                 }
             }
         }
@@ -273,7 +292,7 @@ fn plugin_dir(fixtures: &Fixtures, n: usize, copies: Copies) -> Result<PathBuf> 
 /// Fills `cache` with the optimized code of every plugin of `dir` (`host tools`
 /// compiles optimized code first, with no time limit): `host run` waits at most 30 s
 /// for its background compiles at exit, too little for 500 distinct plugins.
-fn fill_cache(dir: &Path, cache: &Path) -> Result<()> {
+pub(crate) fn fill_cache(dir: &Path, cache: &Path) -> Result<()> {
     let status = Command::new(HOST)
         .arg("tools")
         .arg("--plugins")
@@ -292,7 +311,7 @@ fn fill_cache(dir: &Path, cache: &Path) -> Result<()> {
 }
 
 /// One start to the first `tools/list` answer; the host is returned running.
-fn start(dir: &Path, cache: &Path) -> Result<(Duration, Host)> {
+pub(crate) fn start(dir: &Path, cache: &Path) -> Result<(Duration, Host)> {
     let started = Instant::now();
     let mut host = Host::spawn(dir, cache)?;
     let page = host.handshake()?;
@@ -319,6 +338,7 @@ pub(crate) fn scale(fixtures: &Fixtures) -> Result<Vec<Row>> {
     let same = measure(fixtures, Copies::Same)?;
     let mut rows = rows_of(&distinct, Copies::Distinct, true);
     rows.extend(rows_of(&same, Copies::Same, false));
+    rows.extend(super::listing::listing(fixtures)?);
     pictures(&distinct, &same)?;
     Ok(rows)
 }
