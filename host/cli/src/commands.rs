@@ -100,7 +100,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         session_id = %server.session().session_id,
         "serving {} tool(s): {}",
         toolset.registry.len(),
-        toolset.registry.names().join(", ")
+        some_names(&toolset.registry.names())
     );
     let watched = server.clone();
     let pool = toolset.plugin_host().cloned();
@@ -212,4 +212,41 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         plugins::info_text(&info)
     };
     print(&text)
+}
+
+/// Tool names shown in the start-up log line: every name up to [`NAMES_SHOWN`], then how
+/// many more (a host with 500 plugins would otherwise log a line of thousands of names;
+/// `host tools` lists them all).
+const NAMES_SHOWN: usize = 20;
+
+/// The first [`NAMES_SHOWN`] of `names`, comma-separated, and a count of the rest.
+fn some_names<S: AsRef<str>>(names: &[S]) -> String {
+    let shown: Vec<&str> = names.iter().take(NAMES_SHOWN).map(AsRef::as_ref).collect();
+    let mut text = shown.join(", ");
+    if names.len() > NAMES_SHOWN {
+        let more = names.len() - NAMES_SHOWN;
+        text.push_str(&format!(" and {more} more (`host tools` lists them all)"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::some_names;
+
+    #[test]
+    fn the_start_up_line_shows_twenty_names_and_counts_the_rest() {
+        let few = ["read_file", "greet"];
+        assert_eq!(some_names(&few), "read_file, greet");
+        let many: Vec<String> = (0..2000).map(|i| format!("t{i}")).collect();
+        let line = some_names(&many);
+        assert!(line.starts_with("t0, t1, "), "{line}");
+        assert!(
+            line.contains("t19 and 1980 more (`host tools` lists them all)"),
+            "{line}"
+        );
+        assert!(!line.contains("t20"), "{line}");
+        let exactly: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
+        assert!(some_names(&exactly).ends_with("t19"));
+    }
 }
