@@ -64,18 +64,12 @@ pub(crate) fn pinned(program: &std::ffi::OsStr, cpu: usize) -> Command {
 pub(crate) fn pin_process(pid: u32, cpu: usize) -> Result<()> {
     let mut one = CpuSet::new();
     one.set(cpu);
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let task = task?;
-        let Some(tid) = task
-            .file_name()
-            .to_str()
-            .and_then(|t| t.parse::<i32>().ok())
-            .and_then(Pid::from_raw)
-        else {
+    for tid in super::stdio::thread_ids(pid)? {
+        let Some(thread) = i32::try_from(tid).ok().and_then(Pid::from_raw) else {
             continue;
         };
-        sched_setaffinity(Some(tid), &one)
-            .with_context(|| format!("cannot move thread {tid:?} of process {pid} to CPU {cpu}"))?;
+        sched_setaffinity(Some(thread), &one)
+            .with_context(|| format!("cannot move thread {tid} of process {pid} to CPU {cpu}"))?;
     }
     Ok(())
 }

@@ -180,16 +180,9 @@ impl Server {
 /// workers and the blocking pool's threads live for seconds).
 pub(crate) fn process_cpu(pid: u32) -> Result<HashMap<u64, f64>> {
     let mut threads = HashMap::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let task = task?;
-        let Some(tid) = task
-            .file_name()
-            .to_str()
-            .and_then(|t| t.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+    for tid in thread_ids(pid)? {
+        let schedstat = format!("/proc/{pid}/task/{tid}/schedstat");
+        let Ok(stat) = std::fs::read_to_string(schedstat) else {
             continue;
         };
         if let Some(ns) = stat
@@ -201,6 +194,17 @@ pub(crate) fn process_cpu(pid: u32) -> Result<HashMap<u64, f64>> {
         }
     }
     Ok(threads)
+}
+
+/// The ids of process `pid`'s threads now (`/proc/PID/task`).
+pub(crate) fn thread_ids(pid: u32) -> Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        if let Some(tid) = task?.file_name().to_str().and_then(|t| t.parse().ok()) {
+            ids.push(tid);
+        }
+    }
+    Ok(ids)
 }
 
 /// CPU seconds process `pid`'s threads spent since `before` ([`process_cpu`]).
