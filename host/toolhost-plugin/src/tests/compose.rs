@@ -234,7 +234,12 @@ async fn nested_arguments_over_four_mebibytes_are_refused_before_dispatch() {
 
 #[tokio::test]
 async fn a_megabyte_result_per_nested_call_in_a_loop_is_held_to_the_result_cap() {
-    let (_dir, registry) = compose_registry(Some(ALL_MANIFEST), Some(ToolNames::All), |_| {});
+    // 1,000 nested calls take ~1.7 s in a debug build; the default 10 s limit was hit
+    // with the whole suite and other builds on two cores. This test is about the cap.
+    let (_dir, registry) = compose_registry(Some(ALL_MANIFEST), Some(ToolNames::All), |c| {
+        let limits = crate::PluginLimits::default().with_timeout(Duration::from_secs(60));
+        c.max_limits(limits.clone()).default_limits(limits);
+    });
     let result = run(
         &registry,
         "big_loop",
