@@ -32,7 +32,7 @@
 //! - The files are listed by path only, as a stream in path order
 //!   ([`Storage::visit_paths`]: no `stat` per file on an
 //!   [`OsStorage`](crate::vfs::OsStorage), and never the whole listing at once), and
-//!   scanned `CHUNK_FILES` (4,096) at a time as the walk goes, the helpers scanning one
+//!   scanned `CHUNK_FILES` (2,048) at a time as the walk goes, the helpers scanning one
 //!   chunk while the calling thread lists the next (`grep/scan.rs`): the output and the
 //!   bytes read carry from one chunk to the next, and the walk stops once the output is
 //!   full or the scan budget spent (seen when the chunk in flight is merged, one chunk
@@ -89,8 +89,9 @@ pub const MAX_WORKERS: usize = 4;
 
 /// Files the walk hands to the scanning threads at a time: the listing is never held
 /// whole, only two chunks of paths (the one being scanned, with its hits, and the one
-/// being listed).
-const CHUNK_FILES: usize = 4096;
+/// being listed), 4,096 paths as one chunk of 4,096 held before the listing overlapped
+/// the scan.
+const CHUNK_FILES: usize = 2048;
 
 /// Most context lines before and after a match.
 const MAX_CONTEXT: u64 = 5;
