@@ -32,9 +32,11 @@
 //! - The files are listed by path only, as a stream in path order
 //!   ([`Storage::visit_paths`]: no `stat` per file on an
 //!   [`OsStorage`](crate::vfs::OsStorage), and never the whole listing at once), and
-//!   scanned `CHUNK_FILES` (4,096) at a time as the walk goes: the output and the bytes read
-//!   carry from one chunk to the next, and the walk stops once the output is full or the
-//!   scan budget spent. Each scanned file is read whole into a buffer each scanning
+//!   scanned `CHUNK_FILES` (2,048) at a time as the walk goes, the helpers scanning one
+//!   chunk while the calling thread lists the next (`grep/scan.rs`): the output and the
+//!   bytes read carry from one chunk to the next, and the walk stops once the output is
+//!   full or the scan budget spent (seen when the chunk in flight is merged, one chunk
+//!   of listing later). Each scanned file is read whole into a buffer each scanning
 //!   thread reuses (the Storage has no ranged read). Scanning runs on the blocking pool
 //!   under the [walk budget](super::walks), on up to [`MAX_WORKERS`] threads (the
 //!   calling one and helpers started at the first chunk that serve every chunk of the
@@ -86,8 +88,10 @@ pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
 pub const MAX_WORKERS: usize = 4;
 
 /// Files the walk hands to the scanning threads at a time: the listing is never held
-/// whole, only this many paths (and their hits) of it.
-const CHUNK_FILES: usize = 4096;
+/// whole, only two chunks of paths (the one being scanned, with its hits, and the one
+/// being listed), 4,096 paths as one chunk of 4,096 held before the listing overlapped
+/// the scan.
+const CHUNK_FILES: usize = 2048;
 
 /// Most context lines before and after a match.
 const MAX_CONTEXT: u64 = 5;
@@ -211,7 +215,7 @@ async fn run(
                 // The listing is complete: the files left, and how many there were in all.
                 scan.chunk(&mut chunk, Some(listed));
             }
-            Ok(std::mem::take(&mut scan.output))
+            Ok(scan.finish())
         })?;
         // A call that expired on the way gets its time-out or cancellation, never a
         // partial answer that would race with the registry's.

@@ -102,15 +102,21 @@ impl<J: Send + Sync> Crew<J> {
         self.job.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// One round: wakes the helpers, runs `own` (the caller's share of the work) on the
-    /// job, and returns once every helper is done with it.
-    pub(super) fn round<R>(&self, own: impl FnOnce(&J) -> R) -> R {
+    /// Starts a round: wakes the helpers on the job in place, and returns at once, so
+    /// the caller can do other work (list the next files) while they work; the round
+    /// ends at [`finish`](Crew::finish), which must come before the job is changed.
+    pub(super) fn start(&self) {
         {
             let mut state = self.state();
             state.round += 1;
             state.busy = state.helpers;
         }
         self.wake.notify_all();
+    }
+
+    /// Ends the round [`start`](Crew::start) began: runs `own` (the caller's share of
+    /// the work) on the job, and returns once every helper is done with it.
+    pub(super) fn finish<R>(&self, own: impl FnOnce(&J) -> R) -> R {
         let result = own(&self.job.read().unwrap_or_else(PoisonError::into_inner));
         let mut state = self.state();
         while state.busy > 0 {
@@ -163,7 +169,7 @@ mod tests {
     use super::*;
 
     /// Every helper works every round once, with its own state kept between rounds, and
-    /// the caller sees the round's work done when `round` returns.
+    /// the caller sees the round's work done when `finish` returns.
     #[test]
     fn helpers_work_each_round_once_and_round_waits_for_them() {
         let crew = Crew::new(AtomicUsize::new(0));
@@ -175,7 +181,8 @@ mod tests {
             let _dismiss = Dismiss(&crew);
             crew.hire(scope, 3, || 0usize, &work);
             for round in 1..=50usize {
-                let own = crew.round(|job| {
+                crew.start();
+                let own = crew.finish(|job| {
                     job.fetch_add(1000, Ordering::Relaxed);
                     round * 2
                 });
@@ -187,12 +194,43 @@ mod tests {
         });
     }
 
+    /// The helpers work on a started round while the caller is away: the caller sees
+    /// their work done before it comes to `finish`, and joins no round they skipped.
+    #[test]
+    fn helpers_work_between_start_and_finish() {
+        let crew = Crew::new(AtomicUsize::new(0));
+        let work = |_: &mut (), job: &AtomicUsize| {
+            job.fetch_add(1, Ordering::Relaxed);
+        };
+        std::thread::scope(|scope| {
+            let _dismiss = Dismiss(&crew);
+            crew.hire(scope, 2, || (), &work);
+            for round in 1..=3usize {
+                crew.start();
+                let waited = std::time::Instant::now();
+                while crew.job.read().unwrap().load(Ordering::Relaxed) < 2 * round {
+                    assert!(
+                        waited.elapsed() < std::time::Duration::from_secs(30),
+                        "round {round}: the helpers did not work before finish"
+                    );
+                    std::thread::yield_now();
+                }
+                crew.finish(|_| ());
+                assert_eq!(crew.job.read().unwrap().load(Ordering::Relaxed), 2 * round);
+            }
+        });
+    }
+
     /// A round without helpers is the caller's work alone; the stop ends helpers that
     /// never got a round.
     #[test]
     fn rounds_without_helpers_and_a_stop_before_any_round() {
         let crew = Crew::new(AtomicUsize::new(0));
-        assert_eq!(crew.round(|job| job.fetch_add(1, Ordering::Relaxed) + 1), 1);
+        crew.start();
+        assert_eq!(
+            crew.finish(|job| job.fetch_add(1, Ordering::Relaxed) + 1),
+            1
+        );
         let work = |_: &mut (), job: &AtomicUsize| {
             job.fetch_add(1, Ordering::Relaxed);
         };
@@ -223,8 +261,10 @@ mod tests {
                     || flags.fetch_add(1, Ordering::Relaxed) == 0,
                     &work,
                 );
-                crew.round(|_| ());
-                crew.round(|_| ());
+                for _ in 0..2 {
+                    crew.start();
+                    crew.finish(|_| ());
+                }
             });
         }));
         assert!(outcome.is_err());

@@ -1,5 +1,11 @@
 //! grep's scan of a walk, a chunk at a time, on scanning threads that stay for the
 //! whole call ([`Crew`]), and the merge of each chunk's hits in path order.
+//!
+//! The scan is a pipeline of two stages: while the helpers scan one chunk, the calling
+//! thread lists the next; then it scans beside them what is left of the chunk, merges
+//! it, and hands them the next. Listing on the calling thread between rounds left the
+//! helpers idle for the listing's share of a call (~20 % of its instructions over
+//! small files) on every chunk of a large root.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -108,6 +114,7 @@ pub(super) fn with_scan<R>(
             output: Output::default(),
             read: 0,
             over: false,
+            in_flight: false,
         };
         body(&mut scan)
     })
@@ -124,22 +131,29 @@ pub(super) struct Scan<'s, 'a> {
     hire: Option<Box<dyn FnOnce(usize) + 's>>,
     /// The calling thread's regex and buffer: it scans beside the helpers.
     own: Helper,
-    pub(super) output: Output,
+    output: Output,
     /// Bytes read so far, counted against the scan budget.
     read: u64,
     /// The output is full, the budget spent or the call expired: no more files.
     over: bool,
+    /// A round was started on the crew's job and not merged yet.
+    in_flight: bool,
 }
 
 impl Scan<'_, '_> {
-    /// Scans `files`, the next ones in path order after those scanned before, on up to
-    /// [`MAX_WORKERS`] threads (the calling one and the crew's helpers, started at the
-    /// first chunk), then merges their hits in path order ([`merge`], which applies the
-    /// budget exactly as a scan in path order would). `total` is the number of files in
-    /// all, once the listing is complete (for progress reports). Leaves `files` empty,
-    /// its room kept for the next chunk. False once no further file can change the
-    /// output.
+    /// Hands `files`, the next ones in path order after those handed before, to the
+    /// scanning threads: first finishes and merges the chunk before (the calling thread
+    /// scans what the helpers have not taken, then [`merge`] applies the budget exactly
+    /// as a scan in path order would), then starts a round over `files` on the helpers
+    /// (started at the first chunk, up to [`MAX_WORKERS`] threads with the calling one)
+    /// and returns while they scan it, so the caller lists the next chunk meanwhile.
+    /// `total` is the number of files in all, given with the last chunk once the listing
+    /// is complete (for progress reports): that chunk is finished and merged before this
+    /// returns. Leaves `files` empty, with room for the next chunk. False once no
+    /// further file can change the output (known one chunk late, the one in flight
+    /// being merged at the next call: the files listed meanwhile are dropped unscanned).
     pub(super) fn chunk(&mut self, files: &mut Vec<String>, total: Option<u64>) -> bool {
+        self.settle();
         if self.over || files.is_empty() {
             files.clear();
             return !self.over;
@@ -154,6 +168,7 @@ impl Scan<'_, '_> {
         }
         {
             let mut job = self.crew.job_mut();
+            // The job's files were cleared when merged: `files` gets their room.
             std::mem::swap(&mut job.files, files);
             let len = job.files.len();
             job.slots.clear();
@@ -165,9 +180,29 @@ impl Scan<'_, '_> {
             job.claimed = AtomicU64::new(self.read);
             job.deferred = AtomicBool::new(false);
         }
+        self.crew.start();
+        self.in_flight = true;
+        if total.is_some() {
+            self.settle();
+        }
+        !self.over
+    }
+
+    /// The output, once the chunk in flight is finished and merged.
+    pub(super) fn finish(&mut self) -> Output {
+        self.settle();
+        std::mem::take(&mut self.output)
+    }
+
+    /// Finishes the round in flight, if any: the calling thread scans beside the
+    /// helpers until the chunk is done, then merges its hits in path order.
+    fn settle(&mut self) {
+        if !std::mem::take(&mut self.in_flight) {
+            return;
+        }
         let (search, ctx) = (self.search, self.ctx);
         let (regex, buf) = &mut self.own;
-        self.crew.round(|job| job.work(search, ctx, regex, buf));
+        self.crew.finish(|job| job.work(search, ctx, regex, buf));
         let mut job = self.crew.job_mut();
         let job = &mut *job;
         let slots = std::mem::take(&mut job.slots);
@@ -180,8 +215,6 @@ impl Scan<'_, '_> {
             &mut self.read,
         );
         job.files.clear();
-        std::mem::swap(&mut job.files, files);
-        !self.over
     }
 }
 

@@ -426,7 +426,7 @@ fn counted(output: &Output) -> Vec<String> {
 fn scan(search: &Search<'_>, files: &[String], ctx: &CallContext) -> Output {
     with_scan(search, ctx, |scan| {
         scan.chunk(&mut files.to_vec(), Some(files.len() as u64));
-        std::mem::take(&mut scan.output)
+        scan.finish()
     })
 }
 
@@ -582,8 +582,9 @@ fn expired_call_stops_and_flags() {
     assert!(!output.truncated);
 }
 
-/// One scan fed many chunks (the same helpers serve every one): the answer of one scan
-/// in path order, with the budget and the output carried across the chunks' seams.
+/// One scan fed many chunks (the same helpers serve every one, each chunk scanned while
+/// the next is handed in): the answer of one scan in path order, with the budget and
+/// the output carried across the chunks' seams.
 #[test]
 fn chunks_of_one_scan_join_into_the_path_order_answer() {
     let storage = MemoryStorage::new();
@@ -604,15 +605,18 @@ fn chunks_of_one_scan_join_into_the_path_order_answer() {
         let search = counting(&storage, 10_000);
         let (output, more) = with_scan(&search, &ctx, |scan| {
             let mut more = true;
-            for chunk in files.chunks(chunk_files) {
+            let mut chunks = files.chunks(chunk_files).peekable();
+            while let Some(chunk) = chunks.next() {
                 let mut chunk = chunk.to_vec();
-                more = scan.chunk(&mut chunk, None);
+                // The last chunk comes with the number of files in all.
+                let total = chunks.peek().is_none().then_some(files.len() as u64);
+                more = scan.chunk(&mut chunk, total);
                 assert!(chunk.is_empty(), "the chunk is handed back empty");
                 if !more {
                     break;
                 }
             }
-            (std::mem::take(&mut scan.output), more)
+            (scan.finish(), more)
         });
         assert_eq!(counted(&output), expected, "chunks of {chunk_files}");
         assert!(output.truncated, "chunks of {chunk_files}");

@@ -97,13 +97,23 @@ pub(super) fn checked(
     Ok((file, md))
 }
 
+/// Files up to this size are read with one `read` asking for a byte more than their
+/// size: a read that stops at the size `fstat` gave has reached the end, so no second
+/// read is made to see it (one system call of five per file fewer, which is what a grep
+/// over many small files pays for most). Their buffer is zeroed first (safe code
+/// cannot read into uninitialized memory): a few hundred nanoseconds at this size,
+/// about what the saved call costs, so larger files take the plain loop.
+const ONE_READ_MAX: u64 = 8 * 1024;
+
 /// Reads the whole of `file` (checked by [`checked`], `md` its `fstat`) into `content`,
 /// replacing what it held, at most `max_bytes`.
 ///
 /// Room for the size is reserved fallibly before the read, and the read stops at
 /// `max_bytes + 1` bytes, so a file that grows meanwhile is refused too
 /// (`FileTooLarge`). A buffer that already has the room (reused across files) is not
-/// reallocated.
+/// reallocated. A small file ([`ONE_READ_MAX`]) that still holds its `fstat` size is
+/// read in one system call; one that does not (it grew or shrank, or is a `/proc`
+/// file whose size says 0) is read on to its end as any other.
 pub(super) fn read_rest(
     path: &str,
     mut file: cap_std::fs::File,
@@ -112,8 +122,10 @@ pub(super) fn read_rest(
     content: &mut Vec<u8>,
 ) -> Result<(), StorageError> {
     content.clear();
+    let one_read = md.len() <= ONE_READ_MAX;
     let reserved = usize::try_from(md.len())
         .ok()
+        .map(|len| len + usize::from(one_read))
         .and_then(|len| content.try_reserve_exact(len).ok());
     if reserved.is_none() {
         return Err(io_error(
@@ -124,10 +136,31 @@ pub(super) fn read_rest(
             ),
         ));
     }
+    let limit = max_bytes.saturating_add(1);
+    if one_read {
+        // Within the room reserved above; `md.len() <= max_bytes`, so the read asks for
+        // at most `limit` bytes.
+        let want = md.len() + 1;
+        content.resize(want as usize, 0);
+        match file.read(content) {
+            Ok(read) => {
+                content.truncate(read);
+                if read as u64 == md.len() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => content.clear(),
+            Err(e) => {
+                content.clear();
+                return Err(io_error(path, e));
+            }
+        }
+    }
     // Through `Take`, `read_to_end` fills the buffer sized above and makes one more read
     // to see the end (growing the buffer fallibly if the file grew). On the bare `File`
     // it would first `fstat` and `lseek` again to size the buffer itself.
-    let read = Read::take(&mut file, max_bytes.saturating_add(1)).read_to_end(content);
+    let left = limit.saturating_sub(content.len() as u64);
+    let read = Read::take(&mut file, left).read_to_end(content);
     if let Err(e) = read {
         content.clear();
         return Err(io_error(path, e));
@@ -218,3 +251,6 @@ pub(super) mod beneath {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

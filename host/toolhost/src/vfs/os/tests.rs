@@ -3,7 +3,6 @@
 
 use super::errors::{not_regular, outside, symlink_denied};
 use super::names::{is_stage_name, is_tmp_name, stage_name, tmp_name};
-use super::read::{checked, read_rest};
 use super::*;
 use crate::vfs::MAX_SEGMENT_LEN;
 use std::sync::atomic::Ordering;
@@ -560,32 +559,6 @@ fn write_if_unchanged_checks_just_before_the_rename() {
     s.write_if_unchanged("a.md", b"one\nappended\n", b"ONE\n", "")
         .unwrap();
     assert_eq!(std::fs::read(dir.path().join("a.md")).unwrap(), b"ONE\n");
-}
-
-/// A file whose handle reports fewer bytes than it yields (here a `/proc` file, whose
-/// size is 0) stands for one that grows during the read: the read stops one byte past
-/// the cap and refuses it.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_file_growing_during_the_read_cannot_pass_the_cap() {
-    let read_open = |max_bytes: u64, buf: &mut Vec<u8>| {
-        let file = cap_std::fs::File::from_std(std::fs::File::open("/proc/self/status").unwrap());
-        let (file, md) = checked("status", file, max_bytes)?;
-        assert_eq!(md.len(), 0);
-        read_rest("status", file, &md, max_bytes, buf)
-    };
-    // A reused buffer holding another file's bytes: replaced, and emptied on failure.
-    let mut buf = b"previous file".to_vec();
-    match read_open(10, &mut buf) {
-        Err(StorageError::FileTooLarge { path, size, limit }) => {
-            assert_eq!((path.as_str(), size, limit), ("status", 11, 10));
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(buf.is_empty());
-    buf.extend_from_slice(b"previous file");
-    read_open(1 << 20, &mut buf).unwrap();
-    assert!(buf.len() > 10 && buf.starts_with(b"Name:"), "{buf:?}");
 }
 
 /// `open_read` then `read_into` answers every case as `read` does, on both open paths,
