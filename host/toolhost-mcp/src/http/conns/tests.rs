@@ -95,3 +95,59 @@ fn the_header_clock_runs_on_bytes() {
     drop(answering);
     assert_eq!(deadline().unwrap().1, Slow::Idle);
 }
+
+/// Whether the connection's clock has been woken (a permit waits), taking the permit.
+async fn clock_woken(slot: &Slot) -> bool {
+    tokio::time::timeout(Duration::ZERO, slot.handle.wake.notified())
+        .await
+        .is_ok()
+}
+
+/// What the clock does when it looks (`none_before`: the last look found no deadline):
+/// the time it sleeps until.
+fn look(table: &Table, slot: &Slot, none_before: bool) -> Option<Instant> {
+    let mut inner = table.lock();
+    let entry = inner.entries.get_mut(&slot.handle.id).unwrap();
+    entry.look(&table.settings, none_before, Instant::now());
+    entry.armed
+}
+
+#[tokio::test]
+async fn the_clock_is_woken_only_when_the_deadline_comes_nearer() {
+    let table = Table::new(settings());
+    let slot = table.open(Peer::of("127.0.0.2".parse().unwrap())).unwrap();
+    // Not looked yet (nothing armed): any deadline wakes it.
+    let (answering, receiving) = slot.handle.request(false, true);
+    assert!(clock_woken(&slot).await);
+    let body_deadline = look(&table, &slot, false).unwrap();
+    // The body in (no deadline) and the answer sent (the idle timeout, later than the
+    // body's): it sleeps on, towards the body's deadline, and looks again then.
+    drop(receiving);
+    assert!(!clock_woken(&slot).await);
+    drop(answering);
+    assert!(!clock_woken(&slot).await);
+    let idle_deadline = look(&table, &slot, false).unwrap();
+    assert!(idle_deadline > body_deadline);
+    // Asleep towards the idle timeout: a new request's body clock is nearer, so it wakes.
+    let (answering, receiving) = slot.handle.request(false, true);
+    assert!(clock_woken(&slot).await);
+    assert!(look(&table, &slot, false).unwrap() < idle_deadline);
+    // Looking while the request is answered (no deadline): again in one header timeout,
+    // and the next request, its body and its answer bring nothing nearer.
+    drop(receiving);
+    let before = Instant::now();
+    let again = look(&table, &slot, false).unwrap();
+    assert!(again >= before + Duration::from_secs(2));
+    assert!(again <= Instant::now() + Duration::from_secs(2));
+    drop(answering);
+    let (answering, receiving) = slot.handle.request(false, true);
+    drop(receiving);
+    drop(answering);
+    assert!(!clock_woken(&slot).await);
+    // A second look with no deadline (a long answer) waits to be woken; HTTP/2 always.
+    let (_answering, _) = slot.handle.request(false, false);
+    assert_eq!(look(&table, &slot, true), None);
+    assert!(look(&table, &slot, false).is_some());
+    let (_h2, _) = slot.handle.request(true, false);
+    assert_eq!(look(&table, &slot, false), None);
+}

@@ -289,6 +289,56 @@ async fn stalled_requests_are_closed_on_the_short_clock_and_trickling_ones_are_n
     server.stop().await;
 }
 
+/// A kept-alive connection is back on the short clock for its next request: its clock
+/// sleeps towards the idle timeout (10 s) after an answer, and a next request whose body
+/// stalls must wake it (the deadline came nearer), so the connection is closed about 2 s
+/// after the stall, not when the idle timeout ends (7.5 s after).
+#[tokio::test]
+async fn a_kept_alive_connection_that_stalls_its_next_body_is_closed_on_the_short_clock() {
+    let probe = Arc::default();
+    let server = start(HttpConfig::new(None), &probe).await;
+    let mut stream = connect_from(loopback(12), server.addr).await.unwrap();
+    let keep_alive = |body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    };
+    stream.write_all(&keep_alive(INIT)).await.unwrap();
+    // The first answer, whole: its head and a JSON body that parses.
+    let mut first = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&first).into_owned();
+        if let Some((_, body)) = text.split_once("\r\n\r\n") {
+            if serde_json::from_str::<Value>(body).is_ok() {
+                assert_initialized(&answer_json(&text, "200"));
+                break;
+            }
+        }
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk)).await;
+        let n = read.unwrap().unwrap();
+        assert!(n > 0, "closed before the first answer: {text}");
+        first.extend_from_slice(&chunk[..n]);
+    }
+    // Idle past the header timeout, so the clock has looked again and sleeps towards
+    // the idle timeout (10 s from the answer); then a request whose body stalls.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let second = keep_alive(INIT);
+    stream
+        .write_all(&second[..second.len() - 20])
+        .await
+        .unwrap();
+    let (raw, took) = read_to_close(&mut stream).await;
+    assert_eq!(raw, "");
+    assert!(
+        took > Duration::from_millis(1500) && took < Duration::from_secs(5),
+        "closed after {took:?}, not about 2 s"
+    );
+    server.stop().await;
+}
+
 /// The figure: a fresh client's answer while 2,000 half-open connections (from
 /// 100 addresses, 20 each) are held, with the default 256 slots and with 4,096 (all
 /// held by the server). `cargo test -p toolhost-mcp --features http --lib --release

@@ -17,240 +17,30 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use toolhost::registry::{Environment, Registry};
+use toolhost::registry::Environment;
 
 use crate::limits::McpLimits;
-use crate::resources::FileResources;
 use crate::session::{Catalog, Counters, Session, TaskOwner};
 use crate::tasks::TaskStore;
 
 use super::caller::Caller;
 
-/// The length of a session id: 64 hex digits.
-pub const SESSION_ID_LEN: usize = 64;
+mod ids;
+mod registries;
+
+use ids::random_part;
+pub use ids::{SessionKey, SessionKeyError, SESSION_ID_LEN};
+use registries::Served;
+pub use registries::{Registries, RegistryFactory, ServedFactory, SessionInfo};
 
 /// How many terminated session ids a process remembers (and refuses), oldest forgotten
 /// first. Each is kept as its 128 random bits (16 bytes, about 40 with the set's share),
 /// so the memory is at most about 3 MiB; kept as text it was about 18 MiB, and a
 /// long soak of session churn saw the host grow towards it.
 const TERMINATED_MEMORY: usize = 65_536;
-
-/// What a terminated id is remembered by: its random half (the tag half follows from
-/// it, the client and the key). `None` for text that is not an id.
-fn random_part(id: &str) -> Option<u128> {
-    u128::from_str_radix(id.get(..SESSION_ID_LEN / 2)?, 16).ok()
-}
-
-/// The secret that signs session ids. Give every process behind one load balancer the
-/// same key; a process with a key of its own accepts only its own sessions.
-#[derive(Clone)]
-pub struct SessionKey([u8; 32]);
-
-impl std::fmt::Debug for SessionKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionKey(..)")
-    }
-}
-
-/// Why a session key could not be made.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionKeyError {
-    /// The system's random source failed.
-    #[error("cannot draw a random session key: {0}")]
-    Random(String),
-    /// The key material is too short.
-    #[error("the session key is {got} bytes long; use at least 32 bytes of secret (e.g. `openssl rand -hex 32`)")]
-    TooShort {
-        /// Its length.
-        got: usize,
-    },
-}
-
-impl SessionKey {
-    /// A fresh random key: sessions of this process only.
-    ///
-    /// # Errors
-    /// [`SessionKeyError::Random`] when the system's random source fails.
-    pub fn random() -> Result<Self, SessionKeyError> {
-        let mut key = [0; 32];
-        getrandom::fill(&mut key).map_err(|err| SessionKeyError::Random(err.to_string()))?;
-        Ok(Self(key))
-    }
-
-    /// A key from secret material (a key file's content, surrounding blanks removed),
-    /// hashed into the key.
-    ///
-    /// # Errors
-    /// [`SessionKeyError::TooShort`] under 32 bytes.
-    pub fn from_secret(secret: &[u8]) -> Result<Self, SessionKeyError> {
-        let secret = secret.trim_ascii();
-        if secret.len() < 32 {
-            return Err(SessionKeyError::TooShort { got: secret.len() });
-        }
-        Ok(Self(<Sha256 as sha2::Digest>::digest(secret).into()))
-    }
-
-    fn tag(&self, random: &str, client: Option<&str>) -> Hmac<Sha256> {
-        // HMAC pads a key shorter than the hash's block (64 bytes) with zeros, so the
-        // 32-byte key padded here is the same key, given at the size that cannot fail.
-        let mut block = [0u8; 64];
-        block[..self.0.len()].copy_from_slice(&self.0);
-        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
-        mac.update(b"wasm-toolhost mcp session\0");
-        mac.update(random.as_bytes());
-        mac.update(b"\0");
-        mac.update(client.unwrap_or_default().as_bytes());
-        mac
-    }
-
-    /// A new session id for `client`.
-    ///
-    /// # Errors
-    /// [`SessionKeyError::Random`] when the system's random source fails.
-    pub fn issue(&self, client: Option<&str>) -> Result<String, SessionKeyError> {
-        let mut random = [0u8; 16];
-        getrandom::fill(&mut random).map_err(|err| SessionKeyError::Random(err.to_string()))?;
-        let random = hex(&random);
-        let tag = self.tag(&random, client).finalize().into_bytes();
-        Ok(random + &hex(&tag[..16]))
-    }
-
-    /// Whether `id` is one this key issued to `client` (checked in constant time).
-    pub fn verify(&self, id: &str, client: Option<&str>) -> bool {
-        if id.len() != SESSION_ID_LEN
-            || !id
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return false;
-        }
-        let (random, tag) = id.split_at(SESSION_ID_LEN / 2);
-        let Some(tag) = unhex(tag) else { return false };
-        self.tag(random, client).verify_truncated_left(&tag).is_ok()
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// What a new session's registry is built from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionInfo {
-    /// The session id; `None` in stateless mode, where every request stands alone.
-    pub id: Option<String>,
-    /// The name of the client whose token opened it, if the token has one: a static
-    /// token's name from the token file, or an OAuth access token's `sub` (never the
-    /// same: a token whose `sub` is a token file's name is refused). Both are
-    /// `A-Za-z0-9_-`, at most 64 characters.
-    pub client: Option<String>,
-    /// The scopes its bearer token granted (OAuth); empty for a static token. Those of
-    /// the token that opened the session (or with which this process first saw it).
-    pub scopes: Vec<String>,
-    /// The issuer of its OAuth token (`None` for a static token): with
-    /// [`SessionInfo::client`], the principal its quotas are kept for.
-    pub issuer: Option<String>,
-}
-
-/// Builds a session's registry (e.g. the file tools over a storage root of its own).
-/// Runs on a blocking thread: it may create directories.
-pub type RegistryFactory = Arc<dyn Fn(&SessionInfo) -> Result<Arc<Registry>, String> + Send + Sync>;
-
-/// Builds a session's registry and the files it offers as resources (`None`: none),
-/// e.g. the file tools and the files of a storage root of its own
-/// ([`Registries::per_session_root_with_files`]). Runs on a blocking thread.
-pub type ServedFactory = Arc<
-    dyn Fn(&SessionInfo) -> Result<(Arc<Registry>, Option<FileResources>), String> + Send + Sync,
->;
-
-/// Which registry a session serves, and which files it offers as resources: one for
-/// every session ([`Registries::shared`]) or one built per session
-/// ([`Registries::per_session`], [`Registries::per_session_root`]). Made by its
-/// constructors only, so what a session can be given grows without breaking callers.
-///
-/// ```
-/// use std::sync::Arc;
-/// use toolhost::registry::Registry;
-/// use toolhost_mcp::http::Registries;
-///
-/// let registries = Registries::shared(Arc::new(Registry::new()));
-/// assert!(format!("{registries:?}").starts_with("Registries::shared"));
-/// ```
-#[derive(Clone)]
-pub struct Registries(Served);
-
-/// What [`Registries`] holds.
-#[derive(Clone)]
-enum Served {
-    /// The same registry (and files) for every session.
-    Shared(Arc<Registry>, Option<FileResources>),
-    /// A registry (and files) per session, built when the session is first seen by this
-    /// process.
-    PerSession(ServedFactory),
-}
-
-impl Registries {
-    /// The same registry for every session, offering no resources.
-    pub fn shared(registry: Arc<Registry>) -> Self {
-        Self(Served::Shared(registry, None))
-    }
-
-    /// The same registry for every session, and the files of one storage root offered
-    /// to every session as resources ([`FileResources`]).
-    pub fn shared_with_files(registry: Arc<Registry>, files: FileResources) -> Self {
-        Self(Served::Shared(registry, Some(files)))
-    }
-
-    /// A registry per session, built by `factory` when the session is first seen by
-    /// this process, offering no resources.
-    pub fn per_session(factory: RegistryFactory) -> Self {
-        Self(Served::PerSession(Arc::new(move |info: &SessionInfo| {
-            factory(info).map(|registry| (registry, None))
-        })))
-    }
-
-    /// A registry and the files it offers per session, built by `factory` when the
-    /// session is first seen by this process: each session sees only the files its
-    /// factory gave it.
-    pub fn per_session_with_files(factory: ServedFactory) -> Self {
-        Self(Served::PerSession(factory))
-    }
-
-    /// The per-session factory, if these registries are built per session (for tests).
-    #[cfg(test)]
-    pub(crate) fn factory(&self) -> Option<&ServedFactory> {
-        match &self.0 {
-            Served::PerSession(factory) => Some(factory),
-            Served::Shared(..) => None,
-        }
-    }
-}
-
-impl std::fmt::Debug for Registries {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Served::Shared(registry, files) => f
-                .debug_tuple("Registries::shared")
-                .field(registry)
-                .field(files)
-                .finish(),
-            Served::PerSession(_) => f.write_str("Registries::per_session(..)"),
-        }
-    }
-}
 
 /// How the server keeps sessions: [`SessionSettings::new`] with the key, then
 /// [`SessionSettings::with_max_sessions`].
@@ -637,43 +427,9 @@ impl Sessions {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use toolhost::registry::Registry;
 
-    #[test]
-    fn ids_are_checked_against_key_and_client() {
-        let key = SessionKey::random().unwrap();
-        let id = key.issue(Some("alice")).unwrap();
-        assert_eq!(id.len(), SESSION_ID_LEN);
-        assert!(key.verify(&id, Some("alice")));
-        assert!(!key.verify(&id, Some("bob")), "another client's id");
-        assert!(!key.verify(&id, None));
-        assert!(
-            !SessionKey::random().unwrap().verify(&id, Some("alice")),
-            "another key"
-        );
-        // Any change is refused, including case and length.
-        let mut flipped = id.clone().into_bytes();
-        flipped[40] = if flipped[40] == b'0' { b'1' } else { b'0' };
-        assert!(!key.verify(std::str::from_utf8(&flipped).unwrap(), Some("alice")));
-        assert!(!key.verify(&id.to_uppercase(), Some("alice")));
-        assert!(!key.verify(&id[..63], Some("alice")));
-        assert!(!key.verify(&format!("{id}0"), Some("alice")));
-        assert!(!key.verify("../../etc/passwd", Some("alice")));
-        assert!(!key.verify("", None));
-        // Two processes with the same secret accept each other's ids.
-        let secret = b"0123456789abcdef0123456789abcdef\n";
-        let (a, b) = (
-            SessionKey::from_secret(secret).unwrap(),
-            SessionKey::from_secret(secret).unwrap(),
-        );
-        assert!(b.verify(&a.issue(None).unwrap(), None));
-        assert_eq!(
-            SessionKey::from_secret(b"  short  ")
-                .unwrap_err()
-                .to_string(),
-            "the session key is 5 bytes long; use at least 32 bytes of secret (e.g. `openssl rand -hex 32`)"
-        );
-    }
+    use super::*;
 
     fn named(name: &str) -> Caller {
         Caller {
