@@ -305,10 +305,12 @@ pub(super) async fn post_mcp(State(app): State<Arc<App>>, mut request: Request) 
             } else {
                 Notifier::none()
             };
-            let mut task = tokio::spawn(async move {
+            // Boxed: the call's whole dispatch is nested in this future by value
+            // (server/queue.rs, `spawn_call`, says what that costs unboxed).
+            let mut task = tokio::spawn(Box::pin(async move {
                 let _permit = request_permit;
                 call.run(&slot, notifier).await
-            });
+            }));
             tokio::select! {
                 biased;
                 joined = &mut task => {
@@ -453,10 +455,10 @@ pub(super) async fn post_batch(
                     }
                 };
                 guards.push(call.cancellation().drop_guard());
-                answers.push(Answer::Running(tokio::spawn(async move {
+                answers.push(Answer::Running(tokio::spawn(Box::pin(async move {
                     let _permit = permit;
                     call.run(&slot, Notifier::none()).await
-                })));
+                }))));
             }
         }
     }
