@@ -81,10 +81,12 @@ pub fn main() -> ExitCode {
     init_logging(default_level);
     // A tool that panics with a huge message must not flood the log (stderr).
     toolhost::registry::install_panic_hook();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if serves_http(&cli.command) {
+        builder.global_queue_interval(HTTP_GLOBAL_QUEUE_INTERVAL);
+    }
+    let runtime = match builder.build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
@@ -101,6 +103,20 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_SETUP)
         }
     }
+}
+
+/// How many tasks a worker of `host run --http` polls before it looks at the runtime's
+/// shared queue: every one. With many connections ready at once (1,000 sessions calling,
+/// figure 17 in docs/benchmarks.md), the tasks that overflow a worker's local queue wait
+/// in the shared one; tokio's default looks there rarely, and those connections' calls
+/// waited far longer than the rest: p99 at 1,000 sessions 99-118 ms against 27-38 ms
+/// with this, throughput the same (4 interleaved runs each). Over stdio there is one
+/// client and the shared queue stays empty, so `host run` keeps tokio's default.
+const HTTP_GLOBAL_QUEUE_INTERVAL: u32 = 1;
+
+/// Whether `command` serves MCP over HTTP (many clients at once).
+fn serves_http(command: &Command) -> bool {
+    matches!(command, Command::Run(args) | Command::Serve(args) if args.http.http.is_some())
 }
 
 /// Logs to stderr at `default_level`, or as `RUST_LOG` says when it is set and valid.
@@ -150,6 +166,19 @@ mod tests {
 
     use crate::args::{Cli, Command};
     use crate::setup::build_registry;
+
+    fn serves_http_for(argv: &[&str]) -> bool {
+        let cli = Cli::try_parse_from(argv).expect("valid command line");
+        super::serves_http(&cli.command)
+    }
+
+    #[test]
+    fn only_http_serving_gets_the_fair_scheduler_setting() {
+        assert!(serves_http_for(&["host", "run", "--http", "127.0.0.1:0"]));
+        assert!(serves_http_for(&["host", "serve", "--http", "127.0.0.1:0"]));
+        assert!(!serves_http_for(&["host", "run"]));
+        assert!(!serves_http_for(&["host", "tools"]));
+    }
 
     #[test]
     fn dependencies_stay_at_warn_unless_rust_log_says() {
