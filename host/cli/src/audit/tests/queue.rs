@@ -19,16 +19,20 @@ fn call_on_thread(
     })
 }
 
+/// The audit log's state shared with its writer.
+fn shared(audited: &Audited) -> &Shared {
+    &audited.observers.audit.as_ref().unwrap().shared
+}
+
 /// What the queue holds now: records queued since start, and bytes held.
 fn queue_figures(audited: &Audited) -> (u64, usize) {
-    let queue = audited
-        .observers
-        .audit
-        .as_ref()
-        .unwrap()
-        .shared
-        .lock_queue();
+    let queue = shared(audited).lock_queue();
     (queue.pushed, queue.bytes)
+}
+
+/// Stalls the writer's disk until the guard is dropped.
+fn stall_writer(audited: &Audited) -> std::sync::MutexGuard<'_, ()> {
+    shared(audited).stall.lock().unwrap()
 }
 
 #[test]
@@ -40,15 +44,7 @@ fn a_flood_of_calls_while_the_disk_stalls_keeps_the_queue_bounded_and_loses_no_r
     // Arguments recorded (`--audit-arguments`): each record holds its 4 KiB of them.
     let log = AuditLog::open_with(&path, None, 1, true, BOUND, Duration::from_secs(60)).unwrap();
     let registry = Arc::new(audited_with(log));
-    let stall = registry
-        .observers
-        .audit
-        .as_ref()
-        .unwrap()
-        .shared
-        .stall
-        .lock()
-        .unwrap();
+    let stall = stall_writer(&registry);
     let filler = "x".repeat(4096);
     let threads: Vec<_> = (0..CALLS)
         .map(|seq| call_on_thread(&registry, format!(r#"{{"seq":{seq},"pad":"{filler}"}}"#)))
@@ -110,15 +106,7 @@ fn a_disk_stalled_past_the_wait_counts_the_record_lost_and_refuses_calls() {
     let log =
         AuditLog::open_with(&path, None, 1, true, 8 * 1024, Duration::from_millis(200)).unwrap();
     let registry = Arc::new(audited_with(log));
-    let stall = registry
-        .observers
-        .audit
-        .as_ref()
-        .unwrap()
-        .shared
-        .stall
-        .lock()
-        .unwrap();
+    let stall = stall_writer(&registry);
     let filler = "x".repeat(6 * 1024);
     // The first record fits the empty queue; the writer takes it and stalls.
     call_on_thread(&registry, format!(r#"{{"seq":1,"pad":"{filler}"}}"#))

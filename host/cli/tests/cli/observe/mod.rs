@@ -50,6 +50,31 @@ fn audit_lines(path: &std::path::Path, lines: usize) -> String {
     }
 }
 
+/// `host run --root ROOT` with `extra` flags and no input: asserts it refused to start,
+/// and returns what it wrote to stderr.
+fn refused_at_start(root: &std::path::Path, extra: &[&str]) -> String {
+    let output = crate::host()
+        .args(["run", "--root", root.to_str().unwrap()])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "started with {extra:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A plugin directory holding webfetch, granted HTTP to `origin` only.
+pub(crate) fn webfetch_granted(origin: &str) -> tempfile::TempDir {
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
+    std::fs::write(
+        plugins.path().join("webfetch.toml"),
+        format!("[grants]\nhttp = [\"{origin}\"]\n"),
+    )
+    .unwrap();
+    plugins
+}
+
 /// `name{labels} value` lines of `metric`.
 fn series(text: &str, metric: &str) -> Vec<String> {
     text.lines()
@@ -189,38 +214,14 @@ fn a_symlinked_audit_log_or_a_public_metrics_address_is_refused_at_start() {
     std::fs::write(&target, "precious\n").unwrap();
     let link = logs.path().join("audit.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let output = crate::host()
-        .args([
-            "run",
-            "--root",
-            root.path().to_str().unwrap(),
-            "--audit-log",
-            link.to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = refused_at_start(root.path(), &["--audit-log", link.to_str().unwrap()]);
     assert!(
         stderr.contains("is a symbolic link; give the path of the file itself"),
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
 
-    let output = crate::host()
-        .args([
-            "run",
-            "--root",
-            root.path().to_str().unwrap(),
-            "--metrics",
-            "0.0.0.0:0",
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = refused_at_start(root.path(), &["--metrics", "0.0.0.0:0"]);
     assert!(
         stderr.contains("--metrics 0.0.0.0:0 is not a loopback address"),
         "{stderr}"
@@ -281,19 +282,7 @@ fn an_audit_log_where_the_file_tools_reach_is_refused_at_start() {
         root.path().join("sub/../audit.jsonl"),
         logs.path().join("into-root/audit.jsonl"),
     ] {
-        let output = crate::host()
-            .args([
-                "run",
-                "--root",
-                root.path().to_str().unwrap(),
-                "--audit-log",
-                audit.to_str().unwrap(),
-            ])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{}", audit.display());
+        let stderr = refused_at_start(root.path(), &["--audit-log", audit.to_str().unwrap()]);
         assert!(
             stderr.contains("where the file tools (and plugins granted files) reach"),
             "{stderr}"
@@ -383,13 +372,7 @@ fn traceparent_server() -> (String, std::sync::mpsc::Receiver<String>) {
 fn a_plugins_http_requests_are_counted_by_plugin_and_status_class() {
     let (origin, seen) = traceparent_server();
     let root = tempfile::tempdir().unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
-    std::fs::write(
-        plugins.path().join("webfetch.toml"),
-        format!("[grants]\nhttp = [\"{origin}\"]\n"),
-    )
-    .unwrap();
+    let plugins = webfetch_granted(&origin);
     let cache = tempfile::tempdir().unwrap();
     let metrics = free_port();
     let mut server = Server::start(
@@ -524,13 +507,8 @@ fn audit_records_list_the_files_and_hosts_each_call_touched() {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("notes")).unwrap();
     std::fs::write(root.path().join("notes/todo.md"), "one two\nthree\n").unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch", "wordcount"]).unwrap();
-    std::fs::write(
-        plugins.path().join("webfetch.toml"),
-        format!("[grants]\nhttp = [\"{origin}\"]\n"),
-    )
-    .unwrap();
+    let plugins = webfetch_granted(&origin);
+    toolhost_tests::install_without_manifests(plugins.path(), &["wordcount"]).unwrap();
     std::fs::write(
         plugins.path().join("wordcount.toml"),
         "[grants]\nfiles = \"read\"\n",

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use std::time::Duration;
 
-use super::{contains, otlp_receiver, traceparent_server};
+use super::{contains, otlp_receiver, traceparent_server, webfetch_granted};
 use crate::mcp::Server;
 
 #[test]
@@ -85,13 +85,7 @@ fn fetch_with_traceparent(extra: &[&str], parent: &str) -> (String, Vec<u8>) {
     let (origin, seen) = traceparent_server();
     let (collector, bodies) = otlp_receiver();
     let root = tempfile::tempdir().unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
-    std::fs::write(
-        plugins.path().join("webfetch.toml"),
-        format!("[grants]\nhttp = [\"{origin}\"]\n"),
-    )
-    .unwrap();
+    let plugins = webfetch_granted(&origin);
     let cache = tempfile::tempdir().unwrap();
     let mut args = vec![
         "--no-builtins",
