@@ -63,16 +63,17 @@ fn refused_at_start(root: &std::path::Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// A plugin directory holding plugin `name` with `manifest` as its manifest.
+fn plugin_dir(name: &str, manifest: &str) -> tempfile::TempDir {
+    let plugins = tempfile::tempdir().unwrap();
+    toolhost_tests::install_without_manifests(plugins.path(), &[name]).unwrap();
+    std::fs::write(plugins.path().join(format!("{name}.toml")), manifest).unwrap();
+    plugins
+}
+
 /// A plugin directory holding webfetch, granted HTTP to `origin` only.
 pub(crate) fn webfetch_granted(origin: &str) -> tempfile::TempDir {
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["webfetch"]).unwrap();
-    std::fs::write(
-        plugins.path().join("webfetch.toml"),
-        format!("[grants]\nhttp = [\"{origin}\"]\n"),
-    )
-    .unwrap();
-    plugins
+    plugin_dir("webfetch", &format!("[grants]\nhttp = [\"{origin}\"]\n"))
 }
 
 /// `name{labels} value` lines of `metric`.
@@ -86,13 +87,10 @@ fn series(text: &str, metric: &str) -> Vec<String> {
 #[test]
 fn audit_and_metrics_account_for_every_call_of_a_plugin() {
     let root = tempfile::tempdir().unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["greet"]).unwrap();
-    std::fs::write(
-        plugins.path().join("greet.toml"),
+    let plugins = plugin_dir(
+        "greet",
         "[config.API_TOKEN]\nsecret = true\nrequired = true\n",
-    )
-    .unwrap();
+    );
     let cache = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();
     let audit = logs.path().join("audit.jsonl");
@@ -430,13 +428,7 @@ fn a_plugins_http_requests_are_counted_by_plugin_and_status_class() {
 #[test]
 fn tasks_created_and_ended_are_counted_in_the_metrics() {
     let root = tempfile::tempdir().unwrap();
-    let plugins = tempfile::tempdir().unwrap();
-    toolhost_tests::install_without_manifests(plugins.path(), &["greet"]).unwrap();
-    std::fs::write(
-        plugins.path().join("greet.toml"),
-        "task_support = \"optional\"\n",
-    )
-    .unwrap();
+    let plugins = plugin_dir("greet", "task_support = \"optional\"\n");
     let cache = tempfile::tempdir().unwrap();
     let metrics = free_port();
     let mut server = Server::start(
